@@ -1,0 +1,53 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { Config } from './config.ts'
+import { sharedSchemas } from './schemas.ts'
+import errors from './plugins/errors.ts'
+import postgres from './plugins/postgres.ts'
+import clickhouse from './plugins/clickhouse.ts'
+import redis from './plugins/redis.ts'
+import userAuth from './plugins/user-auth.ts'
+import apiKeyAuth from './plugins/api-key-auth.ts'
+import ingestion from './plugins/ingestion.ts'
+import cors from './plugins/cors.ts'
+import health from './routes/health.ts'
+import ingest from './routes/ingest.ts'
+import meUser from './routes/me/user.ts'
+import meKeys from './routes/me/keys.ts'
+
+export interface BuildOptions {
+  logger?: FastifyServerOptions['logger']
+}
+
+/** Builds the whole service from its plugins; main.ts listens on it, tests inject into it. */
+export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? { level: config.logLevel },
+    bodyLimit: config.bodyLimit,
+    trustProxy: config.trustProxy,
+    return503OnClosing: true,
+  })
+  for (const schema of sharedSchemas) app.addSchema(schema)
+
+  await app.register(errors)
+  await app.register(cors, { origins: config.corsOrigins })
+  await app.register(redis, { url: config.redisUrl, prefix: config.redisPrefix })
+  await app.register(postgres, { databaseUrl: config.databaseUrl })
+  await app.register(clickhouse, {
+    url: config.clickhouseUrl,
+    dataDir: config.dataDir,
+    writerMaxRows: config.writerMaxRows,
+    writerMaxBytes: config.writerMaxBytes,
+  })
+  await app.register(ingestion, { cacheTtlMs: config.cacheTtlMs })
+  await app.register(apiKeyAuth, { cacheTtlMs: config.cacheTtlMs })
+  await app.register(userAuth, { auth: config.auth, dataDir: config.dataDir, cacheTtlMs: config.cacheTtlMs })
+
+  await app.register(health)
+  await app.register(ingest({ bodyLimit: config.bodyLimit, batchBodyLimit: config.batchBodyLimit }))
+  await app.register(async function me(scope) {
+    scope.addHook('onRequest', scope.authenticateUser)
+    await scope.register(meUser)
+    await scope.register(meKeys)
+  })
+  return app
+}

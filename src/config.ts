@@ -1,0 +1,104 @@
+import { Ajv } from 'ajv'
+import { resolve } from 'node:path'
+
+/**
+ * Every setting of the service, validated once at start. Nothing else reads process.env.
+ * Names and defaults follow ARCHITECTURE §5; the rest are tuning knobs with safe defaults.
+ */
+export interface Config {
+  port: number
+  host: string
+  databaseUrl: string
+  redisUrl: string
+  /** Prefix for every Redis key and channel, so several deployments (or test runs) can share one Redis. */
+  redisPrefix: string
+  /** ClickHouse server URL; undefined means the embedded engine under dataDir. */
+  clickhouseUrl: string | undefined
+  dataDir: string
+  auth: { jwksUrl: string; issuer: string; audience: string } | { local: true }
+  corsOrigins: string[]
+  roles: { api: boolean; worker: boolean }
+  logLevel: string
+  /** Request body limits, in bytes. */
+  bodyLimit: number
+  batchBodyLimit: number
+  /** Group-commit caps: one ClickHouse insert carries at most this many rows / bytes. */
+  writerMaxRows: number
+  writerMaxBytes: number
+  /** How long a cached API key or agent may be served before it is read again (ms). */
+  cacheTtlMs: number
+  /** Whether to take the client address from X-Forwarded-For (only behind a trusted proxy). */
+  trustProxy: boolean
+}
+
+const DEFAULT_CORS = 'https://app.agent-telemetry.dev,https://dashboard.agent-telemetry.dev'
+
+const schema = {
+  type: 'object',
+  properties: {
+    PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000 },
+    HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
+    DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://', default: 'postgres://localhost:5432/agent_telemetry' },
+    REDIS_URL: { type: 'string', pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' },
+    REDIS_PREFIX: { type: 'string', default: 'at:' },
+    CLICKHOUSE_URL: { type: 'string', pattern: '^https?://' },
+    DATA_DIR: { type: 'string', minLength: 1, default: './data' },
+    AUTH_JWKS_URL: { type: 'string', pattern: '^https?://' },
+    AUTH_ISSUER: { type: 'string', minLength: 1 },
+    AUTH_AUDIENCE: { type: 'string', minLength: 1 },
+    CORS_ORIGINS: { type: 'string', default: DEFAULT_CORS },
+    ROLES: { type: 'string', pattern: '^(api|worker)(,(api|worker))*$', default: 'api,worker' },
+    LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
+    BODY_LIMIT: { type: 'integer', minimum: 1024, default: 1048576 },
+    BATCH_BODY_LIMIT: { type: 'integer', minimum: 1024, default: 5242880 },
+    WRITER_MAX_ROWS: { type: 'integer', minimum: 1, default: 20000 },
+    WRITER_MAX_BYTES: { type: 'integer', minimum: 1024, default: 16777216 },
+    CACHE_TTL_MS: { type: 'integer', minimum: 0, maximum: 1000, default: 1000 },
+    TRUST_PROXY: { type: 'boolean', default: false },
+  },
+  dependencies: {
+    AUTH_JWKS_URL: ['AUTH_ISSUER', 'AUTH_AUDIENCE'],
+    AUTH_ISSUER: ['AUTH_JWKS_URL'],
+    AUTH_AUDIENCE: ['AUTH_JWKS_URL'],
+  },
+} as const
+
+export class ConfigError extends Error {}
+
+/** Reads and validates settings from an environment map; throws ConfigError naming every bad setting. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const ajv = new Ajv({ useDefaults: true, coerceTypes: true, allErrors: true })
+  const validate = ajv.compile(schema)
+  const raw: Record<string, unknown> = {}
+  for (const key of Object.keys(schema.properties)) {
+    const value = env[key]
+    if (value !== undefined && value !== '') raw[key] = value
+  }
+  if (!validate(raw)) {
+    const problems = (validate.errors ?? []).map((e) => `${e.instancePath.slice(1) || 'settings'} ${e.message}`)
+    throw new ConfigError(`invalid settings: ${problems.join('; ')}`)
+  }
+  const s = raw as Record<string, any>
+  const roles = String(s.ROLES).split(',')
+  return {
+    port: s.PORT,
+    host: s.HOST,
+    databaseUrl: s.DATABASE_URL,
+    redisUrl: s.REDIS_URL,
+    redisPrefix: s.REDIS_PREFIX,
+    clickhouseUrl: s.CLICKHOUSE_URL,
+    dataDir: resolve(s.DATA_DIR),
+    auth: s.AUTH_JWKS_URL
+      ? { jwksUrl: s.AUTH_JWKS_URL, issuer: s.AUTH_ISSUER, audience: s.AUTH_AUDIENCE }
+      : { local: true },
+    corsOrigins: String(s.CORS_ORIGINS).split(',').map((o) => o.trim()).filter(Boolean),
+    roles: { api: roles.includes('api'), worker: roles.includes('worker') },
+    logLevel: s.LOG_LEVEL,
+    bodyLimit: s.BODY_LIMIT,
+    batchBodyLimit: s.BATCH_BODY_LIMIT,
+    writerMaxRows: s.WRITER_MAX_ROWS,
+    writerMaxBytes: s.WRITER_MAX_BYTES,
+    cacheTtlMs: s.CACHE_TTL_MS,
+    trustProxy: s.TRUST_PROXY,
+  }
+}

@@ -1,0 +1,141 @@
+import { contentHash } from './canonical-json.ts'
+import { errorFingerprint } from './fingerprint.ts'
+import { costOf, type CostStatus } from './pricing.ts'
+import { parseIsoDateTime } from '../schemas.ts'
+
+/** An event as accepted by schemas/event.json (validated before it gets here). */
+export interface IncomingEvent {
+  agentId?: string
+  timestamp?: string | number
+  type?: 'reasoning' | 'tool' | 'tx' | 'decision' | 'action' | 'error'
+  input?: { prompt?: string; context?: Record<string, unknown> } & Record<string, unknown>
+  reasoning?: string
+  toolsConsidered?: string[]
+  toolExecuted?: string
+  transaction?: string | null
+  amount?: { token: string; value: number }
+  outcome?: 'pending' | 'success' | 'failed'
+  durationMs?: number
+  errorMessage?: string
+  model?: string
+  metadata?: Record<string, unknown> & {
+    tokensBreakdown?: { inputBase?: number; cacheCreation?: number; cacheRead?: number; output?: number }
+    traceId?: string
+    sessionId?: string
+    cwd?: string
+    git?: unknown
+    privacyLevel?: 'minimal' | 'standard' | 'full'
+    tool?: string
+  }
+}
+
+/** One row of the ClickHouse `events` table (column names as in clickhouse/001_events.sql). */
+export interface EventRow {
+  event_id: string
+  user_id: string
+  agent_id: string
+  ts: number
+  received_at: number
+  type: string
+  outcome: string
+  model: string
+  tool_executed: string
+  tools_considered: string[]
+  duration_ms: number | null
+  input: string
+  reasoning: string
+  transaction: string | null
+  amount_token: string
+  amount_value: number | null
+  error_message: string
+  error_fingerprint: string
+  session_id: string
+  trace_id: string
+  privacy_level: string
+  cwd: string
+  git: string
+  framework_tool: string
+  tokens_input_base: number
+  tokens_cache_creation: number
+  tokens_cache_read: number
+  tokens_output: number
+  cost_usd: string
+  cost_status: CostStatus
+  metadata: string
+  content_hash: string
+}
+
+export interface RowContext {
+  eventId: string
+  userId: string
+  agentId: string
+  receivedAt: number
+}
+
+/** The event's time in unix ms: its own timestamp when given, else the receive time. */
+export function eventTime(event: IncomingEvent, receivedAt: number): number {
+  const t = event.timestamp
+  if (t === undefined) return receivedAt
+  return typeof t === 'number' ? t : parseIsoDateTime(t)
+}
+
+function jsonOrEmpty(value: unknown): string {
+  return value === undefined ? '' : JSON.stringify(value)
+}
+
+/**
+ * Builds the stored row of an accepted event: ids, times, every spec field, metadata keys lifted into
+ * columns, token counts, cost from the price table, error fingerprint and content hash.
+ */
+export function buildEventRow(event: IncomingEvent, ctx: RowContext): EventRow {
+  const meta = event.metadata ?? {}
+  const tb = meta.tokensBreakdown ?? {}
+  const tokens = {
+    inputBase: tb.inputBase ?? 0,
+    cacheCreation: tb.cacheCreation ?? 0,
+    cacheRead: tb.cacheRead ?? 0,
+    output: tb.output ?? 0,
+  }
+  const type = event.type ?? 'decision'
+  const cost = costOf(event.model, tokens)
+  return {
+    event_id: ctx.eventId,
+    user_id: ctx.userId,
+    agent_id: ctx.agentId,
+    ts: eventTime(event, ctx.receivedAt),
+    received_at: ctx.receivedAt,
+    type,
+    outcome: event.outcome ?? '',
+    model: event.model ?? '',
+    tool_executed: event.toolExecuted ?? '',
+    tools_considered: event.toolsConsidered ?? [],
+    duration_ms: event.durationMs ?? null,
+    input: jsonOrEmpty(event.input),
+    reasoning: event.reasoning ?? '',
+    transaction: event.transaction ?? null,
+    amount_token: event.amount?.token ?? '',
+    amount_value: event.amount?.value ?? null,
+    error_message: event.errorMessage ?? '',
+    error_fingerprint: errorFingerprint({
+      type,
+      outcome: event.outcome,
+      errorMessage: event.errorMessage,
+      agentId: ctx.agentId,
+      tool: event.toolExecuted,
+    }),
+    session_id: meta.sessionId ?? '',
+    trace_id: meta.traceId ?? '',
+    privacy_level: meta.privacyLevel ?? '',
+    cwd: meta.cwd ?? '',
+    git: jsonOrEmpty(meta.git),
+    framework_tool: meta.tool ?? '',
+    tokens_input_base: tokens.inputBase,
+    tokens_cache_creation: tokens.cacheCreation,
+    tokens_cache_read: tokens.cacheRead,
+    tokens_output: tokens.output,
+    cost_usd: cost.usd,
+    cost_status: cost.status,
+    metadata: jsonOrEmpty(event.metadata),
+    content_hash: contentHash(event),
+  }
+}

@@ -1,0 +1,32 @@
+import type { ErrorDetail } from './schemas.ts'
+
+/**
+ * An error that becomes an HTTP response: a status, a machine-readable `error` code and optional
+ * extra fields (reason, details). Thrown anywhere, turned into JSON by the one error handler.
+ */
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(code)
+  }
+
+  body(): Record<string, unknown> {
+    return { error: this.code, ...this.extra }
+  }
+}
+
+export const unauthorized = (reason?: string) =>
+  new HttpError(401, 'unauthorized', reason ? { reason } : {})
+export const forbidden = (reason: string) => new HttpError(403, 'forbidden', { reason })
+export const notFound = () => new HttpError(404, 'not_found')
+export const conflict = (reason: string) => new HttpError(409, 'conflict', { reason })
+export const validationFailed = (details: ErrorDetail[]) => new HttpError(400, 'validation_failed', { details })
+export const agentDeleted = () => new HttpError(410, 'agent_deleted')
+export const rateLimited = (retryAfterSeconds: number) =>
+  new HttpError(429, 'rate_limited', {}, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) })
+export const storeUnavailable = (retryAfterSeconds = 1) =>
+  new HttpError(503, 'unavailable', { message: 'event store unavailable, retry with backoff' }, { 'retry-after': String(retryAfterSeconds) })

@@ -1,0 +1,44 @@
+import { buildApp } from './app.ts'
+import { ConfigError, loadConfig } from './config.ts'
+
+/** Starts the service: reads settings, builds the app, listens, and closes with grace on a signal. */
+async function main(): Promise<void> {
+  let config
+  try {
+    config = loadConfig()
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message)
+      process.exit(2)
+    }
+    throw err
+  }
+  const app = await buildApp(config)
+  let closing = false
+  const shutdown = async (signal: string) => {
+    if (closing) return
+    closing = true
+    app.log.info({ signal }, 'shutting down: refusing new requests, finishing in-flight batches')
+    const force = setTimeout(() => {
+      app.log.error('shutdown took over 30 s; exiting')
+      process.exit(1)
+    }, 30_000)
+    force.unref()
+    await app.close()
+    app.log.info('shut down cleanly')
+    process.exit(0)
+  }
+  process.on('SIGTERM', () => void shutdown('SIGTERM'))
+  process.on('SIGINT', () => void shutdown('SIGINT'))
+  if (config.roles.api) {
+    await app.listen({ port: config.port, host: config.host })
+  } else {
+    await app.ready()
+    app.log.info('running without the api role: not listening')
+  }
+}
+
+main().catch((err) => {
+  console.error('failed to start:', err)
+  process.exit(1)
+})

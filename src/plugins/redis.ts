@@ -1,0 +1,32 @@
+import fp from 'fastify-plugin'
+import { Redis } from 'ioredis'
+import { InvalidationBus } from '../storage/invalidation-bus.ts'
+import { RateLimiter } from '../storage/rate-limiter.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    redis: Redis
+    redisPrefix: string
+    bus: InvalidationBus
+    rateLimiter: RateLimiter
+  }
+}
+
+/** Redis: one command connection (auto-pipelined), one subscriber for cache invalidation. */
+export default fp(async function redis(app, opts: { url: string; prefix: string }) {
+  const client = new Redis(opts.url, { enableAutoPipelining: true, maxRetriesPerRequest: 2, lazyConnect: true })
+  const subscriber = new Redis(opts.url, { lazyConnect: true })
+  for (const c of [client, subscriber]) c.on('error', (err) => app.log.error({ err }, 'Redis connection error'))
+  await client.connect()
+  await subscriber.connect()
+  const bus = new InvalidationBus(client, subscriber, opts.prefix, app.log)
+  await bus.start()
+  app.decorate('redis', client)
+  app.decorate('redisPrefix', opts.prefix)
+  app.decorate('bus', bus)
+  app.decorate('rateLimiter', new RateLimiter(client, opts.prefix))
+  app.addHook('onClose', async () => {
+    subscriber.disconnect()
+    await client.quit()
+  })
+}, { name: 'redis' })

@@ -1,0 +1,72 @@
+import fp from 'fastify-plugin'
+import type { FastifyRequest } from 'fastify'
+import { createRemoteJWKSet, jwtVerify, errors as joseErrors, type JWTVerifyGetKey } from 'jose'
+import { LRUCache } from 'lru-cache'
+import type { Config } from '../config.ts'
+import { HttpError, unauthorized } from '../errors.ts'
+import { loadLocalSigningKey, LOCAL_AUDIENCE, LOCAL_ISSUER } from '../storage/local-signing-key.ts'
+import type { User } from '../storage/users-repository.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** onRequest hook for /v1/me/*: verifies the dashboard JWT and sets request.user. */
+    authenticateUser: (request: FastifyRequest) => Promise<void>
+  }
+  interface FastifyRequest {
+    user: User
+  }
+}
+
+const ALGORITHMS = ['ES256', 'RS256']
+
+/**
+ * Dashboard identity. With AUTH_JWKS_URL set, tokens are verified against the provider's JWKS,
+ * issuer and audience; otherwise against the local signing key under DATA_DIR. Exactly one of the
+ * two is loaded, so local tokens are never accepted when a provider is configured.
+ */
+export default fp(async function userAuth(app, opts: { auth: Config['auth']; dataDir: string; cacheTtlMs: number }) {
+  let key: JWTVerifyGetKey | Awaited<ReturnType<typeof loadLocalSigningKey>>['publicKey']
+  let issuer: string
+  let audience: string
+  if ('jwksUrl' in opts.auth) {
+    key = createRemoteJWKSet(new URL(opts.auth.jwksUrl), { timeoutDuration: 3000, cooldownDuration: 30_000 })
+    issuer = opts.auth.issuer
+    audience = opts.auth.audience
+  } else {
+    key = (await loadLocalSigningKey(opts.dataDir)).publicKey
+    issuer = LOCAL_ISSUER
+    audience = LOCAL_AUDIENCE
+    app.log.info('dashboard auth: local signing key (no AUTH_JWKS_URL); make tokens with `npm run token -- <name>`')
+  }
+  const users = new LRUCache<string, User>({ max: 10_000, ttl: opts.cacheTtlMs })
+
+  app.decorateRequest('user', null as unknown as User)
+  app.decorate('authenticateUser', async function authenticateUser(request: FastifyRequest) {
+    const header = request.headers.authorization
+    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null
+    if (!match) throw unauthorized('missing_bearer')
+    let subject: string
+    try {
+      const { payload } = await jwtVerify(match[1]!, key as JWTVerifyGetKey, {
+        issuer,
+        audience,
+        algorithms: ALGORITHMS,
+        requiredClaims: ['sub', 'exp'],
+      })
+      subject = payload.sub!
+    } catch (err) {
+      if (err instanceof joseErrors.JWKSTimeout || (err instanceof TypeError && !(err instanceof joseErrors.JOSEError))) {
+        request.log.error({ err }, 'identity provider keys unreachable')
+        throw new HttpError(503, 'auth_unavailable', { message: 'identity provider keys unreachable, retry later' }, { 'retry-after': '5' })
+      }
+      throw unauthorized('invalid_token')
+    }
+    let user = users.get(subject)
+    if (!user) {
+      user = await app.users.upsertBySubject(subject)
+      users.set(subject, user)
+    }
+    request.user = user
+  })
+  app.bus.on('user', (subject) => users.delete(subject))
+}, { name: 'user-auth', dependencies: ['postgres', 'redis'] })

@@ -1,0 +1,113 @@
+import type pg from 'pg'
+import { isCuid, newCuid } from '../domain/ids.ts'
+
+/** The few agent fields ingestion decides on. */
+export interface AgentRef {
+  id: string
+  ownerId: string | null
+  snsName: string | null
+  displayName: string
+  deleted: boolean
+  framework: string | null
+}
+
+export type Resolution =
+  | { kind: 'ok'; agent: AgentRef; created: boolean }
+  | { kind: 'deleted'; agent: AgentRef }
+  | { kind: 'forbidden'; reason: 'agent_not_owned' }
+
+function toRef(r: Record<string, any>): AgentRef {
+  return {
+    id: r.id,
+    ownerId: r.owner_id,
+    snsName: r.sns_name,
+    displayName: r.display_name,
+    deleted: r.deleted_at !== null,
+    framework: r.framework,
+  }
+}
+
+const REF_COLUMNS = 'id, owner_id, sns_name, display_name, deleted_at, framework'
+
+/** Agents in Postgres. */
+export class AgentsRepository {
+  constructor(private readonly db: pg.Pool) {}
+
+  /**
+   * Resolves an event's agentId for an owner, in the spec's order: cuid (primary key), then snsName,
+   * then the owner's displayName, else a new agent named by it. A cuid or snsName of an agent the
+   * owner does not own is forbidden. Concurrent first events naming one new agent create one row.
+   */
+  async resolve(ownerId: string, ref: string): Promise<Resolution> {
+    const found = await this.findByRef(ownerId, ref)
+    if (found) return judge(ownerId, found, false)
+    const { rows } = await this.db.query(
+      `/* svc:agent_create */ INSERT INTO agents (id, owner_id, display_name, source, owner_wallet)
+       VALUES ($1, $2, $3, 'ingest', NULL)
+       ON CONFLICT (owner_id, display_name) DO NOTHING RETURNING ${REF_COLUMNS}`,
+      [newCuid(), ownerId, ref],
+    )
+    if (rows[0]) return { kind: 'ok', agent: toRef(rows[0]), created: true }
+    // Lost the race to another request creating the same name: read the winner.
+    const winner = await this.findByRef(ownerId, ref)
+    if (!winner) throw new Error(`agent ${JSON.stringify(ref)} vanished during creation`)
+    return judge(ownerId, winner, false)
+  }
+
+  private async findByRef(ownerId: string, ref: string): Promise<AgentRef | null> {
+    const { rows } = await this.db.query(
+      `/* svc:agent_resolve */ SELECT ${REF_COLUMNS},
+         CASE WHEN id = $2 THEN 1 WHEN sns_name = $2 THEN 2 ELSE 3 END AS rank
+       FROM agents
+       WHERE (id = $2 AND $3) OR sns_name = $2 OR (owner_id = $1 AND display_name = $2)
+       ORDER BY rank LIMIT 1`,
+      [ownerId, ref, isCuid(ref)],
+    )
+    return rows[0] ? toRef(rows[0]) : null
+  }
+
+  async getById(id: string): Promise<AgentRef | null> {
+    const { rows } = await this.db.query(`/* svc:agent_get */ SELECT ${REF_COLUMNS} FROM agents WHERE id = $1`, [id])
+    return rows[0] ? toRef(rows[0]) : null
+  }
+
+  /** The owner's live (not deleted) agent, or null. */
+  async getOwned(ownerId: string, id: string): Promise<AgentRef | null> {
+    const { rows } = await this.db.query(
+      `/* svc:agent_get_owned */ SELECT ${REF_COLUMNS} FROM agents WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`,
+      [id, ownerId],
+    )
+    return rows[0] ? toRef(rows[0]) : null
+  }
+
+  /**
+   * Applies coalesced activity in one statement: lastSeenAt moves forward only, and framework is
+   * filled only where it is still null.
+   */
+  async recordActivity(activity: Map<string, { lastSeenAt: number; framework: string | null }>): Promise<void> {
+    if (activity.size === 0) return
+    const ids: string[] = []
+    const seen: number[] = []
+    const frameworks: (string | null)[] = []
+    for (const [id, a] of activity) {
+      ids.push(id)
+      seen.push(a.lastSeenAt)
+      frameworks.push(a.framework)
+    }
+    await this.db.query(
+      `/* svc:agent_activity */ UPDATE agents a SET
+         last_seen_at = GREATEST(a.last_seen_at, v.seen),
+         framework = COALESCE(a.framework, v.framework)
+       FROM (SELECT unnest($1::text[]) AS id, to_timestamp(unnest($2::float8[]) / 1000.0) AS seen,
+                    unnest($3::text[]) AS framework) v
+       WHERE a.id = v.id`,
+      [ids, seen, frameworks],
+    )
+  }
+}
+
+function judge(ownerId: string, agent: AgentRef, created: boolean): Resolution {
+  if (agent.ownerId !== ownerId) return { kind: 'forbidden', reason: 'agent_not_owned' }
+  if (agent.deleted) return { kind: 'deleted', agent }
+  return { kind: 'ok', agent, created }
+}

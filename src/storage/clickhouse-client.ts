@@ -1,0 +1,90 @@
+import { createClient, type ClickHouseClient } from '@clickhouse/client'
+import { createChdbConnection } from 'chdb/connection'
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+/**
+ * Where ClickHouse lives: a server when a URL is given, else the embedded engine under dataDir.
+ * The embedded engine is one per process, so clients for the same directory are shared and
+ * reference-counted: two app instances in one process (tests) see the same data.
+ */
+export interface ClickHouseTarget { url?: string | undefined; dataDir: string }
+
+export interface ClickHouseHandle {
+  client: ClickHouseClient
+  embedded: boolean
+  release(): Promise<void>
+}
+
+const shared = new Map<string, { client: ClickHouseClient; refs: number }>()
+
+export function openClickHouse(target: ClickHouseTarget): ClickHouseHandle {
+  if (target.url) {
+    const client = createClient({
+      url: target.url,
+      clickhouse_settings: { date_time_input_format: 'best_effort' },
+    })
+    return { client, embedded: false, release: () => client.close() }
+  }
+  const path = join(target.dataDir, 'clickhouse')
+  let entry = shared.get(path)
+  if (!entry) {
+    mkdirSync(path, { recursive: true })
+    // chdb implements the Connection contract of @clickhouse/client-common; the client re-declares
+    // the same types under its own path, so TypeScript sees two nominally different copies.
+    const connection = createChdbConnection({ path }) as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection']
+    entry = { client: createClient({ connection }), refs: 0 }
+    shared.set(path, entry)
+  }
+  entry.refs++
+  const held = entry
+  let released = false
+  return {
+    client: held.client,
+    embedded: true,
+    async release() {
+      if (released) return
+      released = true
+      if (--held.refs === 0) {
+        shared.delete(path)
+        await held.client.close()
+      }
+    },
+  }
+}
+
+const MIGRATIONS_DIR = new URL('../../clickhouse/', import.meta.url)
+
+/** The statements of one migration file: split on a semicolon that ends a line. */
+export function splitStatements(sql: string): string[] {
+  return sql
+    .split(/;\s*(?:\n|$)/)
+    .map((s) => s.replace(/^\s*--.*$/gm, '').trim())
+    .filter(Boolean)
+}
+
+/**
+ * Applies clickhouse/NNN_name.sql files not yet recorded in schema_migrations, in order.
+ * Statements are written IF NOT EXISTS, so two processes racing at start cannot break anything.
+ */
+export async function migrateClickHouse(client: ClickHouseClient): Promise<string[]> {
+  await client.command({
+    query: `/* svc:migrate */ CREATE TABLE IF NOT EXISTS schema_migrations
+      (version UInt32, name String, applied_at DateTime DEFAULT now())
+      ENGINE = MergeTree ORDER BY version COMMENT 'ClickHouse migrations applied from clickhouse/'`,
+  })
+  const rs = await client.query({ query: '/* svc:migrate */ SELECT version FROM schema_migrations', format: 'JSONEachRow' })
+  const done = new Set((await rs.json<{ version: number }>()).map((r) => Number(r.version)))
+  const files = readdirSync(MIGRATIONS_DIR).filter((f) => /^\d+_.*\.sql$/.test(f)).sort()
+  const applied: string[] = []
+  for (const file of files) {
+    const version = Number(file.split('_')[0])
+    if (done.has(version)) continue
+    for (const statement of splitStatements(readFileSync(new URL(file, MIGRATIONS_DIR), 'utf8'))) {
+      await client.command({ query: statement })
+    }
+    await client.insert({ table: 'schema_migrations', values: [{ version, name: file }], format: 'JSONEachRow' })
+    applied.push(file)
+  }
+  return applied
+}

@@ -1,0 +1,115 @@
+import type pg from 'pg'
+import { createHash, randomBytes } from 'node:crypto'
+import { newCuid } from '../domain/ids.ts'
+import type { Tier } from './users-repository.ts'
+
+export const KEY_PREFIX_LENGTH = 12
+
+/** SHA-256 (hex) of a key secret: the only form in which a secret is stored or cached. */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex')
+}
+
+/** A new secret: `vk_` + 32 random bytes in base64url (43 characters). */
+export function newSecret(): string {
+  return 'vk_' + randomBytes(32).toString('base64url')
+}
+
+export interface ApiKeyListing {
+  id: string
+  keyPrefix: string
+  label: string
+  agentId: string | null
+  createdAt: string
+  lastUsedAt: string | null
+}
+
+export interface CreatedApiKey extends ApiKeyListing {
+  secret: string
+}
+
+/** What ingestion needs to know about a presented key. */
+export interface KeyIdentity {
+  keyId: string
+  userId: string
+  agentId: string | null
+  revoked: boolean
+  tier: Tier
+  burstPerMinute: number | null
+}
+
+const iso = (v: unknown) => (v == null ? null : new Date(v as string).toISOString())
+
+function toListing(r: Record<string, any>): ApiKeyListing {
+  return {
+    id: r.id,
+    keyPrefix: r.key_prefix,
+    label: r.label,
+    agentId: r.agent_id,
+    createdAt: iso(r.created_at)!,
+    lastUsedAt: iso(r.last_used_at),
+  }
+}
+
+/** API keys in Postgres. Secrets never touch this table; only their hashes do. */
+export class KeysRepository {
+  constructor(private readonly db: pg.Pool) {}
+
+  async create(userId: string, label: string, agentId: string | null): Promise<CreatedApiKey> {
+    const secret = newSecret()
+    const { rows } = await this.db.query(
+      `/* svc:key_create */ INSERT INTO api_keys (id, user_id, agent_id, label, key_prefix, secret_sha256)
+       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+      [newCuid(), userId, agentId, label, secret.slice(0, KEY_PREFIX_LENGTH), hashSecret(secret)],
+    )
+    return { ...toListing(rows[0]), secret }
+  }
+
+  /** The caller's keys that are not revoked, newest first. */
+  async list(userId: string): Promise<ApiKeyListing[]> {
+    const { rows } = await this.db.query(
+      `/* svc:key_list */ SELECT * FROM api_keys WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id`,
+      [userId],
+    )
+    return rows.map(toListing)
+  }
+
+  /** Revokes the caller's key; returns its hash, or null when the caller has no such live key. */
+  async revoke(userId: string, keyId: string): Promise<string | null> {
+    const { rows } = await this.db.query(
+      `/* svc:key_revoke */ UPDATE api_keys SET revoked_at = now()
+       WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL RETURNING secret_sha256`,
+      [keyId, userId],
+    )
+    return rows[0]?.secret_sha256 ?? null
+  }
+
+  async findByHash(secretHash: string): Promise<KeyIdentity | null> {
+    const { rows } = await this.db.query(
+      `/* svc:key_lookup */ SELECT k.id, k.user_id, k.agent_id, k.revoked_at, u.tier, u.burst_per_minute
+       FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.secret_sha256 = $1`,
+      [secretHash],
+    )
+    const r = rows[0]
+    if (!r) return null
+    return {
+      keyId: r.id,
+      userId: r.user_id,
+      agentId: r.agent_id,
+      revoked: r.revoked_at !== null,
+      tier: r.tier,
+      burstPerMinute: r.burst_per_minute,
+    }
+  }
+
+  /** Records last use for many keys in one statement (times only move forward). */
+  async touch(lastUsed: Map<string, number>): Promise<void> {
+    if (lastUsed.size === 0) return
+    await this.db.query(
+      `/* svc:key_touch */ UPDATE api_keys k SET last_used_at = GREATEST(k.last_used_at, v.t)
+       FROM (SELECT unnest($1::text[]) AS id, to_timestamp(unnest($2::float8[]) / 1000.0) AS t) v
+       WHERE k.id = v.id`,
+      [[...lastUsed.keys()], [...lastUsed.values()]],
+    )
+  }
+}

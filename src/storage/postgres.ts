@@ -1,0 +1,64 @@
+import pg from 'pg'
+import Postgrator from 'postgrator'
+import { fileURLToPath } from 'node:url'
+import { userInfo } from 'node:os'
+
+const MIGRATIONS = fileURLToPath(new URL('../../postgres/*.sql', import.meta.url))
+// An arbitrary constant: the advisory lock that serialises migrations across processes.
+const MIGRATION_LOCK = 738_201_117
+
+/**
+ * A connection string with a user name: like libpq, a URL without one means the operating-system
+ * user (node-postgres would read $USER, which services and CI often do not set).
+ */
+export function withDefaultUser(databaseUrl: string): string {
+  const url = new URL(databaseUrl)
+  if (!url.username) url.username = userInfo().username
+  return url.toString()
+}
+
+/** Creates the database named in the URL when it does not exist yet (connecting to `postgres`). */
+export async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(withDefaultUser(databaseUrl))
+  const name = decodeURIComponent(url.pathname.slice(1))
+  if (!name) throw new Error('DATABASE_URL names no database')
+  url.pathname = '/postgres'
+  const admin = new pg.Client({ connectionString: url.toString() })
+  await admin.connect()
+  try {
+    const found = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])
+    if (found.rowCount === 0) {
+      try {
+        await admin.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`)
+      } catch (err) {
+        // Another process created it between our check and our CREATE.
+        if ((err as { code?: string }).code !== '42P04' && (err as { code?: string }).code !== '23505') throw err
+      }
+    }
+  } finally {
+    await admin.end()
+  }
+}
+
+/** Applies postgres/NNN.do.*.sql migrations not applied yet, one process at a time. */
+export async function migratePostgres(databaseUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: withDefaultUser(databaseUrl) })
+  await client.connect()
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK])
+    const postgrator = new Postgrator({
+      migrationPattern: MIGRATIONS,
+      driver: 'pg',
+      schemaTable: 'schema_migrations',
+      execQuery: (query) => client.query(query),
+    })
+    await postgrator.migrate()
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {})
+    await client.end()
+  }
+}
+
+export function createPool(databaseUrl: string): pg.Pool {
+  return new pg.Pool({ connectionString: withDefaultUser(databaseUrl), max: 10 })
+}

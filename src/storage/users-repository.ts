@@ -1,0 +1,71 @@
+import type pg from 'pg'
+import { newCuid } from '../domain/ids.ts'
+import { conflict } from '../errors.ts'
+
+export type Tier = 'free' | 'pro' | 'enterprise'
+
+export interface User {
+  id: string
+  privyId: string
+  email: string | null
+  wallet: string | null
+  handle: string | null
+  tier: Tier
+  burstPerMinute: number | null
+  createdAt: string
+}
+
+const COLUMNS = 'id, privy_id, email, wallet, handle, tier, burst_per_minute, created_at'
+
+function toUser(r: Record<string, any>): User {
+  return {
+    id: r.id,
+    privyId: r.privy_id,
+    email: r.email,
+    wallet: r.wallet,
+    handle: r.handle,
+    tier: r.tier,
+    burstPerMinute: r.burst_per_minute,
+    createdAt: new Date(r.created_at).toISOString(),
+  }
+}
+
+/** Users in Postgres, keyed by the identity provider's subject. */
+export class UsersRepository {
+  constructor(private readonly db: pg.Pool) {}
+
+  /** The user for a subject, created on first sight (race-safe: one row per subject). */
+  async upsertBySubject(subject: string, claims: { email?: string | undefined } = {}): Promise<User> {
+    const { rows } = await this.db.query(
+      `/* svc:user_upsert */ INSERT INTO users (id, privy_id, email) VALUES ($1, $2, $3)
+       ON CONFLICT (privy_id) DO UPDATE SET email = COALESCE(users.email, EXCLUDED.email)
+       RETURNING ${COLUMNS}`,
+      [newCuid(), subject, claims.email ?? null],
+    )
+    return toUser(rows[0])
+  }
+
+  /** Sets the handle; another user holding it (case-insensitively) is a 409. */
+  async updateHandle(userId: string, handle: string): Promise<User> {
+    try {
+      const { rows } = await this.db.query(
+        `/* svc:user_handle */ UPDATE users SET handle = $2 WHERE id = $1 RETURNING ${COLUMNS}`,
+        [userId, handle],
+      )
+      return toUser(rows[0])
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') throw conflict('handle_taken')
+      throw err
+    }
+  }
+
+  /** Sets a user's tier and burst override, creating the user if the subject is new. */
+  async setTier(subject: string, tier: Tier, burstPerMinute: number | null): Promise<User> {
+    const user = await this.upsertBySubject(subject)
+    const { rows } = await this.db.query(
+      `/* svc:user_tier */ UPDATE users SET tier = $2, burst_per_minute = $3 WHERE id = $1 RETURNING ${COLUMNS}`,
+      [user.id, tier, burstPerMinute],
+    )
+    return toUser(rows[0])
+  }
+}

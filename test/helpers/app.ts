@@ -1,0 +1,82 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.ts'
+import { loadConfig, type Config } from '../../src/config.ts'
+import { loadLocalSigningKey, signLocalToken } from '../../src/storage/local-signing-key.ts'
+import type { Tier } from '../../src/storage/users-repository.ts'
+
+/** Tests share one Postgres database whose name ends in _test; each test makes its own users. */
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://localhost:5432/agent_telemetry_test'
+
+/** The embedded engine is one per process, so each test file (a process) gets one fresh data dir. */
+export const TEST_DATA_DIR = mkdtempSync(join(tmpdir(), 'agent-telemetry-test-'))
+
+export function randomId(prefix = ''): string {
+  return prefix + randomBytes(6).toString('hex')
+}
+
+/** Settings for a test instance; refuses any database that is not a test database. */
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  const env = {
+    DATABASE_URL: TEST_DATABASE_URL,
+    REDIS_PREFIX: `test:${randomId()}:`,
+    DATA_DIR: TEST_DATA_DIR,
+    LOG_LEVEL: 'silent',
+    ...overrides,
+  }
+  const dbName = new URL(env.DATABASE_URL).pathname.slice(1)
+  if (!dbName.endsWith('_test')) throw new Error(`refusing to run tests against ${dbName}: its name must end in _test`)
+  return loadConfig(env)
+}
+
+interface Teardown { teardown(fn: () => unknown): void }
+
+export async function buildTestApp(t: Teardown, overrides: Record<string, string> = {}): Promise<FastifyInstance> {
+  const app = await buildApp(testConfig(overrides), { logger: false })
+  t.teardown(() => app.close())
+  await app.ready()
+  return app
+}
+
+export interface TestUser {
+  subject: string
+  token: string
+  id: string
+  auth: { authorization: string }
+  /** Creates an API key through the API and returns its secret and id. */
+  createKey(label?: string, agentId?: string): Promise<{ id: string; secret: string }>
+}
+
+/** A fresh user with a dashboard token, optionally on a tier or with a burst override. */
+export async function newUser(app: FastifyInstance, opts: { tier?: Tier; burst?: number } = {}): Promise<TestUser> {
+  const subject = randomId('user-')
+  const token = await signLocalToken(await loadLocalSigningKey(TEST_DATA_DIR), subject)
+  const auth = { authorization: `Bearer ${token}` }
+  const me = await app.inject({ method: 'GET', url: '/v1/me', headers: auth })
+  if (me.statusCode !== 200) throw new Error(`GET /v1/me: ${me.statusCode} ${me.body}`)
+  if (opts.tier || opts.burst) await app.users.setTier(subject, opts.tier ?? 'free', opts.burst ?? null)
+  return {
+    subject,
+    token,
+    id: me.json().id,
+    auth,
+    async createKey(label = 'test', agentId?: string) {
+      const res = await app.inject({ method: 'POST', url: '/v1/me/keys', headers: auth, payload: agentId ? { label, agentId } : { label } })
+      if (res.statusCode !== 201) throw new Error(`POST /v1/me/keys: ${res.statusCode} ${res.body}`)
+      return { id: res.json().id, secret: res.json().secret }
+    },
+  }
+}
+
+/** POSTs one event with a key. */
+export function sendEvent(app: FastifyInstance, secret: string, payload: unknown) {
+  return app.inject({
+    method: 'POST',
+    url: '/v1/events',
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+    payload: JSON.stringify(payload),
+  })
+}

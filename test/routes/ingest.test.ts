@@ -1,0 +1,184 @@
+import t from 'tap'
+import { buildTestApp, newUser, randomId, sendEvent } from '../helpers/app.ts'
+import { contentHash } from '../../src/domain/canonical-json.ts'
+
+const app = await buildTestApp(t)
+
+t.test('accepts an event, answers 202 with the ack, and stores every field', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const name = randomId('agent-')
+  const payload = {
+    agentId: name,
+    timestamp: '2026-03-01T10:00:00.250Z',
+    type: 'tool',
+    input: { prompt: 'find flights', context: { city: 'Lyon' } },
+    reasoning: 'cheapest first',
+    toolsConsidered: ['search', 'book'],
+    toolExecuted: 'search',
+    transaction: null,
+    amount: { token: 'USDC', value: 12.5 },
+    outcome: 'success',
+    durationMs: 420,
+    model: 'claude-sonnet-4-5-20250929',
+    metadata: {
+      tokensBreakdown: { inputBase: 1000, cacheCreation: 200, cacheRead: 3000, output: 500 },
+      traceId: 'tr-1', sessionId: 'se-1', cwd: '/work', git: { branch: 'main' }, privacyLevel: 'standard',
+      tool: 'claude-code', custom: { nested: true },
+    },
+  }
+  const res = await sendEvent(app, key.secret, payload)
+  t.equal(res.statusCode, 202, res.body)
+  const ack = res.json()
+  t.match(ack, { accepted: true, agentId: /^c[a-z0-9]{24}$/, eventId: /^evt_[0-9A-Z]{26}$/ })
+  t.equal(ack.id, ack.eventId)
+  const row = await app.events.getRow(user.id, ack.eventId)
+  t.ok(row, 'the event is in ClickHouse once the 202 is back')
+  t.equal(row!.agent_id, ack.agentId)
+  t.equal(Number(row!.ts_ms), Date.parse('2026-03-01T10:00:00.250Z'))
+  t.equal(row!.type, 'tool')
+  t.equal(row!.outcome, 'success')
+  t.equal(row!.session_id, 'se-1')
+  t.equal(row!.trace_id, 'tr-1')
+  t.equal(row!.privacy_level, 'standard')
+  t.equal(row!.cwd, '/work')
+  t.same(JSON.parse(row!.git as string), { branch: 'main' })
+  t.same(JSON.parse(row!.input as string), payload.input)
+  t.same(row!.tools_considered, ['search', 'book'])
+  t.equal(row!.amount_token, 'USDC')
+  t.equal(Number(row!.duration_ms), 420)
+  t.equal(Number(row!.tokens_cache_read), 3000)
+  // 1000*3 + 200*3.75 + 3000*0.3 + 500*15 = 3000 + 750 + 900 + 7500 = 12150 $/M → 0.01215 $
+  t.equal(Number(row!.cost_usd), 0.01215)
+  t.equal(row!.cost_status, 'priced')
+  t.equal(row!.content_hash, contentHash(payload))
+  t.same(JSON.parse(row!.metadata as string).custom, { nested: true }, 'unknown metadata keys are kept')
+  t.equal(row!.error_fingerprint, '')
+})
+
+t.test('defaults: receive time, type decision; unknown model costs 0 with a flag', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const before = Date.now()
+  const res = await sendEvent(app, key.secret, { agentId: 'a', model: 'mystery-9', metadata: { tokensBreakdown: { output: 10 } } })
+  t.equal(res.statusCode, 202)
+  const row = await app.events.getRow(user.id, res.json().eventId)
+  t.equal(row!.type, 'decision')
+  t.ok(Number(row!.ts_ms) >= before && Number(row!.ts_ms) <= Date.now())
+  t.equal(Number(row!.cost_usd), 0)
+  t.equal(row!.cost_status, 'unknown_model')
+})
+
+t.test('unix-ms timestamps are accepted', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const res = await sendEvent(app, key.secret, { agentId: 'a', timestamp: 1767225600123 })
+  t.equal(res.statusCode, 202)
+  const row = await app.events.getRow(user.id, res.json().eventId)
+  t.equal(Number(row!.ts_ms), 1767225600123)
+})
+
+t.test('error events get a fingerprint that groups the same failure', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const a = await sendEvent(app, key.secret, { agentId: 'x', type: 'error', toolExecuted: 'http', errorMessage: 'timeout after 3000 ms on request 81' })
+  const b = await sendEvent(app, key.secret, { agentId: 'x', outcome: 'failed', toolExecuted: 'http', errorMessage: 'Timeout after 5000 ms on request 99' })
+  const c = await sendEvent(app, key.secret, { agentId: 'x', outcome: 'failed', toolExecuted: 'db', errorMessage: 'timeout after 3000 ms on request 81' })
+  const [ra, rb, rc] = await Promise.all([a, b, c].map((r) => app.events.getRow(user.id, r.json().eventId)))
+  t.match(ra!.error_fingerprint, /^[0-9a-f]{16}$/)
+  t.equal(ra!.error_fingerprint, rb!.error_fingerprint)
+  t.not(ra!.error_fingerprint, rc!.error_fingerprint, 'another tool is another cluster')
+})
+
+t.test('401 reasons: missing bearer, unknown key, revoked key', async (t) => {
+  const none = await app.inject({ method: 'POST', url: '/v1/events', payload: { agentId: 'a' } })
+  t.equal(none.statusCode, 401)
+  t.same(none.json(), { error: 'unauthorized', reason: 'missing_bearer' })
+  const basic = await app.inject({ method: 'POST', url: '/v1/events', headers: { authorization: 'Basic abc' }, payload: { agentId: 'a' } })
+  t.same(basic.json(), { error: 'unauthorized', reason: 'missing_bearer' })
+  const bogus = await sendEvent(app, 'vk_' + 'x'.repeat(43), { agentId: 'a' })
+  t.equal(bogus.statusCode, 401)
+  t.same(bogus.json(), { error: 'unauthorized', reason: 'invalid_key' })
+  const notVk = await sendEvent(app, 'sk_live_123', { agentId: 'a' })
+  t.same(notVk.json(), { error: 'unauthorized', reason: 'invalid_key' })
+
+  const user = await newUser(app)
+  const key = await user.createKey()
+  t.equal((await sendEvent(app, key.secret, { agentId: 'a' })).statusCode, 202)
+  const del = await app.inject({ method: 'DELETE', url: `/v1/me/keys/${key.id}`, headers: user.auth })
+  t.equal(del.statusCode, 204)
+  const after = await sendEvent(app, key.secret, { agentId: 'a' })
+  t.equal(after.statusCode, 401)
+  t.same(after.json(), { error: 'unauthorized', reason: 'revoked_key' })
+})
+
+t.test('validation: 400 with details whose path is an array of keys and indices', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const res = await sendEvent(app, key.secret, {
+    agentId: 'a', bogus: 1, type: 'nope', durationMs: -1, toolsConsidered: ['ok', 7],
+    metadata: { tokensBreakdown: { output: 1.5 }, privacyLevel: 'secret', anything: 'kept' },
+  })
+  t.equal(res.statusCode, 400)
+  const body = res.json()
+  t.equal(body.error, 'validation_failed')
+  const paths = body.details.map((d: { path: unknown[] }) => JSON.stringify(d.path))
+  for (const p of [['bogus'], ['type'], ['durationMs'], ['toolsConsidered', 1], ['metadata', 'tokensBreakdown', 'output'], ['metadata', 'privacyLevel']]) {
+    t.ok(paths.includes(JSON.stringify(p)), `details name ${JSON.stringify(p)}`)
+  }
+  t.notOk(paths.some((p: string) => p.includes('anything')), 'unknown metadata keys are not errors')
+  for (const d of body.details) t.type(d.message, 'string')
+})
+
+t.test('validation: each field rule', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const bad: [string, unknown][] = [
+    ['agentId', ''],
+    ['agentId', 'x'.repeat(121)],
+    ['timestamp', 'yesterday'],
+    ['timestamp', '2026-02-30T00:00:00Z'],
+    ['timestamp', -5],
+    ['timestamp', 12.5],
+    ['durationMs', 1.5],
+    ['durationMs', '10'],
+    ['outcome', 'done'],
+    ['input', 'text'],
+    ['amount', { token: 'SOL' }],
+    ['transaction', 5],
+    ['metadata', []],
+  ]
+  for (const [field, value] of bad) {
+    const res = await sendEvent(app, key.secret, { agentId: 'a', [field]: value })
+    t.equal(res.statusCode, 400, `${field}=${JSON.stringify(value)} is refused`)
+    t.equal(res.json().details[0].path[0], field)
+  }
+  const okLong = await sendEvent(app, key.secret, { agentId: 'x'.repeat(120), timestamp: '2026-01-01 10:00:00' })
+  t.equal(okLong.statusCode, 202, 'a 120-character agentId and a zone-less timestamp are accepted')
+})
+
+t.test('an unbound key without agentId is a 400 naming agentId', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const res = await sendEvent(app, key.secret, { type: 'decision' })
+  t.equal(res.statusCode, 400)
+  t.same(res.json().details.map((d: { path: unknown }) => d.path), [['agentId']])
+})
+
+t.test('malformed JSON, wrong content type and oversized bodies get JSON errors', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const headers = { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' }
+  const broken = await app.inject({ method: 'POST', url: '/v1/events', headers, payload: '{"agentId": ' })
+  t.equal(broken.statusCode, 400)
+  t.equal(broken.json().error, 'invalid_json')
+  const text = await app.inject({ method: 'POST', url: '/v1/events', headers: { ...headers, 'content-type': 'text/plain' }, payload: 'hi' })
+  t.equal(text.statusCode, 415)
+  t.equal(text.json().error, 'unsupported_media_type')
+  const big = await app.inject({ method: 'POST', url: '/v1/events', headers, payload: JSON.stringify({ agentId: 'a', reasoning: 'x'.repeat(1024 * 1024) }) })
+  t.equal(big.statusCode, 413)
+  t.equal(big.json().error, 'payload_too_large')
+  const array = await app.inject({ method: 'POST', url: '/v1/events', headers, payload: '[1,2]' })
+  t.equal(array.statusCode, 400)
+  t.equal(array.json().error, 'validation_failed')
+})
