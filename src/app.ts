@@ -13,6 +13,7 @@ import health from './routes/health.ts'
 import ingest from './routes/ingest.ts'
 import meUser from './routes/me/user.ts'
 import meKeys from './routes/me/keys.ts'
+import meAgents from './routes/me/agents.ts'
 
 export interface BuildOptions {
   logger?: FastifyServerOptions['logger']
@@ -48,6 +49,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     scope.addHook('onRequest', scope.authenticateUser)
     await scope.register(meUser)
     await scope.register(meKeys)
+    await scope.register(meAgents)
   })
   return app
 }

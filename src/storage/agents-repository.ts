@@ -80,6 +80,15 @@ export class AgentsRepository {
     return rows[0] ? toRef(rows[0]) : null
   }
 
+  /** Soft-deletes the owner's agent; false when the owner has no such live agent. */
+  async softDelete(ownerId: string, id: string): Promise<boolean> {
+    const { rowCount } = await this.db.query(
+      `/* svc:agent_delete */ UPDATE agents SET deleted_at = now() WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`,
+      [id, ownerId],
+    )
+    return rowCount === 1
+  }
+
   /**
    * Applies coalesced activity in one statement: lastSeenAt moves forward only, and framework is
    * filled only where it is still null.

@@ -1,0 +1,109 @@
+import t from 'tap'
+import { buildTestApp, newUser, randomId, sendEvent } from '../helpers/app.ts'
+
+const prefix = `test:${randomId()}:`
+const app = await buildTestApp(t, { REDIS_PREFIX: prefix })
+
+t.test('free tier: 60 events in a burst, then 429 with an integer Retry-After', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const statuses: number[] = []
+  for (let i = 0; i < 60; i++) statuses.push((await sendEvent(app, key.secret, { agentId: 'a' })).statusCode)
+  t.same(new Set(statuses), new Set([202]), 'the first 60 pass')
+  const limited = await sendEvent(app, key.secret, { agentId: 'a' })
+  t.equal(limited.statusCode, 429)
+  t.same(limited.json(), { error: 'rate_limited' })
+  t.match(limited.headers['retry-after'], /^[1-9]\d*$/)
+  t.ok(Number(limited.headers['retry-after']) <= 2, 'one event refills within about a second')
+})
+
+t.test('the limit is per user across keys and instances sharing Redis; tiers and overrides apply', async (t) => {
+  const other = await buildTestApp(t, { REDIS_PREFIX: prefix })
+  const user = await newUser(app)
+  const k1 = await user.createKey()
+  const k2 = await user.createKey()
+  for (let i = 0; i < 30; i++) await sendEvent(app, k1.secret, { agentId: 'a' })
+  for (let i = 0; i < 30; i++) await sendEvent(other, k2.secret, { agentId: 'a' })
+  t.equal((await sendEvent(other, k1.secret, { agentId: 'a' })).statusCode, 429, 'the 61st is refused on the other instance')
+
+  const neighbour = await newUser(app)
+  t.equal((await sendEvent(app, (await neighbour.createKey()).secret, { agentId: 'a' })).statusCode, 202, 'other users are unaffected')
+
+  const pro = await newUser(app, { tier: 'pro' })
+  const proKey = await pro.createKey()
+  const proStatuses = await Promise.all(Array.from({ length: 100 }, () => sendEvent(app, proKey.secret, { agentId: 'a' })))
+  t.same(new Set(proStatuses.map((r) => r.statusCode)), new Set([202]), 'pro allows more than 60')
+
+  const custom = await newUser(app, { tier: 'enterprise', burst: 5 })
+  const customKey = await custom.createKey()
+  const customStatuses = []
+  for (let i = 0; i < 6; i++) customStatuses.push((await sendEvent(app, customKey.secret, { agentId: 'a' })).statusCode)
+  t.same(customStatuses, [202, 202, 202, 202, 202, 429], 'a per-user override replaces the tier limit')
+})
+
+t.test('invalid events do not spend the burst', async (t) => {
+  const user = await newUser(app, { burst: 2 })
+  const key = await user.createKey()
+  for (let i = 0; i < 5; i++) t.equal((await sendEvent(app, key.secret, { agentId: 'a', type: 'bad' })).statusCode, 400)
+  t.equal((await sendEvent(app, key.secret, { agentId: 'a' })).statusCode, 202)
+})
+
+function sendBatch(secret: string, events: unknown[]) {
+  return app.inject({
+    method: 'POST', url: '/v1/events/batch',
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+    payload: JSON.stringify({ events }),
+  })
+}
+
+t.test('batch: 207 with one result per event, in order, as each would have got alone', async (t) => {
+  const user = await newUser(app, { tier: 'enterprise' })
+  const key = await user.createKey()
+  const other = await newUser(app)
+  const theirs = (await sendEvent(app, (await other.createKey()).secret, { agentId: 'x' })).json().agentId
+  const res = await sendBatch(key.secret, [
+    { agentId: 'batch-a', type: 'tool' },
+    { agentId: 'batch-a', type: 'nope' },
+    { type: 'tool' },
+    { agentId: theirs },
+    { agentId: 'batch-b', metadata: { sessionId: 's' } },
+  ])
+  t.equal(res.statusCode, 207)
+  const { results } = res.json()
+  t.same(results.map((r: { status: number }) => r.status), [202, 400, 400, 403, 202])
+  t.match(results[0], { accepted: true, eventId: /^evt_/, agentId: /^c/ })
+  t.equal(results[1].error, 'validation_failed')
+  t.same(results[1].details[0].path, ['type'], 'paths are relative to the event')
+  t.same(results[2].details[0].path, ['agentId'])
+  t.equal(results[3].error, 'forbidden')
+  const stored = await app.events.existingIds([results[0].eventId, results[4].eventId])
+  t.equal(stored.size, 2, 'accepted events are committed before the 207')
+})
+
+t.test('batch: the burst admits what fits and refuses the rest with 429', async (t) => {
+  const user = await newUser(app, { burst: 3 })
+  const key = await user.createKey()
+  const res = await sendBatch(key.secret, Array.from({ length: 5 }, () => ({ agentId: 'b' })))
+  t.equal(res.statusCode, 207)
+  t.same(res.json().results.map((r: { status: number }) => r.status), [202, 202, 202, 429, 429])
+  t.equal(res.json().results[3].error, 'rate_limited')
+})
+
+t.test('batch limits: 500 events and 5 MiB', async (t) => {
+  const user = await newUser(app, { tier: 'enterprise', burst: 100000 })
+  const key = await user.createKey()
+  const full = await sendBatch(key.secret, Array.from({ length: 500 }, (_, i) => ({ agentId: `agent-${i % 7}` })))
+  t.equal(full.statusCode, 207)
+  t.equal(full.json().results.filter((r: { status: number }) => r.status === 202).length, 500)
+  const over = await sendBatch(key.secret, Array.from({ length: 501 }, () => ({ agentId: 'a' })))
+  t.equal(over.statusCode, 400)
+  t.same(over.json().details[0].path, ['events'])
+  const empty = await sendBatch(key.secret, [])
+  t.equal(empty.statusCode, 400)
+  const huge = await sendBatch(key.secret, Array.from({ length: 6 }, () => ({ agentId: 'a', reasoning: 'x'.repeat(1024 * 1024) })))
+  t.equal(huge.statusCode, 413)
+  const notArray = await app.inject({ method: 'POST', url: '/v1/events/batch', headers: { authorization: `Bearer ${key.secret}` }, payload: { events: 'x' } })
+  t.equal(notArray.statusCode, 400)
+  const noKey = await app.inject({ method: 'POST', url: '/v1/events/batch', payload: { events: [{}] } })
+  t.equal(noKey.statusCode, 401)
+})
