@@ -1,0 +1,150 @@
+import t from 'tap'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createServer } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import pg from 'pg'
+import { request } from 'undici'
+import { TEST_DATABASE_URL, randomId } from './helpers/app.ts'
+import { loadLocalSigningKey, signLocalToken } from '../src/storage/local-signing-key.ts'
+import { openClickHouse } from '../src/storage/clickhouse-client.ts'
+import { EventsRepository } from '../src/storage/events-repository.ts'
+import { withDefaultUser } from '../src/storage/postgres.ts'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-durability-'))
+
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const port = (server.address() as { port: number }).port
+  await new Promise((r) => server.close(r))
+  return port
+}
+
+const port = await freePort()
+const base = `http://127.0.0.1:${port}`
+const env = {
+  ...process.env,
+  PORT: String(port),
+  DATA_DIR: dataDir,
+  DATABASE_URL: TEST_DATABASE_URL,
+  REDIS_PREFIX: `test:${randomId()}:`,
+  LOG_LEVEL: 'warn',
+}
+
+function start(): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] })
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  })
+  return child
+}
+
+async function waitHealthy(child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 60_000
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}`)
+    try {
+      const res = await request(`${base}/health`)
+      if (res.statusCode === 200) return void (await res.body.dump())
+      await res.body.dump()
+    } catch { /* not listening yet */ }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error('service did not become healthy')
+}
+
+const exited = (child: ChildProcess) =>
+  new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })))
+
+/** Concurrent clients sending events until `stop()`; returns the ids that got a 202. */
+function load(secret: string, clients: number) {
+  const accepted: string[] = []
+  const statuses = new Map<number, number>()
+  let running = true
+  const loops = Array.from({ length: clients }, async (_, c) => {
+    let i = 0
+    while (running) {
+      try {
+        const res = await request(`${base}/v1/events`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ agentId: `durable-${c % 4}`, reasoning: `client ${c} event ${i++}`, metadata: { sessionId: `s${c}` } }),
+        })
+        const body = await res.body.json() as { eventId?: string }
+        statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1)
+        if (res.statusCode === 202 && body.eventId) accepted.push(body.eventId)
+      } catch {
+        await new Promise((r) => setTimeout(r, 20))
+      }
+    }
+  })
+  return {
+    accepted,
+    statuses,
+    stop: async () => {
+      running = false
+      await Promise.all(loops)
+    },
+  }
+}
+
+let child = start()
+await waitHealthy(child)
+
+// A user on the enterprise tier with a burst that load cannot reach, and a key, through the API.
+const subject = randomId('durable-')
+const token = await signLocalToken(await loadLocalSigningKey(dataDir), subject)
+const me = await request(`${base}/v1/me`, { headers: { authorization: `Bearer ${token}` } })
+const userId = ((await me.body.json()) as { id: string }).id
+const db = new pg.Client({ connectionString: withDefaultUser(TEST_DATABASE_URL) })
+await db.connect()
+await db.query(`UPDATE users SET tier = 'enterprise', burst_per_minute = 100000000 WHERE privy_id = $1`, [subject])
+await db.end()
+const created = await request(`${base}/v1/me/keys`, {
+  method: 'POST',
+  headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+  body: JSON.stringify({ label: 'durability' }),
+})
+const { secret } = (await created.body.json()) as { secret: string }
+
+const allAccepted: string[] = []
+
+t.test('SIGKILL mid-load loses no acknowledged event', async (t) => {
+  const run = load(secret, 24)
+  await new Promise((r) => setTimeout(r, 2500))
+  const gone = exited(child)
+  child.kill('SIGKILL')
+  t.equal((await gone).signal, 'SIGKILL')
+  await run.stop()
+  t.ok(run.accepted.length > 100, `events were accepted before the kill (${run.accepted.length})`)
+  allAccepted.push(...run.accepted)
+})
+
+t.test('SIGTERM mid-load: in-flight requests finish, the process exits 0', async (t) => {
+  child = start()
+  await waitHealthy(child)
+  const run = load(secret, 24)
+  await new Promise((r) => setTimeout(r, 1500))
+  const gone = exited(child)
+  child.kill('SIGTERM')
+  const { code } = await gone
+  await run.stop()
+  t.equal(code, 0, 'clean exit')
+  t.ok(run.accepted.length > 100, `events were accepted before the signal (${run.accepted.length})`)
+  t.notOk(run.statuses.has(500), 'no request failed with a 500')
+  allAccepted.push(...run.accepted)
+})
+
+t.test('every event that got a 202 is stored', async (t) => {
+  const handle = openClickHouse({ dataDir })
+  t.teardown(() => handle.release())
+  const stored = await new EventsRepository(handle.client).existingIds(allAccepted)
+  const lost = allAccepted.filter((id) => !stored.has(id))
+  t.equal(lost.length, 0, `${allAccepted.length} acknowledged, ${lost.length} lost`)
+  const rs = await handle.client.query({ query: 'SELECT count() AS n FROM events WHERE user_id = {u:String}', query_params: { u: userId }, format: 'JSONEachRow' })
+  t.ok(Number((await rs.json<{ n: string }>())[0]!.n) >= allAccepted.length)
+})
