@@ -63,7 +63,9 @@ const schema = {
   },
 } as const
 
-export class ConfigError extends Error {}
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
 
 /** Reads and validates settings from an environment map; throws ConfigError naming every bad setting. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -76,7 +78,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if (!validate(raw)) {
     const problems = (validate.errors ?? []).map((e) => `${e.instancePath.slice(1) || 'settings'} ${e.message}`)
-    throw new ConfigError(`invalid settings: ${problems.join('; ')}`)
+    throw new ConfigError(`invalid settings: ${[...new Set(problems)].join('; ')}`)
   }
   const s = raw as Record<string, any>
   const roles = String(s.ROLES).split(',')

@@ -1,0 +1,30 @@
+/**
+ * Prints a dashboard token for a named user, signed with the local key under DATA_DIR.
+ *   npm run token -- alice [--ttl SECONDS]
+ * Refuses when AUTH_JWKS_URL is set: with an identity provider, tokens come from the provider.
+ */
+import { parseArgs } from 'node:util'
+import { loadConfig } from '../config.ts'
+import { loadLocalSigningKey, signLocalToken } from '../storage/local-signing-key.ts'
+
+function parse() {
+  try {
+    return parseArgs({ allowPositionals: true, options: { ttl: { type: 'string', default: '3600' } } })
+  } catch (err) {
+    console.error(`${(err as Error).message}\nusage: npm run token -- <user-name> [--ttl seconds]`)
+    process.exit(2)
+  }
+}
+const { positionals, values } = parse()
+const subject = positionals[0]
+const ttl = Number(values.ttl)
+if (!subject || !Number.isInteger(ttl) || ttl <= 0) {
+  console.error('usage: npm run token -- <user-name> [--ttl seconds]')
+  process.exit(2)
+}
+const config = loadConfig()
+if ('jwksUrl' in config.auth) {
+  console.error('AUTH_JWKS_URL is set: dashboard tokens come from the identity provider, and this service would refuse a local one.')
+  process.exit(2)
+}
+process.stdout.write((await signLocalToken(await loadLocalSigningKey(config.dataDir), subject, ttl)) + '\n')
