@@ -9,7 +9,11 @@ import userAuth from './plugins/user-auth.ts'
 import apiKeyAuth from './plugins/api-key-auth.ts'
 import ingestion from './plugins/ingestion.ts'
 import cors from './plugins/cors.ts'
+import publicData from './plugins/public-data.ts'
 import health from './routes/health.ts'
+import publicRegistry from './routes/public/registry.ts'
+import publicX402 from './routes/public/x402.ts'
+import publicWaitlist from './routes/public/waitlist.ts'
 import ingest from './routes/ingest.ts'
 import meUser from './routes/me/user.ts'
 import meKeys from './routes/me/keys.ts'
@@ -43,7 +47,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(apiKeyAuth, { cacheTtlMs: config.cacheTtlMs })
   await app.register(userAuth, { auth: config.auth, dataDir: config.dataDir, cacheTtlMs: config.cacheTtlMs })
 
+  await app.register(publicData, { x402: config.x402 })
+
   await app.register(health)
+  await app.register(publicRegistry({ statsCacheSeconds: config.statsCacheSeconds, explorerCacheSeconds: config.explorerCacheSeconds }))
+  await app.register(publicX402)
+  await app.register(publicWaitlist)
   await app.register(ingest({ bodyLimit: config.bodyLimit, batchBodyLimit: config.batchBodyLimit }))
   await app.register(async function me(scope) {
     scope.addHook('onRequest', scope.authenticateUser)

@@ -29,6 +29,11 @@ export interface Config {
   cacheTtlMs: number
   /** Whether to take the client address from X-Forwarded-For (only behind a trusted proxy). */
   trustProxy: boolean
+  /** Upstreams of the /v1/x402 proxy, by chain; a chain without a URL is not proxied. */
+  x402: { upstreams: Record<string, string>; timeoutMs: number; freshSeconds: number }
+  /** How long public aggregates are cached in Redis. */
+  statsCacheSeconds: number
+  explorerCacheSeconds: number
 }
 
 const DEFAULT_CORS = 'https://app.agent-telemetry.dev,https://dashboard.agent-telemetry.dev'
@@ -55,6 +60,12 @@ const schema = {
     WRITER_MAX_BYTES: { type: 'integer', minimum: 1024, default: 16777216 },
     CACHE_TTL_MS: { type: 'integer', minimum: 0, maximum: 1000, default: 1000 },
     TRUST_PROXY: { type: 'boolean', default: false },
+    X402_BASE_URL: { type: 'string', pattern: '^https?://' },
+    X402_SOLANA_URL: { type: 'string', pattern: '^https?://' },
+    X402_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 60000, default: 3000 },
+    X402_CACHE_SECONDS: { type: 'integer', minimum: 1, default: 60 },
+    STATS_CACHE_SECONDS: { type: 'integer', minimum: 1, default: 5 },
+    EXPLORER_CACHE_SECONDS: { type: 'integer', minimum: 1, default: 10 },
   },
   dependencies: {
     AUTH_JWKS_URL: ['AUTH_ISSUER', 'AUTH_AUDIENCE'],
@@ -102,5 +113,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     writerMaxBytes: s.WRITER_MAX_BYTES,
     cacheTtlMs: s.CACHE_TTL_MS,
     trustProxy: s.TRUST_PROXY,
+    x402: {
+      upstreams: Object.fromEntries(Object.entries({ base: s.X402_BASE_URL, solana: s.X402_SOLANA_URL }).filter(([, url]) => url)),
+      timeoutMs: s.X402_TIMEOUT_MS,
+      freshSeconds: s.X402_CACHE_SECONDS,
+    },
+    statsCacheSeconds: s.STATS_CACHE_SECONDS,
+    explorerCacheSeconds: s.EXPLORER_CACHE_SECONDS,
   }
 }

@@ -1,4 +1,4 @@
-import type { ClickHouseClient } from '@clickhouse/client'
+import { TupleParam, type ClickHouseClient } from '@clickhouse/client'
 import type { EventRow } from '../domain/event-row.ts'
 
 /** Events in ClickHouse. */
@@ -44,5 +44,74 @@ export class EventsRepository {
     })
     const rows = await rs.json<{ events: string | number }>()
     return Number(rows[0]?.events ?? 0)
+  }
+}
+
+/** An owner and agent pair: the events table is sorted by both, so public reads name both. */
+export interface OwnedAgent { ownerId: string; id: string }
+
+export interface PublicActivity { agentId: string; type: string; tool: string; outcome: string; at: string }
+
+export interface PaymentStat { token: string; count24h: number; amount24h: number; count7d: number; amount7d: number }
+
+const pairs = (agents: OwnedAgent[]) => agents.map((a) => new TupleParam([a.ownerId, a.id]))
+
+/** Public aggregates: counts and metadata only, never event content. */
+export class PublicEventsRepository {
+  constructor(private readonly ch: ClickHouseClient) {}
+
+  async countSince(sinceMs: number, excludeAgents: string[]): Promise<number> {
+    const rs = await this.ch.query({
+      query: `/* svc:public_events_since */ SELECT count() AS n FROM events
+              WHERE ts >= fromUnixTimestamp64Milli({since:Int64}) AND agent_id NOT IN {excluded:Array(String)}`,
+      query_params: { since: sinceMs, excluded: excludeAgents },
+      format: 'JSONEachRow',
+    })
+    return Number((await rs.json<{ n: string }>())[0]?.n ?? 0)
+  }
+
+  async agentKpis(agent: OwnedAgent): Promise<{ eventCount: number; lastEventAt: string | null }> {
+    const rs = await this.ch.query({
+      query: `/* svc:public_agent_kpis */ SELECT count() AS n, toUnixTimestamp64Milli(max(ts)) AS last FROM events
+              WHERE user_id = {owner:String} AND agent_id = {agent:String}`,
+      query_params: { owner: agent.ownerId, agent: agent.id },
+      format: 'JSONEachRow',
+    })
+    const row = (await rs.json<{ n: string; last: string }>())[0]
+    const n = Number(row?.n ?? 0)
+    return { eventCount: n, lastEventAt: n > 0 ? new Date(Number(row!.last)).toISOString() : null }
+  }
+
+  async recentActivity(agents: OwnedAgent[], limit: number): Promise<PublicActivity[]> {
+    if (agents.length === 0) return []
+    const rs = await this.ch.query({
+      query: `/* svc:public_recent_activity */ SELECT agent_id, type, tool_executed, outcome, toUnixTimestamp64Milli(ts) AS at
+              FROM events WHERE (user_id, agent_id) IN {pairs:Array(Tuple(String, String))}
+              ORDER BY ts DESC LIMIT {limit:UInt32}`,
+      query_params: { pairs: pairs(agents), limit },
+      format: 'JSONEachRow',
+    })
+    return (await rs.json<{ agent_id: string; type: string; tool_executed: string; outcome: string; at: string }>()).map((r) => ({
+      agentId: r.agent_id, type: r.type, tool: r.tool_executed, outcome: r.outcome, at: new Date(Number(r.at)).toISOString(),
+    }))
+  }
+
+  async paymentStats(agents: OwnedAgent[], nowMs: number): Promise<PaymentStat[]> {
+    if (agents.length === 0) return []
+    const rs = await this.ch.query({
+      query: `/* svc:public_payments */ SELECT amount_token AS token,
+                countIf(ts >= fromUnixTimestamp64Milli({d1:Int64})) AS count24h,
+                sumIf(amount_value, ts >= fromUnixTimestamp64Milli({d1:Int64})) AS amount24h,
+                count() AS count7d, sum(amount_value) AS amount7d
+              FROM events
+              WHERE (user_id, agent_id) IN {pairs:Array(Tuple(String, String))}
+                AND type = 'tx' AND amount_token != '' AND ts >= fromUnixTimestamp64Milli({d7:Int64})
+              GROUP BY token ORDER BY count7d DESC, token`,
+      query_params: { pairs: pairs(agents), d1: nowMs - 86_400_000, d7: nowMs - 7 * 86_400_000 },
+      format: 'JSONEachRow',
+    })
+    return (await rs.json<Record<string, string | number>>()).map((r) => ({
+      token: String(r.token), count24h: Number(r.count24h), amount24h: Number(r.amount24h), count7d: Number(r.count7d), amount7d: Number(r.amount7d),
+    }))
   }
 }

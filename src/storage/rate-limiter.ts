@@ -1,8 +1,8 @@
 import type { Redis, Result } from 'ioredis'
 
 /**
- * GCRA over a window of one minute, in one Redis round trip, using Redis' clock so that every
- * instance agrees. `limit` units fit in a burst; after that they refill at limit per minute.
+ * GCRA in one Redis round trip, using Redis' clock so that every instance agrees. `limit` units
+ * fit in a burst; after that they refill at `limit` per window (a minute unless told otherwise).
  * Asking for n units admits as many as fit (0..n) and says when the next one will.
  */
 const GCRA = `
@@ -42,9 +42,9 @@ export class RateLimiter {
     redis.defineCommand('gcra', { numberOfKeys: 1, lua: GCRA })
   }
 
-  /** Takes up to n units from `bucket`, whose limit is `perMinute` units a minute. */
-  async take(bucket: string, perMinute: number, n = 1): Promise<Admission> {
-    const [admitted, retryAfterMs] = await this.redis.gcra(`${this.prefix}rl:${bucket}`, 60_000 / perMinute, perMinute, n)
+  /** Takes up to n units from `bucket`, whose limit is `limit` units per `windowMs`. */
+  async take(bucket: string, limit: number, n = 1, windowMs = 60_000): Promise<Admission> {
+    const [admitted, retryAfterMs] = await this.redis.gcra(`${this.prefix}rl:${bucket}`, windowMs / limit, limit, n)
     return { admitted: Number(admitted), retryAfterMs: Number(retryAfterMs) }
   }
 }

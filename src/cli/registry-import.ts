@@ -1,0 +1,54 @@
+/**
+ * Upserts public agents from a registry export: npm run registry:import -- file.json
+ * The file is a JSON array of entries (schemas/registry-entry.json), or { "agents": [...] }.
+ * Entries are keyed by registryId; invalid entries are reported and skipped, the rest are applied.
+ */
+import { readFileSync } from 'node:fs'
+import type { ValidateFunction } from 'ajv'
+import { loadConfig } from '../config.ts'
+import { bodyAjv, toDetails } from '../schemas.ts'
+import { createPool, ensureDatabase, migratePostgres } from '../storage/postgres.ts'
+import { RegistryRepository, type RegistryEntry } from '../storage/registry-repository.ts'
+
+const file = process.argv[2]
+if (!file) {
+  console.error('usage: npm run registry:import -- <file.json>')
+  process.exit(2)
+}
+let entries: unknown
+try {
+  const parsed = JSON.parse(readFileSync(file, 'utf8'))
+  entries = Array.isArray(parsed) ? parsed : parsed?.agents
+} catch (err) {
+  console.error(`cannot read ${file}: ${(err as Error).message}`)
+  process.exit(2)
+}
+if (!Array.isArray(entries)) {
+  console.error(`${file}: expected a JSON array of agents or { "agents": [...] }`)
+  process.exit(2)
+}
+const validate = bodyAjv.getSchema('registry-entry.json') as ValidateFunction
+const config = loadConfig()
+await ensureDatabase(config.databaseUrl)
+await migratePostgres(config.databaseUrl)
+const pool = createPool(config.databaseUrl)
+const repo = new RegistryRepository(pool)
+const summary = { inserted: 0, updated: 0, failed: [] as { index: number; registryId?: unknown; error: string }[] }
+try {
+  for (const [index, entry] of entries.entries()) {
+    if (!validate(entry)) {
+      summary.failed.push({ index, registryId: (entry as { registryId?: unknown })?.registryId, error: JSON.stringify(toDetails(validate.errors)) })
+      continue
+    }
+    try {
+      summary[await repo.upsert(entry as RegistryEntry)]++
+    } catch (err) {
+      const reason = (err as { code?: string }).code === '23505' ? 'snsName already belongs to another agent' : (err as Error).message
+      summary.failed.push({ index, registryId: (entry as RegistryEntry).registryId, error: reason })
+    }
+  }
+} finally {
+  await pool.end()
+}
+console.log(JSON.stringify(summary, null, 2))
+process.exit(summary.failed.length > 0 ? 1 : 0)
