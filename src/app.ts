@@ -1,6 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.ts'
 import { sharedSchemas } from './schemas.ts'
+import { rateLimited } from './errors.ts'
 import errors from './plugins/errors.ts'
 import postgres from './plugins/postgres.ts'
 import clickhouse from './plugins/clickhouse.ts'
@@ -18,6 +19,10 @@ import ingest from './routes/ingest.ts'
 import meUser from './routes/me/user.ts'
 import meKeys from './routes/me/keys.ts'
 import meAgents from './routes/me/agents.ts'
+import meEvents from './routes/me/events.ts'
+import meErrors from './routes/me/errors.ts'
+import meSpend from './routes/me/spend.ts'
+import dashboardData from './plugins/dashboard-data.ts'
 
 export interface BuildOptions {
   logger?: FastifyServerOptions['logger']
@@ -48,6 +53,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(userAuth, { auth: config.auth, dataDir: config.dataDir, cacheTtlMs: config.cacheTtlMs })
 
   await app.register(publicData, { x402: config.x402 })
+  await app.register(dashboardData)
 
   await app.register(health)
   await app.register(publicRegistry({ statsCacheSeconds: config.statsCacheSeconds, explorerCacheSeconds: config.explorerCacheSeconds }))
@@ -56,9 +62,19 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(ingest({ bodyLimit: config.bodyLimit, batchBodyLimit: config.batchBodyLimit }))
   await app.register(async function me(scope) {
     scope.addHook('onRequest', scope.authenticateUser)
+    scope.addHook('onRequest', async (request) => {
+      const write = request.method !== 'GET' && request.method !== 'HEAD'
+      const limit = write ? config.meLimits.writesPerMinute : config.meLimits.readsPerMinute
+      const route = `${request.method} ${request.routeOptions.url ?? request.url}`
+      const { admitted, retryAfterMs } = await scope.rateLimiter.take(`me:${request.user.id}:${route}`, limit)
+      if (admitted === 0) throw rateLimited(retryAfterMs / 1000)
+    })
     await scope.register(meUser)
     await scope.register(meKeys)
     await scope.register(meAgents)
+    await scope.register(meEvents)
+    await scope.register(meErrors)
+    await scope.register(meSpend)
   })
   return app
 }

@@ -34,6 +34,8 @@ export interface Config {
   /** How long public aggregates are cached in Redis. */
   statsCacheSeconds: number
   explorerCacheSeconds: number
+  /** Per-user, per-endpoint limits on /v1/me/*, requests a minute: reads (GET) and writes (the rest). */
+  meLimits: { readsPerMinute: number; writesPerMinute: number }
 }
 
 const DEFAULT_CORS = 'https://app.agent-telemetry.dev,https://dashboard.agent-telemetry.dev'
@@ -66,6 +68,8 @@ const schema = {
     X402_CACHE_SECONDS: { type: 'integer', minimum: 1, default: 60 },
     STATS_CACHE_SECONDS: { type: 'integer', minimum: 1, default: 5 },
     EXPLORER_CACHE_SECONDS: { type: 'integer', minimum: 1, default: 10 },
+    ME_READS_PER_MINUTE: { type: 'integer', minimum: 1, default: 600 },
+    ME_WRITES_PER_MINUTE: { type: 'integer', minimum: 1, default: 120 },
   },
   dependencies: {
     AUTH_JWKS_URL: ['AUTH_ISSUER', 'AUTH_AUDIENCE'],
@@ -120,5 +124,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     statsCacheSeconds: s.STATS_CACHE_SECONDS,
     explorerCacheSeconds: s.EXPLORER_CACHE_SECONDS,
+    meLimits: { readsPerMinute: s.ME_READS_PER_MINUTE, writesPerMinute: s.ME_WRITES_PER_MINUTE },
   }
 }

@@ -32,6 +32,10 @@ export default fp(async function errors(app) {
     if (err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') {
       return reply.code(400).send({ error: 'invalid_json', message: 'the body is not valid JSON' })
     }
+    // Postgres refuses text holding a NUL byte; that is the caller's input, not our failure.
+    if ((err as { code?: string }).code === '22021' || (err as { code?: string }).code === '22P05') {
+      return reply.code(400).send({ error: 'bad_request', message: 'text may not contain NUL characters' })
+    }
     const status = err.statusCode ?? 500
     if (status >= 400 && status < 500) {
       return reply.code(status).send({ error: 'bad_request', message: err.message })

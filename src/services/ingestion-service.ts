@@ -161,7 +161,8 @@ export class IngestionService {
 
   private recordActivity(key: KeyIdentity, prepared: Prepared[]): void {
     const now = Date.now()
-    if (prepared.length) this.activity.keyUsed(key.keyId, now)
+    // Test events from the dashboard carry no key (keyId is empty).
+    if (prepared.length && key.keyId) this.activity.keyUsed(key.keyId, now)
     for (const p of prepared) this.activity.agentSeen(p.agent.id, now, p.framework)
   }
 }

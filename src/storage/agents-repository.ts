@@ -1,6 +1,10 @@
 import type pg from 'pg'
 import { isCuid, newCuid } from '../domain/ids.ts'
 
+/** Name and owner-wallet marker of the placeholder agent that test events go to. */
+export const TEST_AGENT_NAME = 'test-agent'
+export const testWallet = (userId: string) => `test:${userId}`
+
 /** The few agent fields ingestion decides on. */
 export interface AgentRef {
   id: string
@@ -24,6 +28,35 @@ function toRef(r: Record<string, any>): AgentRef {
     displayName: r.display_name,
     deleted: r.deleted_at !== null,
     framework: r.framework,
+  }
+}
+
+/** An agent as its owner sees it in the dashboard. */
+export interface OwnedAgentProfile {
+  id: string
+  displayName: string
+  snsName: string | null
+  registryId: string | null
+  framework: string | null
+  isPublic: boolean
+  source: string
+  lastSeenAt: string | null
+  createdAt: string
+}
+
+const PROFILE_COLUMNS = 'id, display_name, sns_name, registry_id, framework, is_public, source, last_seen_at, created_at'
+
+function toProfile(r: Record<string, any>): OwnedAgentProfile {
+  return {
+    id: r.id,
+    displayName: r.display_name,
+    snsName: r.sns_name,
+    registryId: r.registry_id,
+    framework: r.framework,
+    isPublic: r.is_public,
+    source: r.source,
+    lastSeenAt: r.last_seen_at ? new Date(r.last_seen_at).toISOString() : null,
+    createdAt: new Date(r.created_at).toISOString(),
   }
 }
 
@@ -66,6 +99,21 @@ export class AgentsRepository {
     return rows[0] ? toRef(rows[0]) : null
   }
 
+  /**
+   * The dashboard's placeholder agent for synthetic test events: private, marked with an owner
+   * wallet built from the user id, created on first use.
+   */
+  async testAgent(ownerId: string): Promise<Resolution> {
+    const resolution = await this.resolve(ownerId, TEST_AGENT_NAME)
+    if (resolution.kind === 'ok') {
+      await this.db.query(
+        `/* svc:agent_test_marker */ UPDATE agents SET owner_wallet = $2, is_public = false WHERE id = $1 AND owner_wallet IS NULL`,
+        [resolution.agent.id, testWallet(ownerId)],
+      )
+    }
+    return resolution
+  }
+
   async getById(id: string): Promise<AgentRef | null> {
     const { rows } = await this.db.query(`/* svc:agent_get */ SELECT ${REF_COLUMNS} FROM agents WHERE id = $1`, [id])
     return rows[0] ? toRef(rows[0]) : null
@@ -78,6 +126,48 @@ export class AgentsRepository {
       [id, ownerId],
     )
     return rows[0] ? toRef(rows[0]) : null
+  }
+
+  /** The owner's live agents as the dashboard shows them, most recently seen first. */
+  async listOwned(ownerId: string): Promise<OwnedAgentProfile[]> {
+    const { rows } = await this.db.query(
+      `/* svc:agents_owned */ SELECT ${PROFILE_COLUMNS} FROM agents WHERE owner_id = $1 AND deleted_at IS NULL
+       ORDER BY last_seen_at DESC NULLS LAST, created_at DESC, id`,
+      [ownerId],
+    )
+    return rows.map(toProfile)
+  }
+
+  async profileOwned(ownerId: string, id: string): Promise<OwnedAgentProfile | null> {
+    const { rows } = await this.db.query(
+      `/* svc:agent_profile */ SELECT ${PROFILE_COLUMNS} FROM agents WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`,
+      [id, ownerId],
+    )
+    return rows[0] ? toProfile(rows[0]) : null
+  }
+
+  /** Ids of the owner's soft-deleted agents: their events are hidden from every read. */
+  async hiddenIds(ownerId: string): Promise<string[]> {
+    const { rows } = await this.db.query(
+      `/* svc:agents_hidden */ SELECT id FROM agents WHERE owner_id = $1 AND deleted_at IS NOT NULL`,
+      [ownerId],
+    )
+    return rows.map((r) => r.id)
+  }
+
+  /** Renames the owner's live agent; null when there is none; 'taken' when the owner has that name. */
+  async rename(ownerId: string, id: string, displayName: string): Promise<OwnedAgentProfile | null | 'taken'> {
+    try {
+      const { rows } = await this.db.query(
+        `/* svc:agent_rename */ UPDATE agents SET display_name = $3 WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL
+         RETURNING ${PROFILE_COLUMNS}`,
+        [id, ownerId, displayName],
+      )
+      return rows[0] ? toProfile(rows[0]) : null
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') return 'taken'
+      throw err
+    }
   }
 
   /** Soft-deletes the owner's agent; false when the owner has no such live agent. */

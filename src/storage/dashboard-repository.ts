@@ -1,0 +1,202 @@
+import type { ClickHouseClient } from '@clickhouse/client'
+import { privacyChip, type PrivacyChip } from '../domain/privacy.ts'
+
+/** Who is reading: the user, and their soft-deleted agents whose events every read hides. */
+export interface Reader { userId: string; hidden: string[] }
+
+export interface TokenTotals { inputBase: number; cacheCreation: number; cacheRead: number; output: number; total: number }
+
+/** An event as the dashboard shows it: every spec field, plus cost, tokens and the privacy chip. */
+export interface DashboardEvent {
+  eventId: string
+  agentId: string
+  timestamp: string
+  receivedAt: string
+  type: string
+  outcome: string | null
+  model: string | null
+  toolExecuted: string | null
+  toolsConsidered: string[]
+  durationMs: number | null
+  input: unknown
+  reasoning: string | null
+  transaction: string | null
+  amount: { token: string; value: number } | null
+  errorMessage: string | null
+  metadata: unknown
+  sessionId: string | null
+  traceId: string | null
+  privacyLevel: string | null
+  privacyChip: PrivacyChip | null
+  tokens: TokenTotals
+  costUsd: number
+  costStatus: string
+  errorFingerprint: string | null
+  contentHash: string
+}
+
+const EVENT_COLUMNS = `event_id, agent_id, toUnixTimestamp64Milli(ts) AS ts_ms, toUnixTimestamp64Milli(received_at) AS received_ms,
+  type, outcome, model, tool_executed, tools_considered, duration_ms, input, reasoning, transaction, amount_token, amount_value,
+  error_message, metadata, session_id, trace_id, privacy_level, tokens_input_base, tokens_cache_creation, tokens_cache_read,
+  tokens_output, toString(cost_usd) AS cost, cost_status, error_fingerprint, content_hash`
+
+const TOKEN_SUMS = `sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) AS t_cw, sum(tokens_cache_read) AS t_cr, sum(tokens_output) AS t_out`
+
+const orNull = (s: string) => (s === '' ? null : s)
+const parseJson = (s: string) => (s === '' ? null : JSON.parse(s))
+const iso = (ms: string | number) => new Date(Number(ms)).toISOString()
+
+export function tokensOf(r: Record<string, any>, names = ['t_in', 't_cw', 't_cr', 't_out']): TokenTotals {
+  const [a, b, c, d] = names.map((n) => Number(r[n] ?? 0)) as [number, number, number, number]
+  return { inputBase: a, cacheCreation: b, cacheRead: c, output: d, total: a + b + c + d }
+}
+
+function toEvent(r: Record<string, any>): DashboardEvent {
+  return {
+    eventId: r.event_id,
+    agentId: r.agent_id,
+    timestamp: iso(r.ts_ms),
+    receivedAt: iso(r.received_ms),
+    type: r.type,
+    outcome: orNull(r.outcome),
+    model: orNull(r.model),
+    toolExecuted: orNull(r.tool_executed),
+    toolsConsidered: r.tools_considered,
+    durationMs: r.duration_ms === null ? null : Number(r.duration_ms),
+    input: parseJson(r.input),
+    reasoning: orNull(r.reasoning),
+    transaction: r.transaction,
+    amount: r.amount_token === '' ? null : { token: r.amount_token, value: Number(r.amount_value) },
+    errorMessage: orNull(r.error_message),
+    metadata: parseJson(r.metadata),
+    sessionId: orNull(r.session_id),
+    traceId: orNull(r.trace_id),
+    privacyLevel: orNull(r.privacy_level),
+    privacyChip: privacyChip(r.privacy_level),
+    tokens: tokensOf(r, ['tokens_input_base', 'tokens_cache_creation', 'tokens_cache_read', 'tokens_output']),
+    costUsd: Number(r.cost),
+    costStatus: r.cost_status,
+    errorFingerprint: orNull(r.error_fingerprint),
+    contentHash: r.content_hash,
+  }
+}
+
+export interface SessionSummary {
+  sessionId: string; start: string; end: string; durationMs: number; events: number; agents: string[]
+  tokens: TokenTotals; costUsd: number; errors: number
+}
+
+export interface TraceSummary {
+  traceId: string; start: string; end: string; durationMs: number; events: number; agents: string[]
+  tokens: TokenTotals; costUsd: number; errors: number
+}
+
+export interface ClusterAggregate {
+  fingerprint: string; count: number; firstSeen: string; lastSeen: string; lastSeenMs: number
+  sampleMessage: string | null; agents: string[]; tools: string[]
+}
+
+export interface SpendRow { key: string; costUsd: number; events: number; errors: number; tokens: TokenTotals }
+
+/**
+ * Dashboard reads over ClickHouse. Every query is bounded to one user (the leading column of the
+ * sort key) and drops the user's soft-deleted agents.
+ */
+export class DashboardRepository {
+  constructor(private readonly ch: ClickHouseClient) {}
+
+  private async rows<T = Record<string, any>>(query: string, params: Record<string, unknown>): Promise<T[]> {
+    const rs = await this.ch.query({ query, query_params: params, format: 'JSONEachRow' })
+    return rs.json<T>()
+  }
+
+  async events(r: Reader, opts: { limit: number; sinceMs: number; agentId?: string | undefined }): Promise<DashboardEvent[]> {
+    const rows = await this.rows(
+      `/* svc:me_events */ SELECT ${EVENT_COLUMNS} FROM events
+       WHERE user_id = {u:String} AND agent_id NOT IN {hidden:Array(String)} AND ts >= fromUnixTimestamp64Milli({since:Int64})
+         ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}
+       ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32}`,
+      { u: r.userId, hidden: r.hidden, since: opts.sinceMs, agent: opts.agentId ?? '', limit: opts.limit },
+    )
+    return rows.map(toEvent)
+  }
+
+  private async grouped(r: Reader, column: 'session_id' | 'trace_id', opts: { limit: number; sinceMs: number; agentId?: string | undefined }) {
+    return this.rows(
+      `/* svc:me_${column === 'session_id' ? 'sessions' : 'traces'} */ SELECT ${column} AS id,
+         toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS end_ms, count() AS n,
+         groupUniqArray(agent_id) AS agents, ${TOKEN_SUMS}, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
+       FROM events
+       WHERE user_id = {u:String} AND ${column} != '' AND agent_id NOT IN {hidden:Array(String)}
+         AND ts >= fromUnixTimestamp64Milli({since:Int64}) ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}
+       GROUP BY id ORDER BY end_ms DESC, id LIMIT {limit:UInt32}`,
+      { u: r.userId, hidden: r.hidden, since: opts.sinceMs, agent: opts.agentId ?? '', limit: opts.limit },
+    )
+  }
+
+  async sessions(r: Reader, opts: { limit: number; agentId?: string }): Promise<SessionSummary[]> {
+    return (await this.grouped(r, 'session_id', { ...opts, sinceMs: 0 })).map((x) => ({
+      sessionId: x.id, start: iso(x.start_ms), end: iso(x.end_ms), durationMs: Number(x.end_ms) - Number(x.start_ms),
+      events: Number(x.n), agents: [...x.agents].sort(), tokens: tokensOf(x), costUsd: Number(x.cost), errors: Number(x.errors),
+    }))
+  }
+
+  async traces(r: Reader, opts: { limit: number; sinceMs: number }): Promise<TraceSummary[]> {
+    return (await this.grouped(r, 'trace_id', opts)).map((x) => ({
+      traceId: x.id, start: iso(x.start_ms), end: iso(x.end_ms), durationMs: Number(x.end_ms) - Number(x.start_ms),
+      events: Number(x.n), agents: [...x.agents].sort(), tokens: tokensOf(x), costUsd: Number(x.cost), errors: Number(x.errors),
+    }))
+  }
+
+  /** All events of one session or trace of the user, in time order (empty when it is not theirs). */
+  async eventsOf(r: Reader, column: 'session_id' | 'trace_id', id: string): Promise<DashboardEvent[]> {
+    const rows = await this.rows(
+      `/* svc:me_${column === 'session_id' ? 'session' : 'trace'}_events */ SELECT ${EVENT_COLUMNS} FROM events
+       WHERE user_id = {u:String} AND ${column} = {id:String} AND agent_id NOT IN {hidden:Array(String)}
+       ORDER BY ts, event_id LIMIT 10000`,
+      { u: r.userId, id, hidden: r.hidden },
+    )
+    return rows.map(toEvent)
+  }
+
+  async clusters(r: Reader, opts: { sinceMs: number; fingerprint?: string; agentId?: string; limit: number }): Promise<ClusterAggregate[]> {
+    const rows = await this.rows(
+      `/* svc:me_errors */ SELECT error_fingerprint AS fp, count() AS n,
+         toUnixTimestamp64Milli(min(ts)) AS first_ms, toUnixTimestamp64Milli(max(ts)) AS last_ms,
+         argMax(error_message, ts) AS sample, groupUniqArray(agent_id) AS agents, groupUniqArray(tool_executed) AS tools
+       FROM events
+       WHERE user_id = {u:String} AND error_fingerprint != '' AND agent_id NOT IN {hidden:Array(String)}
+         AND ts >= fromUnixTimestamp64Milli({since:Int64})
+         ${opts.fingerprint ? 'AND error_fingerprint = {fp:String}' : ''} ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}
+       GROUP BY fp ORDER BY last_ms DESC, fp LIMIT {limit:UInt32}`,
+      { u: r.userId, hidden: r.hidden, since: opts.sinceMs, fp: opts.fingerprint ?? '', agent: opts.agentId ?? '', limit: opts.limit },
+    )
+    return rows.map((x) => ({
+      fingerprint: x.fp, count: Number(x.n), firstSeen: iso(x.first_ms), lastSeen: iso(x.last_ms), lastSeenMs: Number(x.last_ms),
+      sampleMessage: orNull(x.sample), agents: [...x.agents].sort(), tools: [...x.tools].filter(Boolean).sort(),
+    }))
+  }
+
+  /** Spend rollup grouped by agent, model or day since a day (UTC, inclusive). */
+  async spend(r: Reader, by: 'agent_id' | 'model' | 'day' | 'total', fromDay: string, agentId?: string): Promise<SpendRow[]> {
+    const key = by === 'total' ? "''" : by === 'day' ? 'toString(day)' : by
+    const rows = await this.rows(
+      `/* svc:me_spend_by_${by} */ SELECT ${key} AS key, toString(sum(cost_usd)) AS cost, sum(events) AS n, sum(errors) AS errors, ${TOKEN_SUMS}
+       FROM spend_daily
+       WHERE user_id = {u:String} AND day >= {from:Date} AND agent_id NOT IN {hidden:Array(String)} ${agentId ? 'AND agent_id = {agent:String}' : ''}
+       GROUP BY key ORDER BY ${by === 'day' ? 'key' : 'sum(cost_usd) DESC, key'}`,
+      { u: r.userId, from: fromDay, hidden: r.hidden, agent: agentId ?? '' },
+    )
+    return rows.map((x) => ({ key: x.key, costUsd: Number(x.cost), events: Number(x.n), errors: Number(x.errors), tokens: tokensOf(x) }))
+  }
+
+  /** Events, cost and errors per agent since a time, from raw events (for windows that are not whole days). */
+  async agentWindow(r: Reader, sinceMs: number): Promise<Map<string, { events: number; costUsd: number; errors: number }>> {
+    const rows = await this.rows(
+      `/* svc:me_agents_window */ SELECT agent_id, count() AS n, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
+       FROM events WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64}) GROUP BY agent_id`,
+      { u: r.userId, since: sinceMs },
+    )
+    return new Map(rows.map((x) => [x.agent_id, { events: Number(x.n), costUsd: Number(x.cost), errors: Number(x.errors) }]))
+  }
+}

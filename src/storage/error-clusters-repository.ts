@@ -1,0 +1,28 @@
+import type pg from 'pg'
+
+/** Resolution state of a user's error clusters, in Postgres. */
+export class ErrorClustersRepository {
+  constructor(private readonly db: pg.Pool) {}
+
+  /** resolvedAt (ms) per fingerprint, for the fingerprints asked about. */
+  async resolvedAt(userId: string, fingerprints: string[]): Promise<Map<string, number>> {
+    if (fingerprints.length === 0) return new Map()
+    const { rows } = await this.db.query(
+      `/* svc:clusters_state */ SELECT fingerprint, resolved_at FROM error_clusters
+       WHERE user_id = $1 AND fingerprint = ANY($2) AND resolved_at IS NOT NULL`,
+      [userId, fingerprints],
+    )
+    return new Map(rows.map((r) => [r.fingerprint, new Date(r.resolved_at).getTime()]))
+  }
+
+  async setResolved(userId: string, fingerprint: string, resolved: boolean): Promise<number | null> {
+    const { rows } = await this.db.query(
+      `/* svc:clusters_set */ INSERT INTO error_clusters (user_id, fingerprint, resolved_at, updated_at)
+       VALUES ($1, $2, CASE WHEN $3 THEN now() END, now())
+       ON CONFLICT (user_id, fingerprint) DO UPDATE SET resolved_at = EXCLUDED.resolved_at, updated_at = now()
+       RETURNING resolved_at`,
+      [userId, fingerprint, resolved],
+    )
+    return rows[0].resolved_at ? new Date(rows[0].resolved_at).getTime() : null
+  }
+}
