@@ -110,27 +110,59 @@ export class DashboardRepository {
     return rs.json<T>()
   }
 
+  /**
+   * The newest events, looked for in a widening window (an hour, a day, a week, then the whole
+   * range) so that the common case reads only recent granules.
+   */
   async events(r: Reader, opts: { limit: number; sinceMs: number; agentId?: string | undefined }): Promise<DashboardEvent[]> {
-    const rows = await this.rows(
-      `/* svc:me_events */ SELECT ${EVENT_COLUMNS} FROM events
-       WHERE user_id = {u:String} AND agent_id NOT IN {hidden:Array(String)} AND ts >= fromUnixTimestamp64Milli({since:Int64})
-         ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}
-       ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32}`,
-      { u: r.userId, hidden: r.hidden, since: opts.sinceMs, agent: opts.agentId ?? '', limit: opts.limit },
-    )
+    const now = Date.now()
+    let rows: Record<string, any>[] = []
+    for (const window of [3_600_000, 86_400_000, 7 * 86_400_000, Infinity]) {
+      const from = window === Infinity ? opts.sinceMs : Math.max(opts.sinceMs, now - window)
+      rows = await this.rows(
+        `/* svc:me_events */ SELECT ${EVENT_COLUMNS} FROM events
+         WHERE user_id = {u:String} AND agent_id NOT IN {hidden:Array(String)} AND ts >= fromUnixTimestamp64Milli({from:Int64})
+           ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}
+         ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32}`,
+        { u: r.userId, hidden: r.hidden, from, agent: opts.agentId ?? '', limit: opts.limit },
+      )
+      if (rows.length >= opts.limit || from === opts.sinceMs) break
+    }
     return rows.map(toEvent)
   }
 
+  /**
+   * Sessions or traces with the latest activity, aggregated over all their events. The ids are found
+   * first in a widening recent window (a day, a week, then the whole range): every group active in a
+   * window ends later than every group that is not, so once a window yields `limit` ids they are the
+   * latest ones, and only those groups are aggregated in full.
+   */
   private async grouped(r: Reader, column: 'session_id' | 'trace_id', opts: { limit: number; sinceMs: number; agentId?: string | undefined }) {
+    const name = column === 'session_id' ? 'sessions' : 'traces'
+    const scope = `user_id = {u:String} AND ${column} != '' AND agent_id NOT IN {hidden:Array(String)}
+      AND ts >= fromUnixTimestamp64Milli({since:Int64}) ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}`
+    const params = { u: r.userId, hidden: r.hidden, since: opts.sinceMs, agent: opts.agentId ?? '', limit: opts.limit }
+    const now = Date.now()
+    let ids: string[] = []
+    for (const window of [86_400_000, 7 * 86_400_000, Infinity]) {
+      const from = window === Infinity ? opts.sinceMs : Math.max(opts.sinceMs, now - window)
+      ids = (await this.rows<{ id: string }>(
+        `/* svc:me_${name}_latest */ SELECT ${column} AS id FROM events
+         WHERE ${scope} AND ts >= fromUnixTimestamp64Milli({from:Int64})
+         GROUP BY id ORDER BY max(ts) DESC, id LIMIT {limit:UInt32}`,
+        { ...params, from },
+      )).map((x) => x.id)
+      if (ids.length >= opts.limit || from === opts.sinceMs) break
+    }
+    if (ids.length === 0) return []
     return this.rows(
-      `/* svc:me_${column === 'session_id' ? 'sessions' : 'traces'} */ SELECT ${column} AS id,
+      `/* svc:me_${name} */ SELECT ${column} AS id,
          toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS end_ms, count() AS n,
          groupUniqArray(agent_id) AS agents, ${TOKEN_SUMS}, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
        FROM events
-       WHERE user_id = {u:String} AND ${column} != '' AND agent_id NOT IN {hidden:Array(String)}
-         AND ts >= fromUnixTimestamp64Milli({since:Int64}) ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}
-       GROUP BY id ORDER BY end_ms DESC, id LIMIT {limit:UInt32}`,
-      { u: r.userId, hidden: r.hidden, since: opts.sinceMs, agent: opts.agentId ?? '', limit: opts.limit },
+       WHERE ${scope} AND ${column} IN {ids:Array(String)}
+       GROUP BY id ORDER BY end_ms DESC, id`,
+      { ...params, ids },
     )
   }
 

@@ -1,0 +1,110 @@
+/**
+ * Fills one user with realistic events, straight into the event store (the service must not be
+ * running on the same DATA_DIR with the embedded engine):
+ *   npm run seed -- --events 1000000 [--user seed] [--agents 40] [--days 30]
+ * Prints the user's subject; `npm run token -- <subject>` gives a token to read it with.
+ */
+import { parseArgs } from 'node:util'
+import pino from 'pino'
+import { loadConfig } from '../config.ts'
+import { buildEventRow, type IncomingEvent } from '../domain/event-row.ts'
+import { newEventId } from '../domain/ids.ts'
+import { createPool, ensureDatabase, migratePostgres } from '../storage/postgres.ts'
+import { migrateClickHouse, openClickHouse } from '../storage/clickhouse-client.ts'
+import { EventsRepository } from '../storage/events-repository.ts'
+import { UsersRepository } from '../storage/users-repository.ts'
+import { AgentsRepository } from '../storage/agents-repository.ts'
+
+const { values } = parseArgs({
+  options: {
+    events: { type: 'string', default: '100000' },
+    user: { type: 'string', default: 'seed' },
+    agents: { type: 'string', default: '40' },
+    days: { type: 'string', default: '30' },
+  },
+})
+const total = Number(values.events)
+const agentCount = Number(values.agents)
+const days = Number(values.days)
+if (![total, agentCount, days].every((n) => Number.isInteger(n) && n > 0)) {
+  console.error('usage: npm run seed -- --events N [--user name] [--agents N] [--days N]')
+  process.exit(2)
+}
+
+const config = loadConfig()
+await ensureDatabase(config.databaseUrl)
+await migratePostgres(config.databaseUrl)
+const pool = createPool(config.databaseUrl)
+const handle = openClickHouse({ url: config.clickhouseUrl, dataDir: config.dataDir })
+await migrateClickHouse(handle.client)
+const events = new EventsRepository(handle.client)
+const user = await new UsersRepository(pool).setTier(values.user!, 'enterprise', null)
+const agentsRepo = new AgentsRepository(pool)
+const agentIds: string[] = []
+for (let i = 0; i < agentCount; i++) {
+  const r = await agentsRepo.resolve(user.id, `seed-agent-${i}`)
+  if (r.kind === 'ok') agentIds.push(r.agent.id)
+}
+
+const MODELS = ['claude-sonnet-4-5', 'claude-haiku-4-5', 'gpt-4o', 'gpt-4o-mini', 'gemini-2.5-flash', 'o4-mini', 'local-llama']
+const TOOLS = ['search', 'read_file', 'write_file', 'http_get', 'sql', 'swap', 'bash']
+const TYPES = ['decision', 'tool', 'tool', 'tool', 'reasoning', 'action', 'tx', 'error'] as const
+const ERRORS = ['timeout after 30000ms calling tool', 'rate limit exceeded (429)', 'ENOENT: no such file /tmp/x', 'invalid JSON in tool output', 'insufficient funds for transfer']
+const LEVELS = ['minimal', 'standard', 'full'] as const
+let seed = 42
+const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648)
+const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!
+
+const now = Date.now()
+const span = days * 86_400_000
+const sessionStart = (session: number) => now - span + Math.floor(((session * 2654435761) % 1_000_003) / 1_000_003 * (span - 600_000))
+const BATCH = 50_000
+let written = 0
+const started = Date.now()
+const bar = (n: number) => {
+  const width = 30
+  const done = Math.round((n / total) * width)
+  const rate = n / Math.max(1, (Date.now() - started) / 1000)
+  process.stderr.write(`\r[${'#'.repeat(done)}${'.'.repeat(width - done)}] ${n.toLocaleString()} / ${total.toLocaleString()} events  ${Math.round(rate).toLocaleString()}/s `)
+}
+while (written < total) {
+  const n = Math.min(BATCH, total - written)
+  const rows = []
+  for (let i = 0; i < n; i++) {
+    const k = written + i
+    const type = pick(TYPES)
+    const failed = type === 'error' || rand() < 0.03
+    // Sessions of 25 events and traces of 8 are contiguous in time, as real agents produce them.
+    const session = Math.floor(k / 25)
+    const agent = agentIds[session % agentIds.length]!
+    const ts = sessionStart(session) + (k % 25) * 20_000 + Math.floor(rand() * 20_000)
+    const event: IncomingEvent = {
+      agentId: agent,
+      type,
+      timestamp: ts,
+      model: pick(MODELS),
+      toolExecuted: type === 'tool' || type === 'tx' ? pick(TOOLS) : undefined,
+      outcome: failed ? 'failed' : 'success',
+      durationMs: Math.floor(rand() * 5000),
+      errorMessage: failed ? pick(ERRORS) : undefined,
+      reasoning: 'considered the options and chose the cheapest that meets the deadline',
+      amount: type === 'tx' ? { token: pick(['SOL', 'USDC']), value: Math.round(rand() * 10000) / 100 } : undefined,
+      metadata: {
+        sessionId: `seed-s-${session}`,
+        traceId: `seed-t-${Math.floor(k / 8)}`,
+        privacyLevel: pick(LEVELS),
+        tool: 'seed',
+        tokensBreakdown: { inputBase: Math.floor(rand() * 4000), cacheCreation: Math.floor(rand() * 500), cacheRead: Math.floor(rand() * 8000), output: Math.floor(rand() * 1500) },
+      },
+    }
+    rows.push(buildEventRow(event, { eventId: newEventId(ts), userId: user.id, agentId: agent, receivedAt: ts }))
+  }
+  await events.insert(rows)
+  written += n
+  bar(written)
+}
+process.stderr.write('\n')
+await new AgentsRepository(pool).recordActivity(new Map(agentIds.map((id) => [id, { lastSeenAt: now, framework: 'seed' }])))
+await handle.release()
+await pool.end()
+pino().info({ user: values.user, userId: user.id, events: total, agents: agentIds.length, seconds: (Date.now() - started) / 1000 }, 'seeded')
