@@ -11,15 +11,24 @@ import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
 
-const { values } = parseArgs({ options: { events: { type: 'string', default: '1000000' }, requests: { type: 'string', default: '30' } } })
+const { values } = parseArgs({
+  options: {
+    events: { type: 'string', default: '1000000' },
+    requests: { type: 'string', default: '30' },
+    // Reuse a store seeded earlier (`DATA_DIR=dir npm run seed -- --user name …`) instead of seeding.
+    'data-dir': { type: 'string' },
+    user: { type: 'string' },
+  },
+})
 const root = fileURLToPath(new URL('..', import.meta.url))
-const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-reads-'))
+const reuse = values['data-dir'] !== undefined
+const dataDir = values['data-dir'] ?? mkdtempSync(join(tmpdir(), 'agent-telemetry-reads-'))
 const env = { ...process.env, DATA_DIR: dataDir, DATABASE_URL: 'postgres://localhost:5432/agent_telemetry_bench', LOG_LEVEL: 'warn' }
-const user = `reads-${randomBytes(4).toString('hex')}`
+const user = values.user ?? `reads-${randomBytes(4).toString('hex')}`
 const requests = Number(values.requests)
 
 const seedStarted = Date.now()
-execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/seed.ts', '--events', values.events!, '--user', user], { cwd: root, env, stdio: 'inherit' })
+if (!reuse) execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/seed.ts', '--events', values.events!, '--user', user], { cwd: root, env, stdio: 'inherit' })
 const seedSeconds = (Date.now() - seedStarted) / 1000
 const port = 4100 + Math.floor(Math.random() * 200)
 const service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
@@ -50,7 +59,7 @@ try {
     '/v1/me/errors?since=30d',
     '/v1/me/spend-summary',
   ]
-  console.log(`\ndashboard reads — ${new Date().toISOString()} — ${Number(values.events).toLocaleString()} events for one user (seeded in ${seedSeconds.toFixed(0)} s) — ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}`)
+  console.log(`\ndashboard reads — ${new Date().toISOString()} — ${Number(values.events).toLocaleString()} events for one user (${reuse ? 'reused store' : `seeded in ${seedSeconds.toFixed(0)} s`}) — ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}`)
   console.log('endpoint'.padEnd(60) + 'p50 ms'.padStart(9) + 'p95 ms'.padStart(9))
   for (const path of paths) {
     for (let i = 0; i < 3; i++) await (await fetch(base + path, { headers })).arrayBuffer()
@@ -69,5 +78,5 @@ try {
 } finally {
   service.kill('SIGTERM')
   await new Promise((r) => service.once('exit', r))
-  rmSync(dataDir, { recursive: true, force: true })
+  if (!reuse) rmSync(dataDir, { recursive: true, force: true })
 }

@@ -9,6 +9,8 @@ import redis from './plugins/redis.ts'
 import userAuth from './plugins/user-auth.ts'
 import apiKeyAuth from './plugins/api-key-auth.ts'
 import ingestion from './plugins/ingestion.ts'
+import queues from './plugins/queues.ts'
+import meAlerts from './routes/me/alerts.ts'
 import cors from './plugins/cors.ts'
 import publicData from './plugins/public-data.ts'
 import health from './routes/health.ts'
@@ -48,6 +50,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     writerMaxRows: config.writerMaxRows,
     writerMaxBytes: config.writerMaxBytes,
   })
+  await app.register(queues, { redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker, everyMs: config.anomalyEveryMs })
   await app.register(ingestion, { cacheTtlMs: config.cacheTtlMs })
   await app.register(apiKeyAuth, { cacheTtlMs: config.cacheTtlMs })
   await app.register(userAuth, { auth: config.auth, dataDir: config.dataDir, cacheTtlMs: config.cacheTtlMs })
@@ -75,6 +78,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await scope.register(meEvents)
     await scope.register(meErrors)
     await scope.register(meSpend)
+    await scope.register(meAlerts)
   })
   return app
 }

@@ -36,6 +36,8 @@ export interface Config {
   explorerCacheSeconds: number
   /** Per-user, per-endpoint limits on /v1/me/*, requests a minute: reads (GET) and writes (the rest). */
   meLimits: { readsPerMinute: number; writesPerMinute: number }
+  /** How often the anomaly tick runs (ms). */
+  anomalyEveryMs: number
 }
 
 const DEFAULT_CORS = 'https://app.agent-telemetry.dev,https://dashboard.agent-telemetry.dev'
@@ -70,6 +72,7 @@ const schema = {
     EXPLORER_CACHE_SECONDS: { type: 'integer', minimum: 1, default: 10 },
     ME_READS_PER_MINUTE: { type: 'integer', minimum: 1, default: 600 },
     ME_WRITES_PER_MINUTE: { type: 'integer', minimum: 1, default: 120 },
+    ANOMALY_EVERY_MS: { type: 'integer', minimum: 1000, maximum: 300000, default: 60000 },
   },
   dependencies: {
     AUTH_JWKS_URL: ['AUTH_ISSUER', 'AUTH_AUDIENCE'],
@@ -125,5 +128,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     statsCacheSeconds: s.STATS_CACHE_SECONDS,
     explorerCacheSeconds: s.EXPLORER_CACHE_SECONDS,
     meLimits: { readsPerMinute: s.ME_READS_PER_MINUTE, writesPerMinute: s.ME_WRITES_PER_MINUTE },
+    anomalyEveryMs: s.ANOMALY_EVERY_MS,
   }
 }

@@ -15,7 +15,7 @@ declare module 'fastify' {
 export default fp(async function ingestion(app, opts: { cacheTtlMs: number }) {
   const activity = new ActivityRecorder(app.keys, app.agents, app.log)
   activity.start()
-  const service = new IngestionService(app.agents, app.eventWriter, app.rateLimiter, activity, app.log, opts.cacheTtlMs)
+  const service = new IngestionService(app.agents, app.eventWriter, app.rateLimiter, activity, app.log, opts.cacheTtlMs, app.agentActive)
   app.decorate('activity', activity)
   app.decorate('ingestion', service)
   app.decorate('forgetAgents', async () => {
@@ -28,4 +28,4 @@ export default fp(async function ingestion(app, opts: { cacheTtlMs: number }) {
     await app.eventWriter.close()
     await activity.close()
   })
-}, { name: 'ingestion', dependencies: ['postgres', 'clickhouse', 'redis'] })
+}, { name: 'ingestion', dependencies: ['postgres', 'clickhouse', 'redis', 'queues'] })

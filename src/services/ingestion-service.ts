@@ -46,6 +46,8 @@ export class IngestionService {
     private readonly activity: ActivityRecorder,
     private readonly log: FastifyBaseLogger,
     cacheTtlMs: number,
+    /** Told of every agent that just had events committed (schedules its debounced anomaly check). */
+    private readonly onAgentActive: (userId: string, agentId: string) => void = () => {},
   ) {
     this.agentCache = new LRUCache({ max: 100_000, ttl: cacheTtlMs })
   }
@@ -163,7 +165,12 @@ export class IngestionService {
     const now = Date.now()
     // Test events from the dashboard carry no key (keyId is empty).
     if (prepared.length && key.keyId) this.activity.keyUsed(key.keyId, now)
-    for (const p of prepared) this.activity.agentSeen(p.agent.id, now, p.framework)
+    let last = ''
+    for (const p of prepared) {
+      this.activity.agentSeen(p.agent.id, now, p.framework)
+      if (p.agent.id !== last) this.onAgentActive(key.userId, p.agent.id)
+      last = p.agent.id
+    }
   }
 }
 

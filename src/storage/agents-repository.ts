@@ -146,6 +146,19 @@ export class AgentsRepository {
     return rows[0] ? toProfile(rows[0]) : null
   }
 
+  /** Live agents seen since a time, by owner (the candidates of an anomaly tick). */
+  async activeSince(sinceMs: number, ownerId?: string): Promise<Map<string, string[]>> {
+    const { rows } = await this.db.query(
+      `/* svc:agents_active */ SELECT owner_id, id FROM agents
+       WHERE deleted_at IS NULL AND owner_id IS NOT NULL AND last_seen_at >= to_timestamp($1 / 1000.0)
+         AND ($2::text IS NULL OR owner_id = $2)`,
+      [sinceMs, ownerId ?? null],
+    )
+    const byOwner = new Map<string, string[]>()
+    for (const r of rows) byOwner.set(r.owner_id, [...(byOwner.get(r.owner_id) ?? []), r.id])
+    return byOwner
+  }
+
   /** Ids of the owner's soft-deleted agents: their events are hidden from every read. */
   async hiddenIds(ownerId: string): Promise<string[]> {
     const { rows } = await this.db.query(

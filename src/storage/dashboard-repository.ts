@@ -191,14 +191,18 @@ export class DashboardRepository {
     return rows.map(toEvent)
   }
 
+  /**
+   * Error clusters from the hourly rollup: `since` is rounded down to the hour, so a window may
+   * include up to an hour more than asked. First/last seen are exact event times.
+   */
   async clusters(r: Reader, opts: { sinceMs: number; fingerprint?: string; agentId?: string; limit: number }): Promise<ClusterAggregate[]> {
     const rows = await this.rows(
-      `/* svc:me_errors */ SELECT error_fingerprint AS fp, count() AS n,
-         toUnixTimestamp64Milli(min(ts)) AS first_ms, toUnixTimestamp64Milli(max(ts)) AS last_ms,
-         argMax(error_message, ts) AS sample, groupUniqArray(agent_id) AS agents, groupUniqArray(tool_executed) AS tools
-       FROM events
-       WHERE user_id = {u:String} AND error_fingerprint != '' AND agent_id NOT IN {hidden:Array(String)}
-         AND ts >= fromUnixTimestamp64Milli({since:Int64})
+      `/* svc:me_errors */ SELECT error_fingerprint AS fp, sum(events) AS n,
+         toUnixTimestamp64Milli(min(first_ts)) AS first_ms, toUnixTimestamp64Milli(max(last_ts)) AS last_ms,
+         argMaxMerge(sample) AS sample, groupUniqArray(agent_id) AS agents, groupUniqArrayArray(tools) AS tools
+       FROM error_clusters_hourly
+       WHERE user_id = {u:String} AND agent_id NOT IN {hidden:Array(String)}
+         AND hour >= toStartOfHour(fromUnixTimestamp64Milli({since:Int64}))
          ${opts.fingerprint ? 'AND error_fingerprint = {fp:String}' : ''} ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}
        GROUP BY fp ORDER BY last_ms DESC, fp LIMIT {limit:UInt32}`,
       { u: r.userId, hidden: r.hidden, since: opts.sinceMs, fp: opts.fingerprint ?? '', agent: opts.agentId ?? '', limit: opts.limit },
@@ -232,3 +236,4 @@ export class DashboardRepository {
     return new Map(rows.map((x) => [x.agent_id, { events: Number(x.n), costUsd: Number(x.cost), errors: Number(x.errors) }]))
   }
 }
+

@@ -25,6 +25,8 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     REDIS_PREFIX: `test:${randomId()}:`,
     DATA_DIR: TEST_DATA_DIR,
     LOG_LEVEL: 'silent',
+    // Test apps run no BullMQ worker unless a test asks for one (ROLES: 'api,worker').
+    ROLES: 'api',
     ...overrides,
   }
   const dbName = new URL(env.DATABASE_URL).pathname.slice(1)

@@ -1,0 +1,35 @@
+-- Error events per user, fingerprint, hour and agent, so cluster lists never scan raw events.
+CREATE TABLE IF NOT EXISTS error_clusters_hourly
+(
+    user_id           String                                                  COMMENT 'Postgres users.id',
+    error_fingerprint String                                                  COMMENT 'events.error_fingerprint',
+    hour              DateTime('UTC')                                         COMMENT 'hour of the event time',
+    agent_id          String                                                  COMMENT 'Postgres agents.id',
+    events            SimpleAggregateFunction(sum, UInt64)                    COMMENT 'error events',
+    first_ts          SimpleAggregateFunction(min, DateTime64(3, 'UTC'))      COMMENT 'earliest event time',
+    last_ts           SimpleAggregateFunction(max, DateTime64(3, 'UTC'))      COMMENT 'latest event time',
+    sample            AggregateFunction(argMax, String, DateTime64(3, 'UTC')) COMMENT 'latest error message: argMaxMerge(sample)',
+    tools             SimpleAggregateFunction(groupUniqArrayArray, Array(String)) COMMENT 'tools that failed'
+)
+ENGINE = AggregatingMergeTree
+PARTITION BY toYYYYMM(hour)
+ORDER BY (user_id, error_fingerprint, hour, agent_id)
+COMMENT 'Hourly rollup of error events (type error or outcome failed); read with sum/min/max/argMaxMerge and GROUP BY';
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS error_clusters_hourly_mv TO error_clusters_hourly AS
+SELECT user_id, error_fingerprint, toStartOfHour(ts) AS hour, agent_id,
+       count() AS events, min(ts) AS first_ts, max(ts) AS last_ts,
+       argMaxState(error_message, ts) AS sample, groupUniqArray(tool_executed) AS tools
+FROM events
+WHERE error_fingerprint != ''
+GROUP BY user_id, error_fingerprint, hour, agent_id;
+
+-- Events stored before the view existed (the view has every event received after it was created).
+INSERT INTO error_clusters_hourly
+SELECT user_id, error_fingerprint, toStartOfHour(ts) AS hour, agent_id,
+       count(), min(ts), max(ts), argMaxState(error_message, ts), groupUniqArray(tool_executed)
+FROM events
+WHERE error_fingerprint != ''
+  AND received_at < (SELECT any(metadata_modification_time) FROM system.tables
+                     WHERE database = currentDatabase() AND name = 'error_clusters_hourly_mv')
+GROUP BY user_id, error_fingerprint, hour, agent_id;

@@ -1,0 +1,71 @@
+import fp from 'fastify-plugin'
+import { Queue, Worker } from 'bullmq'
+import { Redis } from 'ioredis'
+import { AnomalyService } from '../services/anomaly-service.ts'
+import { AlertsRepository } from '../storage/alerts-repository.ts'
+import { AnomalyRepository } from '../storage/anomaly-repository.ts'
+import { ErrorClustersRepository } from '../storage/error-clusters-repository.ts'
+import { AGENT_CHECK_DEBOUNCE_MS, ANOMALY_JOB_OPTIONS, ANOMALY_QUEUE, TICK_SCHEDULER_ID, agentCheckOptions, type AnomalyJobData } from '../jobs/anomaly.queue.ts'
+import { anomalyProcessor } from '../jobs/anomaly.processor.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    alerts: AlertsRepository
+    anomaly: AnomalyService
+    anomalyQueue: Queue<AnomalyJobData>
+    /** Schedules a debounced check of an agent that just sent events (at most one a minute per agent). */
+    agentActive: (userId: string, agentId: string) => void
+  }
+}
+
+export interface QueuesOptions { redisUrl: string; prefix: string; worker: boolean; everyMs: number }
+
+/**
+ * BullMQ: the anomaly queue (every role enqueues debounced agent checks) and, in the worker role, its
+ * worker and the tick scheduler. Jobs are idempotent, so a retried or duplicated job is harmless.
+ */
+export default fp(async function queues(app, opts: QueuesOptions) {
+  const alerts = new AlertsRepository(app.db)
+  const anomaly = new AnomalyService(app.agents, alerts, new AnomalyRepository(app.clickhouse), new ErrorClustersRepository(app.db), app.log)
+  const connection = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
+  connection.on('error', (err) => app.log.error({ err }, 'queue Redis connection error'))
+  const prefix = `${opts.prefix}bull`
+  const queue = new Queue<AnomalyJobData>(ANOMALY_QUEUE, { connection, prefix, defaultJobOptions: ANOMALY_JOB_OPTIONS })
+  queue.on('error', (err) => app.log.error({ err }, 'anomaly queue error'))
+
+  // In-process debounce first, so a busy agent costs one Redis call a minute, not one per event;
+  // BullMQ's deduplication then keeps it to one job a minute across instances.
+  const lastEnqueued = new Map<string, number>()
+  const agentActive = (userId: string, agentId: string) => {
+    const now = Date.now()
+    if (now - (lastEnqueued.get(agentId) ?? 0) < AGENT_CHECK_DEBOUNCE_MS) return
+    lastEnqueued.set(agentId, now)
+    if (lastEnqueued.size > 100_000) lastEnqueued.clear()
+    // A short delay lets the rest of a burst land before the agent is evaluated.
+    queue.add('agent', { kind: 'agent', userId, agentId }, { ...agentCheckOptions(agentId), delay: 1_000 })
+      .catch((err) => app.log.warn({ err, agentId }, 'could not schedule an agent anomaly check; the next tick covers it'))
+  }
+
+  let worker: Worker<AnomalyJobData> | undefined
+  if (opts.worker) {
+    const workerConnection = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
+    workerConnection.on('error', (err) => app.log.error({ err }, 'worker Redis connection error'))
+    worker = new Worker<AnomalyJobData>(ANOMALY_QUEUE, anomalyProcessor(anomaly), { connection: workerConnection, prefix, concurrency: 2 })
+    worker.on('failed', (job, err) => app.log.error({ err, job: job?.name, attempts: job?.attemptsMade }, 'anomaly job failed'))
+    worker.on('error', (err) => app.log.error({ err }, 'anomaly worker error'))
+    await queue.upsertJobScheduler(TICK_SCHEDULER_ID, { every: opts.everyMs }, { name: 'tick', data: { kind: 'tick' } })
+    app.addHook('onClose', async () => {
+      await worker!.close()
+      workerConnection.disconnect()
+    })
+  }
+
+  app.decorate('alerts', alerts)
+  app.decorate('anomaly', anomaly)
+  app.decorate('anomalyQueue', queue)
+  app.decorate('agentActive', agentActive)
+  app.addHook('onClose', async () => {
+    await queue.close()
+    connection.disconnect()
+  })
+}, { name: 'queues', dependencies: ['postgres', 'clickhouse', 'redis'] })

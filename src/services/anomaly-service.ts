@@ -1,0 +1,102 @@
+import type { FastifyBaseLogger } from 'fastify'
+import { evaluateAgent, mergeThresholds, type RuleName } from '../domain/anomaly-rules.ts'
+import type { AgentsRepository } from '../storage/agents-repository.ts'
+import type { AlertsRepository } from '../storage/alerts-repository.ts'
+import type { AnomalyRepository, AnomalyWindows } from '../storage/anomaly-repository.ts'
+import type { ErrorClustersRepository } from '../storage/error-clusters-repository.ts'
+
+const RULES: RuleName[] = ['error_rate', 'spend_spike', 'latency_spike', 'silence']
+/** Agents seen within this long are evaluated on a tick (the longest window is a day plus the silence window). */
+const CANDIDATE_MS = 26 * 3_600_000
+
+export interface EvaluationResult { evaluatedAgents: number; raised: number; updated: number; cleared: number }
+
+/**
+ * Anomaly evaluation: reads aggregates, applies the rules, and records alerts. Idempotent: running it
+ * twice (or concurrently) for the same state leaves one open alert per agent and rule.
+ */
+export class AnomalyService {
+  constructor(
+    private readonly agents: AgentsRepository,
+    private readonly alerts: AlertsRepository,
+    private readonly anomalies: AnomalyRepository,
+    private readonly clusters: ErrorClustersRepository,
+    private readonly log: FastifyBaseLogger,
+  ) {}
+
+  /** Evaluates one user's agents (all recently seen ones, or the given ones) at `nowMs`. */
+  async evaluateUser(userId: string, nowMs: number, agentIds?: string[]): Promise<EvaluationResult> {
+    const candidates = agentIds ?? (await this.agents.activeSince(nowMs - CANDIDATE_MS, userId)).get(userId) ?? []
+    const result = await this.evaluate(new Map([[userId, candidates]]), nowMs)
+    return this.addRegressions(userId, result)
+  }
+
+  /**
+   * The scheduled tick: wakes ended snoozes, evaluates every recently seen agent of every user (one
+   * ClickHouse query per distinct set of windows, so users on the defaults share one), then checks
+   * the resolved clusters of every user that has some.
+   */
+  async tick(nowMs: number): Promise<EvaluationResult> {
+    await this.alerts.wakeSnoozed()
+    const active = await this.agents.activeSince(nowMs - CANDIDATE_MS)
+    const result = await this.evaluate(active, nowMs)
+    for (const userId of await this.clusters.usersWithResolved()) {
+      try {
+        await this.addRegressions(userId, result)
+      } catch (err) {
+        // One user's failure must not starve the others; the next tick tries again.
+        this.log.error({ err, userId }, 'regression check failed for a user')
+      }
+    }
+    return result
+  }
+
+  private async evaluate(candidates: Map<string, string[]>, nowMs: number): Promise<EvaluationResult> {
+    const users = [...candidates.keys()]
+    const overrides = await this.alerts.thresholdsFor(users)
+    const thresholds = new Map(users.map((u) => [u, mergeThresholds(overrides.get(u))]))
+    const groups = new Map<string, { windows: AnomalyWindows; agents: { userId: string; agentId: string }[] }>()
+    for (const [userId, agentIds] of candidates) {
+      const t = thresholds.get(userId)!
+      const windows = { errorMinutes: t.error_rate.windowMinutes, latencyMinutes: t.latency_spike.windowMinutes, silenceMinutes: t.silence.silenceMinutes }
+      const key = `${windows.errorMinutes}/${windows.latencyMinutes}/${windows.silenceMinutes}`
+      const group = groups.get(key) ?? { windows, agents: [] }
+      for (const agentId of agentIds) group.agents.push({ userId, agentId })
+      groups.set(key, group)
+    }
+    const result: EvaluationResult = { evaluatedAgents: 0, raised: 0, updated: 0, cleared: 0 }
+    const firing = new Set<string>()
+    for (const group of groups.values()) {
+      result.evaluatedAgents += group.agents.length
+      for (const a of await this.anomalies.aggregates(group.agents, nowMs, group.windows)) {
+        for (const f of evaluateAgent(a, thresholds.get(a.userId)!)) {
+          firing.add(`${a.agentId}\u0000${f.rule}`)
+          const { created } = await this.alerts.raise({ userId: a.userId, agentId: a.agentId, rule: f.rule, severity: f.severity, message: f.message, figures: f.figures })
+          result[created ? 'raised' : 'updated']++
+        }
+      }
+    }
+    result.cleared = await this.alerts.clearQuiet([...candidates.values()].flat(), firing, RULES)
+    if (result.raised > 0) this.log.info({ ...result }, 'anomaly evaluation raised alerts')
+    return result
+  }
+
+  /** Raises a regression alert for each resolved cluster of the user that has a later event. */
+  private async addRegressions(userId: string, result: EvaluationResult): Promise<EvaluationResult> {
+    const resolved = await this.clusters.allResolved(userId)
+    if (resolved.size === 0) return result
+    const hidden = await this.agents.hiddenIds(userId)
+    for (const r of await this.anomalies.regressions(userId, resolved, hidden)) {
+      const { created } = await this.alerts.raise({
+        userId,
+        agentId: r.agentId,
+        rule: `regression:${r.fingerprint}`,
+        severity: 'warning',
+        message: `resolved error cluster ${r.fingerprint} happened again: ${r.sample || '(no message)'}`,
+        figures: { fingerprint: r.fingerprint, resolvedAt: new Date(resolved.get(r.fingerprint)!).toISOString(), lastSeenAt: new Date(r.lastSeenMs).toISOString(), events: r.count },
+      })
+      result[created ? 'raised' : 'updated']++
+    }
+    return result
+  }
+}

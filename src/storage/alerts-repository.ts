@@ -1,0 +1,173 @@
+import type pg from 'pg'
+import { newCuid } from '../domain/ids.ts'
+
+export type AlertStatus = 'active' | 'acknowledged' | 'snoozed'
+
+export interface Alert {
+  id: string
+  agentId: string
+  agentDeleted: boolean
+  rule: string
+  severity: string
+  message: string
+  figures: Record<string, unknown>
+  status: AlertStatus
+  snoozedUntil: string | null
+  triggerCount: number
+  createdAt: string
+  updatedAt: string
+  lastTriggeredAt: string
+  acknowledgedAt: string | null
+  clearedAt: string | null
+}
+
+export interface RaiseInput {
+  userId: string
+  agentId: string
+  rule: string
+  severity: string
+  message: string
+  figures: Record<string, unknown>
+}
+
+const iso = (v: unknown) => (v == null ? null : new Date(v as string).toISOString())
+
+// A snooze that has ended reads as active even before the scheduled tick writes it back.
+const STATUS = `CASE WHEN a.status = 'snoozed' AND a.snoozed_until <= now() THEN 'active' ELSE a.status END`
+const COLUMNS = `a.id, a.agent_id, (g.deleted_at IS NOT NULL) AS agent_deleted, a.rule, a.severity, a.message, a.figures,
+  ${STATUS} AS status, CASE WHEN ${STATUS} = 'snoozed' THEN a.snoozed_until END AS snoozed_until, a.trigger_count,
+  a.created_at, a.updated_at, a.last_triggered_at, a.acknowledged_at, a.cleared_at`
+
+function toAlert(r: Record<string, any>): Alert {
+  return {
+    id: r.id,
+    agentId: r.agent_id,
+    agentDeleted: r.agent_deleted,
+    rule: r.rule,
+    severity: r.severity,
+    message: r.message,
+    figures: r.figures,
+    status: r.status,
+    snoozedUntil: iso(r.snoozed_until),
+    triggerCount: r.trigger_count,
+    createdAt: iso(r.created_at)!,
+    updatedAt: iso(r.updated_at)!,
+    lastTriggeredAt: iso(r.last_triggered_at)!,
+    acknowledgedAt: iso(r.acknowledged_at),
+    clearedAt: iso(r.cleared_at),
+  }
+}
+
+/** Alerts and alert settings in Postgres. Every method that takes a user id is scoped to that user. */
+export class AlertsRepository {
+  constructor(private readonly db: pg.Pool) {}
+
+  /**
+   * Raises an alert or, when the agent already has an open one for the rule, updates it (figures,
+   * message, severity, count) without touching its status. Safe under concurrent evaluations: the
+   * partial unique index admits one open alert per (agent, rule).
+   */
+  async raise(input: RaiseInput): Promise<{ id: string; created: boolean }> {
+    const { rows } = await this.db.query(
+      `/* svc:alert_raise */ INSERT INTO alerts (id, user_id, agent_id, rule, severity, message, figures)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (agent_id, rule) WHERE cleared_at IS NULL DO UPDATE SET
+         severity = EXCLUDED.severity, message = EXCLUDED.message, figures = EXCLUDED.figures,
+         trigger_count = alerts.trigger_count + 1, last_triggered_at = now(), updated_at = now()
+       RETURNING id, (xmax = 0) AS created`,
+      [newCuid(), input.userId, input.agentId, input.rule, input.severity, input.message, input.figures],
+    )
+    return { id: rows[0].id, created: rows[0].created }
+  }
+
+  /** Clears acknowledged open alerts of these agents whose rule no longer fires. */
+  async clearQuiet(agentIds: string[], firing: Set<string>, rules: string[]): Promise<number> {
+    if (agentIds.length === 0) return 0
+    const { rows } = await this.db.query(
+      `/* svc:alert_open */ SELECT id, agent_id, rule FROM alerts
+       WHERE agent_id = ANY($1) AND rule = ANY($2) AND cleared_at IS NULL AND status = 'acknowledged'`,
+      [agentIds, rules],
+    )
+    const quiet = rows.filter((r) => !firing.has(`${r.agent_id}\u0000${r.rule}`)).map((r) => r.id)
+    if (quiet.length === 0) return 0
+    const res = await this.db.query(`/* svc:alert_clear */ UPDATE alerts SET cleared_at = now(), updated_at = now() WHERE id = ANY($1) AND cleared_at IS NULL`, [quiet])
+    return res.rowCount ?? 0
+  }
+
+  /** Writes back snoozes that have ended (reads already show them active). */
+  async wakeSnoozed(): Promise<number> {
+    const res = await this.db.query(
+      `/* svc:alert_wake */ UPDATE alerts SET status = 'active', snoozed_until = NULL, updated_at = now()
+       WHERE status = 'snoozed' AND snoozed_until <= now()`,
+    )
+    return res.rowCount ?? 0
+  }
+
+  async list(userId: string, status: AlertStatus | 'all', limit: number): Promise<Alert[]> {
+    const { rows } = await this.db.query(
+      `/* svc:alert_list */ SELECT ${COLUMNS} FROM alerts a JOIN agents g ON g.id = a.agent_id
+       WHERE a.user_id = $1 AND ($2 = 'all' OR ${STATUS} = $2)
+       ORDER BY a.last_triggered_at DESC, a.id DESC LIMIT $3`,
+      [userId, status, limit],
+    )
+    return rows.map(toAlert)
+  }
+
+  async counts(userId: string): Promise<Record<AlertStatus | 'total', number>> {
+    const { rows } = await this.db.query(
+      `/* svc:alert_counts */ SELECT ${STATUS} AS status, count(*)::int AS n FROM alerts a WHERE a.user_id = $1 GROUP BY 1`,
+      [userId],
+    )
+    const counts = { active: 0, acknowledged: 0, snoozed: 0, total: 0 }
+    for (const r of rows) {
+      counts[r.status as AlertStatus] = r.n
+      counts.total += r.n
+    }
+    return counts
+  }
+
+  async get(userId: string, id: string): Promise<Alert | null> {
+    const { rows } = await this.db.query(
+      `/* svc:alert_get */ SELECT ${COLUMNS} FROM alerts a JOIN agents g ON g.id = a.agent_id WHERE a.id = $1 AND a.user_id = $2`,
+      [id, userId],
+    )
+    return rows[0] ? toAlert(rows[0]) : null
+  }
+
+  /**
+   * Moves the caller's alert from one of `from` to `to`; null when the alert is not theirs; the
+   * current alert unchanged (changed false) when its status is not one of `from`.
+   */
+  async transition(userId: string, id: string, from: AlertStatus[], to: AlertStatus, snoozeHours?: number): Promise<{ alert: Alert; changed: boolean } | null> {
+    const res = await this.db.query(
+      `/* svc:alert_transition */ UPDATE alerts a SET status = $4, updated_at = now(),
+         snoozed_until = CASE WHEN $4 = 'snoozed' THEN now() + make_interval(hours => $5::int) END,
+         acknowledged_at = CASE WHEN $4 = 'acknowledged' THEN now() ELSE a.acknowledged_at END
+       WHERE a.id = $1 AND a.user_id = $2 AND ${STATUS} = ANY($3)`,
+      [id, userId, from, to, snoozeHours ?? 0],
+    )
+    const alert = await this.get(userId, id)
+    if (!alert) return null
+    return { alert, changed: (res.rowCount ?? 0) > 0 }
+  }
+
+  async thresholds(userId: string): Promise<Record<string, Record<string, unknown>>> {
+    const { rows } = await this.db.query(`/* svc:alert_settings_get */ SELECT thresholds FROM alert_settings WHERE user_id = $1`, [userId])
+    return rows[0]?.thresholds ?? {}
+  }
+
+  /** Overrides of many users at once (users without settings are absent). */
+  async thresholdsFor(userIds: string[]): Promise<Map<string, Record<string, Record<string, unknown>>>> {
+    if (userIds.length === 0) return new Map()
+    const { rows } = await this.db.query(`/* svc:alert_settings_many */ SELECT user_id, thresholds FROM alert_settings WHERE user_id = ANY($1)`, [userIds])
+    return new Map(rows.map((r) => [r.user_id, r.thresholds]))
+  }
+
+  async setThresholds(userId: string, thresholds: Record<string, unknown>): Promise<void> {
+    await this.db.query(
+      `/* svc:alert_settings_set */ INSERT INTO alert_settings (user_id, thresholds) VALUES ($1, $2)
+       ON CONFLICT (user_id) DO UPDATE SET thresholds = EXCLUDED.thresholds, updated_at = now()`,
+      [userId, thresholds],
+    )
+  }
+}

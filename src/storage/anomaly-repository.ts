@@ -1,0 +1,79 @@
+import { TupleParam, type ClickHouseClient } from '@clickhouse/client'
+import type { AgentAggregates } from '../domain/anomaly-rules.ts'
+
+/** Windows of one anomaly evaluation, in minutes, from the user's thresholds. */
+export interface AnomalyWindows { errorMinutes: number; latencyMinutes: number; silenceMinutes: number }
+
+/** Failed-event fingerprints of resolved clusters that have an event later than their resolution. */
+export interface Regression { fingerprint: string; agentId: string; lastSeenMs: number; count: number; sample: string }
+
+/** The ClickHouse reads of anomaly evaluation: per-agent aggregates over the last day or so. */
+export class AnomalyRepository {
+  constructor(private readonly ch: ClickHouseClient) {}
+
+  /**
+   * Per-agent aggregates at time `nowMs` (windows end at `nowMs`) for many users' agents in one
+   * query: the pairs are (user id, agent id), the leading columns of the events sort key.
+   */
+  async aggregates(agents: { userId: string; agentId: string }[], nowMs: number, w: AnomalyWindows): Promise<(AgentAggregates & { userId: string })[]> {
+    if (agents.length === 0) return []
+    const rs = await this.ch.query({
+      query: `/* svc:anomaly_aggregates */
+        WITH fromUnixTimestamp64Milli({now:Int64}) AS now_,
+             now_ - toIntervalMinute({err:UInt32}) AS err_from,
+             now_ - toIntervalMinute({lat:UInt32}) AS lat_from,
+             now_ - toIntervalMinute({sil:UInt32}) AS sil_from
+        SELECT user_id, agent_id,
+          countIf(ts >= err_from) AS recent_total,
+          countIf(ts >= err_from AND error_fingerprint != '') AS recent_failed,
+          toString(sumIf(cost_usd, ts >= now_ - INTERVAL 1 HOUR)) AS last_hour_cost,
+          toString(sumIf(cost_usd, ts < now_ - INTERVAL 1 HOUR AND ts >= now_ - INTERVAL 25 HOUR)) AS trailing_cost,
+          quantileExactIf(0.95)(assumeNotNull(duration_ms), ts >= lat_from AND duration_ms IS NOT NULL) AS recent_p95,
+          countIf(ts >= lat_from AND duration_ms IS NOT NULL) AS recent_durations,
+          quantileExactIf(0.95)(assumeNotNull(duration_ms), ts < lat_from AND ts >= lat_from - INTERVAL 24 HOUR AND duration_ms IS NOT NULL) AS baseline_p95,
+          countIf(ts < lat_from AND ts >= lat_from - INTERVAL 24 HOUR AND duration_ms IS NOT NULL) AS baseline_durations,
+          uniqExactIf(toStartOfHour(ts), ts < sil_from AND ts >= sil_from - INTERVAL 24 HOUR) AS active_hours,
+          countIf(ts < sil_from AND ts >= sil_from - INTERVAL 24 HOUR) AS previous_events,
+          countIf(ts >= sil_from) AS silence_events
+        FROM events
+        WHERE (user_id, agent_id) IN {pairs:Array(Tuple(String, String))}
+          AND ts >= least(err_from, lat_from, sil_from) - INTERVAL 25 HOUR AND ts <= now_
+        GROUP BY user_id, agent_id`,
+      query_params: { pairs: agents.map((a) => new TupleParam([a.userId, a.agentId])), now: nowMs, err: w.errorMinutes, lat: w.latencyMinutes, sil: w.silenceMinutes },
+      format: 'JSONEachRow',
+    })
+    const rows = await rs.json<Record<string, any>>()
+    return rows.map((r) => ({
+      userId: r.user_id,
+      agentId: r.agent_id,
+      recentTotal: Number(r.recent_total),
+      recentFailed: Number(r.recent_failed),
+      lastHourCost: Number(r.last_hour_cost),
+      trailingDayCost: Number(r.trailing_cost),
+      recentP95: Number(r.recent_durations) > 0 ? Number(r.recent_p95) : null,
+      recentDurations: Number(r.recent_durations),
+      baselineP95: Number(r.baseline_durations) > 0 ? Number(r.baseline_p95) : null,
+      activeHours: Number(r.active_hours),
+      previousEvents: Number(r.previous_events),
+      silenceWindowEvents: Number(r.silence_events),
+    }))
+  }
+
+  /** For the given resolved clusters, the ones with an event later than their resolution. */
+  async regressions(userId: string, resolved: Map<string, number>, hidden: string[]): Promise<Regression[]> {
+    if (resolved.size === 0) return []
+    const rs = await this.ch.query({
+      query: `/* svc:anomaly_regressions */ SELECT error_fingerprint AS fp, argMax(agent_id, last_ts) AS agent,
+          toUnixTimestamp64Milli(max(last_ts)) AS last_ms, sum(events) AS n, argMaxMerge(sample) AS sample
+        FROM error_clusters_hourly
+        WHERE user_id = {u:String} AND error_fingerprint IN {fps:Array(String)} AND agent_id NOT IN {hidden:Array(String)}
+        GROUP BY fp`,
+      query_params: { u: userId, fps: [...resolved.keys()], hidden },
+      format: 'JSONEachRow',
+    })
+    const rows = await rs.json<Record<string, any>>()
+    return rows
+      .filter((r) => Number(r.last_ms) > resolved.get(r.fp)!)
+      .map((r) => ({ fingerprint: r.fp, agentId: r.agent, lastSeenMs: Number(r.last_ms), count: Number(r.n), sample: r.sample }))
+  }
+}

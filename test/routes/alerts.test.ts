@@ -1,0 +1,230 @@
+import t from 'tap'
+import { buildTestApp, newUser, randomId, sendEvent, type TestUser } from '../helpers/app.ts'
+
+const prefix = `test:${randomId()}:`
+const app = await buildTestApp(t, { REDIS_PREFIX: prefix })
+
+async function fixture() {
+  const user = await newUser(app, { tier: 'enterprise', burst: 100000 })
+  const key = await user.createKey()
+  const batch = async (events: Record<string, unknown>[]) => {
+    const res = await app.inject({ method: 'POST', url: '/v1/events/batch', headers: { authorization: `Bearer ${key.secret}` }, payload: { events } })
+    if (res.statusCode !== 207 || res.json().results.some((r: { status: number }) => r.status !== 202)) throw new Error(res.body)
+    return res.json().results as { agentId: string }[]
+  }
+  return { user, key, batch }
+}
+const list = async (user: TestUser, query = '') => (await app.inject({ url: `/v1/me/alerts${query}`, headers: user.auth })).json()
+const post = (user: TestUser, url: string) => app.inject({ method: 'POST', url, headers: user.auth })
+const failures = (agentId: string, n: number, extra: Record<string, unknown> = {}) =>
+  Array.from({ length: n }, () => ({ agentId, outcome: 'failed', toolExecuted: 'http', errorMessage: 'upstream 502', ...extra }))
+
+/** One evaluation of the user's recently seen agents, as the scheduled tick does for every user. */
+async function evaluate(user: TestUser, at = Date.now()) {
+  await app.activity.flush()
+  return app.anomaly.evaluateUser(user.id, at)
+}
+
+t.test('an error-rate spike goes from events to one alert; a continuing anomaly updates it', async (t) => {
+  const { user, batch } = await fixture()
+  const name = randomId('flaky-')
+  const [first] = await batch([...failures(name, 12), { agentId: name, outcome: 'success' }, { agentId: name, outcome: 'success' }])
+  t.same((await list(user)).alerts, [], 'nothing before the tick')
+  await evaluate(user)
+  const [alert] = (await list(user)).alerts
+  t.match(alert, { agentId: first!.agentId, rule: 'error_rate', severity: 'critical', status: 'active', triggerCount: 1, figures: { failed: 12, total: 14, rate: 0.8571 } })
+  t.match(alert.message, /12 of 14 events failed/)
+  await batch(failures(name, 6))
+  await evaluate(user)
+  const after = (await list(user)).alerts
+  t.equal(after.length, 1, 'no second row')
+  t.match(after[0], { id: alert.id, triggerCount: 2, figures: { failed: 18, total: 20 } })
+})
+
+t.test('concurrent evaluations (ticks, agent checks, two instances) never duplicate an alert', async (t) => {
+  const other = await buildTestApp(t, { REDIS_PREFIX: prefix })
+  const { user, batch } = await fixture()
+  const name = randomId('race-')
+  const [r] = await batch(failures(name, 15))
+  await app.activity.flush()
+  const now = Date.now()
+  await Promise.all([
+    app.anomaly.tick(now), other.anomaly.tick(now),
+    app.anomaly.evaluateUser(user.id, now, [r!.agentId]), other.anomaly.evaluateUser(user.id, now, [r!.agentId]),
+    app.anomaly.evaluateUser(user.id, now, [r!.agentId]),
+  ])
+  const alerts = (await list(user)).alerts
+  t.equal(alerts.length, 1)
+  t.equal(alerts[0].triggerCount, 5, 'every evaluation updated the one alert')
+})
+
+t.test('spend spike, latency spike and silence rules fire from real events', async (t) => {
+  const { user, batch } = await fixture()
+  const now = Date.now()
+  const h = 3_600_000
+  const spender = randomId('spender-')
+  await batch([
+    ...Array.from({ length: 24 }, (_, i) => ({ agentId: spender, model: 'gpt-4o', timestamp: now - 2 * h - i * 0.9 * h, metadata: { tokensBreakdown: { output: 10_000 } } })),
+    { agentId: spender, model: 'claude-opus-4-1', metadata: { tokensBreakdown: { output: 100_000 } } },
+  ])
+  const slow = randomId('slow-')
+  await batch([
+    ...Array.from({ length: 40 }, (_, i) => ({ agentId: slow, durationMs: 500, timestamp: now - 2 * h - i * 60_000 })),
+    ...Array.from({ length: 25 }, () => ({ agentId: slow, durationMs: 6000 })),
+  ])
+  const quiet = randomId('quiet-')
+  const [q] = await batch(Array.from({ length: 60 }, (_, i) => ({ agentId: quiet, timestamp: now - 2 * h - (i % 15) * h - i * 1000 })))
+  await evaluate(user)
+  const alerts = (await list(user)).alerts
+  const rules = Object.fromEntries(alerts.map((a: { rule: string; agentId: string }) => [a.rule, a]))
+  t.match(rules.spend_spike, { figures: { lastHourUsd: 7.5, hourlyAverageUsd: 0.1 } })
+  t.match(rules.latency_spike, { figures: { p95Ms: 6000, baselineP95Ms: 500 } })
+  t.match(rules.silence, { agentId: q!.agentId, figures: { previousEvents: 60, activeHours: 15 } })
+  t.equal(alerts.length, 3)
+})
+
+t.test('a resolved error cluster with a newer event raises a regression alert', async (t) => {
+  const { user, batch } = await fixture()
+  const name = randomId('regress-')
+  await batch(failures(name, 2, { errorMessage: 'disk full on /var/data' }))
+  const [cluster] = (await app.inject({ url: '/v1/me/errors', headers: user.auth })).json().clusters
+  t.equal((await post(user, `/v1/me/errors/${cluster.fingerprint}/resolve`)).statusCode, 200)
+  await evaluate(user)
+  t.same((await list(user)).alerts, [], 'resolved and quiet: nothing')
+  await new Promise((r) => setTimeout(r, 5))
+  await batch(failures(name, 1, { errorMessage: 'disk full on /var/data' }))
+  await evaluate(user)
+  const [alert] = (await list(user)).alerts
+  t.match(alert, { rule: `regression:${cluster.fingerprint}`, status: 'active', figures: { fingerprint: cluster.fingerprint, events: 3 } })
+  await evaluate(user)
+  t.equal((await list(user)).alerts.length, 1, 'idempotent')
+})
+
+t.test('lifecycle: acknowledge, unacknowledge, snooze and its end; bad input; isolation; deleted agents', async (t) => {
+  const { user, batch } = await fixture()
+  const name = randomId('life-')
+  const [r] = await batch(failures(name, 12))
+  await evaluate(user)
+  const [alert] = (await list(user)).alerts
+  const id = alert.id
+
+  const ack = await post(user, `/v1/me/alerts/${id}/acknowledge`)
+  t.equal(ack.statusCode, 200)
+  t.match(ack.json(), { status: 'acknowledged', acknowledgedAt: String })
+  t.equal((await post(user, `/v1/me/alerts/${id}/acknowledge`)).statusCode, 200, 'acknowledging twice is fine')
+  const badSnooze = await post(user, `/v1/me/alerts/${id}/snooze`)
+  t.equal(badSnooze.statusCode, 409, 'an acknowledged alert cannot be snoozed')
+  t.same(badSnooze.json(), { error: 'conflict', reason: 'invalid_transition' })
+  const unack = await post(user, `/v1/me/alerts/${id}/unacknowledge`)
+  t.equal(unack.statusCode, 200)
+  t.equal(unack.json().status, 'active')
+
+  const before = Date.now()
+  const snooze = await post(user, `/v1/me/alerts/${id}/snooze?hours=2`)
+  t.equal(snooze.statusCode, 200)
+  t.equal(snooze.json().status, 'snoozed')
+  const until = Date.parse(snooze.json().snoozedUntil)
+  t.ok(until >= before + 2 * 3_600_000 - 5000 && until <= Date.now() + 2 * 3_600_000 + 5000, 'snoozed for two hours')
+  t.equal((await post(user, `/v1/me/alerts/${id}/snooze`)).json().status, 'snoozed', 'snooze defaults to an hour and can be extended')
+  t.equal((await post(user, `/v1/me/alerts/${id}/unacknowledge`)).statusCode, 409, 'a snoozed alert is not acknowledged')
+  for (const hours of ['0', '169', 'abc', '1.5']) {
+    t.equal((await post(user, `/v1/me/alerts/${id}/snooze?hours=${hours}`)).statusCode, 400, `hours=${hours}`)
+  }
+  await app.db.query(`UPDATE alerts SET snoozed_until = now() - interval '1 second' WHERE id = $1`, [id])
+  t.equal((await list(user)).alerts[0].status, 'active', 'a snooze that has ended reads as active')
+  const tickResult = await app.anomaly.tick(Date.now())
+  t.ok(tickResult.evaluatedAgents >= 1, 'the tick evaluates every recently active user')
+  const { rows } = await app.db.query('SELECT status FROM alerts WHERE id = $1', [id])
+  t.equal(rows[0].status, 'active', 'and the tick writes it back')
+
+  const other = await newUser(app)
+  for (const action of ['acknowledge', 'snooze', 'unacknowledge']) {
+    t.equal((await post(other, `/v1/me/alerts/${id}/${action}`)).statusCode, 404, `another user's alert: ${action}`)
+  }
+  t.same((await list(other)).alerts, [])
+  t.equal((await post(user, '/v1/me/alerts/nope/acknowledge')).statusCode, 404)
+
+  t.equal((await app.inject({ method: 'DELETE', url: `/v1/me/agents/${r!.agentId}`, headers: user.auth })).statusCode, 204)
+  const onDeleted = await post(user, `/v1/me/alerts/${id}/snooze?hours=3`)
+  t.equal(onDeleted.statusCode, 200, 'snooze works for a deleted agent\'s alert')
+  t.equal(onDeleted.json().agentDeleted, true)
+  t.equal((await post(user, `/v1/me/alerts/${id}/acknowledge`)).json().status, 'acknowledged', 'so does acknowledge')
+})
+
+t.test('GET /v1/me/alerts filters by status, counts on request, newest first', async (t) => {
+  const { user, batch } = await fixture()
+  const a = randomId('fa-')
+  const b = randomId('fb-')
+  await batch([...failures(a, 12), ...failures(b, 12)])
+  await evaluate(user)
+  const all = (await list(user)).alerts
+  t.equal(all.length, 2)
+  await post(user, `/v1/me/alerts/${all[0].id}/acknowledge`)
+  t.equal((await list(user, '?status=active')).alerts.length, 1)
+  t.equal((await list(user, '?status=acknowledged')).alerts[0].id, all[0].id)
+  t.same((await list(user, '?status=snoozed')).alerts, [])
+  const counted = await list(user, '?count=true')
+  t.same(counted.counts, { active: 1, acknowledged: 1, snoozed: 0, total: 2 })
+  for (const q of ['?status=open', '?count=maybe', '?limit=0']) {
+    t.equal((await app.inject({ url: `/v1/me/alerts${q}`, headers: user.auth })).statusCode, 400, q)
+  }
+})
+
+t.test('an acknowledged alert whose anomaly is over is cleared; a new anomaly opens a new alert', async (t) => {
+  const { user, batch } = await fixture()
+  const name = randomId('clear-')
+  const hourAgo = Date.now() - 3_600_000
+  await batch(failures(name, 12, { timestamp: hourAgo + 60_000 }))
+  await evaluate(user, hourAgo + 120_000)
+  const [alert] = (await list(user)).alerts
+  await post(user, `/v1/me/alerts/${alert.id}/acknowledge`)
+  await evaluate(user)
+  const cleared = (await list(user)).alerts[0]
+  t.match(cleared, { id: alert.id, status: 'acknowledged', clearedAt: String })
+  await batch(failures(name, 12))
+  await evaluate(user)
+  const alerts = (await list(user)).alerts
+  t.equal(alerts.length, 2)
+  t.match(alerts[0], { rule: 'error_rate', status: 'active', clearedAt: null })
+  t.not(alerts[0].id, alert.id)
+})
+
+t.test('alert settings: per-user thresholds, validated, used by the evaluation', async (t) => {
+  const { user, batch } = await fixture()
+  const defaults = (await app.inject({ url: '/v1/me/alert-settings', headers: user.auth })).json()
+  t.equal(defaults.thresholds.error_rate.minFailed, 10)
+  t.same(defaults.overrides, {})
+  const put = await app.inject({ method: 'PUT', url: '/v1/me/alert-settings', headers: user.auth, payload: { error_rate: { minFailed: 3 }, silence: { enabled: false } } })
+  t.equal(put.statusCode, 200)
+  t.equal(put.json().thresholds.error_rate.minFailed, 3)
+  t.equal(put.json().thresholds.error_rate.minRate, 0.5)
+  for (const bad of [{ error_rate: { minFailed: 0 } }, { error_rate: { minRate: 2 } }, { nope: {} }, { error_rate: { unknown: 1 } }, { silence: { enabled: 'no' } }]) {
+    t.equal((await app.inject({ method: 'PUT', url: '/v1/me/alert-settings', headers: user.auth, payload: bad })).statusCode, 400, JSON.stringify(bad))
+  }
+  await batch(failures(randomId('few-'), 3))
+  await evaluate(user)
+  t.equal((await list(user)).alerts.length, 1, 'three failures are enough for this user')
+  const other = await newUser(app)
+  t.same((await app.inject({ url: '/v1/me/alert-settings', headers: other.auth })).json().overrides, {}, 'settings are per user')
+})
+
+t.test('with the worker role, events lead to an alert through BullMQ without waiting for a tick', async (t) => {
+  const worker = await buildTestApp(t, { REDIS_PREFIX: `test:${randomId()}:`, ROLES: 'api,worker', ANOMALY_EVERY_MS: '300000' })
+  const user = await newUser(worker, { tier: 'enterprise' })
+  const key = await user.createKey()
+  const name = randomId('queued-')
+  for (const e of failures(name, 12)) await sendEvent(worker, key.secret, e)
+  const schedulers = await worker.anomalyQueue.getJobSchedulers()
+  t.equal(schedulers.length, 1, 'one tick scheduler, upserted')
+  const deadline = Date.now() + 15_000
+  let alerts: { rule: string }[] = []
+  while (Date.now() < deadline) {
+    alerts = (await worker.inject({ url: '/v1/me/alerts', headers: user.auth })).json().alerts
+    if (alerts.length) break
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  t.equal(alerts.length, 1)
+  t.equal(alerts[0]?.rule, 'error_rate')
+  const jobs = await worker.anomalyQueue.getJobs(['completed', 'waiting', 'delayed', 'active'])
+  t.equal(jobs.filter((j) => j.name === 'agent').length, 1, '12 events made one debounced agent check')
+})
