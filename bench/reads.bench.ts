@@ -59,7 +59,8 @@ try {
     '/v1/me/errors?since=30d',
     '/v1/me/spend-summary',
   ]
-  console.log(`\ndashboard reads — ${new Date().toISOString()} — ${Number(values.events).toLocaleString()} events for one user (${reuse ? 'reused store' : `seeded in ${seedSeconds.toFixed(0)} s`}) — ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}`)
+  const stored = (await json('/v1/me/spend-summary?days=365')).total.events as number
+  console.log(`\ndashboard reads — ${new Date().toISOString()} — ${stored.toLocaleString()} events for one user (${reuse ? 'reused store' : `seeded in ${seedSeconds.toFixed(0)} s`}) — ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}`)
   console.log('endpoint'.padEnd(60) + 'p50 ms'.padStart(9) + 'p95 ms'.padStart(9))
   for (const path of paths) {
     for (let i = 0; i < 3; i++) await (await fetch(base + path, { headers })).arrayBuffer()

@@ -133,7 +133,7 @@ export class DashboardRepository {
 
   /**
    * Sessions or traces with the latest activity, aggregated over all their events. The ids are found
-   * first in a widening recent window (a day, a week, then the whole range): every group active in a
+   * first in a widening recent window (an hour, a day, a week, then the whole range): every group active in a
    * window ends later than every group that is not, so once a window yields `limit` ids they are the
    * latest ones, and only those groups are aggregated in full.
    */
@@ -144,7 +144,7 @@ export class DashboardRepository {
     const params = { u: r.userId, hidden: r.hidden, since: opts.sinceMs, agent: opts.agentId ?? '', limit: opts.limit }
     const now = Date.now()
     let ids: string[] = []
-    for (const window of [86_400_000, 7 * 86_400_000, Infinity]) {
+    for (const window of [3_600_000, 86_400_000, 7 * 86_400_000, Infinity]) {
       const from = window === Infinity ? opts.sinceMs : Math.max(opts.sinceMs, now - window)
       ids = (await this.rows<{ id: string }>(
         `/* svc:me_${name}_latest */ SELECT ${column} AS id FROM events
@@ -227,11 +227,13 @@ export class DashboardRepository {
   }
 
   /** Events, cost and errors per agent since a time, from raw events (for windows that are not whole days). */
-  async agentWindow(r: Reader, sinceMs: number): Promise<Map<string, { events: number; costUsd: number; errors: number }>> {
+  async agentWindow(r: Reader, sinceMs: number, agentId?: string): Promise<Map<string, { events: number; costUsd: number; errors: number }>> {
     const rows = await this.rows(
       `/* svc:me_agents_window */ SELECT agent_id, count() AS n, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
-       FROM events WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64}) GROUP BY agent_id`,
-      { u: r.userId, since: sinceMs },
+       FROM events WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64})
+         ${agentId ? 'AND agent_id = {agent:String}' : ''}
+       GROUP BY agent_id`,
+      { u: r.userId, since: sinceMs, agent: agentId ?? '' },
     )
     return new Map(rows.map((x) => [x.agent_id, { events: Number(x.n), costUsd: Number(x.cost), errors: Number(x.errors) }]))
   }

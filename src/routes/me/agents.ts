@@ -9,9 +9,10 @@ const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10)
 
 /** The caller's agents: list with KPIs, profile with a 30-day calendar, rename, soft delete. */
 const agents: FastifyPluginAsync = async (app) => {
-  async function kpis(reader: Reader, now: number) {
+  /** KPIs of all the reader's agents, or of one. */
+  async function kpis(reader: Reader, now: number, agentId?: string) {
     const from = utcDay(now - 29 * DAY)
-    const [day, month] = await Promise.all([app.dashboard.agentWindow(reader, now - DAY), app.dashboard.spend(reader, 'agent_id', from)])
+    const [day, month] = await Promise.all([app.dashboard.agentWindow(reader, now - DAY, agentId), app.dashboard.spend(reader, 'agent_id', from, agentId)])
     const byAgent = new Map(month.map((m) => [m.key, m]))
     return (agentId: string) => {
       const d = day.get(agentId)
@@ -34,12 +35,11 @@ const agents: FastifyPluginAsync = async (app) => {
   })
 
   app.get<{ Params: { id: string } }>('/v1/me/agents/:id', { schema: { params: idParams } }, async (request) => {
-    const profile = await app.agents.profileOwned(request.user.id, request.params.id)
+    const [profile, reader] = await Promise.all([app.agents.profileOwned(request.user.id, request.params.id), app.readerOf(request)])
     if (!profile) throw notFound()
-    const reader = await app.readerOf(request)
     const now = Date.now()
     const [kpisOf, days, sessions, clusters] = await Promise.all([
-      kpis(reader, now),
+      kpis(reader, now, profile.id),
       app.dashboard.spend(reader, 'day', utcDay(now - 29 * DAY), profile.id),
       app.dashboard.sessions(reader, { limit: 5, agentId: profile.id }),
       app.dashboard.clusters(reader, { sinceMs: 0, agentId: profile.id, limit: 5 }),
