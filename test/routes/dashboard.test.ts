@@ -226,3 +226,19 @@ t.test('malformed ids get 404, 414 or a validation error, never a 500', async (t
     t.equal(res.json().error === undefined, false, 'a JSON error body')
   }
 })
+
+t.test('read-your-writes: an acknowledged event is in every read on the next request', async (t) => {
+  const { user, send } = await fixture()
+  const session = randomId('ryw-s-')
+  const trace = randomId('ryw-t-')
+  const ack = await send({ agentId: 'ryw', type: 'error', errorMessage: 'ryw failure', model: 'gpt-4o', metadata: { sessionId: session, traceId: trace, tokensBreakdown: { output: 1000 } } })
+  t.equal((await get(user, '/v1/me/events')).json().events[0].eventId, ack.eventId, 'events')
+  t.equal((await get(user, `/v1/me/sessions/${session}`)).json().events[0].eventId, ack.eventId, 'session')
+  t.equal((await get(user, `/v1/me/traces/${trace}`)).json().events[0].eventId, ack.eventId, 'trace')
+  t.ok((await get(user, '/v1/me/traces')).json().traces.some((x: { traceId: string }) => x.traceId === trace), 'traces list')
+  t.equal((await get(user, '/v1/me/errors')).json().clusters[0].count, 1, 'error cluster')
+  t.equal((await get(user, '/v1/me/spend-summary')).json().total.costUsd, 0.01, 'spend summary')
+  t.equal((await get(user, `/v1/me/agents/${ack.agentId}`)).json().kpis.events24h, 1, 'agent KPIs')
+  const other = await newUser(app)
+  t.notOk((await get(other, '/v1/me/traces?since=all')).json().traces.some((x: { traceId: string }) => x.traceId === trace), 'not in another user\'s traces')
+})
