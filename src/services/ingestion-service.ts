@@ -163,8 +163,10 @@ export class IngestionService {
 
   private recordActivity(key: KeyIdentity, prepared: Prepared[]): void {
     const now = Date.now()
+    if (prepared.length === 0) return
     // Test events from the dashboard carry no key (keyId is empty).
-    if (prepared.length && key.keyId) this.activity.keyUsed(key.keyId, now)
+    if (key.keyId) this.activity.keyUsed(key.keyId, now)
+    this.activity.eventsAccepted(key.userId, now, prepared.length)
     let last = ''
     for (const p of prepared) {
       this.activity.agentSeen(p.agent.id, now, p.framework)

@@ -1,21 +1,25 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { AgentsRepository } from './agents-repository.ts'
 import type { KeysRepository } from './keys-repository.ts'
+import { monthOf, type UsersRepository } from './users-repository.ts'
 
 /**
  * Coalesces per-event side effects (a key's lastUsedAt, an agent's lastSeenAt and framework
- * back-fill) in memory and writes them in two statements per flush, instead of one UPDATE per event.
- * They are derived values: the events themselves are already committed when these are recorded.
+ * back-fill, the user's monthly event count) in memory and writes them in three statements per
+ * flush, instead of one write per event. They are derived or advisory values: the events themselves
+ * are already committed when these are recorded, and a crash loses at most one interval of them.
  */
 export class ActivityRecorder {
   private keys = new Map<string, number>()
   private agents = new Map<string, { lastSeenAt: number; framework: string | null }>()
+  private usage = new Map<string, Map<string, number>>()
   private timer: NodeJS.Timeout | undefined
   private flushing: Promise<void> = Promise.resolve()
 
   constructor(
     private readonly keysRepo: KeysRepository,
     private readonly agentsRepo: AgentsRepository,
+    private readonly usersRepo: UsersRepository,
     private readonly log: FastifyBaseLogger,
     private readonly intervalMs = 1000,
   ) {}
@@ -39,20 +43,38 @@ export class ActivityRecorder {
     }
   }
 
+  eventsAccepted(userId: string, at: number, n: number): void {
+    const month = monthOf(at)
+    const byMonth = this.usage.get(userId) ?? new Map<string, number>()
+    byMonth.set(month, (byMonth.get(month) ?? 0) + n)
+    this.usage.set(userId, byMonth)
+  }
+
   /** Writes what has gathered; concurrent calls queue behind each other. */
   flush(): Promise<void> {
     this.flushing = this.flushing.then(async () => {
       const keys = this.keys
       const agents = this.agents
+      const usage = this.usage
       this.keys = new Map()
       this.agents = new Map()
-      try {
-        await Promise.all([this.keysRepo.touch(keys), this.agentsRepo.recordActivity(agents)])
-      } catch (err) {
-        this.log.warn({ err, keys: keys.size, agents: agents.size }, 'could not record key and agent activity; will retry')
-        for (const [id, at] of keys) this.keyUsed(id, at)
-        for (const [id, a] of agents) this.agentSeen(id, a.lastSeenAt, a.framework)
+      this.usage = new Map()
+      // Each write is retried on its own next time, so one failing never repeats another's increments.
+      const results = await Promise.allSettled([
+        this.keysRepo.touch(keys),
+        this.agentsRepo.recordActivity(agents),
+        this.usersRepo.addUsage(usage),
+      ])
+      const [k, a, u] = results
+      if (k.status === 'rejected') for (const [id, at] of keys) this.keyUsed(id, at)
+      if (a.status === 'rejected') for (const [id, x] of agents) this.agentSeen(id, x.lastSeenAt, x.framework)
+      if (u.status === 'rejected') {
+        for (const [userId, byMonth] of usage) {
+          for (const [month, n] of byMonth) this.eventsAccepted(userId, Date.parse(month), n)
+        }
       }
+      const failed = results.filter((r) => r.status === 'rejected') as PromiseRejectedResult[]
+      if (failed.length) this.log.warn({ err: failed[0]!.reason, failed: failed.length }, 'could not record activity; will retry at the next flush')
     })
     return this.flushing
   }

@@ -32,19 +32,6 @@ export class EventsRepository {
     const rows = await rs.json<Record<string, unknown>>()
     return rows[0] ?? null
   }
-
-  /** Accepted events of a user in the calendar month (UTC) holding `at`. Advisory: not enforced. */
-  async monthlyUsage(userId: string, at = new Date()): Promise<number> {
-    const month = `${at.getUTCFullYear()}-${String(at.getUTCMonth() + 1).padStart(2, '0')}-01`
-    const rs = await this.ch.query({
-      query: `/* svc:usage_monthly */ SELECT sum(events) AS events FROM usage_monthly
-              WHERE user_id = {user:String} AND month = {month:Date}`,
-      query_params: { user: userId, month },
-      format: 'JSONEachRow',
-    })
-    const rows = await rs.json<{ events: string | number }>()
-    return Number(rows[0]?.events ?? 0)
-  }
 }
 
 /** An owner and agent pair: the events table is sorted by both, so public reads name both. */

@@ -15,6 +15,12 @@ export interface User {
   createdAt: string
 }
 
+/** The first day (UTC) of the month holding a time, as `YYYY-MM-01`. */
+export function monthOf(ms: number): string {
+  const d = new Date(ms)
+  return `${d.getUTCFullYear()}-${String(d.getUTCMonth() + 1).padStart(2, '0')}-01`
+}
+
 const COLUMNS = 'id, privy_id, email, wallet, handle, tier, burst_per_minute, created_at'
 
 function toUser(r: Record<string, any>): User {
@@ -57,6 +63,37 @@ export class UsersRepository {
       if ((err as { code?: string }).code === '23505') throw conflict('handle_taken')
       throw err
     }
+  }
+
+  /** Adds accepted-event counts, keyed `userId` → month (`YYYY-MM-01`) → count, in one statement. */
+  async addUsage(counts: Map<string, Map<string, number>>): Promise<void> {
+    const users: string[] = []
+    const months: string[] = []
+    const events: number[] = []
+    for (const [userId, byMonth] of counts) {
+      for (const [month, n] of byMonth) {
+        users.push(userId)
+        months.push(month)
+        events.push(n)
+      }
+    }
+    if (users.length === 0) return
+    await this.db.query(
+      `/* svc:usage_add */ INSERT INTO usage_monthly (user_id, month, events)
+       SELECT * FROM unnest($1::text[], $2::date[], $3::bigint[])
+       ON CONFLICT (user_id, month) DO UPDATE SET events = usage_monthly.events + EXCLUDED.events`,
+      [users, months, events],
+    )
+  }
+
+  /** Accepted events of a user in the calendar month (UTC) holding `at`. Advisory: not enforced. */
+  async monthlyUsage(userId: string, at = new Date()): Promise<{ month: string; events: number }> {
+    const month = monthOf(at.getTime())
+    const { rows } = await this.db.query(
+      `/* svc:usage_get */ SELECT events FROM usage_monthly WHERE user_id = $1 AND month = $2`,
+      [userId, month],
+    )
+    return { month, events: Number(rows[0]?.events ?? 0) }
   }
 
   /** Sets a user's tier and burst override, creating the user if the subject is new. */

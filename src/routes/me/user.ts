@@ -11,6 +11,7 @@ const userResponse = {
     handle: { type: ['string', 'null'] },
     tier: { type: 'string' },
     createdAt: { type: 'string' },
+    usage: { type: 'object', properties: { month: { type: 'string' }, events: { type: 'integer' } } },
   },
 }
 
@@ -20,7 +21,10 @@ export function publicUser(u: User) {
 
 /** GET /v1/me and PATCH /v1/me { handle }. */
 const user: FastifyPluginAsync = async (app) => {
-  app.get('/v1/me', { schema: { response: { 200: userResponse } } }, async (request) => publicUser(request.user))
+  app.get('/v1/me', { schema: { response: { 200: userResponse } } }, async (request) => ({
+    ...publicUser(request.user),
+    usage: await app.users.monthlyUsage(request.user.id),
+  }))
 
   app.patch<{ Body: { handle: string } }>('/v1/me', {
     schema: {
