@@ -1,7 +1,7 @@
 /**
  * Ingestion benchmark: npm run bench [-- --duration 10]
  * (a) a bare Fastify route (baseline), (b) POST /v1/events with a real key of an enterprise user,
- * 50 connections, (c) POST /v1/events/batch with 500 events a request. Each server runs in its own
+ * 50 connections, (c) POST /v1/events/batch with 500 events a request, 8 connections. Each server runs in its own
  * process; autocannon runs here. Prints req/s, p50/p99, non-2xx and the ratio (b)/(a).
  */
 import autocannon from 'autocannon'
@@ -16,9 +16,10 @@ import pg from 'pg'
 import { loadLocalSigningKey, signLocalToken } from '../src/storage/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
 
-const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' } } })
+const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, 'batch-connections': { type: 'string', default: '8' } } })
 const duration = Number(values.duration)
 const connections = Number(values.connections)
+const batchConnections = Number(values['batch-connections'])
 const root = fileURLToPath(new URL('..', import.meta.url))
 const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-bench-'))
 const databaseUrl = 'postgres://localhost:5432/agent_telemetry_bench'
@@ -95,7 +96,7 @@ try {
   const results: Figures[] = []
   results.push(await measure('(a) bare Fastify 202', { url: `http://127.0.0.1:${barePort}/v1/events`, method: 'POST', headers, body: single, connections, duration }))
   results.push(await measure('(b) POST /v1/events', { url: `http://127.0.0.1:${servicePort}/v1/events`, method: 'POST', headers, body: single, connections, duration }))
-  results.push(await measure('(c) POST /v1/events/batch x500', { url: `http://127.0.0.1:${servicePort}/v1/events/batch`, method: 'POST', headers, body: batch, connections: 4, duration }, 500))
+  results.push(await measure(`(c) batch x500, ${batchConnections} conns`, { url: `http://127.0.0.1:${servicePort}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration }, 500))
 
   console.log(`\ningestion benchmark — ${new Date().toISOString()} — ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} — node ${process.version} — ${duration}s per run`)
   console.log('run'.padEnd(34) + 'req/s'.padStart(10) + 'p50 ms'.padStart(9) + 'p99 ms'.padStart(9) + 'non-2xx'.padStart(9) + 'errors'.padStart(8) + 'events/s'.padStart(11))

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createServer } from 'node:net'
@@ -15,6 +15,7 @@ import { withDefaultUser } from '../src/storage/postgres.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-durability-'))
+process.once('exit', () => rmSync(dataDir, { recursive: true, force: true }))
 
 async function freePort(): Promise<number> {
   const server = createServer()

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
@@ -13,6 +13,7 @@ export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://lo
 
 /** The embedded engine is one per process, so each test file (a process) gets one fresh data dir. */
 export const TEST_DATA_DIR = mkdtempSync(join(tmpdir(), 'agent-telemetry-test-'))
+process.once('exit', () => rmSync(TEST_DATA_DIR, { recursive: true, force: true }))
 
 export function randomId(prefix = ''): string {
   return prefix + randomBytes(6).toString('hex')
