@@ -24,6 +24,7 @@ import meAgents from './routes/me/agents.ts'
 import meEvents from './routes/me/events.ts'
 import meErrors from './routes/me/errors.ts'
 import meSpend from './routes/me/spend.ts'
+import meTestEvent from './routes/me/test-event.ts'
 import dashboardData from './plugins/dashboard-data.ts'
 
 export interface BuildOptions {
@@ -78,6 +79,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await scope.register(meEvents)
     await scope.register(meErrors)
     await scope.register(meSpend)
+    await scope.register(meTestEvent)
     await scope.register(meAlerts)
   })
   return app

@@ -55,7 +55,8 @@ export default fp(async function userAuth(app, opts: { auth: Config['auth']; dat
       })
       subject = payload.sub!
     } catch (err) {
-      if (err instanceof joseErrors.JWKSTimeout || (err instanceof TypeError && !(err instanceof joseErrors.JOSEError))) {
+      // A timeout or a failed fetch of the provider's keys is ours to report, not the caller's fault.
+      if (err instanceof joseErrors.JWKSTimeout || !(err instanceof joseErrors.JOSEError)) {
         request.log.error({ err }, 'identity provider keys unreachable')
         throw new HttpError(503, 'auth_unavailable', { message: 'identity provider keys unreachable, retry later' }, { 'retry-after': '5' })
       }

@@ -81,9 +81,8 @@ export class X402Service {
         reason = 'upstream answered malformed data'
       }
     } catch (err) {
-      reason = (err as Error).name === 'TimeoutError' || (err as { code?: string }).code?.startsWith('UND_ERR_') && /TIMEOUT/.test((err as { code: string }).code)
-        ? 'upstream timed out'
-        : 'upstream unreachable'
+      const code = (err as { code?: string }).code ?? ''
+      reason = (err as Error).name === 'TimeoutError' || code.includes('TIMEOUT') ? 'upstream timed out' : 'upstream unreachable'
     }
     this.log.warn({ chain, reason, stale: cached !== null }, 'x402 upstream failed')
     if (cached) return this.present('stale', cached.fetchedAt, cached.data, now)

@@ -78,3 +78,19 @@ t.test('an identity provider: ES256 and RS256 accepted; expired, wrong issuer or
   const localUser = await newUser(local)
   t.equal((await me(localUser.token)).statusCode, 401, 'a local token is refused once a provider is configured')
 })
+
+t.test('an unreachable identity provider is a 503, not a 401 or a 500', async (t) => {
+  const { createServer: netServer } = await import('node:net')
+  const probe = netServer()
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r))
+  const port = (probe.address() as { port: number }).port
+  await new Promise((r) => probe.close(r))
+  const app = await buildTestApp(t, { AUTH_JWKS_URL: `http://127.0.0.1:${port}/jwks`, AUTH_ISSUER: 'https://idp.test', AUTH_AUDIENCE: 'dashboard' })
+  const { privateKey } = await generateKeyPair('ES256')
+  const token = await new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: 'k' }).setSubject('x').setIssuer('https://idp.test')
+    .setAudience('dashboard').setExpirationTime('1h').sign(privateKey)
+  const res = await app.inject({ url: '/v1/me', headers: { authorization: `Bearer ${token}` } })
+  t.equal(res.statusCode, 503)
+  t.equal(res.json().error, 'auth_unavailable')
+  t.equal(res.headers['retry-after'], '5')
+})

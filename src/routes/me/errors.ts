@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify'
-import { sinceBound } from '../../domain/privacy.ts'
+import { sinceBound } from '../../domain/query-params.ts'
 import { notFound } from '../../errors.ts'
 import type { ClusterAggregate } from '../../storage/dashboard-repository.ts'
 

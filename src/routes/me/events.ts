@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { isCuid } from '../../domain/ids.ts'
-import { clampInt, sinceBound } from '../../domain/privacy.ts'
+import { clampInt, sinceBound } from '../../domain/query-params.ts'
 import { notFound } from '../../errors.ts'
 import type { DashboardEvent } from '../../storage/dashboard-repository.ts'
 

@@ -1,10 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify'
-import { TEST_AGENT_NAME } from '../../storage/agents-repository.ts'
-import { agentDeleted } from '../../errors.ts'
 
 const DAY = 86_400_000
 
-/** Spend summary from the daily rollup, and the dashboard's synthetic test event. */
+/** Spend summary from the daily rollup. */
 const spend: FastifyPluginAsync = async (app) => {
   /** days: 1..365 (default 30): the window is today (UTC) and the days - 1 before it. */
   app.get<{ Querystring: { days: number } }>('/v1/me/spend-summary', {
@@ -30,34 +28,6 @@ const spend: FastifyPluginAsync = async (app) => {
       by_model: byModel.map((r) => ({ model: r.key === '' ? null : r.key, ...row(r) })),
       by_day: byDay.map((r) => ({ day: r.key, ...row(r) })),
     }
-  })
-
-  /** A synthetic event through the same ingest path, to the private placeholder agent. */
-  app.post('/v1/me/test-event', async (request, reply) => {
-    const user = request.user
-    const resolution = await app.agents.testAgent(user.id)
-    if (resolution.kind === 'deleted') throw agentDeleted()
-    if (resolution.kind !== 'ok') throw new Error('test agent resolution failed')
-    const ack = await app.ingestion.ingestOne(
-      { keyId: '', userId: user.id, agentId: resolution.agent.id, revoked: false, tier: user.tier, burstPerMinute: user.burstPerMinute },
-      {
-        type: 'decision',
-        reasoning: 'Synthetic test event sent from the dashboard',
-        toolExecuted: 'test',
-        outcome: 'success',
-        durationMs: 42,
-        model: 'claude-sonnet-4-5',
-        metadata: {
-          sessionId: `test-session-${new Date().toISOString().slice(0, 10)}`,
-          traceId: `test-trace-${Date.now()}`,
-          privacyLevel: 'full',
-          tool: 'dashboard',
-          tokensBreakdown: { inputBase: 100, cacheCreation: 0, cacheRead: 0, output: 20 },
-          source: TEST_AGENT_NAME,
-        },
-      },
-    )
-    return reply.code(202).send(ack)
   })
 }
 
