@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs'
 import type { ValidateFunction } from 'ajv'
 import { loadConfig } from '../config.ts'
 import { bodyAjv, toDetails } from '../schemas.ts'
-import { createPool, ensureDatabase, migratePostgres } from '../storage/postgres.ts'
+import { openPostgres } from '../storage/postgres.ts'
 import { RegistryRepository, type RegistryEntry } from '../storage/registry-repository.ts'
 
 const file = process.argv[2]
@@ -29,9 +29,7 @@ if (!Array.isArray(entries)) {
 }
 const validate = bodyAjv.getSchema('registry-entry.json') as ValidateFunction
 const config = loadConfig()
-await ensureDatabase(config.databaseUrl)
-await migratePostgres(config.databaseUrl)
-const pool = createPool(config.databaseUrl)
+const pool = await openPostgres(config.databaseUrl)
 const repo = new RegistryRepository(pool)
 const summary = { inserted: 0, updated: 0, failed: [] as { index: number; registryId?: unknown; error: string }[] }
 try {

@@ -9,7 +9,7 @@ import pino from 'pino'
 import { loadConfig } from '../config.ts'
 import { buildEventRow, type IncomingEvent } from '../domain/event-row.ts'
 import { newEventId } from '../domain/ids.ts'
-import { createPool, ensureDatabase, migratePostgres } from '../storage/postgres.ts'
+import { openPostgres } from '../storage/postgres.ts'
 import { migrateClickHouse, openClickHouse } from '../storage/clickhouse-client.ts'
 import { EventsRepository } from '../storage/events-repository.ts'
 import { UsersRepository } from '../storage/users-repository.ts'
@@ -32,9 +32,7 @@ if (![total, agentCount, days].every((n) => Number.isInteger(n) && n > 0)) {
 }
 
 const config = loadConfig()
-await ensureDatabase(config.databaseUrl)
-await migratePostgres(config.databaseUrl)
-const pool = createPool(config.databaseUrl)
+const pool = await openPostgres(config.databaseUrl)
 const handle = openClickHouse({ url: config.clickhouseUrl, dataDir: config.dataDir })
 await migrateClickHouse(handle.client)
 const events = new EventsRepository(handle.client)

@@ -6,7 +6,7 @@
  */
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
-import { createPool, ensureDatabase, migratePostgres } from '../storage/postgres.ts'
+import { openPostgres } from '../storage/postgres.ts'
 import { UsersRepository, type Tier } from '../storage/users-repository.ts'
 
 function parse() {
@@ -25,9 +25,7 @@ if (!subject || !['free', 'pro', 'enterprise'].includes(tier ?? '') || (burst !=
   process.exit(2)
 }
 const config = loadConfig()
-await ensureDatabase(config.databaseUrl)
-await migratePostgres(config.databaseUrl)
-const pool = createPool(config.databaseUrl)
+const pool = await openPostgres(config.databaseUrl)
 try {
   const user = await new UsersRepository(pool).setTier(subject, tier as Tier, burst)
   console.log(JSON.stringify({ id: user.id, privyId: user.privyId, tier: user.tier, burstPerMinute: user.burstPerMinute }))

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type pg from 'pg'
-import { createPool, ensureDatabase, migratePostgres } from '../storage/postgres.ts'
+import { openPostgres } from '../storage/postgres.ts'
 import { UsersRepository } from '../storage/users-repository.ts'
 import { KeysRepository } from '../storage/keys-repository.ts'
 import { AgentsRepository } from '../storage/agents-repository.ts'
@@ -16,9 +16,7 @@ declare module 'fastify' {
 
 /** Postgres: creates the database if missing, migrates it, and decorates the repositories. */
 export default fp(async function postgres(app, opts: { databaseUrl: string }) {
-  await ensureDatabase(opts.databaseUrl)
-  await migratePostgres(opts.databaseUrl)
-  const pool = createPool(opts.databaseUrl)
+  const pool = await openPostgres(opts.databaseUrl)
   pool.on('error', (err) => app.log.error({ err }, 'idle Postgres connection failed'))
   app.decorate('db', pool)
   app.decorate('users', new UsersRepository(pool))

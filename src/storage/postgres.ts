@@ -62,3 +62,10 @@ export async function migratePostgres(databaseUrl: string): Promise<void> {
 export function createPool(databaseUrl: string): pg.Pool {
   return new pg.Pool({ connectionString: withDefaultUser(databaseUrl), max: 10 })
 }
+
+/** Creates the database if missing, applies the migrations, and opens a pool: what every entry point does first. */
+export async function openPostgres(databaseUrl: string): Promise<pg.Pool> {
+  await ensureDatabase(databaseUrl)
+  await migratePostgres(databaseUrl)
+  return createPool(databaseUrl)
+}
