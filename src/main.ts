@@ -14,6 +14,16 @@ async function main(): Promise<void> {
     throw err
   }
   const app = await buildApp(config)
+  const roles = Object.entries(config.roles).filter(([, on]) => on).map(([role]) => role)
+  app.log.info({
+    roles,
+    clickhouse: config.clickhouseUrl ? 'server' : `embedded (${config.dataDir})`,
+    auth: 'jwksUrl' in config.auth ? 'identity provider' : 'local signing key',
+    corsOrigins: config.corsOrigins,
+  }, 'agent-telemetry starting')
+  if (!config.clickhouseUrl && roles.length < 2) {
+    app.log.warn({ roles }, 'the embedded engine belongs to one process: run the other role in this process too, or set CLICKHOUSE_URL')
+  }
   let closing = false
   const shutdown = async (signal: string) => {
     if (closing) return

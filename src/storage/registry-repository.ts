@@ -68,6 +68,10 @@ export interface RegistryEntry {
 export class RegistryRepository {
   constructor(private readonly db: pg.Pool) {}
 
+  /**
+   * A page of the listing and the total. The page and the count are two queries run together: a
+   * window count over the page query would make Postgres rank every public agent to return twenty.
+   */
   async list(q: ListQuery): Promise<{ agents: PublicAgent[]; total: number }> {
     const params: unknown[] = []
     let where = PUBLIC + FILTERS[q.filter]
@@ -75,18 +79,15 @@ export class RegistryRepository {
       params.push(`%${q.search.toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c)}%`)
       where += ` AND agent_search_text(display_name, sns_name, enriched) LIKE $${params.length}`
     }
-    params.push(q.limit, q.offset)
-    const { rows } = await this.db.query(
-      `/* svc:registry_list */ SELECT ${COLUMNS}, count(*) OVER () AS total FROM agents WHERE ${where}
-       ORDER BY reputation_score DESC NULLS LAST, id LIMIT $${params.length - 1} OFFSET $${params.length}`,
-      params,
-    )
-    let total = rows[0] ? Number(rows[0].total) : 0
-    if (!rows[0] && q.offset > 0) {
-      const count = await this.db.query(`/* svc:registry_count */ SELECT count(*)::int AS n FROM agents WHERE ${where}`, params.slice(0, -2))
-      total = count.rows[0].n
-    }
-    return { agents: rows.map(toPublicAgent), total }
+    const [page, count] = await Promise.all([
+      this.db.query(
+        `/* svc:registry_list */ SELECT ${COLUMNS} FROM agents WHERE ${where}
+         ORDER BY reputation_score DESC NULLS LAST, id LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+        [...params, q.limit, q.offset],
+      ),
+      this.db.query(`/* svc:registry_count */ SELECT count(*)::int AS n FROM agents WHERE ${where}`, params),
+    ])
+    return { agents: page.rows.map(toPublicAgent), total: count.rows[0].n }
   }
 
   /** A public, live agent by cuid, snsName or registryId; with its owner id for KPI queries (never shown). */

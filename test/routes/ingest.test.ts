@@ -182,3 +182,27 @@ t.test('malformed JSON, wrong content type and oversized bodies get JSON errors'
   t.equal(array.statusCode, 400)
   t.equal(array.json().error, 'validation_failed')
 })
+
+t.test('ClickHouse refusing the insert answers 503 with Retry-After, stores nothing, and recovers', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  await app.clickhouse.command({ query: 'RENAME TABLE events TO events_away' })
+  let restored = false
+  const restore = async () => {
+    if (!restored) await app.clickhouse.command({ query: 'RENAME TABLE events_away TO events' })
+    restored = true
+  }
+  t.teardown(restore)
+  const refused = await Promise.all([1, 2, 3].map((i) => sendEvent(app, key.secret, { agentId: 'outage', reasoning: `during ${i}` })))
+  for (const res of refused) {
+    t.equal(res.statusCode, 503)
+    t.match(res.json(), { error: 'unavailable' })
+    t.equal(res.headers['retry-after'], '1')
+    t.notOk(res.body.includes('events_away'), 'no internals in the body')
+  }
+  await restore()
+  const ok = await sendEvent(app, key.secret, { agentId: 'outage', reasoning: 'after' })
+  t.equal(ok.statusCode, 202, 'the next request after recovery is accepted')
+  const rs = await app.clickhouse.query({ query: 'SELECT count() AS n FROM events WHERE user_id = {u:String}', query_params: { u: user.id }, format: 'JSONEachRow' })
+  t.equal(Number((await rs.json<{ n: string }>())[0]!.n), 1, 'only the accepted event is stored')
+})
