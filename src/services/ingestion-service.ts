@@ -61,6 +61,9 @@ export class IngestionService {
 
   /** Ingests one validated event; resolves with the acknowledgement once it is committed. */
   async ingestOne(key: KeyIdentity, event: IncomingEvent): Promise<EventAck> {
+    // A missing agentId is a validation failure: it must not spend the burst.
+    const missing = this.checkAgentRequired(key, event)
+    if (missing) throw missing
     const admission = await this.limiter.take(`user:${key.userId}`, burstLimit(key), 1)
     if (admission.admitted === 0) throw rateLimited(admission.retryAfterMs / 1000)
     const prepared = await this.prepare(key, event, Date.now())
@@ -110,7 +113,7 @@ export class IngestionService {
     return this.checkAgentRequired(key, event as IncomingEvent)
   }
 
-  checkAgentRequired(key: KeyIdentity, event: IncomingEvent): HttpError | null {
+  private checkAgentRequired(key: KeyIdentity, event: IncomingEvent): HttpError | null {
     if (event.agentId === undefined && key.agentId === null) {
       return validationFailed([{ path: ['agentId'], message: 'is required when the API key is not bound to an agent' }])
     }

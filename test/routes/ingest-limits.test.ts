@@ -57,6 +57,7 @@ t.test('invalid events do not spend the burst', async (t) => {
   const user = await newUser(app, { burst: 2 })
   const key = await user.createKey()
   for (let i = 0; i < 5; i++) t.equal((await sendEvent(app, key.secret, { agentId: 'a', type: 'bad' })).statusCode, 400)
+  for (let i = 0; i < 5; i++) t.equal((await sendEvent(app, key.secret, { type: 'tool' })).statusCode, 400, 'no agentId on an unbound key')
   t.equal((await sendEvent(app, key.secret, { agentId: 'a' })).statusCode, 202)
 })
 
