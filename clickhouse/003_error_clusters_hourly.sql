@@ -24,12 +24,13 @@ FROM events
 WHERE error_fingerprint != ''
 GROUP BY user_id, error_fingerprint, hour, agent_id;
 
--- Events stored before the view existed (the view has every event received after it was created).
+-- Events stored before the view existed. Migrations run before the service accepts events (and the
+-- embedded engine has no other writer), so every event present now predates the view. With a server
+-- and other instances still ingesting, events inserted between the two statements would be counted
+-- twice in this rollup (never in `events`): stop ingestion for this migration there.
 INSERT INTO error_clusters_hourly
 SELECT user_id, error_fingerprint, toStartOfHour(ts) AS hour, agent_id,
        count(), min(ts), max(ts), argMaxState(error_message, ts), groupUniqArray(tool_executed)
 FROM events
 WHERE error_fingerprint != ''
-  AND received_at < (SELECT any(metadata_modification_time) FROM system.tables
-                     WHERE database = currentDatabase() AND name = 'error_clusters_hourly_mv')
 GROUP BY user_id, error_fingerprint, hour, agent_id;

@@ -64,10 +64,11 @@ export function splitStatements(sql: string): string[] {
 }
 
 /**
- * Applies clickhouse/NNN_name.sql files not yet recorded in schema_migrations, in order.
+ * Applies clickhouse/NNN_name.sql files not yet recorded in schema_migrations, in order (up to
+ * version `upTo` when given, which tests use to build a store as an older release left it).
  * Statements are written IF NOT EXISTS, so two processes racing at start cannot break anything.
  */
-export async function migrateClickHouse(client: ClickHouseClient): Promise<string[]> {
+export async function migrateClickHouse(client: ClickHouseClient, opts: { upTo?: number } = {}): Promise<string[]> {
   await client.command({
     query: `/* svc:migrate */ CREATE TABLE IF NOT EXISTS schema_migrations
       (version UInt32, name String, applied_at DateTime DEFAULT now())
@@ -79,7 +80,7 @@ export async function migrateClickHouse(client: ClickHouseClient): Promise<strin
   const applied: string[] = []
   for (const file of files) {
     const version = Number(file.split('_')[0])
-    if (done.has(version)) continue
+    if (done.has(version) || (opts.upTo !== undefined && version > opts.upTo)) continue
     for (const statement of splitStatements(readFileSync(new URL(file, MIGRATIONS_DIR), 'utf8'))) {
       await client.command({ query: statement })
     }

@@ -1,0 +1,35 @@
+import t from 'tap'
+import { migrateClickHouse, openClickHouse, splitStatements } from '../../src/storage/clickhouse-client.ts'
+import { EventsRepository } from '../../src/storage/events-repository.ts'
+import { buildEventRow } from '../../src/domain/event-row.ts'
+import { newEventId } from '../../src/domain/ids.ts'
+import { TEST_DATA_DIR, randomId } from '../helpers/app.ts'
+
+const handle = openClickHouse({ dataDir: TEST_DATA_DIR })
+t.teardown(() => handle.release())
+const ch = handle.client
+
+const count = async (sql: string, params: Record<string, unknown> = {}) =>
+  Number((await (await ch.query({ query: sql, query_params: params, format: 'JSONEachRow' })).json<{ n: string }>())[0]!.n)
+
+t.test('statements split on a semicolon that ends a line, never inside a comment string', async (t) => {
+  t.same(splitStatements("-- a comment\nCREATE TABLE a (x UInt8 COMMENT 'one; two') ENGINE = Memory;\n\nDROP TABLE a;"),
+    ["CREATE TABLE a (x UInt8 COMMENT 'one; two') ENGINE = Memory", 'DROP TABLE a'])
+})
+
+t.test('the error-cluster rollup is backfilled from events stored before it existed, once', async (t) => {
+  t.same(await migrateClickHouse(ch, { upTo: 2 }), ['001_events.sql', '002_events_time_index.sql'], 'a store as release 2 left it')
+  const userId = randomId('mig-')
+  const events = new EventsRepository(ch)
+  const row = (message: string) => buildEventRow({ agentId: 'a', type: 'error', errorMessage: message, toolExecuted: 'db' },
+    { eventId: newEventId(), userId, agentId: 'agent-1', receivedAt: Date.now() })
+  await events.insert([row('boom 1'), row('boom 2'), row('other failure'), buildEventRow({ agentId: 'a' }, { eventId: newEventId(), userId, agentId: 'agent-1', receivedAt: Date.now() })])
+  const applied = await migrateClickHouse(ch)
+  t.ok(applied.includes('003_error_clusters_hourly.sql'))
+  t.equal(await count('SELECT sum(events) AS n FROM error_clusters_hourly WHERE user_id = {u:String}', { u: userId }), 3, 'the three old error events are in the rollup')
+  t.equal(await count('SELECT uniqExact(error_fingerprint) AS n FROM error_clusters_hourly WHERE user_id = {u:String}', { u: userId }), 2)
+  await events.insert([row('boom 3')])
+  t.equal(await count('SELECT sum(events) AS n FROM error_clusters_hourly WHERE user_id = {u:String}', { u: userId }), 4, 'new ones come through the view, none twice')
+  t.same(await migrateClickHouse(ch), [], 'a second run applies nothing')
+  t.equal(await count("SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'usage_monthly'"), 0, 'the old monthly rollup is gone')
+})
