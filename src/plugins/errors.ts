@@ -3,6 +3,15 @@ import type { FastifyError } from 'fastify'
 import { HttpError } from '../errors.ts'
 import { bodyAjv, queryAjv, toDetails } from '../schemas.ts'
 
+const OUTAGE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P03', '08000', '08003', '08006'])
+
+/** A failure to reach Postgres or Redis (not a bug): the caller should retry, so it is a 503. */
+function isStoreOutage(err: { code?: unknown; name?: string; message?: string }): boolean {
+  if (typeof err.code === 'string' && OUTAGE_CODES.has(err.code)) return true
+  if (err.name === 'MaxRetriesPerRequestError') return true
+  return err.message === 'Connection is closed.' || /^Connection terminated/.test(err.message ?? '')
+}
+
 /**
  * One error handler for every route: typed HttpErrors become their JSON body; schema failures become
  * 400 validation_failed with details; body problems get their own codes; anything else is a 500
@@ -35,6 +44,10 @@ export default fp(async function errors(app) {
     // Postgres refuses text holding a NUL byte; that is the caller's input, not our failure.
     if ((err as { code?: string }).code === '22021' || (err as { code?: string }).code === '22P05') {
       return reply.code(400).send({ error: 'bad_request', message: 'text may not contain NUL characters' })
+    }
+    if (isStoreOutage(err)) {
+      request.log.error({ err }, 'a backing store is unreachable; answering 503')
+      return reply.code(503).headers({ 'retry-after': '1' }).send({ error: 'unavailable', message: 'a backing store is unreachable, retry with backoff' })
     }
     const status = err.statusCode ?? 500
     if (status >= 400 && status < 500) {

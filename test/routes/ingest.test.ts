@@ -206,3 +206,15 @@ t.test('ClickHouse refusing the insert answers 503 with Retry-After, stores noth
   const rs = await app.clickhouse.query({ query: 'SELECT count() AS n FROM events WHERE user_id = {u:String}', query_params: { u: user.id }, format: 'JSONEachRow' })
   t.equal(Number((await rs.json<{ n: string }>())[0]!.n), 1, 'only the accepted event is stored')
 })
+
+t.test('Redis unreachable: ingestion answers 503 with Retry-After, not a 500', async (t) => {
+  const broken = await buildTestApp(t)
+  const user = await newUser(broken)
+  const key = await user.createKey()
+  t.equal((await sendEvent(broken, key.secret, { agentId: 'r' })).statusCode, 202)
+  broken.redis.disconnect()
+  const res = await sendEvent(broken, key.secret, { agentId: 'r' })
+  t.equal(res.statusCode, 503)
+  t.match(res.json(), { error: 'unavailable' })
+  t.equal(res.headers['retry-after'], '1')
+})
