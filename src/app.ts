@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.ts'
 import { sharedSchemas } from './schemas.ts'
 import { rateLimited } from './errors.ts'
@@ -37,6 +37,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     logger: options.logger ?? { level: config.logLevel },
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
+    // A log line per request is too much at ingestion rates: request lines appear at LOG_LEVEL=debug;
+    // errors, refusals of the stores and start/stop are logged at every level.
+    logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(config.logLevel) }),
     return503OnClosing: true,
   })
   for (const schema of sharedSchemas) app.addSchema(schema)
