@@ -5,9 +5,12 @@ import eventBatchSchema from '../schemas/event-batch.json' with { type: 'json' }
 import eventAckSchema from '../schemas/event-ack.json' with { type: 'json' }
 import errorSchema from '../schemas/error.json' with { type: 'json' }
 import registryEntrySchema from '../schemas/registry-entry.json' with { type: 'json' }
+import publicAgentSchema from '../schemas/public-agent.json' with { type: 'json' }
+import apiKeySchema from '../schemas/api-key.json' with { type: 'json' }
+import userSchema from '../schemas/user.json' with { type: 'json' }
 
 /** The JSON Schemas under schemas/, registered with every Ajv instance so routes can $ref them. */
-export const sharedSchemas = [eventSchema, eventBatchSchema, eventAckSchema, errorSchema, registryEntrySchema]
+export const sharedSchemas = [eventSchema, eventBatchSchema, eventAckSchema, errorSchema, registryEntrySchema, publicAgentSchema, apiKeySchema, userSchema]
 
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?$/
 

@@ -1,22 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { notFound } from '../../errors.ts'
 
-const keyListing = {
-  type: 'object',
-  properties: {
-    id: { type: 'string' },
-    keyPrefix: { type: 'string' },
-    label: { type: 'string' },
-    agentId: { type: ['string', 'null'] },
-    createdAt: { type: 'string' },
-    lastUsedAt: { type: ['string', 'null'] },
-  },
-}
+const apiKey = { $ref: 'api-key.json#' }
+
 
 /** API keys: create (secret shown once), list (never the secret), revoke. */
 const keys: FastifyPluginAsync = async (app) => {
   app.get('/v1/me/keys', {
-    schema: { response: { 200: { type: 'object', properties: { keys: { type: 'array', items: keyListing } } } } },
+    schema: { response: { 200: { type: 'object', properties: { keys: { type: 'array', items: apiKey } } } } },
   }, async (request) => ({ keys: await app.keys.list(request.user.id) }))
 
   app.post<{ Body: { label: string; agentId?: string } }>('/v1/me/keys', {
@@ -30,12 +21,7 @@ const keys: FastifyPluginAsync = async (app) => {
           agentId: { type: 'string', pattern: '^c[a-z0-9]{24}$' },
         },
       },
-      response: {
-        201: {
-          type: 'object',
-          properties: { ...keyListing.properties, secret: { type: 'string' } },
-        },
-      },
+      response: { 201: apiKey },
     },
   }, async (request, reply) => {
     const { label, agentId } = request.body

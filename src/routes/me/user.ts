@@ -1,19 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { User } from '../../storage/users-repository.ts'
 
-const userResponse = {
-  type: 'object',
-  properties: {
-    id: { type: 'string' },
-    privyId: { type: 'string' },
-    email: { type: ['string', 'null'] },
-    wallet: { type: ['string', 'null'] },
-    handle: { type: ['string', 'null'] },
-    tier: { type: 'string' },
-    createdAt: { type: 'string' },
-    usage: { type: 'object', properties: { month: { type: 'string' }, events: { type: 'integer' } } },
-  },
-}
+const userResponse = { $ref: 'user.json#' }
+
 
 export function publicUser(u: User) {
   return { id: u.id, privyId: u.privyId, email: u.email, wallet: u.wallet, handle: u.handle, tier: u.tier, createdAt: u.createdAt }

@@ -1,30 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { notFound } from '../../errors.ts'
+import publicAgentSchema from '../../../schemas/public-agent.json' with { type: 'json' }
 import type { ListFilter } from '../../storage/registry-repository.ts'
 
-const publicAgent = {
-  type: 'object',
-  properties: {
-    id: { type: 'string' },
-    snsName: { type: ['string', 'null'] },
-    displayName: { type: 'string' },
-    registryId: { type: ['string', 'null'] },
-    reputationScore: { type: ['number', 'null'] },
-    source: { type: 'string' },
-    metadata: { type: 'object', properties: { agentUri: { type: ['string', 'null'] }, feedback_count: { type: ['number', 'null'] } } },
-    enriched: {
-      type: 'object',
-      properties: {
-        name: { type: ['string', 'null'] },
-        description: { type: ['string', 'null'] },
-        image: { type: ['string', 'null'] },
-        capabilities: { type: 'array', items: { type: 'string' } },
-        profiled: { type: 'boolean' },
-      },
-    },
-    lastSeenAt: { type: ['string', 'null'] },
-  },
-} as const
+const publicAgent = { $ref: 'public-agent.json#' }
 
 /** Public registry reads: stats, the agent listing, agent profiles and the explorer. No auth. */
 const registry = (opts: { statsCacheSeconds: number; explorerCacheSeconds: number }): FastifyPluginAsync => async (app) => {
@@ -81,8 +60,9 @@ const registry = (opts: { statsCacheSeconds: number; explorerCacheSeconds: numbe
       response: {
         200: {
           type: 'object',
+          allOf: [publicAgent],
           properties: {
-            ...publicAgent.properties,
+            ...publicAgentSchema.properties,
             framework: { type: ['string', 'null'] },
             createdAt: { type: 'string' },
             kpis: {
