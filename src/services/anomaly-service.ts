@@ -81,12 +81,16 @@ export class AnomalyService {
     return result
   }
 
-  /** Raises a regression alert for each resolved cluster of the user that has a later event. */
+  /**
+   * Raises a regression alert for each resolved cluster of the user that has a later event, and
+   * clears acknowledged regression alerts whose cluster is quiet again.
+   */
   private async addRegressions(userId: string, result: EvaluationResult): Promise<EvaluationResult> {
     const resolved = await this.clusters.allResolved(userId)
-    if (resolved.size === 0) return result
-    const hidden = await this.agents.hiddenIds(userId)
-    for (const r of await this.anomalies.regressions(userId, resolved, hidden)) {
+    const hidden = resolved.size > 0 ? await this.agents.hiddenIds(userId) : []
+    const regressions = resolved.size > 0 ? await this.anomalies.regressions(userId, resolved, hidden) : []
+    result.cleared += await this.alerts.clearQuietRegressions(userId, regressions.map((r) => `regression:${r.fingerprint}`))
+    for (const r of regressions) {
       const { created } = await this.alerts.raise({
         userId,
         agentId: r.agentId,

@@ -94,6 +94,28 @@ export class AlertsRepository {
     return res.rowCount ?? 0
   }
 
+  /**
+   * Clears the user's acknowledged regression alerts whose cluster is not regressing now (resolved
+   * again, or re-opened by hand), so that its next regression opens a new, active alert.
+   */
+  async clearQuietRegressions(userId: string, firing: string[]): Promise<number> {
+    const res = await this.db.query(
+      `/* svc:alert_clear_regressions */ UPDATE alerts SET cleared_at = now(), updated_at = now()
+       WHERE user_id = $1 AND rule LIKE 'regression:%' AND status = 'acknowledged' AND cleared_at IS NULL AND NOT (rule = ANY($2))`,
+      [userId, firing],
+    )
+    return res.rowCount ?? 0
+  }
+
+  /** Clears the user's acknowledged regression alert of one cluster (it was resolved or re-opened by hand). */
+  async clearRegression(userId: string, fingerprint: string): Promise<void> {
+    await this.db.query(
+      `/* svc:alert_clear_regression */ UPDATE alerts SET cleared_at = now(), updated_at = now()
+       WHERE user_id = $1 AND rule = $2 AND status = 'acknowledged' AND cleared_at IS NULL`,
+      [userId, `regression:${fingerprint}`],
+    )
+  }
+
   /** Writes back snoozes that have ended (reads already show them active). */
   async wakeSnoozed(): Promise<number> {
     const res = await this.db.query(

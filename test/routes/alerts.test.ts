@@ -98,6 +98,25 @@ t.test('a resolved error cluster with a newer event raises a regression alert', 
   t.match(alert, { rule: `regression:${cluster.fingerprint}`, status: 'active', figures: { fingerprint: cluster.fingerprint, events: 3 } })
   await evaluate(user)
   t.equal((await list(user)).alerts.length, 1, 'idempotent')
+
+  // Acknowledged, resolved again, regressing again: a new active alert, not a silent update.
+  await post(user, `/v1/me/alerts/${alert.id}/acknowledge`)
+  await post(user, `/v1/me/errors/${cluster.fingerprint}/resolve`)
+  t.match((await list(user)).alerts[0], { id: alert.id, status: 'acknowledged', clearedAt: String }, 'resolving the cluster again clears it')
+  await new Promise((r) => setTimeout(r, 5))
+  await batch(failures(name, 1, { errorMessage: 'disk full on /var/data' }))
+  await evaluate(user)
+  const again = (await list(user)).alerts
+  t.equal(again.length, 2)
+  t.match(again[0], { rule: `regression:${cluster.fingerprint}`, status: 'active', clearedAt: null })
+  t.not(again[0].id, alert.id)
+
+  // The evaluation closes an acknowledged regression alert whose cluster went quiet, however it was resolved.
+  await post(user, `/v1/me/alerts/${again[0].id}/acknowledge`)
+  await app.db.query('UPDATE error_clusters SET resolved_at = now() WHERE user_id = $1 AND fingerprint = $2', [user.id, cluster.fingerprint])
+  const result = await evaluate(user)
+  t.ok(result.cleared >= 1)
+  t.match((await list(user)).alerts[0], { id: again[0].id, clearedAt: String })
 })
 
 t.test('lifecycle: acknowledge, unacknowledge, snooze and its end; bad input; isolation; deleted agents', async (t) => {

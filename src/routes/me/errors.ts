@@ -34,6 +34,8 @@ const errors: FastifyPluginAsync = async (app) => {
         const [cluster] = await app.dashboard.clusters(reader, { sinceMs: 0, fingerprint: request.params.fingerprint, limit: 1 })
         if (!cluster) throw notFound()
         const at = await app.errorClusters.setResolved(reader.userId, cluster.fingerprint, resolve)
+        // A handled regression alert is closed, so the cluster's next regression opens a new one.
+        await app.alerts.clearRegression(reader.userId, cluster.fingerprint)
         return present(cluster, at ?? undefined)
       },
     })
