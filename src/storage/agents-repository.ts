@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import { isCuid, newCuid } from '../domain/ids.ts'
+import { iso, isoOrNull } from './timestamps.ts'
 
 /** Name and owner-wallet marker of the placeholder agent that test events go to. */
 export const TEST_AGENT_NAME = 'test-agent'
@@ -55,8 +56,8 @@ function toProfile(r: Record<string, any>): OwnedAgentProfile {
     framework: r.framework,
     isPublic: r.is_public,
     source: r.source,
-    lastSeenAt: r.last_seen_at ? new Date(r.last_seen_at).toISOString() : null,
-    createdAt: new Date(r.created_at).toISOString(),
+    lastSeenAt: isoOrNull(r.last_seen_at),
+    createdAt: iso(r.created_at),
   }
 }
 

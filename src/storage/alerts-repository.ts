@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import { newCuid } from '../domain/ids.ts'
+import { iso, isoOrNull } from './timestamps.ts'
 
 export type AlertStatus = 'active' | 'acknowledged' | 'snoozed'
 
@@ -30,7 +31,6 @@ export interface RaiseInput {
   figures: Record<string, unknown>
 }
 
-const iso = (v: unknown) => (v == null ? null : new Date(v as string).toISOString())
 
 // A snooze that has ended reads as active even before the scheduled tick writes it back.
 const STATUS = `CASE WHEN a.status = 'snoozed' AND a.snoozed_until <= now() THEN 'active' ELSE a.status END`
@@ -48,13 +48,13 @@ function toAlert(r: Record<string, any>): Alert {
     message: r.message,
     figures: r.figures,
     status: r.status,
-    snoozedUntil: iso(r.snoozed_until),
+    snoozedUntil: isoOrNull(r.snoozed_until),
     triggerCount: r.trigger_count,
-    createdAt: iso(r.created_at)!,
-    updatedAt: iso(r.updated_at)!,
-    lastTriggeredAt: iso(r.last_triggered_at)!,
-    acknowledgedAt: iso(r.acknowledged_at),
-    clearedAt: iso(r.cleared_at),
+    createdAt: iso(r.created_at),
+    updatedAt: iso(r.updated_at),
+    lastTriggeredAt: iso(r.last_triggered_at),
+    acknowledgedAt: isoOrNull(r.acknowledged_at),
+    clearedAt: isoOrNull(r.cleared_at),
   }
 }
 

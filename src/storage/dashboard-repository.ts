@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { privacyChip, type PrivacyChip } from '../domain/privacy.ts'
+import { isoFromMs as iso } from './timestamps.ts'
 
 /** Who is reading: the user, and their soft-deleted agents whose events every read hides. */
 export interface Reader { userId: string; hidden: string[] }
@@ -44,7 +45,6 @@ const TOKEN_SUMS = `sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) A
 
 const orNull = (s: string) => (s === '' ? null : s)
 const parseJson = (s: string) => (s === '' ? null : JSON.parse(s))
-const iso = (ms: string | number) => new Date(Number(ms)).toISOString()
 
 export function tokensOf(r: Record<string, any>, names = ['t_in', 't_cw', 't_cr', 't_out']): TokenTotals {
   const [a, b, c, d] = names.map((n) => Number(r[n] ?? 0)) as [number, number, number, number]

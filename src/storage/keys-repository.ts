@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import { createHash, randomBytes } from 'node:crypto'
 import { newCuid } from '../domain/ids.ts'
+import { iso, isoOrNull } from './timestamps.ts'
 import type { Tier } from './users-repository.ts'
 
 export const KEY_PREFIX_LENGTH = 12
@@ -38,7 +39,6 @@ export interface KeyIdentity {
   burstPerMinute: number | null
 }
 
-const iso = (v: unknown) => (v == null ? null : new Date(v as string).toISOString())
 
 function toListing(r: Record<string, any>): ApiKeyListing {
   return {
@@ -46,8 +46,8 @@ function toListing(r: Record<string, any>): ApiKeyListing {
     keyPrefix: r.key_prefix,
     label: r.label,
     agentId: r.agent_id,
-    createdAt: iso(r.created_at)!,
-    lastUsedAt: iso(r.last_used_at),
+    createdAt: iso(r.created_at),
+    lastUsedAt: isoOrNull(r.last_used_at),
   }
 }
 

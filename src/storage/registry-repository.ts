@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import { newCuid } from '../domain/ids.ts'
+import { iso, isoOrNull } from './timestamps.ts'
 
 /** An agent as the public surface shows it: the spec's listing fields and nothing else. */
 export interface PublicAgent {
@@ -18,7 +19,6 @@ export type ListFilter = 'all' | 'identified' | 'unknown'
 
 export interface ListQuery { limit: number; offset: number; search?: string | undefined; filter: ListFilter }
 
-const iso = (v: unknown) => (v == null ? null : new Date(v as string).toISOString())
 const str = (v: unknown) => (typeof v === 'string' ? v : null)
 
 /** Only whitelisted keys leave: the registry's metadata and enrichment may hold anything. */
@@ -40,7 +40,7 @@ export function toPublicAgent(r: Record<string, any>): PublicAgent {
       capabilities: Array.isArray(e.capabilities) ? e.capabilities.filter((c: unknown) => typeof c === 'string') : [],
       profiled: e.profiled === true,
     },
-    lastSeenAt: iso(r.last_seen_at),
+    lastSeenAt: isoOrNull(r.last_seen_at),
   }
 }
 
@@ -98,7 +98,7 @@ export class RegistryRepository {
       [identifier],
     )
     const r = rows[0]
-    return r ? { agent: toPublicAgent(r), ownerId: r.owner_id, createdAt: iso(r.created_at)!, framework: r.framework } : null
+    return r ? { agent: toPublicAgent(r), ownerId: r.owner_id, createdAt: iso(r.created_at), framework: r.framework } : null
   }
 
   async counts(): Promise<{ total: number; identified: number }> {

@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import { newCuid } from '../domain/ids.ts'
 import { conflict } from '../errors.ts'
+import { iso } from './timestamps.ts'
 
 export type Tier = 'free' | 'pro' | 'enterprise'
 
@@ -32,7 +33,7 @@ function toUser(r: Record<string, any>): User {
     handle: r.handle,
     tier: r.tier,
     burstPerMinute: r.burst_per_minute,
-    createdAt: new Date(r.created_at).toISOString(),
+    createdAt: iso(r.created_at),
   }
 }
 
