@@ -54,6 +54,8 @@ export default fp(async function userAuth(app, opts: { auth: Config['auth']; dat
         requiredClaims: ['sub', 'exp'],
       })
       subject = payload.sub!
+      // The subject becomes a key in Postgres and in caches: a sane provider never sends a huge one.
+      if (subject.length === 0 || subject.length > 255) throw new joseErrors.JWTClaimValidationFailed('sub is too long', payload, 'sub', 'check_failed')
     } catch (err) {
       // A timeout or a failed fetch of the provider's keys is ours to report, not the caller's fault.
       if (err instanceof joseErrors.JWKSTimeout || !(err instanceof joseErrors.JOSEError)) {

@@ -77,6 +77,7 @@ t.test('an identity provider: ES256 and RS256 accepted; expired, wrong issuer or
   }
   const localUser = await newUser(local)
   t.equal((await me(localUser.token)).statusCode, 401, 'a local token is refused once a provider is configured')
+  t.equal((await me(await sign(es.privateKey, 'ES256', 'es', { sub: 'x'.repeat(256) }))).statusCode, 401, 'a subject over 255 characters')
 })
 
 t.test('an unreachable identity provider is a 503, not a 401 or a 500', async (t) => {
