@@ -55,7 +55,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     writerMaxBytes: config.writerMaxBytes,
   })
   await app.register(queues, { redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker, everyMs: config.anomalyEveryMs })
-  await app.register(ingestion, { cacheTtlMs: config.cacheTtlMs })
+  await app.register(ingestion, { cacheTtlMs: config.cacheTtlMs, activityFlushMs: config.activityFlushMs })
   await app.register(apiKeyAuth, { cacheTtlMs: config.cacheTtlMs })
   await app.register(userAuth, { auth: config.auth, dataDir: config.dataDir, cacheTtlMs: config.cacheTtlMs })
 

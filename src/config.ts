@@ -38,6 +38,8 @@ export interface Config {
   meLimits: { readsPerMinute: number; writesPerMinute: number }
   /** How often the anomaly tick runs (ms). */
   anomalyEveryMs: number
+  /** How often coalesced side effects (lastSeenAt, lastUsedAt, framework, monthly usage) are written (ms). */
+  activityFlushMs: number
 }
 
 const DEFAULT_CORS = 'https://app.agent-telemetry.dev,https://dashboard.agent-telemetry.dev'
@@ -73,6 +75,7 @@ const schema = {
     ME_READS_PER_MINUTE: { type: 'integer', minimum: 1, default: 600 },
     ME_WRITES_PER_MINUTE: { type: 'integer', minimum: 1, default: 120 },
     ANOMALY_EVERY_MS: { type: 'integer', minimum: 1000, maximum: 300000, default: 60000 },
+    ACTIVITY_FLUSH_MS: { type: 'integer', minimum: 100, maximum: 60000, default: 1000 },
   },
   dependencies: {
     AUTH_JWKS_URL: ['AUTH_ISSUER', 'AUTH_AUDIENCE'],
@@ -129,5 +132,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     explorerCacheSeconds: s.EXPLORER_CACHE_SECONDS,
     meLimits: { readsPerMinute: s.ME_READS_PER_MINUTE, writesPerMinute: s.ME_WRITES_PER_MINUTE },
     anomalyEveryMs: s.ANOMALY_EVERY_MS,
+    activityFlushMs: s.ACTIVITY_FLUSH_MS,
   }
 }

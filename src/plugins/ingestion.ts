@@ -12,8 +12,8 @@ declare module 'fastify' {
 }
 
 /** The ingestion service and its coalesced side effects. Closes before the stores it writes to. */
-export default fp(async function ingestion(app, opts: { cacheTtlMs: number }) {
-  const activity = new ActivityRecorder(app.keys, app.agents, app.users, app.log)
+export default fp(async function ingestion(app, opts: { cacheTtlMs: number; activityFlushMs: number }) {
+  const activity = new ActivityRecorder(app.keys, app.agents, app.users, app.log, opts.activityFlushMs)
   activity.start()
   const service = new IngestionService(app.agents, app.eventWriter, app.rateLimiter, activity, app.log, opts.cacheTtlMs, app.agentActive)
   app.decorate('activity', activity)

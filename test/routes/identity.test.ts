@@ -2,7 +2,8 @@ import t from 'tap'
 import { buildTestApp, newUser, randomId, sendEvent } from '../helpers/app.ts'
 import { newCuid } from '../../src/domain/ids.ts'
 
-const app = await buildTestApp(t)
+// No periodic flush during these tests: they flush by hand to see what was coalesced.
+const app = await buildTestApp(t, { ACTIVITY_FLUSH_MS: '60000' })
 
 async function agentRow(id: string) {
   const { rows } = await app.db.query('SELECT * FROM agents WHERE id = $1', [id])
