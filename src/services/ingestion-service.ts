@@ -126,9 +126,8 @@ export class IngestionService {
     return { row, agent, framework: agent.framework === null ? event.metadata?.tool ?? null : null }
   }
 
+  /** The event's agent; both callers have already checked that an unbound key names one. */
   private async agentFor(key: KeyIdentity, event: IncomingEvent): Promise<AgentRef> {
-    const missing = this.checkAgentRequired(key, event)
-    if (missing) throw missing
     if (key.agentId !== null) {
       const bound = await this.resolveCached(key.userId, key.agentId)
       if (bound.kind === 'forbidden') throw forbidden('key_agent_not_owned')

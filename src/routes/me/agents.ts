@@ -1,11 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { conflict, notFound } from '../../errors.ts'
 import type { Reader } from '../../storage/dashboard-repository.ts'
+import { DAY_MS as DAY, utcDay } from '../../storage/timestamps.ts'
 
 const idParams = { type: 'object', properties: { id: { type: 'string', maxLength: 64 } } }
-const DAY = 86_400_000
-
-const utcDay = (ms: number) => new Date(ms).toISOString().slice(0, 10)
 
 /** The caller's agents: list with KPIs, profile with a 30-day calendar, rename, soft delete. */
 const agents: FastifyPluginAsync = async (app) => {

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify'
-
-const DAY = 86_400_000
+import { DAY_MS, utcDay } from '../../storage/timestamps.ts'
 
 /** Spend summary from the daily rollup. */
 const spend: FastifyPluginAsync = async (app) => {
@@ -9,7 +8,7 @@ const spend: FastifyPluginAsync = async (app) => {
     schema: { querystring: { type: 'object', properties: { days: { type: 'integer', minimum: 1, maximum: 365, default: 30 } } } },
   }, async (request) => {
     const reader = await app.readerOf(request)
-    const from = new Date(Date.now() - (request.query.days - 1) * DAY).toISOString().slice(0, 10)
+    const from = utcDay(Date.now() - (request.query.days - 1) * DAY_MS)
     const [total, byAgent, byModel, byDay, owned] = await Promise.all([
       app.dashboard.spend(reader, 'total', from),
       app.dashboard.spend(reader, 'agent_id', from),
