@@ -1,12 +1,15 @@
 /**
- * Ingestion benchmark: npm run bench [-- --duration 10]
- * (a) a bare Fastify route (baseline), (b) POST /v1/events with a real key of an enterprise user,
- * 50 connections, (c) POST /v1/events/batch with 500 events a request, 8 connections. Each server runs in its own
- * process; autocannon runs here. Prints req/s, p50/p99, non-2xx and the ratio (b)/(a).
+ * Ingestion benchmark: npm run bench [-- --duration 10 --connections 50 --batch-connections 8]
+ * Each server runs in its own process; autocannon and the probes run here. Printed, all from one run:
+ * (a) a bare Fastify route answering 202 (baseline); (b) POST /v1/events, one event a request;
+ * (c) POST /v1/events/batch, 500 events a request, against (c0) the bare framework parsing the same
+ * batch; (d) visibility of a probe event while (b) runs: from its 202 to the first read (the agent's
+ * public profile, which never waits for the shipper) that counts it; (e) time to drain the ingest backlog after (b) stops; (f) microseconds per event in
+ * each pipeline step during (b), the event-loop delay, and Postgres transactions a second.
  */
 import autocannon from 'autocannon'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir, cpus } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -42,12 +45,37 @@ async function waitFor(url: string): Promise<void> {
   throw new Error(`${url} did not come up`)
 }
 
-interface Figures { name: string; rps: number; p50: number; p99: number; non2xx: number; errors: number; eventsPerSec?: number }
+interface Figures { name: string; rps: number; p50: number; p99: number; non2xx: number; errors: number; eventsPerSec?: number; cpuUsPerEvent: number }
 
-async function measure(name: string, opts: autocannon.Options, eventsPerRequest = 1): Promise<Figures> {
+/** CPU time (user + system, all threads) a process has used, in microseconds, from /proc. */
+function cpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100 // utime, stime in clock ticks (100 Hz)
+}
+
+/** CPU time per thread name of a process, in microseconds (the main JS thread is named after the binary). */
+function cpuByThread(pid: number): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+      const name = tid === String(pid) ? 'main JS thread' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[-_:]?\d+$/, '')
+      const fields = stat.split(') ')[1]!.split(' ')
+      out.set(name, (out.get(name) ?? 0) + ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100)
+    } catch { /* the thread ended */ }
+  }
+  return out
+}
+
+async function measure(name: string, server: ChildProcess, opts: autocannon.Options, eventsPerRequest = 1, during?: () => void): Promise<Figures> {
   await autocannon({ ...opts, duration: 2 }) // warm-up: JIT, caches, connection pools
-  const r = await autocannon(opts)
+  const cpuBefore = cpuMicros(server.pid!)
+  const run = autocannon(opts)
+  during?.()
+  const r = await run
+  const cpu = cpuMicros(server.pid!) - cpuBefore
   return {
+    cpuUsPerEvent: cpu / Math.max(1, r.requests.total * eventsPerRequest),
     name,
     rps: r.requests.average,
     p50: r.latency.p50,
@@ -69,44 +97,127 @@ const event = (i: number) => ({
   metadata: { sessionId: 'bench-session', traceId: 'bench-trace', privacyLevel: 'standard', tokensBreakdown: { inputBase: 1200, cacheCreation: 0, cacheRead: 800, output: 300 } },
 })
 
+const percentile = (sorted: number[], p: number) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN
+
 try {
   const barePort = 3900 + Math.floor(Math.random() * 50)
   const servicePort = barePort + 50
-  startProcess(['bench/bare-server.ts', String(barePort)])
-  startProcess(['src/main.ts'], {
+  const base = `http://127.0.0.1:${servicePort}`
+  const bare = startProcess(['bench/bare-server.ts', String(barePort)])
+  // BENCH_PROFILE=dir writes a CPU profile of the service (node --cpu-prof) into dir when it exits.
+  const service = startProcess([...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), 'src/main.ts'], {
     PORT: String(servicePort), DATA_DIR: dataDir, DATABASE_URL: databaseUrl, ROLES: 'api',
-    REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:`, LOG_LEVEL: 'warn',
+    REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:`, LOG_LEVEL: 'warn', ME_READS_PER_MINUTE: '100000',
   })
   await waitFor(`http://127.0.0.1:${barePort}/v1/events`)
-  await waitFor(`http://127.0.0.1:${servicePort}/health`)
+  await waitFor(`${base}/health`)
 
-  const subject = `bench-${randomBytes(4).toString('hex')}`
-  const token = await signLocalToken(await loadLocalSigningKey(dataDir), subject)
-  const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
-  await fetch(`http://127.0.0.1:${servicePort}/v1/me`, { headers: auth })
   const db = new pg.Client({ connectionString: withDefaultUser(databaseUrl) })
   await db.connect()
-  await db.query(`UPDATE users SET tier = 'enterprise', burst_per_minute = 1000000000 WHERE privy_id = $1`, [subject])
-  await db.end()
-  const key = await (await fetch(`http://127.0.0.1:${servicePort}/v1/me/keys`, { method: 'POST', headers: auth, body: JSON.stringify({ label: 'bench' }) })).json() as { secret: string }
-  const headers = { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' }
+  async function newUser() {
+    const subject = `bench-${randomBytes(4).toString('hex')}`
+    const token = await signLocalToken(await loadLocalSigningKey(dataDir), subject)
+    const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+    await fetch(`${base}/v1/me`, { headers: auth })
+    await db.query(`UPDATE users SET tier = 'enterprise', burst_per_minute = 1000000000 WHERE privy_id = $1`, [subject])
+    const key = await (await fetch(`${base}/v1/me/keys`, { method: 'POST', headers: auth, body: JSON.stringify({ label: 'bench' }) })).json() as { secret: string }
+    return { auth, headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' } }
+  }
+  const loader = await newUser()
+  const prober = await newUser()
+  const headers = loader.headers
   const single = JSON.stringify(event(0))
   const batch = JSON.stringify({ events: Array.from({ length: 500 }, (_, i) => event(i)) })
+  const health = async () => (await (await fetch(`${base}/health`)).json()) as {
+    ingest: { backlogRows: number; steps: Record<string, { events: number; totalMs: number }> }
+    eventLoopDelayMs: { p50: number; p99: number; max: number }
+  }
+  const pgTransactions = async () => Number((await db.query(`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = 'agent_telemetry_bench'`)).rows[0].n)
+
+  // (d): one probe event at a time while (b) runs; visibility = its 202 → the first read of a reader
+  // that does not wait for it (the probe agent's public profile counts its events; /v1/me reads would
+  // wait for the shipper and hasten it).
+  const first = await (await fetch(`${base}/v1/events`, { method: 'POST', headers: prober.headers, body: JSON.stringify({ agentId: 'probe' }) })).json() as { agentId: string }
+  await db.query('UPDATE agents SET is_public = true WHERE id = $1', [first.agentId])
+  const publicCount = async () => ((await (await fetch(`${base}/v1/agents/${first.agentId}`)).json()) as { kpis: { eventCount: number } }).kpis.eventCount
+  const visibility: number[] = []
+  let probing = false
+  const probe = async () => {
+    probing = true
+    while (probing) {
+      const before = await publicCount()
+      await fetch(`${base}/v1/events`, { method: 'POST', headers: prober.headers, body: JSON.stringify({ agentId: 'probe', reasoning: 'visibility probe' }) })
+      const acked = performance.now()
+      while ((await publicCount()) <= before) await new Promise((r) => setTimeout(r, 5))
+      visibility.push(performance.now() - acked)
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  }
 
   const results: Figures[] = []
-  results.push(await measure('(a) bare Fastify 202', { url: `http://127.0.0.1:${barePort}/v1/events`, method: 'POST', headers, body: single, connections, duration }))
-  results.push(await measure('(b) POST /v1/events', { url: `http://127.0.0.1:${servicePort}/v1/events`, method: 'POST', headers, body: single, connections, duration }))
-  results.push(await measure(`(c) batch x500, ${batchConnections} conns`, { url: `http://127.0.0.1:${servicePort}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration }, 500))
+  results.push(await measure('(a) bare Fastify 202', bare, { url: `http://127.0.0.1:${barePort}/v1/events`, method: 'POST', headers, body: single, connections, duration }))
+
+  // Figures of the measured run only: taken when it starts (after the warm-up), and when it ends.
+  let stepsBefore: Record<string, { events: number; totalMs: number }> = {}
+  let threadsBefore = new Map<string, number>()
+  let pgBefore = 0
+  let probeDone: Promise<void> = Promise.resolve()
+  results.push(await measure('(b) POST /v1/events', service, { url: `${base}/v1/events`, method: 'POST', headers, body: single, connections, duration }, 1, () => {
+    threadsBefore = cpuByThread(service.pid!)
+    probeDone = (async () => {
+      stepsBefore = (await health()).ingest.steps // also starts a new event-loop delay window
+      pgBefore = await pgTransactions()
+      await probe()
+    })()
+  }))
+  const threadsAfter = cpuByThread(service.pid!)
+  const loadEnded = performance.now()
+  probing = false
+  const during = await health()
+  const pgAfter = await pgTransactions()
+  for (;;) {
+    if ((await health()).ingest.backlogRows === 0) break
+    await new Promise((r) => setTimeout(r, 10))
+  }
+  const drainMs = performance.now() - loadEnded
+  await probeDone
+  const stepsAfter = during.ingest.steps
+
+  results.push(await measure(`(c0) bare batch x500, ${batchConnections} conns`, bare, { url: `http://127.0.0.1:${barePort}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration }, 500))
+  let batchStepsBefore: Record<string, { events: number; totalMs: number }> = {}
+  results.push(await measure(`(c) batch x500, ${batchConnections} conns`, service, { url: `${base}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration }, 500, () => {
+    void health().then((h) => { batchStepsBefore = h.ingest.steps })
+  }))
+  const batchStepsAfter = (await health()).ingest.steps
+  await db.end()
 
   console.log(`\ningestion benchmark — ${new Date().toISOString()} — ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} — node ${process.version} — ${duration}s per run`)
-  console.log('run'.padEnd(34) + 'req/s'.padStart(10) + 'p50 ms'.padStart(9) + 'p99 ms'.padStart(9) + 'non-2xx'.padStart(9) + 'errors'.padStart(8) + 'events/s'.padStart(11))
+  console.log('run'.padEnd(34) + 'req/s'.padStart(10) + 'p50 ms'.padStart(9) + 'p99 ms'.padStart(9) + 'non-2xx'.padStart(9) + 'errors'.padStart(8) + 'events/s'.padStart(11) + 'CPU µs/event'.padStart(14))
   for (const f of results) {
     console.log(f.name.padEnd(34) + f.rps.toFixed(0).padStart(10) + String(f.p50).padStart(9) + String(f.p99).padStart(9) +
-      String(f.non2xx).padStart(9) + String(f.errors).padStart(8) + (f.eventsPerSec ? f.eventsPerSec.toFixed(0) : '').padStart(11))
+      String(f.non2xx).padStart(9) + String(f.errors).padStart(8) + (f.eventsPerSec ? f.eventsPerSec.toFixed(0) : '').padStart(11) +
+      f.cpuUsPerEvent.toFixed(1).padStart(14))
   }
-  const [a, b, c] = results as [Figures, Figures, Figures]
-  console.log(`\n(b)/(a) = ${(b.rps / a.rps * 100).toFixed(1)} %  (target ≥ 70 %, p99 ≤ 25 ms, 0 errors)`)
-  console.log(`(c) = ${c.eventsPerSec!.toFixed(0)} events/s  (target ≥ 100,000)`)
+  const [a, b, c0, c] = results as [Figures, Figures, Figures, Figures]
+  const vis = [...visibility].sort((x, y) => x - y)
+  console.log(`\n(b)/(a) = ${(b.rps / a.rps * 100).toFixed(1)} %  (target ≥ 35 %, aim 50 %; p99 ≤ 25 ms; 0 errors)`)
+  console.log(`CPU per event, server process, all threads: (b) ${(b.cpuUsPerEvent / a.cpuUsPerEvent).toFixed(1)} × (a); (c) ${(c.cpuUsPerEvent / c0.cpuUsPerEvent).toFixed(1)} × (c0)`)
+  console.log(`(c)/(c0) = ${(c.eventsPerSec! / c0.eventsPerSec! * 100).toFixed(1)} %  (target ≥ 15 %, aim 25 %)`)
+  console.log(`(d) visibility during (b): p50 ${percentile(vis, 50).toFixed(0)} ms, p99 ${percentile(vis, 99).toFixed(0)} ms, max ${vis.at(-1)?.toFixed(0)} ms over ${vis.length} probes  (target p99 ≤ 1000 ms)`)
+  console.log(`(e) backlog drained ${drainMs.toFixed(0)} ms after (b) stopped (${during.ingest.backlogRows} rows waiting when it stopped)`)
+  console.log(`(f) µs per event per step (wall time, waits included):   during (b)       during (c)`)
+  for (const [step, after] of Object.entries(stepsAfter)) {
+    const perEvent = (a: { events: number; totalMs: number }, b: { events: number; totalMs: number } | undefined) => {
+      const events = a.events - (b?.events ?? 0)
+      return (events ? ((a.totalMs - (b?.totalMs ?? 0)) * 1000) / events : 0).toFixed(1).padStart(10) + ' µs'
+    }
+    console.log(`    ${step.padEnd(8)} ${perEvent(after, stepsBefore[step]).padStart(30)} ${perEvent(batchStepsAfter[step]!, batchStepsBefore[step]).padStart(16)}`)
+  }
+  console.log(`    event-loop delay during (b): p50 ${during.eventLoopDelayMs.p50} ms, p99 ${during.eventLoopDelayMs.p99} ms, max ${during.eventLoopDelayMs.max} ms`)
+  const bEvents = b.rps * duration
+  const threadCpu = [...threadsAfter].map(([name, us]) => [name, (us - (threadsBefore.get(name) ?? 0)) / bEvents] as const).filter(([, us]) => us >= 1).sort((x, y) => y[1] - x[1])
+  console.log(`    CPU µs per event during (b), by thread: ${threadCpu.map(([name, us]) => `${name} ${us.toFixed(0)}`).join(', ')}`)
+  console.log(`    Postgres transactions during (b): ${((pgAfter - pgBefore) / duration).toFixed(1)}/s`)
 } finally {
   for (const child of children) child.kill('SIGTERM')
   await new Promise((r) => setTimeout(r, 1500))

@@ -2,7 +2,8 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { Config } from './config.ts'
 import { sharedSchemas } from './schemas.ts'
 import { rateLimited } from './errors.ts'
-import errors from './plugins/errors.ts'
+import errors, { frameworkErrors } from './plugins/errors.ts'
+import jsonBody from './plugins/json-body.ts'
 import postgres from './plugins/postgres.ts'
 import clickhouse from './plugins/clickhouse.ts'
 import redis from './plugins/redis.ts'
@@ -12,6 +13,7 @@ import ingestion from './plugins/ingestion.ts'
 import queues from './plugins/queues.ts'
 import meAlerts from './routes/me/alerts.ts'
 import cors from './plugins/cors.ts'
+import requestDeadline from './plugins/request-deadline.ts'
 import publicData from './plugins/public-data.ts'
 import health from './routes/health.ts'
 import publicRegistry from './routes/public/registry.ts'
@@ -27,6 +29,12 @@ import meSpend from './routes/me/spend.ts'
 import meTestEvent from './routes/me/test-event.ts'
 import dashboardData from './plugins/dashboard-data.ts'
 
+// Session and trace ids are up to 200 characters (schemas/event.json), i.e. up to 400 UTF-16 units once
+// decoded: the detail routes must route every id ingestion accepts (Fastify's default is 100).
+const MAX_PARAM_LENGTH = 400
+// A connection that makes no progress for this long (a client that stopped reading its answer) is closed.
+const SOCKET_IDLE_TIMEOUT_MS = 60_000
+
 export interface BuildOptions {
   logger?: FastifyServerOptions['logger']
 }
@@ -40,29 +48,41 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // A log line per request is too much at ingestion rates: request lines appear at LOG_LEVEL=debug;
     // errors, refusals of the stores and start/stop are logged at every level.
     logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(config.logLevel) }),
-    return503OnClosing: true,
+    // Requests that reach a closing instance on kept-alive connections are served (and told to close the
+    // connection); the ingest log refuses with its own 503 + Retry-After once it is closed.
+    return503OnClosing: false,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors,
+    // A client must send its whole request (headers and body) within requestTimeout, else 408 and
+    // close, so slow or stalled uploads neither pile up nor hold a graceful shutdown.
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    connectionTimeout: SOCKET_IDLE_TIMEOUT_MS,
+    // Node checks those timeouts only every connectionsCheckingInterval (30 s by default).
+    http: { headersTimeout: config.requestTimeoutMs, connectionsCheckingInterval: Math.min(1000, config.requestTimeoutMs) },
   })
   for (const schema of sharedSchemas) app.addSchema(schema)
 
   await app.register(errors)
+  await app.register(requestDeadline, { requestTimeoutMs: config.requestTimeoutMs })
+  await app.register(jsonBody)
   await app.register(cors, { origins: config.corsOrigins })
-  await app.register(redis, { url: config.redisUrl, prefix: config.redisPrefix })
-  await app.register(postgres, { databaseUrl: config.databaseUrl })
+  await app.register(redis, { url: config.redisUrl, prefix: config.redisPrefix, commandTimeoutMs: config.redisCommandTimeoutMs })
+  await app.register(postgres, { databaseUrl: config.databaseUrl, timeouts: config.postgresTimeouts })
   await app.register(clickhouse, {
     url: config.clickhouseUrl,
     dataDir: config.dataDir,
-    writerMaxRows: config.writerMaxRows,
-    writerMaxBytes: config.writerMaxBytes,
   })
   await app.register(queues, { redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker, everyMs: config.anomalyEveryMs })
-  await app.register(ingestion, { cacheTtlMs: config.cacheTtlMs, activityFlushMs: config.activityFlushMs })
-  await app.register(apiKeyAuth, { cacheTtlMs: config.cacheTtlMs })
+  const caches = { cacheTtlMs: config.cacheTtlMs, sharedCacheTtlSeconds: config.sharedCacheTtlSeconds }
+  await app.register(ingestion, { ...caches, activityFlushMs: config.activityFlushMs, burstLeaseMs: config.burstLeaseMs, ingest: config.ingest })
+  await app.register(apiKeyAuth, caches)
   await app.register(userAuth, { auth: config.auth, dataDir: config.dataDir, cacheTtlMs: config.cacheTtlMs })
 
   await app.register(publicData, { x402: config.x402 })
   await app.register(dashboardData)
 
-  await app.register(health)
+  await app.register(health({ degradedAfterMs: config.ingest.degradedAfterMs }))
   await app.register(publicRegistry({ statsCacheSeconds: config.statsCacheSeconds, explorerCacheSeconds: config.explorerCacheSeconds }))
   await app.register(publicX402)
   await app.register(publicWaitlist)
@@ -75,6 +95,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       const route = `${request.method} ${request.routeOptions.url ?? request.url}`
       const { admitted, retryAfterMs } = await scope.rateLimiter.take(`me:${request.user.id}:${route}`, limit)
       if (admitted === 0) throw rateLimited(retryAfterMs / 1000)
+    })
+    // Read-your-writes: what this instance acknowledged to the caller is in ClickHouse before the request runs
+    // (waiting at most READ_YOUR_WRITES_TIMEOUT_MS).
+    scope.addHook('onRequest', async (request) => {
+      await scope.shipper.waitForUser(request.user.id, config.ingest.readYourWritesTimeoutMs)
     })
     await scope.register(meUser)
     await scope.register(meKeys)

@@ -9,7 +9,15 @@ export interface Config {
   port: number
   host: string
   databaseUrl: string
+  /**
+   * Postgres timeouts (ms): opening a connection or waiting for one from the pool; one statement
+   * (server-side statement_timeout; the client gives up a second later if the server is silent);
+   * a transaction left idle.
+   */
+  postgresTimeouts: { connectMs: number; statementMs: number; idleInTransactionMs: number }
   redisUrl: string
+  /** How long a command of the main Redis connection may take before it fails (ms). */
+  redisCommandTimeoutMs: number
   /** Prefix for every Redis key and channel, so several deployments (or test runs) can share one Redis. */
   redisPrefix: string
   /** ClickHouse server URL; undefined means the embedded engine under dataDir. */
@@ -22,11 +30,32 @@ export interface Config {
   /** Request body limits, in bytes. */
   bodyLimit: number
   batchBodyLimit: number
-  /** Group-commit caps: one ClickHouse insert carries at most this many rows / bytes. */
-  writerMaxRows: number
-  writerMaxBytes: number
+  /** The ingest log and its shipper (ARCHITECTURE §1). */
+  ingest: {
+    /** Where this instance's ingest log lives; one process per directory. */
+    logDir: string
+    /** Past this size the log refuses new events with 503 + Retry-After. */
+    logMaxBytes: number
+    /** One ClickHouse insert carries at most this many rows / bytes. */
+    batchMaxRows: number
+    batchMaxBytes: number
+    /** Pause between inserts (ms); 0 ships back to back. */
+    shipMinIntervalMs: number
+    /** How long shutdown keeps shipping the log before leaving the rest for the next start (ms). */
+    drainTimeoutMs: number
+    /** /health reports degraded when the oldest unshipped event is older than this (ms). */
+    degradedAfterMs: number
+    /** How long a /v1/me read waits for the caller's acknowledged events to be shipped (ms). */
+    readYourWritesTimeoutMs: number
+  }
+  /** How long a client may take to send a whole request, headers and body (ms); then 408 and close. */
+  requestTimeoutMs: number
+  /** How long an idle keep-alive connection is kept open (ms). */
+  keepAliveTimeoutMs: number
   /** How long a cached API key or agent may be served before it is read again (ms). */
   cacheTtlMs: number
+  /** How long a cached API key or agent resolution lives in Redis, shared by every instance (s). */
+  sharedCacheTtlSeconds: number
   /** Whether to take the client address from X-Forwarded-For (only behind a trusted proxy). */
   trustProxy: boolean
   /** Upstreams of the /v1/x402 proxy, by chain; a chain without a URL is not proxied. */
@@ -36,6 +65,8 @@ export interface Config {
   explorerCacheSeconds: number
   /** Per-user, per-endpoint limits on /v1/me/*, requests a minute: reads (GET) and writes (the rest). */
   meLimits: { readsPerMinute: number; writesPerMinute: number }
+  /** How long an instance may hold burst-limit tokens leased from Redis before giving them back (ms); 0: ask Redis every request. */
+  burstLeaseMs: number
   /** How often the anomaly tick runs (ms). */
   anomalyEveryMs: number
   /** How often coalesced side effects (lastSeenAt, lastUsedAt, framework, monthly usage) are written (ms). */
@@ -50,7 +81,11 @@ const schema = {
     PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000 },
     HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
     DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://', default: 'postgres://localhost:5432/agent_telemetry' },
+    PG_CONNECT_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 60000, default: 2000 },
+    PG_STATEMENT_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 5000 },
+    PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 3600000, default: 10000 },
     REDIS_URL: { type: 'string', pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' },
+    REDIS_COMMAND_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 60000, default: 1000 },
     REDIS_PREFIX: { type: 'string', default: 'at:' },
     CLICKHOUSE_URL: { type: 'string', pattern: '^https?://' },
     DATA_DIR: { type: 'string', minLength: 1, default: './data' },
@@ -62,9 +97,18 @@ const schema = {
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
     BODY_LIMIT: { type: 'integer', minimum: 1024, default: 1048576 },
     BATCH_BODY_LIMIT: { type: 'integer', minimum: 1024, default: 5242880 },
-    WRITER_MAX_ROWS: { type: 'integer', minimum: 1, default: 20000 },
-    WRITER_MAX_BYTES: { type: 'integer', minimum: 1024, default: 16777216 },
+    INGEST_LOG_DIR: { type: 'string', minLength: 1 },
+    INGEST_LOG_MAX_BYTES: { type: 'integer', minimum: 65536, default: 1073741824 },
+    INGEST_BATCH_MAX_ROWS: { type: 'integer', minimum: 1, default: 20000 },
+    INGEST_BATCH_MAX_BYTES: { type: 'integer', minimum: 1024, default: 16777216 },
+    INGEST_SHIP_MIN_INTERVAL_MS: { type: 'integer', minimum: 0, maximum: 60000, default: 200 },
+    INGEST_DRAIN_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 25000, default: 10000 },
+    INGEST_DEGRADED_AFTER_MS: { type: 'integer', minimum: 1000, default: 10000 },
+    READ_YOUR_WRITES_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 10000, default: 2000 },
+    REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 10000 },
+    KEEP_ALIVE_TIMEOUT_MS: { type: 'integer', minimum: 1000, maximum: 600000, default: 72000 },
     CACHE_TTL_MS: { type: 'integer', minimum: 0, maximum: 1000, default: 1000 },
+    SHARED_CACHE_TTL_SECONDS: { type: 'integer', minimum: 1, maximum: 86400, default: 300 },
     TRUST_PROXY: { type: 'boolean', default: false },
     X402_BASE_URL: { type: 'string', pattern: '^https?://' },
     X402_SOLANA_URL: { type: 'string', pattern: '^https?://' },
@@ -74,6 +118,7 @@ const schema = {
     EXPLORER_CACHE_SECONDS: { type: 'integer', minimum: 1, default: 10 },
     ME_READS_PER_MINUTE: { type: 'integer', minimum: 1, default: 600 },
     ME_WRITES_PER_MINUTE: { type: 'integer', minimum: 1, default: 120 },
+    BURST_LEASE_MS: { type: 'integer', minimum: 0, maximum: 10000, default: 1000 },
     ANOMALY_EVERY_MS: { type: 'integer', minimum: 1000, maximum: 300000, default: 60000 },
     ACTIVITY_FLUSH_MS: { type: 'integer', minimum: 100, maximum: 60000, default: 1000 },
   },
@@ -107,7 +152,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     port: s.PORT,
     host: s.HOST,
     databaseUrl: s.DATABASE_URL,
+    postgresTimeouts: {
+      connectMs: s.PG_CONNECT_TIMEOUT_MS,
+      statementMs: s.PG_STATEMENT_TIMEOUT_MS,
+      idleInTransactionMs: s.PG_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    },
     redisUrl: s.REDIS_URL,
+    redisCommandTimeoutMs: s.REDIS_COMMAND_TIMEOUT_MS,
     redisPrefix: s.REDIS_PREFIX,
     clickhouseUrl: s.CLICKHOUSE_URL,
     dataDir: resolve(s.DATA_DIR),
@@ -119,9 +170,20 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: s.LOG_LEVEL,
     bodyLimit: s.BODY_LIMIT,
     batchBodyLimit: s.BATCH_BODY_LIMIT,
-    writerMaxRows: s.WRITER_MAX_ROWS,
-    writerMaxBytes: s.WRITER_MAX_BYTES,
+    ingest: {
+      logDir: resolve(s.INGEST_LOG_DIR ?? `${s.DATA_DIR}/ingest-log`),
+      logMaxBytes: s.INGEST_LOG_MAX_BYTES,
+      batchMaxRows: s.INGEST_BATCH_MAX_ROWS,
+      batchMaxBytes: s.INGEST_BATCH_MAX_BYTES,
+      shipMinIntervalMs: s.INGEST_SHIP_MIN_INTERVAL_MS,
+      drainTimeoutMs: s.INGEST_DRAIN_TIMEOUT_MS,
+      degradedAfterMs: s.INGEST_DEGRADED_AFTER_MS,
+      readYourWritesTimeoutMs: s.READ_YOUR_WRITES_TIMEOUT_MS,
+    },
+    requestTimeoutMs: s.REQUEST_TIMEOUT_MS,
+    keepAliveTimeoutMs: s.KEEP_ALIVE_TIMEOUT_MS,
     cacheTtlMs: s.CACHE_TTL_MS,
+    sharedCacheTtlSeconds: s.SHARED_CACHE_TTL_SECONDS,
     trustProxy: s.TRUST_PROXY,
     x402: {
       upstreams: Object.fromEntries(Object.entries({ base: s.X402_BASE_URL, solana: s.X402_SOLANA_URL }).filter(([, url]) => url)),
@@ -131,6 +193,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     statsCacheSeconds: s.STATS_CACHE_SECONDS,
     explorerCacheSeconds: s.EXPLORER_CACHE_SECONDS,
     meLimits: { readsPerMinute: s.ME_READS_PER_MINUTE, writesPerMinute: s.ME_WRITES_PER_MINUTE },
+    burstLeaseMs: s.BURST_LEASE_MS,
     anomalyEveryMs: s.ANOMALY_EVERY_MS,
     activityFlushMs: s.ACTIVITY_FLUSH_MS,
   }

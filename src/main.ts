@@ -38,6 +38,9 @@ async function main(): Promise<void> {
     app.log.info('shut down cleanly')
     process.exit(0)
   }
+  // A stray rejection (e.g. from a store's client after an I/O error) is logged, not fatal: every
+  // request path handles its own errors, and the ingest log keeps what was acknowledged either way.
+  process.on('unhandledRejection', (err) => app.log.error({ err }, 'unhandled rejection'))
   process.on('SIGTERM', () => void shutdown('SIGTERM'))
   process.on('SIGINT', () => void shutdown('SIGINT'))
   if (config.roles.api) {

@@ -73,7 +73,10 @@ function load(secret: string, clients: number) {
         const res = await request(`${base}/v1/events`, {
           method: 'POST',
           headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ agentId: `durable-${c % 4}`, reasoning: `client ${c} event ${i++}`, metadata: { sessionId: `s${c}` } }),
+          body: JSON.stringify({
+            agentId: `durable-${c % 4}`, reasoning: `client ${c} event ${i}`, model: 'gpt-4o', metadata: { sessionId: `s${c}`, tokensBreakdown: { output: 100 } },
+            ...(i++ % 5 === 0 ? { outcome: 'failed', toolExecuted: 'http', errorMessage: `upstream ${c % 3} failed` } : {}),
+          }),
         })
         const body = await res.body.json() as { eventId?: string }
         statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1)
@@ -140,12 +143,33 @@ t.test('SIGTERM mid-load: in-flight requests finish, the process exits 0', async
   allAccepted.push(...run.accepted)
 })
 
-t.test('every event that got a 202 is stored', async (t) => {
+t.test('after a restart the log ships: every event that got a 202 is stored exactly once, rollups agree', async (t) => {
+  child = start()
+  await waitHealthy(child)
+  const deadline = Date.now() + 60_000
+  let backlog = -1
+  while (Date.now() < deadline) {
+    const res = await request(`${base}/health`)
+    backlog = ((await res.body.json()) as { ingest: { backlogRows: number } }).ingest.backlogRows
+    if (backlog === 0) break
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  t.equal(backlog, 0, 'the backlog left by the kill and the stop is shipped')
+  const gone = exited(child)
+  child.kill('SIGTERM')
+  t.equal((await gone).code, 0)
+
   const handle = openClickHouse({ dataDir })
   t.teardown(() => handle.release())
   const stored = await new EventsRepository(handle.client).existingIds(allAccepted)
   const lost = allAccepted.filter((id) => !stored.has(id))
   t.equal(lost.length, 0, `${allAccepted.length} acknowledged, ${lost.length} lost`)
-  const rs = await handle.client.query({ query: 'SELECT count() AS n FROM events WHERE user_id = {u:String}', query_params: { u: userId }, format: 'JSONEachRow' })
-  t.ok(Number((await rs.json<{ n: string }>())[0]!.n) >= allAccepted.length)
+  const q = async (sql: string) => Number((await (await handle.client.query({ query: sql, query_params: { u: userId }, format: 'JSONEachRow' })).json<{ n: string }>())[0]?.n ?? 0)
+  const rows = await q('SELECT count() AS n FROM events WHERE user_id = {u:String}')
+  t.ok(rows >= allAccepted.length, `${rows} rows (events synced but not yet answered when the process died count too)`)
+  t.equal(await q('SELECT uniqExact(event_id) AS n FROM events WHERE user_id = {u:String}'), rows, 'no event stored twice')
+  t.equal(await q('SELECT sum(events) AS n FROM spend_daily WHERE user_id = {u:String}'), rows, 'spend_daily equals the sum over events')
+  const errors = await q("SELECT countIf(error_fingerprint != '') AS n FROM events WHERE user_id = {u:String}")
+  t.ok(errors > 0)
+  t.equal(await q('SELECT sum(events) AS n FROM error_clusters_hourly WHERE user_id = {u:String}'), errors, 'the error rollup equals the error events')
 })

@@ -2,12 +2,14 @@
  * Upserts public agents from a registry export: npm run registry:import -- file.json
  * The file is a JSON array of entries (schemas/registry-entry.json), or { "agents": [...] }.
  * Entries are keyed by registryId; invalid entries are reported and skipped, the rest are applied.
+ * Cached agent resolutions are then invalidated on every running instance (an snsName may have moved).
  */
 import { readFileSync } from 'node:fs'
 import type { ValidateFunction } from 'ajv'
 import { loadConfig } from '../config.ts'
 import { bodyAjv, toDetails } from '../schemas.ts'
 import { openPostgres } from '../storage/postgres.ts'
+import { openCaches } from './caches.ts'
 import { RegistryRepository, type RegistryEntry } from '../storage/registry-repository.ts'
 
 const file = process.argv[2]
@@ -44,6 +46,11 @@ try {
       const reason = (err as { code?: string }).code === '23505' ? 'snsName already belongs to another agent' : (err as Error).message
       summary.failed.push({ index, registryId: (entry as RegistryEntry).registryId, error: reason })
     }
+  }
+  if (summary.inserted + summary.updated > 0) {
+    const caches = await openCaches(config, pool)
+    if (!(await caches.agents.forgetAll())) caches.warnUntold()
+    caches.close()
   }
 } finally {
   await pool.end()

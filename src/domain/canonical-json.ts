@@ -1,16 +1,44 @@
 import { createHash } from 'node:crypto'
 
+// Object keys repeat from event to event: their JSON form is kept rather than written every time.
+const quotedKeys = new Map<string, string>()
+
+function quoteKey(key: string): string {
+  let quoted = quotedKeys.get(key)
+  if (quoted === undefined) {
+    quoted = JSON.stringify(key)
+    if (quotedKeys.size >= 10_000) quotedKeys.clear()
+    quotedKeys.set(key, quoted)
+  }
+  return quoted
+}
+
 /**
  * Canonical JSON (RFC 8785 style): object keys sorted by UTF-16 code units, no whitespace, numbers
  * and strings as JSON.stringify writes them. Equal payloads give byte-identical output whatever the
- * key order they were sent in.
+ * key order they were sent in. (Recursion is safe: bodies are refused past 32 levels before this runs.)
  */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null'
-  if (Array.isArray(value)) return '[' + value.map((v) => canonicalJson(v === undefined ? null : v)).join(',') + ']'
+  if (Array.isArray(value)) {
+    let out = '['
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) out += ','
+      const v: unknown = value[i]
+      out += v === undefined ? 'null' : canonicalJson(v)
+    }
+    return out + ']'
+  }
   const obj = value as Record<string, unknown>
-  const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort()
-  return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalJson(obj[k])).join(',') + '}'
+  const keys = Object.keys(obj).sort()
+  let out = '{'
+  for (const key of keys) {
+    const v = obj[key]
+    if (v === undefined) continue
+    if (out.length > 1) out += ','
+    out += quoteKey(key) + ':' + canonicalJson(v)
+  }
+  return out + '}'
 }
 
 /** The event's contentHash: SHA-256 (hex) of the canonical JSON of the accepted payload. */

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto'
+import { randomBytes, randomFillSync } from 'node:crypto'
 import { monotonicFactory } from 'ulid'
 
 /** The spec's cuid shape: `c` followed by 24 lowercase letters or digits. */
@@ -23,7 +23,20 @@ export function isCuid(value: string): boolean {
   return CUID_PATTERN.test(value)
 }
 
-const ulid = monotonicFactory()
+// ULID's randomness from a pooled buffer: the library asks for one random number per character, and
+// one randomFillSync per character cost about 5 % of the ingestion thread.
+const pool = Buffer.alloc(4096)
+let poolAt = pool.length
+function pooledRandom(): number {
+  if (poolAt >= pool.length) {
+    randomFillSync(pool)
+    poolAt = 0
+  }
+  // A byte over 256 maps evenly onto ULID's 32 symbols (256 = 8 × 32).
+  return pool[poolAt++]! / 256
+}
+
+const ulid = monotonicFactory(pooledRandom)
 
 /** A new event id: `evt_` + a ULID, so ids sort by creation time (monotonic within one process). */
 export function newEventId(now = Date.now()): string {

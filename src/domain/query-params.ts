@@ -3,9 +3,12 @@
 /** `since` windows accepted by dashboard reads, in milliseconds (`all` is no bound). */
 export const SINCE_WINDOWS: Record<string, number | null> = { '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000, all: null }
 
-/** The lower time bound for a `since` value; an unknown value falls back to `fallback`. */
+/**
+ * The lower time bound for a `since` value; an unknown value falls back to `fallback`. Only the
+ * table's own keys count: `__proto__` or `constructor` would otherwise find Object.prototype's.
+ */
 export function sinceBound(since: unknown, now: number, fallback: keyof typeof SINCE_WINDOWS = 'all'): number {
-  const key = typeof since === 'string' && since in SINCE_WINDOWS ? since : fallback
+  const key = typeof since === 'string' && Object.hasOwn(SINCE_WINDOWS, since) ? since : fallback
   const window = SINCE_WINDOWS[key]
   return window == null ? 0 : now - window
 }

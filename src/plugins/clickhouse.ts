@@ -3,21 +3,17 @@ import type { ClickHouseClient } from '@clickhouse/client'
 import { createClient } from '@clickhouse/client'
 import { migrateClickHouse, openClickHouse } from '../storage/clickhouse-client.ts'
 import { EventsRepository } from '../storage/events-repository.ts'
-import { EventWriter } from '../storage/event-writer.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     clickhouse: ClickHouseClient
     events: EventsRepository
-    eventWriter: EventWriter
   }
 }
 
 export interface ClickHouseOptions {
   url: string | undefined
   dataDir: string
-  writerMaxRows: number
-  writerMaxBytes: number
 }
 
 /** Creates the database named in a server URL when missing (the embedded engine uses `default`). */
@@ -35,26 +31,29 @@ async function ensureServerDatabase(url: string): Promise<void> {
 }
 
 /**
- * ClickHouse: the embedded engine or a server, migrated at start, with the group-commit writer.
- * On close the writer drains first, so every accepted request gets its answer before the client goes.
+ * ClickHouse: the embedded engine or a server, migrated at start. Events reach it through the
+ * ingestion plugin's shipper, which closes before this plugin does.
  */
 export default fp(async function clickhouse(app, opts: ClickHouseOptions) {
   if (opts.url) await ensureServerDatabase(opts.url)
-  const handle = openClickHouse({ url: opts.url, dataDir: opts.dataDir })
+  let handle: ReturnType<typeof openClickHouse> | undefined
   try {
+    handle = openClickHouse({ url: opts.url, dataDir: opts.dataDir })
     const applied = await migrateClickHouse(handle.client)
     if (applied.length) app.log.info({ applied }, 'ClickHouse migrations applied')
   } catch (err) {
-    await handle.release()
+    await handle?.release().catch(() => {})
+    if (!opts.url && (err as { code?: unknown })?.code === 'CHDB_CONNECTION') {
+      // The engine's own line above says why; the usual reason is a second process on the same directory.
+      throw new Error(`could not open the embedded ClickHouse under ${opts.dataDir}: another process may be using this DATA_DIR ` +
+        '(one process owns it: give each instance its own DATA_DIR, or set CLICKHOUSE_URL)', { cause: err })
+    }
     throw err
   }
   const events = new EventsRepository(handle.client)
-  const writer = new EventWriter((rows) => events.insert(rows), { maxRows: opts.writerMaxRows, maxBytes: opts.writerMaxBytes }, app.log)
   app.decorate('clickhouse', handle.client)
   app.decorate('events', events)
-  app.decorate('eventWriter', writer)
   app.addHook('onClose', async () => {
-    await writer.close()
     await handle.release()
   })
 }, { name: 'clickhouse' })

@@ -1,15 +1,47 @@
 import fp from 'fastify-plugin'
-import type { FastifyError } from 'fastify'
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { HttpError } from '../errors.ts'
 import { bodyAjv, queryAjv, toDetails } from '../schemas.ts'
 
-const OUTAGE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', '57P01', '57P03', '08000', '08003', '08006'])
+// Network errors, and the SQLSTATEs of a Postgres that is not there for us right now: classes 08
+// (connection exception), 53 (insufficient resources: too many connections, out of memory, disk
+// full) and 57 (operator intervention: shutting down, starting up, a statement cancelled by
+// statement_timeout), a database that refuses connections (55000), a lock not granted in time
+// (55P03) and a database that does not exist (3D000, e.g. during a restore).
+const OUTAGE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '55000', '55P03', '3D000'])
+const OUTAGE_SQLSTATE_CLASSES = ['08', '53', '57']
+// What node-postgres and ioredis say when a connect, a pool checkout or a command timed out or lost its connection.
+const OUTAGE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Connection is closed\.|Command timed out|Client has encountered a connection error|Stream isn't writeable)/
 
-/** A failure to reach Postgres or Redis (not a bug): the caller should retry, so it is a 503. */
+/** A failure to reach Postgres or Redis in time (not a bug): the caller should retry, so it is a 503. */
 function isStoreOutage(err: { code?: unknown; name?: string; message?: string }): boolean {
-  if (typeof err.code === 'string' && OUTAGE_CODES.has(err.code)) return true
+  const code = typeof err.code === 'string' ? err.code : ''
+  if (OUTAGE_CODES.has(code)) return true
+  if (/^[0-9A-Z]{5}$/.test(code) && OUTAGE_SQLSTATE_CLASSES.includes(code.slice(0, 2))) return true
   if (err.name === 'MaxRetriesPerRequestError') return true
-  return err.message === 'Connection is closed.' || /^Connection terminated/.test(err.message ?? '')
+  return OUTAGE_MESSAGES.test(err.message ?? '')
+}
+
+// Values Postgres refuses as text of their type: a NUL character (22021, 22P05), an unpaired UTF-16
+// surrogate in JSON (22P02). They come from the caller's input, not from us.
+const INVALID_TEXT_CODES = new Set(['22021', '22P05', '22P02'])
+
+/**
+ * Errors Fastify answers before a route is found (the `frameworkErrors` server option): our JSON
+ * bodies instead of Fastify's own, which echo the URL back.
+ */
+export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  switch (err.code) {
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      reply.code(414).send({ error: 'uri_too_long', message: 'a path parameter is too long' })
+      return
+    case 'FST_ERR_BAD_URL':
+      reply.code(400).send({ error: 'bad_request', message: 'the URL is not valid' })
+      return
+    default:
+      request.log.error({ err }, 'framework error')
+      reply.code(500).send({ error: 'internal_error', requestId: request.id })
+  }
 }
 
 /**
@@ -41,9 +73,8 @@ export default fp(async function errors(app) {
     if (err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH') {
       return reply.code(400).send({ error: 'invalid_json', message: 'the body is not valid JSON' })
     }
-    // Postgres refuses text holding a NUL byte; that is the caller's input, not our failure.
-    if ((err as { code?: string }).code === '22021' || (err as { code?: string }).code === '22P05') {
-      return reply.code(400).send({ error: 'bad_request', message: 'text may not contain NUL characters' })
+    if (INVALID_TEXT_CODES.has((err as { code?: string }).code ?? '')) {
+      return reply.code(400).send({ error: 'invalid_text', message: 'a value in the request is not valid text (NUL characters and unpaired UTF-16 surrogates are refused)' })
     }
     if (isStoreOutage(err)) {
       request.log.error({ err }, 'a backing store is unreachable; answering 503')

@@ -1,31 +1,75 @@
 import fp from 'fastify-plugin'
+import type { Config } from '../config.ts'
 import { ActivityRecorder } from '../storage/activity-recorder.ts'
+import { EventShipper } from '../storage/event-shipper.ts'
+import { IngestLog } from '../storage/ingest-log.ts'
+import { LeasedLimiter } from '../storage/leased-limiter.ts'
+import { AgentResolver } from '../storage/agent-resolver.ts'
 import { IngestionService } from '../services/ingestion-service.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     ingestion: IngestionService
+    ingestLog: IngestLog
+    shipper: EventShipper
     activity: ActivityRecorder
-    /** Drops cached agent resolutions here and on every other instance (after a delete or rename). */
-    forgetAgents: () => Promise<void>
+    /**
+     * Drops cached agent resolutions of one owner (after a rename or delete of its agent), or of every
+     * owner when none is named, here, in Redis and on every other instance. Never throws.
+     */
+    forgetAgents: (ownerId?: string) => Promise<void>
   }
 }
 
-/** The ingestion service and its coalesced side effects. Closes before the stores it writes to. */
-export default fp(async function ingestion(app, opts: { cacheTtlMs: number; activityFlushMs: number }) {
+export interface IngestionOptions { cacheTtlMs: number; sharedCacheTtlSeconds: number; activityFlushMs: number; burstLeaseMs: number; ingest: Config['ingest'] }
+
+/**
+ * The ingestion pipeline, this instance's ingest log and the shipper that moves it to ClickHouse,
+ * and the coalesced side effects. On close: wait for ingestion calls under way, ship what the log
+ * holds (for at most INGEST_DRAIN_TIMEOUT_MS; the rest ships at the next start), then close the log.
+ */
+export default fp(async function ingestion(app, opts: IngestionOptions) {
+  const log = IngestLog.open({
+    dir: opts.ingest.logDir,
+    maxBytes: opts.ingest.logMaxBytes,
+    onDamaged: ({ position, bytes }) => app.log.error({ position, bytes, dir: opts.ingest.logDir },
+      'a damaged ingest log entry was moved to the quarantine; the rest of the log ships'),
+    onCommitFailed: (err) => app.log.error({ err, dir: opts.ingest.logDir },
+      'the ingest log could not be written (disk full?); its events were refused with 503 and nothing acknowledged is lost'),
+  })
+  const backlog = log.stats()
+  if (backlog.rows > 0 || backlog.quarantined > 0) {
+    app.log.info({ rows: backlog.rows, bytes: backlog.bytes, quarantined: backlog.quarantined, dir: opts.ingest.logDir }, 'ingest log opened with a backlog; shipping it')
+  }
+  const shipper = new EventShipper(log, (body, token) => app.events.insertBlock(body, token), {
+    maxRows: opts.ingest.batchMaxRows,
+    maxBytes: opts.ingest.batchMaxBytes,
+    minIntervalMs: opts.ingest.shipMinIntervalMs,
+  }, app.log)
+  shipper.start()
+
   const activity = new ActivityRecorder(app.keys, app.agents, app.users, app.log, opts.activityFlushMs)
   activity.start()
-  const service = new IngestionService(app.agents, app.eventWriter, app.rateLimiter, activity, app.log, opts.cacheTtlMs, app.agentActive)
+  const resolver = new AgentResolver(app.agents, { ...app.sharedCacheBase, localTtlMs: opts.cacheTtlMs, sharedTtlSeconds: opts.sharedCacheTtlSeconds })
+  // The burst limit from tokens leased out of Redis in slices, unless leasing is off (BURST_LEASE_MS=0).
+  const leased = opts.burstLeaseMs > 0 ? new LeasedLimiter(app.rateLimiter, { leaseMs: opts.burstLeaseMs, maxShare: 0.05 }) : null
+  const service = new IngestionService(resolver, log, shipper, leased ?? app.rateLimiter, activity, app.agentActive)
   app.decorate('activity', activity)
   app.decorate('ingestion', service)
-  app.decorate('forgetAgents', async () => {
-    service.forgetAgents()
-    await app.bus.publish('agents', '*')
+  app.decorate('ingestLog', log)
+  app.decorate('shipper', shipper)
+  app.decorate('forgetAgents', async (ownerId?: string) => {
+    await (ownerId === undefined ? resolver.forgetAll() : resolver.forgetOwner(ownerId))
   })
-  app.bus.on('agents', () => service.forgetAgents())
   // onClose hooks run in reverse registration order: this one runs before the stores close.
   app.addHook('onClose', async () => {
-    await app.eventWriter.close()
+    await service.idle()
+    const drained = await shipper.drain(opts.ingest.drainTimeoutMs)
+    await shipper.stop(5_000)
+    const left = log.stats()
+    if (!drained && left.rows > 0) app.log.warn({ rows: left.rows, bytes: left.bytes }, 'ingest log not fully shipped at shutdown; the rest ships at the next start')
+    await log.close()
+    await leased?.close()
     await activity.close()
   })
 }, { name: 'ingestion', dependencies: ['postgres', 'clickhouse', 'redis', 'queues'] })

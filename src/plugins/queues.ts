@@ -18,6 +18,9 @@ declare module 'fastify' {
   }
 }
 
+// Longest time between two checks that the tick scheduler still exists in Redis.
+const SCHEDULER_CHECK_MAX_MS = 30_000
+
 export interface QueuesOptions { redisUrl: string; prefix: string; worker: boolean; everyMs: number }
 
 /**
@@ -53,8 +56,26 @@ export default fp(async function queues(app, opts: QueuesOptions) {
     worker = new Worker<AnomalyJobData>(ANOMALY_QUEUE, anomalyProcessor(anomaly), { connection: workerConnection, prefix, concurrency: 2 })
     worker.on('failed', (job, err) => app.log.error({ err, job: job?.name, attempts: job?.attemptsMade }, 'anomaly job failed'))
     worker.on('error', (err) => app.log.error({ err }, 'anomaly worker error'))
-    await queue.upsertJobScheduler(TICK_SCHEDULER_ID, { every: opts.everyMs }, { name: 'tick', data: { kind: 'tick' } })
+    const upsertTick = () => queue.upsertJobScheduler(TICK_SCHEDULER_ID, { every: opts.everyMs }, { name: 'tick', data: { kind: 'tick' } })
+    await upsertTick()
+    // The scheduler lives only in Redis: a Redis restarted empty or flushed loses it, and ticks (silence
+    // alerts, snooze ends) would stop until this process restarts. So check for it as often as it
+    // ticks (at most every 30 s) and re-create it when gone; upserting is idempotent across workers.
+    let checking = false
+    const keepScheduler = setInterval(() => {
+      if (checking) return
+      checking = true
+      queue.getJobScheduler(TICK_SCHEDULER_ID)
+        .then(async (found) => {
+          if (found) return
+          await upsertTick()
+          app.log.warn('the anomaly tick scheduler was missing from Redis; re-created it')
+        })
+        .catch((err) => app.log.warn({ err }, 'could not check the anomaly tick scheduler; trying again later'))
+        .finally(() => { checking = false })
+    }, Math.min(opts.everyMs, SCHEDULER_CHECK_MAX_MS))
     app.addHook('onClose', async () => {
+      clearInterval(keepScheduler)
       await worker!.close()
       workerConnection.disconnect()
     })

@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin'
+import type { FastifyBaseLogger } from 'fastify'
 import { Redis } from 'ioredis'
 import { InvalidationBus } from '../storage/invalidation-bus.ts'
 import { RateLimiter } from '../storage/rate-limiter.ts'
@@ -9,12 +10,15 @@ declare module 'fastify' {
     redisPrefix: string
     bus: InvalidationBus
     rateLimiter: RateLimiter
+    /** What every shared (LRU → Redis) cache of this instance is built on. */
+    sharedCacheBase: { redis: Redis; prefix: string; bus: InvalidationBus; log: FastifyBaseLogger }
   }
 }
 
 /** Redis: one command connection (auto-pipelined), one subscriber for cache invalidation. */
-export default fp(async function redis(app, opts: { url: string; prefix: string }) {
-  const client = new Redis(opts.url, { enableAutoPipelining: true, maxRetriesPerRequest: 2, lazyConnect: true })
+export default fp(async function redis(app, opts: { url: string; prefix: string; commandTimeoutMs: number }) {
+  // A command timeout, so a stalled Redis fails requests (503) instead of holding them.
+  const client = new Redis(opts.url, { enableAutoPipelining: true, maxRetriesPerRequest: 2, commandTimeout: opts.commandTimeoutMs, lazyConnect: true })
   const subscriber = new Redis(opts.url, { lazyConnect: true })
   for (const c of [client, subscriber]) c.on('error', (err) => app.log.error({ err }, 'Redis connection error'))
   await client.connect()
@@ -25,6 +29,7 @@ export default fp(async function redis(app, opts: { url: string; prefix: string 
   app.decorate('redisPrefix', opts.prefix)
   app.decorate('bus', bus)
   app.decorate('rateLimiter', new RateLimiter(client, opts.prefix))
+  app.decorate('sharedCacheBase', { redis: client, prefix: opts.prefix, bus, log: app.log })
   app.addHook('onClose', async () => {
     subscriber.disconnect()
     // quit() waits for pending replies; with Redis gone there are none to wait for.

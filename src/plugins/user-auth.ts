@@ -4,7 +4,7 @@ import { createRemoteJWKSet, jwtVerify, errors as joseErrors, type JWTVerifyGetK
 import { LRUCache } from 'lru-cache'
 import type { Config } from '../config.ts'
 import { HttpError, unauthorized } from '../errors.ts'
-import { loadLocalSigningKey, LOCAL_AUDIENCE, LOCAL_ISSUER } from '../storage/local-signing-key.ts'
+import { loadLocalSigningKey, LOCAL_ALG, LOCAL_AUDIENCE, LOCAL_ISSUER } from '../storage/local-signing-key.ts'
 import type { User } from '../storage/users-repository.ts'
 
 declare module 'fastify' {
@@ -17,7 +17,7 @@ declare module 'fastify' {
   }
 }
 
-const ALGORITHMS = ['ES256', 'RS256']
+const PROVIDER_ALGORITHMS = ['ES256', 'RS256']
 
 /**
  * Dashboard identity. With AUTH_JWKS_URL set, tokens are verified against the provider's JWKS,
@@ -28,14 +28,20 @@ export default fp(async function userAuth(app, opts: { auth: Config['auth']; dat
   let key: JWTVerifyGetKey | Awaited<ReturnType<typeof loadLocalSigningKey>>['publicKey']
   let issuer: string
   let audience: string
+  let algorithms: string[]
+  const remote = 'jwksUrl' in opts.auth
   if ('jwksUrl' in opts.auth) {
     key = createRemoteJWKSet(new URL(opts.auth.jwksUrl), { timeoutDuration: 3000, cooldownDuration: 30_000 })
     issuer = opts.auth.issuer
     audience = opts.auth.audience
+    algorithms = PROVIDER_ALGORITHMS
   } else {
     key = (await loadLocalSigningKey(opts.dataDir)).publicKey
     issuer = LOCAL_ISSUER
     audience = LOCAL_AUDIENCE
+    // Only the key's own algorithm: a token naming another (RS256, HS256, none) is refused as invalid
+    // before the key is used, rather than failing on a key of the wrong type.
+    algorithms = [LOCAL_ALG]
     app.log.info('dashboard auth: local signing key (no AUTH_JWKS_URL); make tokens with `npm run token -- <name>`')
   }
   const users = new LRUCache<string, User>({ max: 10_000, ttl: opts.cacheTtlMs })
@@ -50,7 +56,7 @@ export default fp(async function userAuth(app, opts: { auth: Config['auth']; dat
       const { payload } = await jwtVerify(match[1]!, key as JWTVerifyGetKey, {
         issuer,
         audience,
-        algorithms: ALGORITHMS,
+        algorithms,
         requiredClaims: ['sub', 'exp'],
       })
       subject = payload.sub!
@@ -58,7 +64,8 @@ export default fp(async function userAuth(app, opts: { auth: Config['auth']; dat
       if (subject.length === 0 || subject.length > 255) throw new joseErrors.JWTClaimValidationFailed('sub is too long', payload, 'sub', 'check_failed')
     } catch (err) {
       // A timeout or a failed fetch of the provider's keys is ours to report, not the caller's fault.
-      if (err instanceof joseErrors.JWKSTimeout || !(err instanceof joseErrors.JOSEError)) {
+      // The local key is always at hand, so in local mode every failure is the token's.
+      if (remote && (err instanceof joseErrors.JWKSTimeout || !(err instanceof joseErrors.JOSEError))) {
         request.log.error({ err }, 'identity provider keys unreachable')
         throw new HttpError(503, 'auth_unavailable', { message: 'identity provider keys unreachable, retry later' }, { 'retry-after': '5' })
       }

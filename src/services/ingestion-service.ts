@@ -1,14 +1,16 @@
-import type { FastifyBaseLogger } from 'fastify'
-import { LRUCache } from 'lru-cache'
 import { buildEventRow, type EventRow, type IncomingEvent } from '../domain/event-row.ts'
 import { newEventId } from '../domain/ids.ts'
 import { agentDeleted, forbidden, HttpError, rateLimited, validationFailed } from '../errors.ts'
-import { toDetails, validateEvent } from '../schemas.ts'
+import { toDetails, validateEvent, type ErrorDetail } from '../schemas.ts'
 import type { ActivityRecorder } from '../storage/activity-recorder.ts'
-import type { AgentRef, AgentsRepository, Resolution } from '../storage/agents-repository.ts'
-import type { EventWriter } from '../storage/event-writer.ts'
+import type { AgentResolver } from '../storage/agent-resolver.ts'
+import type { AgentRef } from '../storage/agents-repository.ts'
+import type { EventShipper } from '../storage/event-shipper.ts'
+import { eventLine } from '../storage/events-repository.ts'
+import type { IngestLog } from '../storage/ingest-log.ts'
+import { StepTimings } from './ingest-steps.ts'
 import type { KeyIdentity } from '../storage/keys-repository.ts'
-import type { RateLimiter } from '../storage/rate-limiter.ts'
+import type { Admission } from '../storage/rate-limiter.ts'
 import type { Tier } from '../storage/users-repository.ts'
 
 /** The spec's acknowledgement of an accepted event. */
@@ -22,114 +24,151 @@ export interface EventAck {
 /** Ingestion burst limits per minute by tier; a user's burst_per_minute overrides them. */
 export const TIER_BURST_PER_MINUTE: Record<Tier, number> = { free: 60, pro: 600, enterprise: 6000 }
 
-export function burstLimit(key: Pick<KeyIdentity, 'tier' | 'burstPerMinute'>): number {
+export function burstLimit(key: { tier: Tier; burstPerMinute: number | null }): number {
   return key.burstPerMinute ?? TIER_BURST_PER_MINUTE[key.tier]
 }
 
 export type BatchResult = ({ status: 202 } & EventAck) | ({ status: number } & Record<string, unknown>)
 
-interface Prepared { row: EventRow; agent: AgentRef; framework: string | null }
+/**
+ * Who is sending: a user with a tier, optionally bound to one agent, and through what. API keys are
+ * the usual source; the dashboard's test event is ingested for a signed-in user with no key.
+ */
+export interface IngestCaller {
+  userId: string
+  tier: Tier
+  burstPerMinute: number | null
+  /** The only agent this caller may send for (a bound key, the test agent), or null for any of the user's. */
+  agentId: string | null
+  source: { kind: 'api_key'; keyId: string } | { kind: 'dashboard_test' }
+}
+
+export function callerOfKey(key: KeyIdentity): IngestCaller {
+  return { userId: key.userId, tier: key.tier, burstPerMinute: key.burstPerMinute, agentId: key.agentId, source: { kind: 'api_key', keyId: key.keyId } }
+}
+
+interface Prepared { index: number; row: EventRow; line: string; agent: AgentRef; framework: string | null }
+
+/** One event's outcome: its acknowledgement, or the error it alone would have got. */
+type IngestResult = HttpError | ({ status: 202 } & EventAck)
+
+/** The input-rule problems of event i of a body, found while parsing it (none for a body that had none). */
+type ProblemsOf = (i: number) => ErrorDetail[]
 
 /**
- * The ingestion path shared by POST /v1/events, the batch endpoint and the test-event generator:
- * burst limit → agent resolution scoped to the key's owner → row → group commit → side effects.
+ * The one ingestion pipeline, for POST /v1/events (1 event), the batch endpoint (up to 500) and the
+ * dashboard's test event. Each event runs the same named, timed steps: key (checked by the route's
+ * hook and timed there) → schema → burst → resolve → row → log. The log step appends the rows to the
+ * instance's ingest log and resolves once they are on disk; the shipper takes them to ClickHouse.
  */
 export class IngestionService {
-  private readonly agentCache: LRUCache<string, Resolution>
-  private readonly resolving = new Map<string, Promise<Resolution>>()
-  private agentGeneration = 0
+  private active = 0
+  private idleWaiters: (() => void)[] = []
+  readonly steps = new StepTimings()
 
   constructor(
-    private readonly agents: AgentsRepository,
-    private readonly writer: EventWriter,
-    private readonly limiter: RateLimiter,
+    private readonly agents: AgentResolver,
+    private readonly ingestLog: IngestLog,
+    private readonly shipper: EventShipper,
+    private readonly limiter: { take(bucket: string, limit: number, n: number): Promise<Admission> },
     private readonly activity: ActivityRecorder,
-    private readonly log: FastifyBaseLogger,
-    cacheTtlMs: number,
-    /** Told of every agent that just had events committed (schedules its debounced anomaly check). */
+    /** Told of every agent that just had events acknowledged (schedules its debounced anomaly check). */
     private readonly onAgentActive: (userId: string, agentId: string) => void = () => {},
-  ) {
-    this.agentCache = new LRUCache({ max: 100_000, ttl: cacheTtlMs })
-  }
+  ) {}
 
-  /** Forgets every cached agent resolution (an agent was deleted or renamed somewhere). */
-  forgetAgents(): void {
-    this.agentGeneration++
-    this.resolving.clear()
-    this.agentCache.clear()
-  }
-
-  /** Ingests one validated event; resolves with the acknowledgement once it is committed. */
-  async ingestOne(key: KeyIdentity, event: IncomingEvent): Promise<EventAck> {
-    // A missing agentId is a validation failure: it must not spend the burst.
-    const missing = this.checkAgentRequired(key, event)
-    if (missing) throw missing
-    const admission = await this.limiter.take(`user:${key.userId}`, burstLimit(key), 1)
-    if (admission.admitted === 0) throw rateLimited(admission.retryAfterMs / 1000)
-    const prepared = await this.prepare(key, event, Date.now())
-    await this.writer.append([prepared.row])
-    this.recordActivity(key, [prepared])
-    return ackOf(prepared.row)
+  /** Ingests one event; resolves with its acknowledgement once it is in the ingest log, or throws its refusal. */
+  async ingestOne(caller: IngestCaller, event: unknown): Promise<EventAck> {
+    const [result] = await this.run(caller, [event], true)
+    if (result instanceof HttpError) throw result
+    const { status: _accepted, ...ack } = result!
+    return ack
   }
 
   /**
    * Ingests up to 500 events; each gets the result it would have got alone (202 ack or error).
-   * Admitted events are committed in one insert. If that insert fails the whole call fails with 503.
+   * `inputProblemsOf(i)` gives the input-rule problems of event i, found by the JSON body parser.
    */
-  async ingestBatch(key: KeyIdentity, events: unknown[]): Promise<BatchResult[]> {
-    const results: (BatchResult | undefined)[] = new Array(events.length)
-    const valid: number[] = []
-    events.forEach((event, i) => {
-      const problem = this.check(key, event)
-      if (problem) results[i] = resultOf(problem)
-      else valid.push(i)
-    })
-    const admission = valid.length
-      ? await this.limiter.take(`user:${key.userId}`, burstLimit(key), valid.length)
-      : { admitted: 0, retryAfterMs: 0 }
-    const receivedAt = Date.now()
-    const prepared: { index: number; p: Prepared }[] = []
-    for (const [n, i] of valid.entries()) {
-      if (n >= admission.admitted) {
-        results[i] = resultOf(rateLimited(admission.retryAfterMs / 1000))
-        continue
-      }
-      try {
-        prepared.push({ index: i, p: await this.prepare(key, events[i] as IncomingEvent, receivedAt) })
-      } catch (err) {
-        if (!(err instanceof HttpError)) throw err
-        results[i] = resultOf(err)
-      }
+  async ingestBatch(caller: IngestCaller, events: unknown[], inputProblemsOf: ProblemsOf = () => []): Promise<BatchResult[]> {
+    const results = await this.run(caller, events, false, inputProblemsOf)
+    return results.map((r) => (r instanceof HttpError ? { status: r.statusCode, ...r.body() } : r as BatchResult))
+  }
+
+  /** Resolves once no ingestion call is under way (shutdown waits for this before draining the log). */
+  async idle(): Promise<void> {
+    if (this.active > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve))
+  }
+
+  private async run(caller: IngestCaller, events: unknown[], single: boolean, inputProblemsOf: ProblemsOf = () => []): Promise<IngestResult[]> {
+    this.active++
+    try {
+      return await this.pipeline(caller, events, single, inputProblemsOf)
+    } finally {
+      if (--this.active === 0) for (const wake of this.idleWaiters.splice(0)) wake()
     }
-    await this.writer.append(prepared.map((x) => x.p.row))
-    this.recordActivity(key, prepared.map((x) => x.p))
-    for (const { index, p } of prepared) results[index] = { status: 202, ...ackOf(p.row) }
-    return results as BatchResult[]
   }
 
-  /** Schema validation of one event (used by the batch path; single events are validated by the route). */
-  private check(key: KeyIdentity, event: unknown): HttpError | null {
-    if (!validateEvent(event)) return validationFailed(toDetails(validateEvent.errors))
-    return this.checkAgentRequired(key, event as IncomingEvent)
+  private async pipeline(caller: IngestCaller, events: unknown[], single: boolean, inputProblemsOf: ProblemsOf): Promise<IngestResult[]> {
+    const results: IngestResult[] = new Array(events.length)
+    const valid = this.steps.runSync('schema', events.length, () => {
+      const ok: number[] = []
+      events.forEach((event, i) => {
+        const input = inputProblemsOf(i)
+        const problem = input.length > 0 ? validationFailed(input) : this.check(caller, event, single)
+        if (problem) results[i] = problem
+        else ok.push(i)
+      })
+      return ok
+    })
+    if (valid.length === 0) return results
+
+    const admission = await this.steps.run('burst', valid.length, () => this.limiter.take(`user:${caller.userId}`, burstLimit(caller), valid.length))
+    const admitted = valid.slice(0, admission.admitted)
+    for (const i of valid.slice(admission.admitted)) results[i] = rateLimited(admission.retryAfterMs / 1000)
+
+    const receivedAt = Date.now()
+    const resolved = await this.steps.run('resolve', admitted.length, async () => {
+      const out: { index: number; agent: AgentRef }[] = []
+      for (const i of admitted) {
+        try {
+          out.push({ index: i, agent: await this.agentFor(caller, events[i] as IncomingEvent) })
+        } catch (err) {
+          if (!(err instanceof HttpError)) throw err
+          results[i] = err
+        }
+      }
+      return out
+    })
+    if (resolved.length === 0) return results
+
+    const prepared = this.steps.runSync('row', resolved.length, () => resolved.map(({ index, agent }): Prepared => {
+      const event = events[index] as IncomingEvent
+      const row = buildEventRow(event, { eventId: newEventId(receivedAt), userId: caller.userId, agentId: agent.id, receivedAt })
+      return { index, row, line: eventLine(row), agent, framework: agent.framework === null ? event.metadata?.tool ?? null : null }
+    }))
+
+    const last = await this.steps.run('log', prepared.length, () => this.ingestLog.append(prepared.map((p) => p.line)))
+    this.shipper.acknowledged(caller.userId, last)
+    this.recordActivity(caller, prepared)
+    for (const p of prepared) results[p.index] = { status: 202, ...ackOf(p.row) }
+    return results
   }
 
-  private checkAgentRequired(key: KeyIdentity, event: IncomingEvent): HttpError | null {
-    if (event.agentId === undefined && key.agentId === null) {
+  /** Schema validation, and an agent to send for. A single event's failure names the body, as route validation does. */
+  private check(caller: IngestCaller, event: unknown, single: boolean): HttpError | null {
+    if (!validateEvent(event)) {
+      const details = toDetails(validateEvent.errors)
+      return single ? new HttpError(400, 'validation_failed', { in: 'body', details }) : validationFailed(details)
+    }
+    if ((event as IncomingEvent).agentId === undefined && caller.agentId === null) {
       return validationFailed([{ path: ['agentId'], message: 'is required when the API key is not bound to an agent' }])
     }
     return null
   }
 
-  private async prepare(key: KeyIdentity, event: IncomingEvent, receivedAt: number): Promise<Prepared> {
-    const agent = await this.agentFor(key, event)
-    const row = buildEventRow(event, { eventId: newEventId(receivedAt), userId: key.userId, agentId: agent.id, receivedAt })
-    return { row, agent, framework: agent.framework === null ? event.metadata?.tool ?? null : null }
-  }
-
-  /** The event's agent; both callers have already checked that an unbound key names one. */
-  private async agentFor(key: KeyIdentity, event: IncomingEvent): Promise<AgentRef> {
-    if (key.agentId !== null) {
-      const bound = await this.resolveCached(key.userId, key.agentId)
+  /** The event's agent; check() has already made sure an unbound caller names one. */
+  private async agentFor(caller: IngestCaller, event: IncomingEvent): Promise<AgentRef> {
+    if (caller.agentId !== null) {
+      const bound = await this.agents.resolve(caller.userId, caller.agentId)
       if (bound.kind === 'forbidden') throw forbidden('key_agent_not_owned')
       const ref = event.agentId
       if (ref !== undefined && ref !== bound.agent.id && ref !== bound.agent.snsName && ref !== bound.agent.displayName) {
@@ -138,41 +177,20 @@ export class IngestionService {
       if (bound.kind === 'deleted') throw agentDeleted()
       return bound.agent
     }
-    const resolution = await this.resolveCached(key.userId, event.agentId!)
+    const resolution = await this.agents.resolve(caller.userId, event.agentId!)
     if (resolution.kind === 'forbidden') throw forbidden(resolution.reason)
     if (resolution.kind === 'deleted') throw agentDeleted()
     return resolution.agent
   }
 
-  /** Resolution through the LRU; concurrent misses for one name share one Postgres round trip. */
-  private async resolveCached(ownerId: string, ref: string): Promise<Resolution> {
-    const cacheKey = `${ownerId}\u0000${ref}`
-    const cached = this.agentCache.get(cacheKey)
-    if (cached) return cached
-    let pending = this.resolving.get(cacheKey)
-    if (!pending) {
-      const started = this.agentGeneration
-      pending = this.agents.resolve(ownerId, ref).then((r) => {
-        if (started === this.agentGeneration) this.agentCache.set(cacheKey, r)
-        return r
-      }).finally(() => {
-        if (this.resolving.get(cacheKey) === pending) this.resolving.delete(cacheKey)
-      })
-      this.resolving.set(cacheKey, pending)
-    }
-    return pending
-  }
-
-  private recordActivity(key: KeyIdentity, prepared: Prepared[]): void {
+  private recordActivity(caller: IngestCaller, prepared: Prepared[]): void {
     const now = Date.now()
-    if (prepared.length === 0) return
-    // Test events from the dashboard carry no key (keyId is empty).
-    if (key.keyId) this.activity.keyUsed(key.keyId, now)
-    this.activity.eventsAccepted(key.userId, now, prepared.length)
+    if (caller.source.kind === 'api_key') this.activity.keyUsed(caller.source.keyId, now)
+    this.activity.eventsAccepted(caller.userId, now, prepared.length)
     let last = ''
     for (const p of prepared) {
       this.activity.agentSeen(p.agent.id, now, p.framework)
-      if (p.agent.id !== last) this.onAgentActive(key.userId, p.agent.id)
+      if (p.agent.id !== last) this.onAgentActive(caller.userId, p.agent.id)
       last = p.agent.id
     }
   }
@@ -180,8 +198,4 @@ export class IngestionService {
 
 function ackOf(row: EventRow): EventAck {
   return { id: row.event_id, accepted: true, agentId: row.agent_id, eventId: row.event_id }
-}
-
-function resultOf(err: HttpError): BatchResult {
-  return { status: err.statusCode, ...err.body() }
 }

@@ -1,8 +1,10 @@
 import { TupleParam, type ClickHouseClient } from '@clickhouse/client'
+import { Readable } from 'node:stream'
+import { randomUUID } from 'node:crypto'
 import type { EventRow } from '../domain/event-row.ts'
 
 /** The columns an insert names, in the order each row's values are sent. */
-const INSERT_COLUMNS = [
+export const INSERT_COLUMNS = [
   'event_id', 'user_id', 'agent_id', 'ts', 'received_at', 'type', 'outcome', 'model', 'tool_executed', 'tools_considered',
   'duration_ms', 'input', 'reasoning', 'transaction', 'amount_token', 'amount_value', 'error_message', 'error_fingerprint',
   'session_id', 'trace_id', 'privacy_level', 'cwd', 'git', 'framework_tool', 'tokens_input_base', 'tokens_cache_creation',
@@ -13,21 +15,44 @@ const INSERT_COLUMNS = [
 const everyColumnSent: Exclude<keyof EventRow, (typeof INSERT_COLUMNS)[number]> extends never ? true : never = true
 void everyColumnSent
 
+/**
+ * An event row as one JSONCompactEachRow line (values in INSERT_COLUMNS order): the form rows take in
+ * the ingest log and in inserts. Arrays in column order parse 20-45 % faster in the engine than objects.
+ */
+export function eventLine(r: EventRow): string {
+  // Spelled out in INSERT_COLUMNS order (a test checks it): building the array by column name cost
+  // several times more on the ingestion thread.
+  return JSON.stringify([
+    r.event_id, r.user_id, r.agent_id, r.ts, r.received_at, r.type, r.outcome, r.model, r.tool_executed,
+    r.tools_considered, r.duration_ms, r.input, r.reasoning, r.transaction, r.amount_token, r.amount_value,
+    r.error_message, r.error_fingerprint, r.session_id, r.trace_id, r.privacy_level, r.cwd, r.git,
+    r.framework_tool, r.tokens_input_base, r.tokens_cache_creation, r.tokens_cache_read, r.tokens_output,
+    r.cost_usd, r.cost_status, r.metadata, r.content_hash,
+  ])
+}
+
 /** Events in ClickHouse. */
 export class EventsRepository {
   constructor(private readonly ch: ClickHouseClient) {}
 
   /**
-   * Inserts rows in one statement; resolves when ClickHouse has committed them. Rows travel as
-   * JSONCompactEachRow (arrays in column order): the engine parses it 20-45 % faster than objects.
+   * Inserts a block of rows already serialised by `eventLine`, under a deduplication token: a block
+   * sent again with the same token is dropped by ClickHouse, in `events` and in every rollup its
+   * views feed (clickhouse/005). The settings travel in the statement, never as session settings.
    */
-  async insert(rows: EventRow[]): Promise<void> {
-    await this.ch.insert({
-      table: 'events',
-      columns: [...INSERT_COLUMNS],
-      values: rows.map((r) => INSERT_COLUMNS.map((c) => r[c])),
-      format: 'JSONCompactEachRow',
+  async insertBlock(body: string, token: string): Promise<void> {
+    if (!/^[\w:.-]+$/.test(token)) throw new Error(`invalid deduplication token ${token}`)
+    const result = await this.ch.exec({
+      query: `INSERT INTO events (${INSERT_COLUMNS.join(', ')}) SETTINGS insert_deduplication_token = '${token}', ` +
+        'deduplicate_blocks_in_dependent_materialized_views = 1 FORMAT JSONCompactEachRow',
+      values: Readable.from([body]),
     })
+    result.stream.resume()
+  }
+
+  /** Inserts rows straight into the store, bypassing any ingest log (seeding and tests). */
+  async insert(rows: EventRow[]): Promise<void> {
+    await this.insertBlock(rows.map(eventLine).join('\n') + '\n', `direct:${randomUUID()}`)
   }
 
   /** Which of these event ids are stored (for durability checks). */

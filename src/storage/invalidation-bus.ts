@@ -3,8 +3,8 @@ import type { FastifyBaseLogger } from 'fastify'
 
 /**
  * Tells every instance sharing a Redis to drop cached entries (revoked keys, changed agents), so a
- * change made on one instance holds on all of them at once. Caches also expire on their own within
- * CACHE_TTL_MS, so a lost message delays a change by at most that long.
+ * change made on one instance holds on all of them at once. In-process copies also expire on their
+ * own within CACHE_TTL_MS, so a lost message delays a change by at most that long.
  */
 export class InvalidationBus {
   private readonly handlers = new Map<string, ((id: string) => void)[]>()

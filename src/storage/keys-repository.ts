@@ -102,6 +102,15 @@ export class KeysRepository {
     }
   }
 
+  /** Secret hashes of the user's live keys. */
+  async liveHashesOf(userId: string): Promise<string[]> {
+    const { rows } = await this.db.query(
+      `/* svc:key_hashes_of_user */ SELECT secret_sha256 FROM api_keys WHERE user_id = $1 AND revoked_at IS NULL`,
+      [userId],
+    )
+    return rows.map((r) => r.secret_sha256)
+  }
+
   /** Records last use for many keys in one statement (times only move forward). */
   async touch(lastUsed: Map<string, number>): Promise<void> {
     if (lastUsed.size === 0) return

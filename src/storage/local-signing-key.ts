@@ -5,7 +5,8 @@ import { join } from 'node:path'
 /** Issuer and audience of tokens signed with the local key; a configured provider never accepts them. */
 export const LOCAL_ISSUER = 'agent-telemetry-local'
 export const LOCAL_AUDIENCE = 'agent-telemetry-dashboard'
-const ALG = 'ES256'
+/** The one algorithm of the local key; tokens naming any other are refused. */
+export const LOCAL_ALG = 'ES256'
 
 type Key = Awaited<ReturnType<typeof importJWK>>
 
@@ -25,11 +26,11 @@ function keyPath(dataDir: string): string {
 export async function loadLocalSigningKey(dataDir: string): Promise<LocalSigningKey> {
   const path = keyPath(dataDir)
   if (!existsSync(path)) {
-    const { privateKey } = await generateKeyPair(ALG, { extractable: true })
+    const { privateKey } = await generateKeyPair(LOCAL_ALG, { extractable: true })
     const jwk = await exportJWK(privateKey)
     mkdirSync(join(dataDir, 'auth'), { recursive: true, mode: 0o700 })
     try {
-      writeFileSync(path, JSON.stringify({ ...jwk, alg: ALG }), { mode: 0o600, flag: 'wx' })
+      writeFileSync(path, JSON.stringify({ ...jwk, alg: LOCAL_ALG }), { mode: 0o600, flag: 'wx' })
     } catch (err) {
       // Another process wrote it first: use theirs.
       if ((err as { code?: string }).code !== 'EEXIST') throw err
@@ -38,15 +39,15 @@ export async function loadLocalSigningKey(dataDir: string): Promise<LocalSigning
   const jwk = JSON.parse(readFileSync(path, 'utf8')) as JWK
   const { d: _d, ...publicJwk } = jwk
   return {
-    privateKey: await importJWK(jwk, ALG),
-    publicKey: await importJWK(publicJwk, ALG),
+    privateKey: await importJWK(jwk, LOCAL_ALG),
+    publicKey: await importJWK(publicJwk, LOCAL_ALG),
   }
 }
 
 /** Signs a dashboard token for a subject with the local key (what `npm run token` prints). */
 export async function signLocalToken(key: LocalSigningKey, subject: string, ttlSeconds = 3600): Promise<string> {
   return new SignJWT({})
-    .setProtectedHeader({ alg: ALG })
+    .setProtectedHeader({ alg: LOCAL_ALG })
     .setSubject(subject)
     .setIssuer(LOCAL_ISSUER)
     .setAudience(LOCAL_AUDIENCE)

@@ -59,13 +59,50 @@ export async function migratePostgres(databaseUrl: string): Promise<void> {
   }
 }
 
-export function createPool(databaseUrl: string): pg.Pool {
-  return new pg.Pool({ connectionString: withDefaultUser(databaseUrl), max: 10 })
+/** Bounds on how long the service waits for Postgres (ms); see Config.postgresTimeouts. */
+export interface PostgresTimeouts { connectMs: number; statementMs: number; idleInTransactionMs: number }
+
+// The server's statement_timeout answers first (57014, and the connection stays usable); the client
+// gives up this much later only when the server says nothing at all (stalled or unreachable).
+const CLIENT_GRACE_MS = 1000
+
+const queryCounts = new WeakMap<pg.Pool, { sent: number }>()
+
+/**
+ * A pool of at most 10 connections that counts the queries sent through `pool.query` (see
+ * queriesSent). With timeouts (the service), a stalled or refusing Postgres fails requests within
+ * those bounds instead of holding them; without (command-line tools), statements may run as long as
+ * they need.
+ */
+export function createPool(databaseUrl: string, timeouts?: PostgresTimeouts): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: withDefaultUser(databaseUrl),
+    max: 10,
+    ...(timeouts && {
+      connectionTimeoutMillis: timeouts.connectMs,
+      statement_timeout: timeouts.statementMs,
+      query_timeout: timeouts.statementMs + CLIENT_GRACE_MS,
+      idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
+    }),
+  })
+  const count = { sent: 0 }
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown
+  pool.query = ((...args: unknown[]) => {
+    count.sent++
+    return query(...args)
+  }) as typeof pool.query
+  queryCounts.set(pool, count)
+  return pool
+}
+
+/** Queries sent through `pool.query` since the pool was created. */
+export function queriesSent(pool: pg.Pool): number {
+  return queryCounts.get(pool)?.sent ?? 0
 }
 
 /** Creates the database if missing, applies the migrations, and opens a pool: what every entry point does first. */
-export async function openPostgres(databaseUrl: string): Promise<pg.Pool> {
+export async function openPostgres(databaseUrl: string, timeouts?: PostgresTimeouts): Promise<pg.Pool> {
   await ensureDatabase(databaseUrl)
   await migratePostgres(databaseUrl)
-  return createPool(databaseUrl)
+  return createPool(databaseUrl, timeouts)
 }

@@ -5,6 +5,7 @@ import { errorFingerprint, normaliseErrorMessage } from '../../src/domain/finger
 import { isCuid, newCuid, newEventId } from '../../src/domain/ids.ts'
 import { parseIsoDateTime } from '../../src/schemas.ts'
 import { loadConfig } from '../../src/config.ts'
+import { clampInt, sinceBound } from '../../src/domain/query-params.ts'
 
 t.test('canonical JSON sorts keys at every depth and drops whitespace', async (t) => {
   t.equal(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: 'x' } }), '{"a":{"c":"x","d":[3,{"y":2,"z":1}]},"b":1}')
@@ -83,4 +84,17 @@ t.test('config: defaults per ARCHITECTURE, every bad setting named, provider set
   const idp = loadConfig({ AUTH_JWKS_URL: 'https://idp.example/jwks', AUTH_ISSUER: 'i', AUTH_AUDIENCE: 'a' })
   t.same(idp.auth, { jwksUrl: 'https://idp.example/jwks', issuer: 'i', audience: 'a' })
   t.same(loadConfig({ ROLES: 'worker' }).roles, { api: false, worker: true })
+})
+
+t.test('regression: since=__proto__ (or any Object.prototype name) falls back like any unknown value, not NaN', async (t) => {
+  const now = Date.UTC(2026, 0, 10)
+  for (const since of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf']) {
+    t.equal(sinceBound(since, now), 0, `${since}: the default, all`)
+    t.equal(sinceBound(since, now, '7d'), now - 7 * 86_400_000, `${since}: the route's default`)
+  }
+  t.equal(sinceBound('24h', now), now - 86_400_000)
+  t.equal(sinceBound(['24h'], now), 0, 'a repeated parameter is not a window')
+  t.equal(clampInt('1e309', 1, 1000, 50), 50)
+  t.equal(clampInt('-0', 1, 1000, 50), 1)
+  t.equal(clampInt('9007199254740993', 1, 1000, 50), 1000)
 })

@@ -25,6 +25,8 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     DATABASE_URL: TEST_DATABASE_URL,
     REDIS_PREFIX: `test:${randomId()}:`,
     DATA_DIR: TEST_DATA_DIR,
+    // Each app instance owns its ingest log, as each service instance does.
+    INGEST_LOG_DIR: join(TEST_DATA_DIR, `ingest-log-${randomId()}`),
     LOG_LEVEL: 'silent',
     // Test apps run no BullMQ worker unless a test asks for one (ROLES: 'api,worker').
     ROLES: 'api',
@@ -82,4 +84,9 @@ export function sendEvent(app: FastifyInstance, secret: string, payload: unknown
     headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
     payload: JSON.stringify(payload),
   })
+}
+
+/** Waits until everything the app acknowledged is in ClickHouse (the shipper runs behind the 202). */
+export async function shipped(app: FastifyInstance, timeoutMs = 10_000): Promise<void> {
+  if (!(await app.shipper.drain(timeoutMs))) throw new Error(`the ingest log was not shipped within ${timeoutMs} ms`)
 }

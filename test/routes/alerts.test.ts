@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildTestApp, newUser, randomId, sendEvent, type TestUser } from '../helpers/app.ts'
+import { buildTestApp, newUser, randomId, sendEvent, shipped, type TestUser } from '../helpers/app.ts'
 
 const prefix = `test:${randomId()}:`
 const app = await buildTestApp(t, { REDIS_PREFIX: prefix })
@@ -21,6 +21,7 @@ const failures = (agentId: string, n: number, extra: Record<string, unknown> = {
 
 /** One evaluation of the user's recently seen agents, as the scheduled tick does for every user. */
 async function evaluate(user: TestUser, at = Date.now()) {
+  await shipped(app)
   await app.activity.flush()
   return app.anomaly.evaluateUser(user.id, at)
 }

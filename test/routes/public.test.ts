@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createServer, type Server } from 'node:http'
-import { buildTestApp, newUser, randomId, sendEvent } from '../helpers/app.ts'
+import { buildTestApp, newUser, randomId, sendEvent, shipped } from '../helpers/app.ts'
 
 // A local x402 upstream whose behaviour each test sets: never the internet.
 let mode: 'ok' | 'slow' | 'fail' | 'malformed' = 'ok'
@@ -106,6 +106,7 @@ t.test('GET /v1/agents/:identifier by cuid, snsName or registryId, with KPIs; 40
   const name = randomId('pub-')
   const sent = await sendEvent(app, key.secret, { agentId: name, reasoning: 'SECRET-REASONING', timestamp: '2026-01-02T03:04:05Z' })
   await sendEvent(app, key.secret, { agentId: name, timestamp: '2026-01-01T00:00:00Z' })
+  await shipped(app)
   const agentId = sent.json().agentId
   t.equal((await app.inject({ url: `/v1/agents/${agentId}` })).statusCode, 404, 'private agents are not found')
   await app.db.query('UPDATE agents SET is_public = true WHERE id = $1', [agentId])
@@ -137,6 +138,7 @@ t.test('GET /v1/stats counts public agents and events of the last 24 h, cached b
   const key = await user.createKey()
   await sendEvent(app, key.secret, { agentId: 'counted' })
   await sendEvent(app, key.secret, { agentId: 'old', timestamp: '2020-01-01T00:00:00Z' })
+  await shipped(app)
   await app.redis.del(`${app.redisPrefix}cache:stats`)
   const after = (await app.inject({ url: '/v1/stats' })).json()
   t.ok(after.events24h >= fresh.events24h + 1, 'a new event counts; old ones do not need to')
@@ -148,6 +150,7 @@ t.test('GET /v1/explorer: top agents, collections, activity without content, pay
   const name = randomId('trader-')
   const first = await sendEvent(app, key.secret, { agentId: name, type: 'tx', toolExecuted: 'swap', outcome: 'success', amount: { token: 'SOLX', value: 2.5 }, reasoning: 'SECRET-EXPLORER' })
   await sendEvent(app, key.secret, { agentId: name, type: 'tx', amount: { token: 'SOLX', value: 1.5 }, timestamp: new Date(Date.now() - 3 * 86_400_000).toISOString() })
+  await shipped(app)
   await app.db.query('UPDATE agents SET is_public = true, last_seen_at = now() WHERE id = $1', [first.json().agentId])
   await app.redis.del(`${app.redisPrefix}cache:explorer`)
   const res = await app.inject({ url: '/v1/explorer' })
@@ -262,6 +265,7 @@ t.test('no public response carries a private field or any event content', async 
     transaction: `${marker}-tx`, metadata: { cwd: `/home/${marker}`, git: { branch: marker }, sessionId: `${marker}-s`, traceId: `${marker}-t`, note: marker },
   })
   const agentId = sent.json().agentId
+  await shipped(app)
   await app.db.query(`UPDATE agents SET is_public = true, sns_name = $2, registry_id = $3, owner_wallet = 'wallet-${marker}', metadata = $4, enriched = $5 WHERE id = $1`,
     [agentId, `${marker.toLowerCase()}.sol`, `reg-${marker}`, { agentUri: 'https://a.example', privateNote: marker }, { name: 'Leaky', profiled: true, internal: marker }])
   await app.redis.del(`${app.redisPrefix}cache:explorer`, `${app.redisPrefix}cache:stats`)

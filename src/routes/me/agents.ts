@@ -76,14 +76,14 @@ const agents: FastifyPluginAsync = async (app) => {
     const renamed = await app.agents.rename(request.user.id, request.params.id, request.body.displayName.trim())
     if (renamed === 'taken') throw conflict('display_name_taken')
     if (!renamed) throw notFound()
-    await app.forgetAgents()
+    await app.forgetAgents(request.user.id)
     return renamed
   })
 
   /** Soft delete: from now on ingestion for the agent answers 410 and reads hide it. */
   app.delete<{ Params: { id: string } }>('/v1/me/agents/:id', { schema: { params: idParams } }, async (request, reply) => {
     if (!(await app.agents.softDelete(request.user.id, request.params.id))) throw notFound()
-    await app.forgetAgents()
+    await app.forgetAgents(request.user.id)
     return reply.code(204).send()
   })
 }

@@ -11,7 +11,7 @@ const testEvent: FastifyPluginAsync = async (app) => {
     if (resolution.kind === 'deleted') throw agentDeleted()
     if (resolution.kind !== 'ok') throw new Error('test agent resolution failed')
     const ack = await app.ingestion.ingestOne(
-      { keyId: '', userId: user.id, agentId: resolution.agent.id, revoked: false, tier: user.tier, burstPerMinute: user.burstPerMinute },
+      { userId: user.id, agentId: resolution.agent.id, tier: user.tier, burstPerMinute: user.burstPerMinute, source: { kind: 'dashboard_test' } },
       {
         type: 'decision',
         reasoning: 'Synthetic test event sent from the dashboard',

@@ -18,7 +18,8 @@ const waitlist: FastifyPluginAsync = async (app) => {
         required: ['email'],
         properties: {
           email: { type: 'string', format: 'email', maxLength: 254 },
-          source: { type: 'string', maxLength: 100 },
+          // No unpaired UTF-16 surrogates: Postgres would store them as U+FFFD.
+          source: { type: 'string', maxLength: 100, pattern: '^\\P{Cs}*$' },
           metadata: { type: 'object' },
         },
       },

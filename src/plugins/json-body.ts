@@ -1,0 +1,90 @@
+import fp from 'fastify-plugin'
+import type { FastifyRequest } from 'fastify'
+import { validationFailed } from '../errors.ts'
+import type { ErrorDetail } from '../schemas.ts'
+import { inputProblems, mayBreakInputRules, MAX_DEPTH, mergeProblems, numberLiteralProblems } from '../domain/input-rules.ts'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The body key holding an array of independent items (the batch's `events`): each item obeys the
+     * input rules on its own (depth counted from the item), and its problems are left for the handler
+     * to ask with `request.inputProblemsOf(i)` instead of refusing the whole body.
+     */
+    jsonItems?: string
+  }
+  interface FastifyRequest {
+    /** The input-rule problems of item i of the route's `jsonItems` array, paths relative to the item. */
+    inputProblemsOf(i: number): ErrorDetail[]
+  }
+}
+
+interface Found {
+  /** Problems outside the route's items: the request is refused. */
+  body: ErrorDetail[]
+  /** Problems of item i, paths relative to the item. */
+  items: Map<number, ErrorDetail[]>
+}
+
+// Only requests whose body looked suspicious have an entry.
+const found = new WeakMap<FastifyRequest, Found>()
+
+/**
+ * The JSON body parser: Fastify's own (empty body, invalid JSON, __proto__ and constructor poisoning,
+ * body limits unchanged) followed by the input rules of src/domain/input-rules.ts. An ordinary body
+ * costs a few regex tests on its text; only a suspicious one is walked. Problems outside the route's
+ * `jsonItems` refuse the request with 400 validation_failed before validation or any handler runs.
+ */
+export default fp(async function jsonBody(app) {
+  const parse = app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error')
+
+  app.decorateRequest('inputProblemsOf', function inputProblemsOf(this: FastifyRequest, i: number) {
+    return found.get(this)?.items.get(i) ?? []
+  })
+
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, raw, done) => {
+    const text = raw as string
+    // Fastify's parser answers synchronously, inside its own try: take its result out before going on.
+    let error: Error | null = null
+    let body: unknown
+    parse(request, text, (err, value) => {
+      error = err
+      body = value
+    })
+    if (!error && mayBreakInputRules(text)) found.set(request, check(request, text, body))
+    done(error, body)
+  })
+
+  app.addHook('preValidation', async (request) => {
+    const problems = found.get(request)?.body
+    if (problems && problems.length > 0) throw validationFailed(problems)
+  })
+}, { name: 'json-body', dependencies: ['errors'] })
+
+function check(request: FastifyRequest, text: string, body: unknown): Found {
+  const numbers = numberLiteralProblems(text)
+  const itemsKey = request.routeOptions.config.jsonItems
+  const items = itemsKey !== undefined && isObject(body) ? body[itemsKey] : undefined
+  if (!Array.isArray(items)) {
+    return { body: mergeProblems(numbers, inputProblems(body, MAX_DEPTH)), items: new Map() }
+  }
+  // Number problems inside item i belong to that item; the envelope is walked without its items.
+  const byItem = new Map<number, ErrorDetail[]>()
+  const rest: ErrorDetail[] = []
+  for (const p of numbers) {
+    const i = p.path[0] === itemsKey ? p.path[1] : undefined
+    if (typeof i !== 'number') rest.push(p)
+    else byItem.set(i, [...byItem.get(i) ?? [], { path: p.path.slice(2), message: p.message }])
+  }
+  items.forEach((item, i) => {
+    const all = mergeProblems(byItem.get(i) ?? [], inputProblems(item, MAX_DEPTH))
+    if (all.length > 0) byItem.set(i, all)
+  })
+  const envelope = inputProblems({ ...body as Record<string, unknown>, [itemsKey!]: [] }, MAX_DEPTH)
+  return { body: mergeProblems(rest, envelope), items: byItem }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}

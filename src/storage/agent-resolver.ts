@@ -1,0 +1,35 @@
+import type { AgentsRepository, Resolution } from './agents-repository.ts'
+import { SharedCache, type SharedCacheOptions } from './shared-cache.ts'
+
+/**
+ * Agent resolution for ingestion, cached per owner and reference in this process and in Redis
+ * (see SharedCache). A rename or delete invalidates the owner's entries; a change that can affect
+ * other owners' answers (an snsName set by the registry) invalidates them all.
+ */
+export class AgentResolver {
+  private readonly cache: SharedCache<Resolution>
+
+  constructor(private readonly agents: Pick<AgentsRepository, 'resolve'>, cache: Omit<SharedCacheOptions, 'name'>) {
+    this.cache = new SharedCache({ ...cache, name: 'agent' })
+  }
+
+  /** `AgentsRepository.resolve` through the cache. */
+  async resolve(ownerId: string, ref: string): Promise<Resolution> {
+    // The repository never answers null (an unknown reference creates an agent).
+    return (await this.cache.get([ownerId, ref], () => this.agents.resolve(ownerId, ref)))!
+  }
+
+  /**
+   * Forgets one owner's resolutions, on every instance: what a rename or delete of one of its agents
+   * needs, since only the owner's own references resolve by display name, and other owners'
+   * references to it by cuid or snsName stay forbidden either way.
+   */
+  forgetOwner(ownerId: string): Promise<boolean> {
+    return this.cache.invalidate(ownerId)
+  }
+
+  /** Forgets every resolution, on every instance. */
+  forgetAll(): Promise<boolean> {
+    return this.cache.invalidateAll()
+  }
+}

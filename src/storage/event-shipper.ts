@@ -1,0 +1,280 @@
+import type { FastifyBaseLogger } from 'fastify'
+import type { IngestLog, LogRow, PositionRange } from './ingest-log.ts'
+
+/** Inserts one block of JSONCompactEachRow lines under a deduplication token; resolves once committed. */
+export type InsertBlock = (body: string, token: string) => Promise<void>
+
+export interface ShipperOptions {
+  maxRows: number
+  maxBytes: number
+  /** Pause between inserts (ms): fewer, larger inserts at the cost of visibility. 0 ships back to back. */
+  minIntervalMs: number
+}
+
+/**
+ * ClickHouse errors that mean "these rows cannot be stored as sent", raised while the block is parsed
+ * and before anything is written. Only these split a batch; anything else (unknown table, disk full,
+ * memory, too many parts, network, timeouts) is an outage and the same block is retried with the same
+ * token. Parse errors are refusals by their code alone; conversion errors only when the engine says it
+ * met them reading the input, since a materialized view could raise the same codes after `events`
+ * was written, and halving that block would store its rows twice.
+ */
+const PARSE_ERROR_CODES = new Set([
+  6, // CANNOT_PARSE_TEXT
+  25, // CANNOT_PARSE_ESCAPE_SEQUENCE
+  26, // CANNOT_PARSE_QUOTED_STRING
+  27, // CANNOT_PARSE_INPUT_ASSERTION_FAILED
+  32, // ATTEMPT_TO_READ_AFTER_EOF
+  33, // CANNOT_READ_ALL_DATA
+  38, // CANNOT_PARSE_DATE
+  41, // CANNOT_PARSE_DATETIME
+  72, // CANNOT_PARSE_NUMBER
+  117, // INCORRECT_DATA
+  131, // TOO_LARGE_STRING_SIZE
+])
+const CONVERSION_ERROR_CODES = new Set([
+  53, // TYPE_MISMATCH
+  69, // ARGUMENT_OUT_OF_BOUND (e.g. a decimal too big for its column)
+  70, // CANNOT_CONVERT_TYPE
+  321, // VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE
+  349, // CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN
+  407, // DECIMAL_OVERFLOW
+])
+const READING_INPUT = /while reading the value of key|\(at row \d+\)|Cannot parse input/i
+
+/** A ClickHouse server error (its code is a number, as text) saying the rows themselves cannot be stored. */
+export function isRowRefusal(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code
+  if (typeof code !== 'string' || !/^\d+$/.test(code)) return false
+  const n = Number(code)
+  return PARSE_ERROR_CODES.has(n) || (CONVERSION_ERROR_CODES.has(n) && READING_INPUT.test(String((err as Error).message)))
+}
+
+export interface ShipperStatus {
+  /**
+   * Set while inserts fail: since when, how many attempts, the last error's message (for the log)
+   * and its code (ClickHouse's error name or the socket error code: safe to show unauthenticated).
+   */
+  retrying: { since: number; attempts: number; error: string; code: string } | null
+}
+
+/**
+ * Moves the ingest log into ClickHouse (ARCHITECTURE §1): in position order, one insert in flight,
+ * each block as large as what is waiting (row and byte caps). Before an insert the block's range is
+ * synced to the log, and the block carries a deduplication token made of the log's id and that
+ * range, so the block re-sent after a crash is dropped by ClickHouse if it had already landed. A
+ * block the engine refuses row by row is split until the refused rows are found; they go to the
+ * quarantine and the rest ships. Outages are retried with backoff until they end.
+ */
+export class EventShipper {
+  private loopDone: Promise<void> | null = null
+  private stopping = false
+  private wake: (() => void) | null = null
+  private notifiedWhileBusy = false
+  private interrupt: (() => void) | null = null
+  /** Ends the pause between inserts early: someone waits for rows to be shipped. */
+  private cutShort: (() => void) | null = null
+  private waiters: { position: number; resolve: () => void }[] = []
+  /** Per user, the last position this instance acknowledged (read-your-writes). */
+  private acknowledgedByUser = new Map<string, number>()
+  private state: ShipperStatus = { retrying: null }
+  private lastRetryLog = 0
+
+  constructor(
+    private readonly log: IngestLog,
+    private readonly insert: InsertBlock,
+    private readonly opts: ShipperOptions,
+    private readonly logger: FastifyBaseLogger,
+  ) {}
+
+  start(): void {
+    if (!this.loopDone) this.loopDone = this.loop()
+  }
+
+  get status(): ShipperStatus { return this.state }
+
+  /** Rows were appended: ship them. */
+  notify(): void {
+    const wake = this.wake
+    this.wake = null
+    if (wake) wake()
+    else this.notifiedWhileBusy = true
+  }
+
+  /** Remembers that `userId` was acknowledged up to `position` on this instance. */
+  acknowledged(userId: string, position: number): void {
+    if ((this.acknowledgedByUser.get(userId) ?? 0) < position) this.acknowledgedByUser.set(userId, position)
+    this.notify()
+  }
+
+  /**
+   * Resolves once everything this instance acknowledged to `userId` is in ClickHouse, or after
+   * `timeoutMs`; says which.
+   */
+  async waitForUser(userId: string, timeoutMs: number): Promise<boolean> {
+    const position = this.acknowledgedByUser.get(userId)
+    if (position === undefined || position <= this.log.shipped) return true
+    return this.waitFor(position, timeoutMs)
+  }
+
+  /** Ships what is waiting, for at most `timeoutMs`; true when the log was emptied. */
+  drain(timeoutMs: number): Promise<boolean> {
+    this.notify()
+    this.cutShort?.()
+    return this.waitFor(this.log.lastPosition, timeoutMs)
+  }
+
+  /** Stops after the insert under way (waiting for it at most `timeoutMs`). */
+  async stop(timeoutMs: number): Promise<void> {
+    this.stopping = true
+    this.notify()
+    this.interrupt?.()
+    if (!this.loopDone) return
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([this.loopDone, new Promise((resolve) => { timer = setTimeout(resolve, timeoutMs) })])
+    clearTimeout(timer)
+  }
+
+  private waitFor(position: number, timeoutMs: number): Promise<boolean> {
+    if (position <= this.log.shipped) return Promise.resolve(true)
+    return new Promise<boolean>((resolve) => {
+      const waiter = {
+        position,
+        resolve: () => {
+          clearTimeout(timer)
+          resolve(true)
+        },
+      }
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter)
+        resolve(false)
+      }, timeoutMs)
+      this.waiters.push(waiter)
+      this.cutShort?.()
+    })
+  }
+
+  private async loop(): Promise<void> {
+    let backoffMs = 100
+    while (!this.stopping) {
+      try {
+        const inflight = this.log.inflight
+        this.notifiedWhileBusy = false // this read sees every row appended before it
+        const rows = inflight
+          ? await this.log.readRange(inflight)
+          : await this.log.read(this.log.shipped, this.opts.maxRows, this.opts.maxBytes)
+        if (rows.length === 0) {
+          // A recorded range whose entries were all quarantined as damaged: nothing left to send.
+          if (inflight) this.advance(inflight.to)
+          else await this.idle()
+          continue
+        }
+        await this.ship(rows)
+        backoffMs = 100
+        if (this.state.retrying) {
+          this.logger.info({ downForMs: Date.now() - this.state.retrying.since, attempts: this.state.retrying.attempts }, 'ClickHouse accepts inserts again; shipping the ingest backlog')
+          this.state.retrying = null
+        }
+      } catch (err) {
+        this.noteFailure(err)
+        await this.pause(backoffMs)
+        backoffMs = Math.min(backoffMs * 2, 5_000)
+        continue
+      }
+      if (this.opts.minIntervalMs > 0) await this.pause(this.opts.minIntervalMs, true)
+    }
+  }
+
+  /** Inserts rows as one block; on a row refusal, halves it until the refused rows are isolated. */
+  private async ship(rows: LogRow[]): Promise<void> {
+    const range: PositionRange = { from: rows[0]!.position, to: rows[rows.length - 1]!.position }
+    await this.log.beginInsert(range)
+    try {
+      await this.insert(rows.map((r) => r.line).join('\n') + '\n', `${this.log.logId}:${range.from}-${range.to}`)
+    } catch (err) {
+      if (!isRowRefusal(err)) throw err
+      if (rows.length > 1) {
+        const half = rows.length >> 1
+        await this.ship(rows.slice(0, half))
+        await this.ship(rows.slice(half))
+        return
+      }
+      const reason = String((err as Error).message).slice(0, 2_000)
+      await this.log.quarantineRows(rows, reason)
+      this.logger.error({ position: range.from, code: (err as { code?: unknown }).code, reason: reason.slice(0, 300) },
+        'ClickHouse refused an event row; it is quarantined in the ingest log and the rest ships')
+      this.advance(range.to)
+      return
+    }
+    this.advance(range.to)
+  }
+
+  /** Marks rows shipped; waiters are told once the log has recorded it (and trimmed what it covers). */
+  private advance(position: number): void {
+    this.log.markShipped(position)
+      .catch((err) => this.logger.error({ err, position }, 'could not record shipped rows in the ingest log; they will be re-sent and deduplicated'))
+      .finally(() => this.wakeWaiters())
+  }
+
+  private wakeWaiters(): void {
+    const shipped = this.log.shipped
+    if (this.waiters.length) {
+      const still: typeof this.waiters = []
+      for (const w of this.waiters) (w.position <= shipped ? w.resolve() : still.push(w))
+      this.waiters = still
+    }
+    if (this.acknowledgedByUser.size > 1_000) {
+      for (const [user, p] of this.acknowledgedByUser) if (p <= shipped) this.acknowledgedByUser.delete(user)
+    }
+  }
+
+  private noteFailure(err: unknown): void {
+    const now = Date.now()
+    const message = String((err as Error)?.message ?? err).slice(0, 500)
+    const e = err as { type?: unknown; code?: unknown } | null
+    const code = String(typeof e?.type === 'string' && e.type ? e.type : e?.code ?? 'unknown').slice(0, 64)
+    if (!this.state.retrying) {
+      this.state.retrying = { since: now, attempts: 1, error: message, code }
+      this.logger.error({ err }, 'ClickHouse insert failed; events stay in the ingest log and the insert is retried with backoff')
+      this.lastRetryLog = now
+      return
+    }
+    this.state.retrying.attempts++
+    this.state.retrying.error = message
+    this.state.retrying.code = code
+    if (now - this.lastRetryLog >= 30_000) {
+      this.lastRetryLog = now
+      const stats = this.log.stats()
+      this.logger.error({ error: message, attempts: this.state.retrying.attempts, backlogRows: stats.rows, backlogBytes: stats.bytes },
+        'ClickHouse inserts still failing; ingestion continues into the ingest log')
+    }
+  }
+
+  /** Waits for new rows, unless some arrived since the loop last looked (a notify while it was busy). */
+  private idle(): Promise<void> {
+    if (this.stopping || this.notifiedWhileBusy) {
+      this.notifiedWhileBusy = false
+      return Promise.resolve()
+    }
+    return new Promise((resolve) => { this.wake = resolve })
+  }
+
+  /**
+   * Sleeps. New rows do not cut it short; stopping does, and so does a reader waiting for its rows
+   * when `forReaders` (the pause between inserts, but not the backoff after a failure).
+   */
+  private pause(ms: number, forReaders = false): Promise<void> {
+    if (this.stopping || (forReaders && this.waiters.length > 0)) return Promise.resolve()
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        this.interrupt = null
+        this.cutShort = null
+        resolve()
+      }
+      const timer = setTimeout(done, ms)
+      this.interrupt = done
+      if (forReaders) this.cutShort = done
+    })
+  }
+}

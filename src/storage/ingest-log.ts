@@ -1,0 +1,449 @@
+import { open, type Database, type RootDatabase } from 'lmdb'
+import { randomBytes } from 'node:crypto'
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { join } from 'node:path'
+import { crc32 } from 'node:zlib'
+import { HttpError } from '../errors.ts'
+
+/**
+ * The instance's ingest log (ARCHITECTURE §1): acknowledged events not yet in ClickHouse, synced to
+ * local disk before the 202 is sent.
+ *
+ * Every stored row has a position: 1, 2, 3… for the life of the log. One `append` writes one entry
+ * keyed by the position of its first row, holding its rows as JSONCompactEachRow lines. The shipper
+ * reads rows in position order, records the range it is about to insert (`inflight`), and after the
+ * insert marks the range shipped, which trims the entries it covers. All of it lives in one LMDB
+ * environment opened without overlapping sync, so a write's promise resolves only after LMDB's
+ * commit has been flushed to disk (fdatasync).
+ */
+
+/** A row of the log: its position and its JSONCompactEachRow line (no trailing newline). */
+export interface LogRow { position: number; line: string }
+
+/** A contiguous range of positions, both ends included. */
+export interface PositionRange { from: number; to: number }
+
+/** What the log keeps about shipping, synced with the rows. */
+interface ShipState {
+  /** Random id of this log, part of every deduplication token (two logs never share a token). */
+  logId: string
+  /** Every row at or below this position is in ClickHouse (or quarantined). */
+  shipped: number
+  /** The range being inserted: after a crash exactly this range is re-sent with the same token. */
+  inflight: PositionRange | null
+}
+
+export interface QuarantinedRow { position: number; line: string; reason: string; at: string }
+
+export interface LogStats {
+  /** Rows appended and not yet shipped. */
+  rows: number
+  /** Bytes of the entries still held (entries are trimmed whole). */
+  bytes: number
+  /** When the oldest unshipped row was appended (unix ms), null when nothing is waiting. */
+  oldestAppendedAt: number | null
+  quarantined: number
+}
+
+const HEADER_BYTES = 16 // crc32 (u32) | rows (u32) | appendedAt (f64)
+const TAIL_MAX_BYTES = 64 * 1024 * 1024
+const TRIM_BATCH = 256
+const openPaths = new Set<string>()
+
+export const logUnavailable = (retryAfterSeconds = 5) =>
+  new HttpError(503, 'unavailable', { reason: 'ingest_log_unavailable', message: 'the ingest log cannot be written, retry with backoff' }, { 'retry-after': String(retryAfterSeconds) })
+
+export const logFull = (retryAfterSeconds = 5) =>
+  new HttpError(503, 'unavailable', { reason: 'ingest_log_full', message: 'the ingest backlog is full, retry with backoff' }, { 'retry-after': String(retryAfterSeconds) })
+
+/** Encodes an entry: a checksum over everything after it, so a damaged entry is recognised. */
+function encodeEntry(lines: string[], appendedAt: number): Buffer {
+  const payload = Buffer.from(lines.join('\n'), 'utf8')
+  const buf = Buffer.allocUnsafe(HEADER_BYTES + payload.length)
+  buf.writeUInt32LE(lines.length, 4)
+  buf.writeDoubleLE(appendedAt, 8)
+  payload.copy(buf, HEADER_BYTES)
+  buf.writeUInt32LE(crc32(buf.subarray(4)), 0)
+  return buf
+}
+
+interface EntryHeader { rows: number; appendedAt: number }
+
+/** An entry's header, unchecked (for entries known to be whole: written by this process or already read). */
+function entryHeader(buf: Uint8Array): EntryHeader | null {
+  if (buf.length < HEADER_BYTES) return null
+  const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength)
+  return { rows: b.readUInt32LE(4), appendedAt: b.readDoubleLE(8) }
+}
+
+/** An entry's rows, or null when its checksum or its row count does not match (a damaged entry). */
+function decodeEntry(buf: Uint8Array): (EntryHeader & { lines: string[] }) | null {
+  const header = entryHeader(buf)
+  if (!header) return null
+  const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength)
+  if (b.readUInt32LE(0) !== crc32(b.subarray(4))) return null
+  const lines = b.toString('utf8', HEADER_BYTES).split('\n')
+  return lines.length === header.rows ? { ...header, lines } : null
+}
+
+
+/** When a process started (clock ticks since boot, from /proc), so a reused pid is not taken for the owner. */
+function processStart(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null
+  } catch {
+    return null
+  }
+}
+
+/**
+ * One process owns a log directory: a lock file naming its pid and start time. A lock whose process
+ * is gone, or whose pid now belongs to a process started at another time (after a crash or reboot),
+ * is stale and taken over.
+ */
+function lockDirectory(dir: string): () => void {
+  const path = join(dir, 'LOCK')
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(path, 'wx')
+      writeSync(fd, `${process.pid} ${processStart(process.pid) ?? ''}`)
+      closeSync(fd)
+      return () => rmSync(path, { force: true })
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+      const [pidText, started] = readFileSync(path, 'utf8').trim().split(' ')
+      const owner = Number(pidText)
+      const alive = owner > 0 && owner !== process.pid && processStart(owner) !== null &&
+        (!started || processStart(owner) === started)
+      if (alive) {
+        throw new Error(`the ingest log ${dir} belongs to running process ${owner} (lock file ${path}); give each instance its own INGEST_LOG_DIR`)
+      }
+      rmSync(path, { force: true })
+    }
+  }
+  throw new Error(`could not lock the ingest log ${dir} (lock file ${path})`)
+}
+
+export interface IngestLogOptions {
+  dir: string
+  maxBytes: number
+  /** Told of each damaged entry moved to quarantine (for the operator's log). */
+  onDamaged?: (info: { position: number; bytes: number }) => void
+  /** Told when a commit fails (disk full, I/O error); its appends were refused with 503. */
+  onCommitFailed?: (err: unknown) => void
+}
+
+export class IngestLog {
+  private state: ShipState
+  /** The next position to hand out, and the last position whose entry is committed (holes excepted). */
+  private next: number
+  private lastCommitted: number
+  private bytes = 0
+  private quarantinedCount = 0
+  private closed = false
+  /** Appends waiting for the next commit (group commit: one LMDB transaction and one sync for all). */
+  private pending: { key: number; entry: Buffer; lines: string[]; resolve: () => void; reject: (err: unknown) => void }[] = []
+  private committing = false
+  /**
+   * The newest committed entries, kept in memory so the shipper need not read back and decode what
+   * was just written. Always a contiguous run ending at the newest commit; dropped whole when it
+   * grows past TAIL_MAX_BYTES (the shipper then reads the disk), and started again once caught up.
+   */
+  private tail: { key: number; lines: string[]; bytes: number }[] = []
+  private tailBytes = 0
+  private tailOff = false
+  /** The chain of trims: each runs after the previous one. */
+  private trimming: Promise<void> = Promise.resolve()
+
+  private constructor(
+    private readonly env: RootDatabase,
+    private readonly entries: Database<Buffer, number>,
+    private readonly meta: Database<ShipState, string>,
+    private readonly quarantine: Database<QuarantinedRow, number>,
+    private readonly unlock: () => void,
+    readonly dir: string,
+    private readonly maxBytes: number,
+    private readonly onDamaged: IngestLogOptions['onDamaged'],
+    private readonly onCommitFailed: IngestLogOptions['onCommitFailed'],
+  ) {
+    this.state = meta.get('state') ?? { logId: randomBytes(6).toString('hex'), shipped: 0, inflight: null }
+    // Entries never overlap, so the newest one alone says where positions go on; it is checked (a
+    // damaged one counts as one row). The others are checked when read, and quarantined if damaged.
+    let newest: { key: number; value: Buffer } | undefined
+    for (const { key, value } of entries.getRange({})) {
+      this.bytes += value.length
+      newest = { key, value }
+    }
+    const last = Math.max(this.state.shipped, newest ? newest.key + (decodeEntry(newest.value)?.rows ?? 1) - 1 : 0)
+    this.next = last + 1
+    this.lastCommitted = last
+    this.quarantinedCount = quarantine.getCount()
+  }
+
+  /** Opens (creating if needed) the log under `dir`; one owner per directory. */
+  static open(opts: IngestLogOptions): IngestLog {
+    mkdirSync(opts.dir, { recursive: true })
+    if (openPaths.has(opts.dir)) throw new Error(`the ingest log ${opts.dir} is already open in this process`)
+    const unlock = lockDirectory(opts.dir)
+    try {
+      // overlappingSync off: a commit's promise resolves after LMDB has flushed it, not merely committed it.
+      const env = open({ path: opts.dir, overlappingSync: false, maxDbs: 4 })
+      const log = new IngestLog(
+        env,
+        env.openDB<Buffer, number>('entries', { encoding: 'binary' }),
+        env.openDB<ShipState, string>('meta', { encoding: 'msgpack' }),
+        env.openDB<QuarantinedRow, number>('quarantine', { encoding: 'msgpack' }),
+        unlock, opts.dir, opts.maxBytes, opts.onDamaged, opts.onCommitFailed,
+      )
+      openPaths.add(opts.dir)
+      return log
+    } catch (err) {
+      unlock()
+      throw err
+    }
+  }
+
+  get logId(): string { return this.state.logId }
+  get shipped(): number { return this.state.shipped }
+  get inflight(): PositionRange | null { return this.state.inflight }
+  /** The position of the last row committed (appends under way and failed ones are not counted). */
+  get lastPosition(): number { return this.lastCommitted }
+
+  /**
+   * Appends rows as one entry; resolves with the position of the last row once the entry is synced
+   * to disk. Refuses (503 + Retry-After) when the log holds its maximum size.
+   */
+  async append(lines: string[]): Promise<number> {
+    if (this.closed) throw logFull()
+    const entry = encodeEntry(lines, Date.now())
+    if (this.bytes + entry.length > this.maxBytes) throw logFull()
+    const first = this.next
+    this.next += lines.length
+    this.bytes += entry.length
+    try {
+      await new Promise<void>((resolve, reject) => {
+        this.pending.push({ key: first, entry, lines, resolve, reject })
+        if (!this.committing) void this.commitPending()
+      })
+    } catch (err) {
+      this.bytes -= entry.length
+      throw err
+    }
+    return first + lines.length - 1
+  }
+
+  /**
+   * Writes every waiting append in one transaction, awaits its synced commit, and repeats while more
+   * arrived meanwhile: under load many requests share one commit and one fdatasync.
+   */
+  private async commitPending(): Promise<void> {
+    this.committing = true
+    while (this.pending.length > 0) {
+      const batch = this.pending
+      this.pending = []
+      // Every put's promise is awaited: a failed commit (disk full) rejects them all, and an
+      // unawaited rejection would end the process.
+      const outcomes = await Promise.allSettled(batch.map((p) => this.entries.put(p.key, p.entry)))
+      const failure = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
+      if (!failure) {
+        this.lastCommitted = Math.max(this.lastCommitted, batch[batch.length - 1]!.key + batch[batch.length - 1]!.lines.length - 1)
+        this.keepInTail(batch)
+        for (const p of batch) p.resolve()
+        continue
+      }
+      // The tail must stay a contiguous run: these positions are a hole now.
+      this.dropTail()
+      this.onCommitFailed?.(failure.reason)
+      // LMDB rejects the writes with a generic error and the transaction's real one (ENOSPC, EIO)
+      // later, on `commitError`: handled here, else it would be an unhandled rejection.
+      for (const o of outcomes) {
+        if (o.status === 'rejected') (o.reason as { commitError?: Promise<unknown> })?.commitError?.catch((cause) => this.onCommitFailed?.(cause))
+      }
+      for (const p of batch) p.reject(logUnavailable())
+    }
+    this.committing = false
+  }
+
+  private keepInTail(batch: { key: number; entry: Buffer; lines: string[] }[]): void {
+    if (this.tailOff) return
+    for (const p of batch) {
+      this.tail.push({ key: p.key, lines: p.lines, bytes: p.entry.length })
+      this.tailBytes += p.entry.length
+    }
+    if (this.tailBytes > TAIL_MAX_BYTES) this.dropTail()
+  }
+
+  /** Stops keeping entries in memory until the shipper has caught up (see markShipped). */
+  private dropTail(): void {
+    this.tail = []
+    this.tailBytes = 0
+    this.tailOff = true
+  }
+
+  /**
+   * Reads unshipped rows in position order from `after + 1`, up to the caps (at least one row): from
+   * the in-memory tail when it holds position `after + 1`, else from disk, where entries that cannot
+   * be decoded are quarantined whole and skipped.
+   */
+  async read(after: number, maxRows: number, maxBytes: number, upTo = Infinity): Promise<LogRow[]> {
+    const head = this.tail[0]
+    if (head && head.key <= after + 1) return collectRows(this.tail, after, maxRows, maxBytes, upTo)
+    const damaged: { key: number; value: Buffer }[] = []
+    const entries = this.entries
+    function* decoded(start: number): Generator<{ key: number; lines: string[] }> {
+      for (const { key, value } of entries.getRange({ start })) {
+        const entry = decodeEntry(value)
+        if (entry) yield { key, lines: entry.lines }
+        else if (key <= upTo) damaged.push({ key, value })
+      }
+    }
+    const rows = collectRows(decoded(this.entryStart(after + 1)), after, maxRows, maxBytes, upTo)
+    return this.settle(rows, damaged)
+  }
+
+  /** The rows of a recorded range, exactly as they were first read (for a replay after a crash). */
+  readRange(range: PositionRange): Promise<LogRow[]> {
+    return this.read(range.from - 1, Infinity, Infinity, range.to)
+  }
+
+  /** Records the range about to be inserted; resolves once that is synced. */
+  async beginInsert(range: PositionRange): Promise<void> {
+    this.state = { ...this.state, inflight: range }
+    await this.meta.put('state', this.state)
+  }
+
+  /**
+   * Marks every row up to `position` shipped (synced with the next commit) and trims the entries
+   * wholly below it; resolves when both are done. The shipper does not wait for it before its next
+   * insert: LMDB commits in call order, so the next `beginInsert` cannot be durable before it.
+   */
+  markShipped(position: number): Promise<unknown> {
+    this.state = { ...this.state, shipped: Math.max(this.state.shipped, position), inflight: null }
+    const state = this.state
+    let shippedEntries = 0
+    for (const e of this.tail) {
+      if (e.key + e.lines.length - 1 > state.shipped) break
+      this.tailBytes -= e.bytes
+      shippedEntries++
+    }
+    if (shippedEntries > 0) this.tail.splice(0, shippedEntries)
+    if (this.tailOff && state.shipped >= this.lastCommitted && !this.committing) this.tailOff = false
+    const recorded = this.meta.put('state', state)
+    this.trimming = this.trimming.then(() => this.trim()).catch(() => {})
+    return Promise.all([recorded, this.trimming])
+  }
+
+  /**
+   * Removes the entries wholly shipped, at most TRIM_BATCH per transaction so that no single LMDB
+   * callback holds the event loop for long (one transaction removing a few thousand entries took
+   * 16-20 ms). An entry's row count is read from its header; damaged entries never get here, the
+   * read that meets one quarantines and removes it.
+   */
+  private async trim(): Promise<void> {
+    for (;;) {
+      let removed = 0
+      let more = false
+      await this.entries.transaction(() => {
+        for (const { key, value } of this.entries.getRange({ limit: TRIM_BATCH + 1 })) {
+          if (key + (entryHeader(value)?.rows ?? 1) - 1 > this.state.shipped) return
+          if (removed === TRIM_BATCH) {
+            more = true
+            return
+          }
+          this.entries.removeSync(key) // inside the transaction: no promise of its own to leave unhandled
+          this.bytes -= value.length
+          removed++
+        }
+      })
+      if (!more || this.closed) return
+    }
+  }
+
+  /** Keeps rows the engine refused, with the reason, so an operator can inspect or replay them. */
+  async quarantineRows(rows: LogRow[], reason: string): Promise<void> {
+    const at = new Date().toISOString()
+    await this.quarantine.transaction(() => {
+      for (const row of rows) this.quarantine.putSync(row.position, { position: row.position, line: row.line, reason, at })
+    })
+    this.quarantinedCount += rows.length
+  }
+
+  quarantined(limit = 100): QuarantinedRow[] {
+    return listQuarantine(this.quarantine, limit)
+  }
+
+  /**
+   * The quarantine of a log directory, read without taking the log (LMDB allows readers beside its
+   * owner), for an operator: `npm run ingest:quarantine`.
+   */
+  static readQuarantine(dir: string, limit = 1000): QuarantinedRow[] {
+    const env = open({ path: dir, readOnly: true, maxDbs: 4 })
+    try {
+      return listQuarantine(env.openDB<QuarantinedRow, number>('quarantine', { encoding: 'msgpack' }), limit)
+    } finally {
+      void env.close()
+    }
+  }
+
+  stats(): LogStats {
+    const waiting = this.lastCommitted - this.state.shipped
+    let oldestAppendedAt: number | null = null
+    if (waiting > 0) {
+      for (const { value } of this.entries.getRange({ start: this.entryStart(this.state.shipped + 1), limit: 1 })) {
+        oldestAppendedAt = entryHeader(value)?.appendedAt ?? null
+      }
+    }
+    return { rows: Math.max(0, waiting), bytes: this.bytes, oldestAppendedAt, quarantined: this.quarantinedCount }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    await this.trimming
+    await this.env.close()
+    openPaths.delete(this.dir)
+    this.unlock()
+  }
+
+  /** The key of the entry holding `position`, or `position` itself when no entry starts at or below it. */
+  private entryStart(position: number): number {
+    for (const key of this.entries.getKeys({ start: position, reverse: true, limit: 1 })) return key
+    return position
+  }
+
+  private async settle(rows: LogRow[], damaged: { key: number; value: Buffer }[]): Promise<LogRow[]> {
+    for (const { key, value } of damaged) {
+      await this.quarantineRows([{ position: key, line: value.toString('base64') }], `damaged log entry at position ${key} (${value.length} bytes), kept as base64`)
+      this.onDamaged?.({ position: key, bytes: value.length })
+      await this.entries.remove(key)
+      this.bytes -= value.length
+    }
+    return rows
+  }
+}
+
+function listQuarantine(quarantine: Database<QuarantinedRow, number>, limit: number): QuarantinedRow[] {
+  return [...quarantine.getRange({ limit }).map(({ value }) => value)]
+}
+
+/**
+ * Rows of `entries` (in key order) from position `after + 1` through `upTo`, up to the row and byte
+ * caps; at least one row when there is one.
+ */
+function collectRows(entries: Iterable<{ key: number; lines: string[] }>, after: number, maxRows: number, maxBytes: number, upTo: number): LogRow[] {
+  const rows: LogRow[] = []
+  let bytes = 0
+  for (const { key, lines } of entries) {
+    if (key > upTo) break
+    for (let i = 0; i < lines.length; i++) {
+      const position = key + i
+      if (position <= after || position > upTo) continue
+      const line = lines[i]!
+      if (rows.length > 0 && (rows.length >= maxRows || bytes + line.length > maxBytes)) return rows
+      rows.push({ position, line })
+      bytes += line.length + 1
+    }
+  }
+  return rows
+}

@@ -1,0 +1,120 @@
+import type { Admission, RateLimiter } from './rate-limiter.ts'
+
+export interface LeaseOptions {
+  /** Tokens held by an instance and not used within this time go back to Redis (ms). */
+  leaseMs: number
+  /** The most an instance leases beyond what a request needs, as a share of the limit. */
+  maxShare: number
+}
+
+interface Pool {
+  limit: number
+  tokens: number
+  leasedAt: number
+  /** Units of requests waiting here for tokens, and units served since the last lease: how much to lease next. */
+  waiting: number
+  served: number
+  /** Redis said no until then: refuse locally without asking again. */
+  refusedUntil: number
+  leasing: Promise<void> | null
+}
+
+/**
+ * The ingestion burst limit without a Redis round trip per request: an instance leases tokens from
+ * the shared GCRA bucket in slices sized by recent demand (at most `maxShare` of the limit beyond
+ * what a request needs), serves requests from them, and gives unused tokens back after `leaseMs`.
+ *
+ * Tolerance: every admitted event was taken from the shared bucket, so the limit is never exceeded
+ * across instances. An instance may hold up to maxShare × limit tokens for up to leaseMs, which other
+ * instances cannot use meanwhile: with k instances, a caller can be refused up to
+ * (k - 1) × maxShare × limit events early, for at most leaseMs. After Redis refuses, the instance
+ * refuses locally until the retry time Redis gave.
+ */
+export class LeasedLimiter {
+  private readonly pools = new Map<string, Pool>()
+  private readonly sweeper: NodeJS.Timeout
+
+  constructor(private readonly shared: RateLimiter, private readonly opts: LeaseOptions) {
+    this.sweeper = setInterval(() => void this.returnStale(Date.now() - opts.leaseMs), Math.max(50, opts.leaseMs / 2))
+    this.sweeper.unref()
+  }
+
+  /** Takes up to n units from `bucket` (limit per minute); admits as many as fit, in order. */
+  async take(bucket: string, limit: number, n: number): Promise<Admission> {
+    let pool = this.pools.get(bucket)
+    if (!pool || pool.limit !== limit) {
+      if (pool) void this.giveBack(bucket, pool)
+      pool = { limit, tokens: 0, leasedAt: 0, waiting: 0, served: 0, refusedUntil: 0, leasing: null }
+      this.pools.set(bucket, pool)
+    }
+    pool.waiting += n
+    try {
+      return await this.takeFrom(pool, bucket, limit, n)
+    } finally {
+      pool.waiting -= n
+    }
+  }
+
+  private async takeFrom(pool: Pool, bucket: string, limit: number, n: number): Promise<Admission> {
+    for (;;) {
+      if (pool.tokens >= n) {
+        pool.tokens -= n
+        pool.served += n
+        return { admitted: n, retryAfterMs: 0 }
+      }
+      const now = Date.now()
+      if (pool.refusedUntil > now) {
+        const admitted = pool.tokens
+        pool.tokens = 0
+        return { admitted, retryAfterMs: pool.refusedUntil - now }
+      }
+      if (pool.leasing) {
+        await pool.leasing
+        continue
+      }
+      const missing = n - pool.tokens
+      // Beyond this request: what other requests wait for, plus what was served since the last lease.
+      const extra = Math.min(Math.floor(limit * this.opts.maxShare), pool.waiting - n + pool.served)
+      let retryAfterMs = 0
+      const lease = this.shared.take(bucket, limit, missing + extra).then((got) => {
+        pool.tokens += got.admitted
+        pool.leasedAt = Date.now()
+        pool.served = 0
+        if (got.admitted < missing + extra) {
+          retryAfterMs = got.retryAfterMs
+          pool.refusedUntil = Date.now() + got.retryAfterMs
+        }
+      })
+      pool.leasing = lease.finally(() => { pool.leasing = null })
+      await pool.leasing
+      if (pool.tokens >= n) continue
+      // Redis gave less than this request needs: admit what there is, refuse the rest.
+      const admitted = pool.tokens
+      pool.tokens = 0
+      return { admitted, retryAfterMs: Math.max(1, retryAfterMs) }
+    }
+  }
+
+  /** Gives every held token back (at shutdown). */
+  async close(): Promise<void> {
+    clearInterval(this.sweeper)
+    await this.returnStale(Infinity)
+  }
+
+  private async returnStale(leasedBefore: number): Promise<void> {
+    const returns: Promise<void>[] = []
+    for (const [bucket, pool] of this.pools) {
+      if (pool.leasing || pool.leasedAt > leasedBefore) continue
+      returns.push(this.giveBack(bucket, pool))
+      this.pools.delete(bucket)
+    }
+    await Promise.all(returns)
+  }
+
+  private async giveBack(bucket: string, pool: Pool): Promise<void> {
+    const unused = pool.tokens
+    pool.tokens = 0
+    // A refund that fails leaves tokens spent: the caller is limited a little early, never late.
+    await this.shared.refund(bucket, pool.limit, unused).catch(() => {})
+  }
+}

@@ -1,0 +1,37 @@
+import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { TICK_SCHEDULER_ID } from '../../src/jobs/anomaly.queue.ts'
+import { buildTestApp } from '../helpers/app.ts'
+
+const worker = await buildTestApp(t, { ROLES: 'api,worker', ANOMALY_EVERY_MS: '1000' })
+
+async function until<T>(what: () => Promise<T | undefined | false>, ms: number): Promise<T | undefined> {
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    const found = await what()
+    if (found) return found
+    await sleep(100)
+  }
+  return undefined
+}
+
+t.test('the anomaly tick scheduler is re-created after Redis loses it', async (t) => {
+  t.ok(await worker.anomalyQueue.getJobScheduler(TICK_SCHEDULER_ID), 'upserted at start')
+
+  // What a Redis restarted empty looks like to this deployment: none of its keys left.
+  let cursor = '0'
+  do {
+    const [next, keys] = await worker.redis.scan(cursor, 'MATCH', `${worker.redisPrefix}*`, 'COUNT', 1000)
+    if (keys.length > 0) await worker.redis.del(...keys)
+    cursor = next
+  } while (cursor !== '0')
+  const lostAt = Date.now()
+  t.notOk(await worker.anomalyQueue.getJobScheduler(TICK_SCHEDULER_ID), 'gone from Redis')
+
+  t.ok(await until(() => worker.anomalyQueue.getJobScheduler(TICK_SCHEDULER_ID), 5_000), 'back within a few seconds')
+  const tick = await until(async () => {
+    const done = await worker.anomalyQueue.getJobs(['completed'])
+    return done.find((job) => job.name === 'tick' && (job.finishedOn ?? 0) > lostAt)
+  }, 10_000)
+  t.ok(tick, 'and ticks run again')
+})

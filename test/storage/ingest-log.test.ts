@@ -1,0 +1,288 @@
+import t from 'tap'
+import pino from 'pino'
+import { join } from 'node:path'
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { open } from 'lmdb'
+import { openClickHouse, migrateClickHouse } from '../../src/storage/clickhouse-client.ts'
+import { EventsRepository, INSERT_COLUMNS, eventLine } from '../../src/storage/events-repository.ts'
+import { IngestLog } from '../../src/storage/ingest-log.ts'
+import { EventShipper, isRowRefusal, type InsertBlock } from '../../src/storage/event-shipper.ts'
+import { buildEventRow } from '../../src/domain/event-row.ts'
+import { newEventId } from '../../src/domain/ids.ts'
+import { TEST_DATA_DIR, randomId } from '../helpers/app.ts'
+
+const handle = openClickHouse({ dataDir: TEST_DATA_DIR })
+t.teardown(() => handle.release())
+await migrateClickHouse(handle.client)
+const events = new EventsRepository(handle.client)
+const logger = pino({ level: 'silent' })
+const caps = { maxRows: 1000, maxBytes: 1 << 24, minIntervalMs: 0 }
+
+function line(userId: string, extra: Record<string, unknown> = {}): string {
+  const event = { agentId: 'a', model: 'gpt-4o', metadata: { tokensBreakdown: { output: 1000 } }, ...extra }
+  return eventLine(buildEventRow(event as never, { eventId: newEventId(), userId, agentId: 'agent-1', receivedAt: Date.now() }))
+}
+
+async function countFor(userId: string): Promise<{ events: number; distinct: number; spendEvents: number; clusterEvents: number; errors: number }> {
+  const q = async (sql: string) => Number((await (await handle.client.query({ query: sql, query_params: { u: userId }, format: 'JSONEachRow' })).json<{ n: string }>())[0]?.n ?? 0)
+  return {
+    events: await q('SELECT count() AS n FROM events WHERE user_id = {u:String}'),
+    distinct: await q('SELECT uniqExact(event_id) AS n FROM events WHERE user_id = {u:String}'),
+    spendEvents: await q('SELECT sum(events) AS n FROM spend_daily WHERE user_id = {u:String}'),
+    clusterEvents: await q('SELECT sum(events) AS n FROM error_clusters_hourly WHERE user_id = {u:String}'),
+    errors: await q("SELECT countIf(error_fingerprint != '') AS n FROM events WHERE user_id = {u:String}"),
+  }
+}
+
+const logDir = () => join(TEST_DATA_DIR, randomId('log-'))
+const insert: InsertBlock = (body, token) => events.insertBlock(body, token)
+
+t.test('appends get consecutive positions; read, ship and trim; the state survives a reopen', async (t) => {
+  const dir = logDir()
+  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const user = randomId('u-')
+  t.equal(await log.append([line(user), line(user)]), 2)
+  t.equal(await log.append([line(user)]), 3)
+  t.equal(log.stats().rows, 3)
+  t.ok(log.stats().oldestAppendedAt! <= Date.now())
+  const rows = await log.read(0, 2, 1 << 20)
+  t.same(rows.map((r) => r.position), [1, 2], 'the row cap cuts inside an entry')
+  t.same((await log.read(1, 10, 1 << 20)).map((r) => r.position), [2, 3])
+  await log.markShipped(2)
+  t.equal(log.stats().rows, 1)
+  t.throws(() => IngestLog.open({ dir, maxBytes: 1 << 30 }), /already open/, 'one owner per directory')
+  await log.close()
+  const again = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  t.teardown(() => again.close())
+  t.equal(again.shipped, 2)
+  t.equal(again.logId, log.logId, 'the log keeps its id, so replayed tokens match')
+  t.same((await again.read(again.shipped, 10, 1 << 20)).map((r) => r.position), [3])
+  t.equal(await again.append([line(user)]), 4, 'positions continue after a reopen')
+})
+
+t.test('a crash between the insert and the log trim replays the same block, deduplicated in events and rollups', async (t) => {
+  const dir = logDir()
+  const user = randomId('crash-')
+  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const lines = Array.from({ length: 30 }, (_, i) => line(user, i % 3 === 0 ? { outcome: 'failed', errorMessage: 'upstream 502', toolExecuted: 'http' } : {}))
+  await log.append(lines.slice(0, 10))
+  await log.append(lines.slice(10))
+  // The insert lands, then the process dies before the shipper can record it: it never returns.
+  let landed = 0
+  const dying = new EventShipper(log, async (body, token) => {
+    await insert(body, token)
+    landed++
+    await new Promise(() => {})
+  }, caps, logger)
+  dying.start()
+  while (landed === 0) await new Promise((r) => setTimeout(r, 10))
+  await dying.stop(50)
+  t.same(log.inflight, { from: 1, to: 30 }, 'the block\'s range was recorded before its insert')
+  await log.close()
+  t.equal((await countFor(user)).events, 30, 'the block is in ClickHouse')
+
+  const restarted = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  t.teardown(() => restarted.close())
+  const tokens: string[] = []
+  const shipper = new EventShipper(restarted, (body, token) => {
+    tokens.push(token)
+    return insert(body, token)
+  }, caps, logger)
+  shipper.start()
+  t.ok(await shipper.drain(10_000))
+  await shipper.stop(1000)
+  t.same(tokens, [`${restarted.logId}:1-30`], 'exactly the recorded block was re-sent, with its token')
+  const counts = await countFor(user)
+  t.equal(counts.events, 30, 'no duplicate in events')
+  t.equal(counts.distinct, 30)
+  t.equal(counts.spendEvents, 30, 'spend_daily equals the sum over events')
+  t.equal(counts.clusterEvents, counts.errors, 'the error rollup equals the error events')
+  t.equal(counts.errors, 10)
+  t.equal(restarted.stats().rows, 0)
+})
+
+t.test('a row the engine refuses is quarantined; the other tenants\' rows of its block ship', async (t) => {
+  const log = IngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
+  t.teardown(() => log.close())
+  const victim = randomId('victim-')
+  const poisoner = randomId('poison-')
+  const poison = line(poisoner).replace(/"(0\.\d+)"/, '"not a number"') // cost_usd ClickHouse cannot parse
+  t.not(poison, line(poisoner))
+  for (let i = 0; i < 5; i++) await log.append([line(victim), line(victim)])
+  await log.append([poison])
+  for (let i = 0; i < 5; i++) await log.append([line(victim)])
+  const inserts: number[] = []
+  const shipper = new EventShipper(log, (body, token) => {
+    inserts.push(body.split('\n').length - 1)
+    return insert(body, token)
+  }, caps, logger)
+  shipper.start()
+  t.ok(await shipper.drain(10_000), 'the log drains: the poison row does not block it')
+  await shipper.stop(1000)
+  t.equal(inserts[0], 16, 'first the whole block was tried')
+  t.equal((await countFor(victim)).events, 15, 'every row of the other tenant is stored')
+  t.equal((await countFor(poisoner)).events, 0)
+  const quarantined = log.quarantined()
+  t.equal(quarantined.length, 1)
+  t.equal(quarantined[0]!.line, poison)
+  t.equal(quarantined[0]!.position, 11)
+  t.match(quarantined[0]!.reason, /cost_usd|Cannot parse|Decimal/i)
+  t.equal(log.stats().quarantined, 1)
+})
+
+t.test('a damaged entry found at start is quarantined and the rest ships', async (t) => {
+  const dir = logDir()
+  const user = randomId('damaged-')
+  let log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  await log.append([line(user), line(user)])
+  await log.close()
+  // Damage the store the way a bad disk would: bytes that are not an entry, at the next position.
+  const raw = open({ path: dir, maxDbs: 4 })
+  await raw.openDB('entries', { encoding: 'binary' }).put(3, Buffer.from('garbage that is no entry at all'))
+  await raw.close()
+  const damaged: number[] = []
+  log = IngestLog.open({ dir, maxBytes: 1 << 30, onDamaged: ({ position }) => damaged.push(position) })
+  t.teardown(() => log.close())
+  await log.append([line(user)])
+  const shipper = new EventShipper(log, insert, caps, logger)
+  shipper.start()
+  t.ok(await shipper.drain(10_000))
+  await shipper.stop(1000)
+  t.same(damaged, [3], 'the damaged entry was reported')
+  t.equal((await countFor(user)).events, 3, 'the good rows before and after it are stored')
+  t.equal(log.quarantined()[0]!.position, 3)
+  t.match(log.quarantined()[0]!.reason, /damaged log entry/)
+})
+
+t.test('an outage is retried with the same block until it ends; nothing lost, nothing doubled', async (t) => {
+  const log = IngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
+  t.teardown(() => log.close())
+  const user = randomId('outage-')
+  let failures = 3
+  const tokens: string[] = []
+  const shipper = new EventShipper(log, async (body, token) => {
+    tokens.push(token)
+    await insert(body, token)
+    // The insert landed but the answer was lost: the block must be re-sent, and dropped as a duplicate.
+    if (failures-- > 0) throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })
+  }, caps, logger)
+  shipper.start()
+  await log.append(Array.from({ length: 5 }, () => line(user)))
+  shipper.notify()
+  t.ok(await shipper.drain(10_000))
+  await shipper.stop(1000)
+  t.equal(new Set(tokens).size, 1, 'every attempt carried the same token')
+  t.equal(tokens.length, 4)
+  t.equal((await countFor(user)).events, 5)
+  t.equal((await countFor(user)).spendEvents, 5)
+  t.equal(shipper.status.retrying, null, 'recovered')
+})
+
+t.test('a full log refuses appends with 503 and Retry-After, and accepts again once shipped', async (t) => {
+  const log = IngestLog.open({ dir: logDir(), maxBytes: 64 * 1024 })
+  t.teardown(() => log.close())
+  const user = randomId('full-')
+  let refusal: unknown
+  let accepted = 0
+  for (let i = 0; i < 1000 && !refusal; i++) {
+    try {
+      await log.append([line(user)])
+      accepted++
+    } catch (err) {
+      refusal = err
+    }
+  }
+  t.match(refusal, { statusCode: 503, headers: { 'retry-after': /^\d+$/ }, extra: { reason: 'ingest_log_full' } })
+  t.ok(accepted > 10)
+  const shipper = new EventShipper(log, insert, caps, logger)
+  shipper.start()
+  t.ok(await shipper.drain(10_000))
+  await shipper.stop(1000)
+  t.ok(await log.append([line(user)]), 'accepted again')
+  t.equal((await countFor(user)).events, accepted)
+})
+
+t.test('regression: an insert that wrote events but failed in a view is retried without doubling events, and the rollup catches up', async (t) => {
+  const log = IngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
+  t.teardown(() => log.close())
+  const user = randomId('partial-')
+  // The view's target refuses parts (as when the disk fills between the table's part and the
+  // view's): the insert writes `events`, then fails in spend_daily_mv with TOO_MANY_PARTS.
+  await handle.client.command({ query: 'ALTER TABLE spend_daily MODIFY SETTING parts_to_throw_insert = 1' })
+  let restored = false
+  const restore = async () => {
+    if (!restored) await handle.client.command({ query: 'ALTER TABLE spend_daily RESET SETTING parts_to_throw_insert' })
+    restored = true
+  }
+  t.teardown(restore)
+  const attempts: string[] = []
+  const shipper = new EventShipper(log, (body, token) => {
+    attempts.push(token)
+    return insert(body, token)
+  }, caps, logger)
+  shipper.start()
+  await log.append(Array.from({ length: 7 }, () => line(user)))
+  shipper.notify()
+  while (attempts.length < 2) await new Promise((r) => setTimeout(r, 20))
+  t.ok(shipper.status.retrying, 'the failure is an outage: retried, not quarantined')
+  // Whether the refused insert left its `events` part behind depends on which sink of the insert
+  // pipeline finished first; either way it is all or nothing, and the outcome below must not differ.
+  const during = await handle.client.query({ query: 'SELECT count() AS n FROM events WHERE user_id = {u:String}', query_params: { u: user }, format: 'JSONEachRow' })
+  const written = Number((await during.json<{ n: string }>())[0]!.n)
+  t.ok(written === 0 || written === 7, `the failed insert wrote all of the block or none of it (${written})`)
+  await restore()
+  t.ok(await shipper.drain(10_000))
+  await shipper.stop(1000)
+  t.equal(new Set(attempts).size, 1, 'every attempt was the same block with the same token')
+  const counts = await countFor(user)
+  t.equal(counts.events, 7, 'events once, though the first attempt had written them')
+  t.equal(counts.spendEvents, 7, 'spend_daily caught up and equals the sum over events')
+  t.equal(log.stats().quarantined, 0)
+})
+
+t.test('a stale lock is taken over: its process is gone, or its pid now names a process started at another time', async (t) => {
+  const dir = logDir()
+  mkdirSync(dir, { recursive: true })
+  const sleeper = spawn('sleep', ['30'])
+  t.teardown(() => sleeper.kill())
+  writeFileSync(join(dir, 'LOCK'), `${sleeper.pid} 1`)
+  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  await log.close()
+  writeFileSync(join(dir, 'LOCK'), '999999999 1')
+  const again = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  await again.close()
+  const start = readFileSync(`/proc/${sleeper.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[19]
+  writeFileSync(join(dir, 'LOCK'), `${sleeper.pid} ${start}`)
+  t.throws(() => IngestLog.open({ dir, maxBytes: 1 << 30 }), /belongs to running process .*LOCK/, 'a live owner keeps it')
+})
+
+t.test('only errors met reading the input split a block; the same codes from elsewhere are outages', async (t) => {
+  const ch = (code: string, message: string) => Object.assign(new Error(message), { code })
+  t.ok(isRowRefusal(ch('27', 'Cannot parse input: expected \',\' before: ...')))
+  t.ok(isRowRefusal(ch('69', 'Decimal value is too big: 1 digits were read: \'1\'e40. (while reading the value of key cost_usd)')))
+  t.notOk(isRowRefusal(ch('69', 'Decimal value is too big in a view')), 'a conversion error raised after parsing (in a view) is not the rows\' fault')
+  t.notOk(isRowRefusal(ch('60', 'Table default.events does not exist')))
+  t.notOk(isRowRefusal(ch('252', 'Too many parts')))
+  t.notOk(isRowRefusal(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })))
+})
+
+t.test('a log line holds the row\'s values in the order the insert names its columns', async (t) => {
+  const row = buildEventRow({ agentId: 'a', type: 'tx', reasoning: 'r', toolExecuted: 'swap', toolsConsidered: ['x'], durationMs: 5, input: { prompt: 'p' },
+    transaction: 'sig', amount: { token: 'SOL', value: 1.5 }, errorMessage: 'e', outcome: 'failed', model: 'gpt-4o',
+    metadata: { sessionId: 's', traceId: 'tr', privacyLevel: 'full', cwd: '/c', git: { branch: 'b' }, tool: 'claude-code', tokensBreakdown: { inputBase: 1, cacheCreation: 2, cacheRead: 3, output: 4 } } },
+  { eventId: 'evt_1', userId: 'u', agentId: 'c1', receivedAt: Date.now() })
+  t.equal(eventLine(row), JSON.stringify(INSERT_COLUMNS.map((c) => row[c])))
+})
+
+t.test('the quarantine can be read beside the running owner, for an operator', async (t) => {
+  const dir = logDir()
+  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  t.teardown(() => log.close())
+  await log.quarantineRows([{ position: 7, line: '["bad"]' }], 'Cannot parse input')
+  const rows = IngestLog.readQuarantine(dir)
+  t.match(rows, [{ position: 7, line: '["bad"]', reason: 'Cannot parse input', at: String }])
+  const cli = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/quarantine.ts'], { env: { ...process.env, INGEST_LOG_DIR: dir }, encoding: 'utf8' })
+  t.equal(cli.status, 0, cli.stderr)
+  t.match(JSON.parse(cli.stdout.trim()), { position: 7, reason: 'Cannot parse input' })
+})

@@ -1,0 +1,66 @@
+import t from 'tap'
+import { Redis } from 'ioredis'
+import { RateLimiter } from '../../src/storage/rate-limiter.ts'
+import { LeasedLimiter } from '../../src/storage/leased-limiter.ts'
+import { randomId } from '../helpers/app.ts'
+
+const prefix = `test:${randomId()}:`
+const redisA = new Redis('redis://127.0.0.1:6379')
+const redisB = new Redis('redis://127.0.0.1:6379')
+t.teardown(async () => {
+  const keys = await redisA.keys(`${prefix}*`)
+  if (keys.length) await redisA.del(...keys)
+  redisA.disconnect()
+  redisB.disconnect()
+})
+// Two instances: each its own connection and its own leases on one shared bucket.
+const sharedA = new RateLimiter(redisA, prefix)
+const sharedB = new RateLimiter(redisB, prefix)
+
+t.test('one instance admits exactly the limit, then refuses with a retry time', async (t) => {
+  const limiter = new LeasedLimiter(sharedA, { leaseMs: 1000, maxShare: 0.05 })
+  t.teardown(() => limiter.close())
+  const bucket = randomId('exact-')
+  const results = await Promise.all(Array.from({ length: 70 }, () => limiter.take(bucket, 60, 1)))
+  t.equal(results.filter((r) => r.admitted === 1).length, 60, 'every token of the burst is used')
+  const refused = results.filter((r) => r.admitted === 0)
+  t.equal(refused.length, 10)
+  t.ok(refused.every((r) => r.retryAfterMs > 0 && r.retryAfterMs <= 1000), 'refusals say when one more fits')
+})
+
+t.test('two instances under concurrent load never admit more than the limit, and use nearly all of it', async (t) => {
+  const a = new LeasedLimiter(sharedA, { leaseMs: 1000, maxShare: 0.05 })
+  const b = new LeasedLimiter(sharedB, { leaseMs: 1000, maxShare: 0.05 })
+  t.teardown(async () => { await a.close(); await b.close() })
+  const bucket = randomId('pair-')
+  const limit = 1000
+  let admitted = 0
+  const client = async (limiter: LeasedLimiter) => {
+    for (let i = 0; i < 400; i++) {
+      const got = await limiter.take(bucket, limit, 1 + (i % 3))
+      admitted += got.admitted
+    }
+  }
+  await Promise.all([client(a), client(a), client(a), client(b), client(b), client(b)])
+  t.ok(admitted <= limit + 1, `${admitted} admitted of a ${limit} limit (one unit refills in 60 ms)`)
+  t.ok(admitted >= limit - 2 * 0.05 * limit, `${admitted} admitted: at most one slice per instance held back`)
+})
+
+t.test('tokens leased and not used go back to the shared bucket after the lease time', async (t) => {
+  const a = new LeasedLimiter(sharedA, { leaseMs: 200, maxShare: 0.5 })
+  const b = new LeasedLimiter(sharedB, { leaseMs: 200, maxShare: 0.5 })
+  t.teardown(async () => { await a.close(); await b.close() })
+  const bucket = randomId('refund-')
+  // A burst of 20 concurrent requests on A is served by one lease; the next request then leases for
+  // the rate it has seen, and holds what it does not use.
+  const burst = await Promise.all(Array.from({ length: 20 }, () => a.take(bucket, 100, 1)))
+  t.ok(burst.every((r) => r.admitted === 1))
+  // The next requests use what the burst's lease left, then one leases for the rate it has seen.
+  for (let i = 0; i < 3; i++) t.equal((await a.take(bucket, 100, 1)).admitted, 1)
+  const held = await b.take(bucket, 100, 100)
+  t.ok(held.admitted <= 100 - 23 - 15, `B cannot use the tokens A holds (${held.admitted})`)
+  await new Promise((r) => setTimeout(r, 500))
+  const afterReturn = await b.take(bucket, 100, 100)
+  t.ok(afterReturn.admitted >= 15, `after A gave back its unused tokens, B gets them (${afterReturn.admitted})`)
+  t.ok(23 + held.admitted + afterReturn.admitted <= 101, `never more than the limit in all (${23 + held.admitted + afterReturn.admitted})`)
+})

@@ -1,0 +1,178 @@
+import t from 'tap'
+import { Redis } from 'ioredis'
+import { pino } from 'pino'
+import { InvalidationBus } from '../../src/storage/invalidation-bus.ts'
+import { SharedCache, type CacheLog, type SharedCacheOptions } from '../../src/storage/shared-cache.ts'
+import { randomId } from '../helpers/app.ts'
+
+const REDIS_URL = 'redis://127.0.0.1:6379'
+const silent = pino({ level: 'silent' })
+
+interface Instance { cache: SharedCache<string>; bus: InvalidationBus; redis: Redis }
+
+/** One process's view: its own Redis connections, bus and cache, sharing Redis under `prefix`. */
+async function instance(t: { teardown(fn: () => unknown): void }, prefix: string, opts: Partial<SharedCacheOptions> = {}): Promise<Instance> {
+  const redis = new Redis(REDIS_URL, { enableAutoPipelining: true })
+  const subscriber = new Redis(REDIS_URL)
+  const bus = new InvalidationBus(redis, subscriber, prefix, silent)
+  await bus.start()
+  t.teardown(() => {
+    redis.disconnect()
+    subscriber.disconnect()
+  })
+  const cache = new SharedCache<string>({ name: 'test', redis, prefix, bus, log: silent, localTtlMs: 1000, sharedTtlSeconds: 60, ...opts })
+  return { cache, bus, redis }
+}
+
+/** Resolves when the instance has been told of an invalidation of `scope` (its cache's handler ran first). */
+function told(i: Instance, scope: string): Promise<void> {
+  return new Promise((resolve) => i.bus.on('cache-test', (id) => {
+    if (id === scope) resolve()
+  }))
+}
+
+/** A loader that counts its calls. */
+function loader(value: string | null) {
+  const fn = async () => {
+    fn.calls++
+    return value
+  }
+  fn.calls = 0
+  return fn
+}
+
+t.test('a second instance\'s miss is answered from Redis, not by its loader', async (t) => {
+  const prefix = `test:${randomId()}:`
+  const a = await instance(t, prefix)
+  const b = await instance(t, prefix)
+  const loadA = loader('from-postgres')
+  const loadB = loader('never')
+  t.equal(await a.cache.get('k', loadA), 'from-postgres')
+  t.equal(await b.cache.get('k', loadB), 'from-postgres')
+  t.equal(loadA.calls, 1)
+  t.equal(loadB.calls, 0, 'the other instance did not load')
+  t.equal(await a.cache.get('k', loadA), 'from-postgres')
+  t.equal(loadA.calls, 1, 'the local copy answers within the local TTL')
+})
+
+t.test('concurrent misses for one key share one load', async (t) => {
+  const a = await instance(t, `test:${randomId()}:`)
+  const load = loader('v')
+  const values = await Promise.all(Array.from({ length: 20 }, () => a.cache.get('k', load)))
+  t.same(new Set(values), new Set(['v']))
+  t.equal(load.calls, 1)
+})
+
+t.test('a negative answer is cached too, locally and in Redis', async (t) => {
+  const prefix = `test:${randomId()}:`
+  const a = await instance(t, prefix)
+  const b = await instance(t, prefix)
+  const missing = loader(null)
+  t.equal(await a.cache.get('unknown', missing), null)
+  t.equal(await a.cache.get('unknown', missing), null)
+  t.equal(await b.cache.get('unknown', missing), null)
+  t.equal(missing.calls, 1, 'one load for three lookups on two instances')
+  t.ok(await a.redis.ttl(`${prefix}sc:test:e:7:unknown:`) <= 60, 'negative entries expire within a minute')
+})
+
+t.test('invalidate drops the entry in Redis and on every instance', async (t) => {
+  const prefix = `test:${randomId()}:`
+  const a = await instance(t, prefix)
+  const b = await instance(t, prefix)
+  await a.cache.get('k', loader('old'))
+  t.equal(await b.cache.get('k', loader('never')), 'old', 'b holds the entry locally')
+  const bTold = told(b, 'k')
+  t.equal(await a.cache.invalidate('k'), true)
+  await bTold
+  const fresh = loader('new')
+  t.equal(await b.cache.get('k', fresh), 'new', 'b reads the source again at once')
+  t.equal(fresh.calls, 1)
+  t.equal(await a.cache.get('k', loader('never')), 'new', 'a reads b\'s fresh entry from Redis')
+})
+
+t.test('invalidating a scope drops all its entries and only them; invalidateAll drops everything', async (t) => {
+  const prefix = `test:${randomId()}:`
+  const a = await instance(t, prefix)
+  const b = await instance(t, prefix)
+  for (const key of [['o', 'x'], ['o', 'y'], ['p', 'x']] as const) await a.cache.get(key, loader(`${key[0]}${key[1]}`))
+  for (const key of [['o', 'x'], ['o', 'y'], ['p', 'x']] as const) await b.cache.get(key, loader('never'))
+  const bTold = told(b, 'o')
+  await a.cache.invalidate('o')
+  await bTold
+  for (const i of [a, b]) {
+    const reload = loader('reloaded')
+    t.equal(await i.cache.get(['o', 'x'], reload), 'reloaded')
+    t.equal(await i.cache.get(['p', 'x'], reload), 'px', 'another scope is untouched')
+  }
+  const bToldAll = told(b, '*')
+  await a.cache.invalidateAll()
+  await bToldAll
+  const all = loader('again')
+  t.equal(await b.cache.get(['p', 'x'], all), 'again')
+  t.equal(all.calls, 1)
+})
+
+t.test('a load that started before an invalidation leaves no stale entry behind (set-after-delete race)', async (t) => {
+  const prefix = `test:${randomId()}:`
+  const a = await instance(t, prefix)
+  const b = await instance(t, prefix)
+  let release!: () => void
+  let started!: () => void
+  const loadStarted = new Promise<void>((resolve) => { started = resolve })
+  const gate = new Promise<void>((resolve) => { release = resolve })
+  const slow = async () => {
+    started()
+    await gate
+    return 'stale' // what the source said before the change
+  }
+  const reading = a.cache.get('k', slow)
+  await loadStarted
+  // The change is committed and invalidated on another instance while a's load is in flight.
+  const aTold = told(a, 'k')
+  await b.cache.invalidate('k')
+  await aTold
+  release()
+  t.equal(await reading, 'stale', 'the caller that asked before the change gets the answer of its load')
+
+  const fresh = loader('fresh')
+  t.equal(await b.cache.get('k', fresh), 'fresh', 'Redis did not keep the stale answer')
+  t.equal(fresh.calls, 1)
+  t.equal(await a.cache.get('k', loader('never')), 'fresh', 'a did not keep it locally either')
+
+  // The same race with the invalidation made by the loading instance itself.
+  let releaseOwn!: () => void
+  const ownGate = new Promise<void>((resolve) => { releaseOwn = resolve })
+  const own = a.cache.get('k2', async () => {
+    await ownGate
+    return 'stale'
+  })
+  await a.cache.invalidate('k2')
+  releaseOwn()
+  await own
+  const fresh2 = loader('fresh')
+  t.equal(await b.cache.get('k2', fresh2), 'fresh')
+  t.equal(await a.cache.get('k2', fresh2), 'fresh')
+  t.equal(fresh2.calls, 1)
+})
+
+t.test('with Redis down lookups go to the loader, warn once, and invalidations do not throw', async (t) => {
+  // Nothing listens on port 1: the connection is refused.
+  const dead = new Redis('redis://127.0.0.1:1', { lazyConnect: true, maxRetriesPerRequest: 1 })
+  dead.on('error', () => {})
+  dead.connect().catch(() => {})
+  t.teardown(() => dead.disconnect())
+  const warnings: string[] = []
+  const log: CacheLog = { warn: (_obj, msg) => warnings.push(msg), info: () => {} }
+  const bus = new InvalidationBus(dead, dead, 'test:', silent)
+  const cache = new SharedCache<string>({ name: 'test', redis: dead, prefix: 'test:', bus, log, localTtlMs: 1, sharedTtlSeconds: 60 })
+  const load = loader('from-postgres')
+  const startedAt = Date.now()
+  for (let i = 0; i < 5; i++) {
+    t.equal(await cache.get('k', load), 'from-postgres')
+    await new Promise((r) => setTimeout(r, 5))
+  }
+  t.ok(Date.now() - startedAt < 1000, 'no lookup waits for Redis')
+  t.equal(load.calls, 5, 'each lookup past the local TTL reached the loader')
+  t.equal(await cache.invalidate('k'), false, 'an invalidation that cannot reach Redis says so')
+  t.equal(warnings.length, 1, 'one warning, not one per lookup')
+})
