@@ -59,8 +59,9 @@ t.test('sessions and traces: grouped, detailed with timeline, git, cwd and chips
 
   const list = (await get(user, '/v1/me/sessions')).json().sessions
   const s = list.find((x: { sessionId: string }) => x.sessionId === session)
-  t.match(s, { start: '2026-05-01T10:00:00.000Z', end: '2026-05-01T10:00:04.000Z', durationMs: 4000, events: 3, errors: 1 })
-  t.same(s.agents, [e1.agentId, e2.agentId].sort())
+  t.match(s, { start: '2026-05-01T10:00:00.000Z', end: '2026-05-01T10:00:04.000Z', durationMs: 4000, eventCount: 3, errors: 1 })
+  t.same(s.agents.map((a: { id: string }) => a.id), [e1.agentId, e2.agentId].sort())
+  t.same(s.agents.map((a: { displayName: string }) => a.displayName).sort(), ['tr-a', 'tr-b'], 'agents are named')
   const detail = (await get(user, `/v1/me/sessions/${session}`)).json()
   t.same(detail.events.map((e: { eventId: string }) => e.eventId), [e1.eventId, e2.eventId, e3.eventId], 'time order')
   t.equal(detail.eventCount, 3)
@@ -135,18 +136,18 @@ t.test('spend summary agrees with the per-event costs; windows; by agent, model 
   t.equal(s.days, 30)
   t.equal(Math.round(s.total.costUsd * 100), Math.round(expected * 100), 'total agrees to the cent')
   t.ok(Math.abs(s.total.costUsd - expected) < 1e-9, 'and exactly')
-  t.equal(s.total.events, 4, 'the 40-day-old event is outside the default window')
+  t.equal(s.total.eventCount, 4, 'the 40-day-old event is outside the default window')
   t.equal(s.by_agent.length, 2)
-  t.equal(s.by_agent.reduce((n: number, a: { events: number }) => n + a.events, 0), 4)
+  t.equal(s.by_agent.reduce((n: number, a: { eventCount: number }) => n + a.eventCount, 0), 4)
   t.ok(s.by_agent.every((a: { displayName: string }) => a.displayName.startsWith('sp-')))
   t.same(s.by_model.map((m: { model: string }) => m.model).sort(), ['claude-sonnet-4-5', 'gemini-2.5-flash', 'gpt-4o-mini', 'unknown-model'])
   t.equal(s.by_day.length, 1)
   t.equal(s.total.tokens.inputBase, 12345 + 7 + 1000000)
   const longer = (await get(user, '/v1/me/spend-summary?days=60')).json()
-  t.equal(longer.total.events, 5)
+  t.equal(longer.total.eventCount, 5)
   for (const bad of ['0', '366', 'abc']) t.equal((await get(user, `/v1/me/spend-summary?days=${bad}`)).statusCode, 400, `days=${bad}`)
   const other = await newUser(app)
-  t.equal((await get(other, '/v1/me/spend-summary')).json().total.events, 0)
+  t.equal((await get(other, '/v1/me/spend-summary')).json().total.eventCount, 0)
 })
 
 t.test('agents: list with KPIs, profile with a 30-day calendar, rename with 409, delete hides everything', async (t) => {
@@ -161,7 +162,7 @@ t.test('agents: list with KPIs, profile with a 30-day calendar, rename with 409,
   t.match(la, { displayName: 'ag-a', framework: 'langchain', lastSeenAt: String, kpis: { events24h: 2, events30d: 2, errors30d: 1, errorRate30d: 0.5, cost24h: 0.01, cost30d: 0.01 } })
   const profile = (await get(user, `/v1/me/agents/${a.agentId}`)).json()
   t.equal(profile.calendar.length, 30)
-  t.match(profile.calendar[29], { day: new Date().toISOString().slice(0, 10), events: 2, errors: 1, costUsd: 0.01, tokens: 1000 })
+  t.match(profile.calendar[29], { day: new Date().toISOString().slice(0, 10), eventCount: 2, errors: 1, costUsd: 0.01, tokens: { output: 1000, total: 1000 } })
   t.equal(profile.recentSessions[0].sessionId, 'ag-s')
   t.equal(profile.recentErrors.length, 1)
 
