@@ -97,7 +97,11 @@ export interface ClusterAggregate {
   sampleMessage: string | null; agents: string[]; tools: string[]
 }
 
-export interface SpendRow { key: string; costUsd: number; events: number; errors: number; tokens: TokenTotals }
+export interface SpendRow {
+  key: string; costUsd: number; events: number; errors: number; tokens: TokenTotals
+  /** Events whose model the price catalogue does not know (their cost counts as 0). */
+  unpricedEvents: number
+}
 
 /**
  * Dashboard reads over ClickHouse. Every query is bounded to one user (the leading column of the
@@ -236,13 +240,14 @@ export class DashboardRepository {
   async spend(r: Reader, by: 'agent_id' | 'model' | 'day' | 'total', fromDay: string, agentId?: string): Promise<SpendRow[]> {
     const key = by === 'total' ? "''" : by === 'day' ? 'toString(day)' : by
     const rows = await this.rows(
-      `/* svc:me_spend_by_${by} */ SELECT ${key} AS key, toString(sum(cost_usd)) AS cost, sum(events) AS n, sum(errors) AS errors, ${TOKEN_SUMS}
+      `/* svc:me_spend_by_${by} */ SELECT ${key} AS key, toString(sum(cost_usd)) AS cost, sum(events) AS n, sum(errors) AS errors,
+              sum(unpriced_events) AS unpriced, ${TOKEN_SUMS}
        FROM spend_daily
        WHERE user_id = {u:String} AND day >= {from:Date} AND agent_id NOT IN {hidden:Array(String)} ${agentId ? 'AND agent_id = {agent:String}' : ''}
        GROUP BY key ORDER BY ${by === 'day' ? 'key' : 'sum(cost_usd) DESC, key'}`,
       { u: r.userId, from: fromDay, hidden: r.hidden, agent: agentId ?? '' },
     )
-    return rows.map((x) => ({ key: x.key, costUsd: Number(x.cost), events: Number(x.n), errors: Number(x.errors), tokens: tokensOf(x) }))
+    return rows.map((x) => ({ key: x.key, costUsd: Number(x.cost), events: Number(x.n), errors: Number(x.errors), tokens: tokensOf(x), unpricedEvents: Number(x.unpriced) }))
   }
 
   /** Events, cost and errors per agent since a time, from raw events (for windows that are not whole days). */
