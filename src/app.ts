@@ -6,6 +6,7 @@ import errors, { frameworkErrors } from './plugins/errors.ts'
 import jsonBody from './plugins/json-body.ts'
 import postgres from './plugins/postgres.ts'
 import clickhouse from './plugins/clickhouse.ts'
+import analyticsSql from './plugins/analytics-sql.ts'
 import redis from './plugins/redis.ts'
 import userAuth from './plugins/user-auth.ts'
 import apiKeyAuth from './plugins/api-key-auth.ts'
@@ -72,6 +73,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(clickhouse, {
     url: config.clickhouseUrl,
     dataDir: config.dataDir,
+  })
+  await app.register(analyticsSql, {
+    enabled: !config.clickhouseUrl && config.analytics.port !== null,
+    port: config.analytics.port ?? 0,
+    host: config.host,
+    dataDir: config.dataDir,
+    password: config.analytics.password,
+    caps: config.analytics.caps,
   })
   await app.register(queues, { redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker, everyMs: config.anomalyEveryMs })
   const caches = { cacheTtlMs: config.cacheTtlMs, sharedCacheTtlSeconds: config.sharedCacheTtlSeconds }
