@@ -128,13 +128,14 @@ const spendFigures = {
   eventCount: { type: 'integer' },
   errors: { type: 'integer', description: 'number of error events' },
   tokens,
+  unpricedEvents: { type: 'integer', description: 'events whose model the price catalogue does not know (their cost counts as 0)' },
 } as const
-const spendRequired = ['costUsd', 'eventCount', 'errors', 'tokens'] as const
+const spendRequired = ['costUsd', 'eventCount', 'errors', 'tokens', 'unpricedEvents'] as const
 
 export const spendSummary = {
   type: 'object',
   description: 'Spend from the daily rollup over `days` UTC days ending today.',
-  required: ['days', 'from', 'total', 'by_agent', 'by_model', 'by_day'],
+  required: ['days', 'from', 'total', 'by_agent', 'by_model', 'by_day', 'unpriced_models'],
   properties: {
     days: { type: 'integer' },
     from: { ...day, description: 'the first day of the window' },
@@ -153,6 +154,11 @@ export const spendSummary = {
       type: 'array',
       description: '`by_day` is the spec\'s name (snake case kept): one row per day with events, oldest first',
       items: { type: 'object', required: ['day', ...spendRequired], properties: { day, ...spendFigures } },
+    },
+    unpriced_models: {
+      type: 'array',
+      description: 'models the price catalogue does not know, with their events in the window (counted at cost 0 above); snake case like its siblings',
+      items: { type: 'object', required: ['model', 'eventCount'], properties: { model: { type: 'string' }, eventCount: { type: 'integer' } } },
     },
   },
 } as const

@@ -41,10 +41,14 @@ export const event = {
             inputBase: tokenCount,
             cacheCreation: tokenCount,
             cacheRead: tokenCount,
-            output: tokenCount
+            output: tokenCount,
+            reasoning: { ...tokenCount, description: 'reasoning tokens, a part of output' }
           }
         },
         traceId: { type: 'string', minLength: 1, maxLength: 200 },
+        spanId: { type: 'string', minLength: 1, maxLength: 200, description: "this event's span in its trace" },
+        parentSpanId: { type: 'string', minLength: 1, maxLength: 200, description: "the span this event's span is a child of" },
+        provider: { type: 'string', minLength: 1, maxLength: 100, description: "the model's provider (openai, anthropic, aws.bedrock, ...), a hint for pricing" },
         sessionId: { type: 'string', minLength: 1, maxLength: 200 },
         cwd: { type: 'string' },
         git: { type: ['object', 'string'] },

@@ -68,7 +68,7 @@ export const listAgents = {
   summary: 'The caller\'s live agents with KPIs',
   querystring: { type: 'object', properties: { limit: lenientLimit(1, 1000, 100), cursor: cursorParam } },
   response: {
-    200: { type: 'object', required: ['agents'], properties: { agents: { type: 'array', items: ownedAgentWithKpis }, nextCursor } },
+    200: { type: 'object', required: ['agents', 'nextCursor'], properties: { agents: { type: 'array', items: ownedAgentWithKpis }, nextCursor } },
     ...readErrors,
   },
 } as const
@@ -109,14 +109,14 @@ export const listEvents = {
       cursor: cursorParam,
     },
   },
-  response: { 200: { type: 'object', required: ['events'], properties: { events: { type: 'array', items: dashboardEvent }, nextCursor } }, ...readErrors },
+  response: { 200: { type: 'object', required: ['events', 'nextCursor'], properties: { events: { type: 'array', items: dashboardEvent }, nextCursor } }, ...readErrors },
 } as const
 
 export const listSessions = {
   ...me,
   summary: 'Sessions by latest activity',
   querystring: { type: 'object', properties: { limit: lenientLimit(1, 100, 20), cursor: cursorParam } },
-  response: { 200: { type: 'object', required: ['sessions'], properties: { sessions: { type: 'array', items: sessionSummary }, nextCursor } }, ...readErrors },
+  response: { 200: { type: 'object', required: ['sessions', 'nextCursor'], properties: { sessions: { type: 'array', items: sessionSummary }, nextCursor } }, ...readErrors },
 } as const
 
 export const getSession = {
@@ -127,7 +127,7 @@ export const listTraces = {
   ...me,
   summary: 'Traces by latest activity',
   querystring: { type: 'object', properties: { limit: lenientLimit(1, 200, 50), since: since('7d'), cursor: cursorParam } },
-  response: { 200: { type: 'object', required: ['traces'], properties: { traces: { type: 'array', items: traceSummary }, nextCursor } }, ...readErrors },
+  response: { 200: { type: 'object', required: ['traces', 'nextCursor'], properties: { traces: { type: 'array', items: traceSummary }, nextCursor } }, ...readErrors },
 } as const
 
 export const getTrace = {
@@ -177,7 +177,7 @@ export const listAlerts = {
   response: {
     200: {
       type: 'object',
-      required: ['alerts'],
+      required: ['alerts', 'nextCursor'],
       properties: {
         alerts: { type: 'array', items: alert },
         nextCursor,

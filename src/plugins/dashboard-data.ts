@@ -17,5 +17,5 @@ export default fp(async function dashboardData(app) {
   const service = new DashboardService(app.dashboard, app.agents, app.errorClusters, app.alerts)
   app.decorate('dashboardService', service)
   app.decorate('alertsService', new AlertsService(app.alerts))
-  app.decorate('readerOf', (request: FastifyRequest) => service.readerOf(request.user.id))
+  app.decorate('readerOf', (request: FastifyRequest) => service.readerOf(request.user.id, request.settledAt))
 }, { name: 'dashboard-data', dependencies: ['repositories'] })

@@ -2,7 +2,9 @@ import { mergeThresholds } from '../domain/anomaly-rules.ts'
 
 /** Thresholds per rule, field by field (the shape of schemas/alert.ts). */
 type RuleFields = Record<string, Record<string, number | boolean>>
+import { pageOf } from '../domain/cursor.ts'
 import { conflict, notFound } from '../errors.ts'
+import { startOf } from './dashboard-service.ts'
 import type { Alert, AlertsRepository, AlertStatus } from '../storage/alerts-repository.ts'
 
 /** What each alert action moves from, to, and the status in which repeating it is a no-op. */
@@ -22,9 +24,13 @@ export type AlertAction = keyof typeof TRANSITIONS
 export class AlertsService {
   constructor(private readonly alerts: AlertsRepository) {}
 
-  async list(userId: string, q: { status: AlertStatus | 'all'; count: boolean; limit: number }) {
-    const list = await this.alerts.list(userId, q.status, q.limit)
-    return q.count ? { alerts: list, counts: await this.alerts.counts(userId) } : { alerts: list }
+  /** Newest first; `count` adds the counts per status. */
+  async list(userId: string, settledAt: number, q: { status: AlertStatus | 'all'; count: boolean; limit: number; cursor?: string | undefined }) {
+    const start = startOf('alerts', q.cursor, settledAt)
+    const rows = await this.alerts.list(userId, q.status, q.limit + 1, start.after)
+    const page = pageOf('alerts', start.asOf, rows, q.limit, (a) => ({ ms: Date.parse(a.createdAt), id: a.id }))
+    const body = { alerts: page.items, nextCursor: page.nextCursor }
+    return q.count ? { ...body, counts: await this.alerts.counts(userId) } : body
   }
 
   async transition(userId: string, id: string, action: AlertAction, snoozeHours?: number): Promise<Alert> {

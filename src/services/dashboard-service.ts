@@ -1,17 +1,28 @@
 import { agentKpis, agentOf, calendar, clusterStatus, firstContext, groupTotals, timeline, windowStart, zeroTokens, DAY_MS, CALENDAR_DAYS } from '../domain/dashboard.ts'
 import { isCuid } from '../domain/ids.ts'
 import { clampInt, sinceBound } from '../domain/query-params.ts'
-import { conflict, notFound } from '../errors.ts'
+import { pageOf, pageStart, type CursorList, type PageStart } from '../domain/cursor.ts'
+import { conflict, invalidCursor, notFound } from '../errors.ts'
 import type { AgentsRepository, OwnedAgentProfile } from '../storage/agents-repository.ts'
 import type { AlertsRepository } from '../storage/alerts-repository.ts'
 import type { ClusterAggregate, DashboardEvent, DashboardRepository, Reader, SpendRow } from '../storage/dashboard-repository.ts'
 import type { ErrorClustersRepository } from '../storage/error-clusters-repository.ts'
 
-/** The caller of a dashboard read: the reader (user, hidden agents) and the names of their agents. */
-export interface DashboardReader extends Reader { names: ReadonlyMap<string, string> }
+/**
+ * The caller of a dashboard read: the reader (user, hidden agents), the names of their agents, and the
+ * request's snapshot instant (`settledAt`, where a new walk over a paged list starts).
+ */
+export interface DashboardReader extends Reader { names: ReadonlyMap<string, string>; settledAt: number }
+
+/** Where the requested page of a list starts; a cursor this list did not hand out is a 400. */
+export function startOf(list: CursorList, cursor: string | undefined, settledAt: number): PageStart {
+  const start = pageStart(list, cursor, settledAt)
+  if (!start) throw invalidCursor()
+  return start
+}
 
 /** The lenient query values of the dashboard lists, as sent. */
-type Query = { limit?: string | undefined; since?: string | undefined; agentId?: string | undefined }
+type Query = { limit?: string | undefined; since?: string | undefined; agentId?: string | undefined; cursor?: string | undefined }
 
 /**
  * What the /v1/me routes answer, composed from the repositories and the rules of domain/dashboard.ts.
@@ -26,9 +37,9 @@ export class DashboardService {
   ) {}
 
   /** The user as a reader: their soft-deleted agents (hidden from every read) and every agent's name. */
-  async readerOf(userId: string): Promise<DashboardReader> {
+  async readerOf(userId: string, settledAt: number): Promise<DashboardReader> {
     const all = await this.agents.namesOf(userId)
-    return { userId, hidden: all.filter((a) => a.deleted).map((a) => a.id), names: new Map(all.map((a) => [a.id, a.displayName])) }
+    return { userId, settledAt, hidden: all.filter((a) => a.deleted).map((a) => a.id), names: new Map(all.map((a) => [a.id, a.displayName])) }
   }
 
   private withAgent(r: DashboardReader, e: DashboardEvent) {
@@ -37,18 +48,25 @@ export class DashboardService {
 
   /** limit clamps to 1..1000 (default 50); since and agentId that do not fit are dropped. */
   async events(r: DashboardReader, q: Query) {
-    const list = await this.dashboard.events(r, {
+    const start = startOf('events', q.cursor, r.settledAt)
+    const page = await this.dashboard.events(r, {
       limit: clampInt(q.limit, 1, 1000, 50),
-      sinceMs: sinceBound(q.since, Date.now()),
+      sinceMs: sinceBound(q.since, start.asOf),
       agentId: q.agentId && isCuid(q.agentId) ? q.agentId : undefined,
+      start,
     })
-    return { events: list.map((e) => this.withAgent(r, e)) }
+    return { events: page.items.map((e) => this.withAgent(r, e)), nextCursor: page.nextCursor }
   }
 
   /** limit clamps to 1..100 (default 20). */
   async sessions(r: DashboardReader, q: Query) {
-    const list = await this.dashboard.sessions(r, { limit: clampInt(q.limit, 1, 100, 20) })
-    return { sessions: list.map(({ events, agents, ...s }) => ({ ...s, eventCount: events, agents: agents.map((id) => agentOf(r.names, id)) })) }
+    const page = await this.dashboard.sessions(r, { limit: clampInt(q.limit, 1, 100, 20), start: startOf('sessions', q.cursor, r.settledAt) })
+    return { sessions: page.items.map((s) => this.summary(r, s)), nextCursor: page.nextCursor }
+  }
+
+  private summary<S extends { events: number; agents: string[] }>(r: DashboardReader, s: S) {
+    const { events, agents, ...rest } = s
+    return { ...rest, eventCount: events, agents: agents.map((id) => agentOf(r.names, id)) }
   }
 
   async session(r: DashboardReader, id: string) {
@@ -59,8 +77,9 @@ export class DashboardService {
 
   /** since: 24h | 7d | 30d | all (default 7d; anything else is dropped); limit clamps to 1..200 (default 50). */
   async traces(r: DashboardReader, q: Query) {
-    const list = await this.dashboard.traces(r, { limit: clampInt(q.limit, 1, 200, 50), sinceMs: sinceBound(q.since, Date.now(), '7d') })
-    return { traces: list.map(({ events, agents, ...s }) => ({ ...s, eventCount: events, agents: agents.map((id) => agentOf(r.names, id)) })) }
+    const start = startOf('traces', q.cursor, r.settledAt)
+    const page = await this.dashboard.traces(r, { limit: clampInt(q.limit, 1, 200, 50), sinceMs: sinceBound(q.since, start.asOf, '7d'), start })
+    return { traces: page.items.map((s) => this.summary(r, s)), nextCursor: page.nextCursor }
   }
 
   async trace(r: DashboardReader, traceId: string) {
@@ -115,7 +134,8 @@ export class DashboardService {
       this.dashboard.spend(r, 'model', from),
       this.dashboard.spend(r, 'day', from),
     ])
-    const figures = (s: SpendRow | undefined) => ({ costUsd: s?.costUsd ?? 0, eventCount: s?.events ?? 0, errors: s?.errors ?? 0, tokens: s?.tokens ?? zeroTokens() })
+    const figures = (s: SpendRow | undefined) =>
+      ({ costUsd: s?.costUsd ?? 0, eventCount: s?.events ?? 0, errors: s?.errors ?? 0, tokens: s?.tokens ?? zeroTokens(), unpricedEvents: s?.unpricedEvents ?? 0 })
     return {
       days,
       from,
@@ -123,6 +143,8 @@ export class DashboardService {
       by_agent: byAgent.map((s) => ({ agentId: s.key, agent: agentOf(r.names, s.key), displayName: r.names.get(s.key) ?? null, ...figures(s) })),
       by_model: byModel.map((s) => ({ model: s.key === '' ? null : s.key, ...figures(s) })),
       by_day: byDay.map((s) => ({ day: s.key, ...figures(s) })),
+      // Models the price catalogue does not know: their events count with cost 0 in every figure above.
+      unpriced_models: byModel.filter((s) => s.unpricedEvents > 0).map((s) => ({ model: s.key, eventCount: s.unpricedEvents })),
     }
   }
 
@@ -136,9 +158,13 @@ export class DashboardService {
     return (id: string) => agentKpis(day.get(id), byAgent.get(id))
   }
 
-  async agentList(r: DashboardReader) {
-    const [owned, kpisOf] = await Promise.all([this.agents.listOwned(r.userId), this.kpis(r, Date.now())])
-    return { agents: owned.map((a) => ({ ...a, kpis: kpisOf(a.id) })) }
+  /** limit clamps to 1..1000 (default 100); newest agent first. */
+  async agentList(r: DashboardReader, q: Query) {
+    const limit = clampInt(q.limit, 1, 1000, 100)
+    const start = startOf('agents', q.cursor, r.settledAt)
+    const [owned, kpisOf] = await Promise.all([this.agents.pageOwned(r.userId, limit + 1, start.after), this.kpis(r, Date.now())])
+    const page = pageOf('agents', start.asOf, owned, limit, (a) => ({ ms: Date.parse(a.createdAt), id: a.id }))
+    return { agents: page.items.map((a) => ({ ...a, kpis: kpisOf(a.id) })), nextCursor: page.nextCursor }
   }
 
   async agentProfile(r: DashboardReader, id: string) {
@@ -164,8 +190,8 @@ export class DashboardService {
   }
 
   private async sessionsOf(r: DashboardReader, agentId: string) {
-    const list = await this.dashboard.sessions(r, { limit: 5, agentId })
-    return list.map(({ events, agents, ...s }) => ({ ...s, eventCount: events, agents: agents.map((id) => agentOf(r.names, id)) }))
+    const page = await this.dashboard.sessions(r, { limit: 5, agentId, start: { asOf: r.settledAt, after: null } })
+    return page.items.map((s) => this.summary(r, s))
   }
 
   /** Renames, publishes or unpublishes the owner's agent. */

@@ -6,7 +6,7 @@ import { deleteAgent, getAgent, listAgents, patchAgent } from '../../../schemas/
 const agents: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
   const service = app.dashboardService
 
-  app.get('/v1/me/agents', { schema: listAgents }, async (request) => service.agentList(await app.readerOf(request)))
+  app.get('/v1/me/agents', { schema: listAgents }, async (request) => service.agentList(await app.readerOf(request), request.query))
 
   app.get('/v1/me/agents/:id', { schema: getAgent }, async (request) => service.agentProfile(await app.readerOf(request), request.params.id))
 

@@ -5,7 +5,7 @@ import { alertTransition, getAlertSettings, listAlerts, putAlertSettings, snooze
 const alerts: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
   const service = app.alertsService
 
-  app.get('/v1/me/alerts', { schema: listAlerts }, async (request) => service.list(request.user.id, request.query))
+  app.get('/v1/me/alerts', { schema: listAlerts }, async (request) => service.list(request.user.id, request.settledAt, request.query))
 
   app.post('/v1/me/alerts/:id/acknowledge', { schema: alertTransition('Acknowledge an active or snoozed alert') }, async (request) =>
     service.transition(request.user.id, request.params.id, 'acknowledge'))
