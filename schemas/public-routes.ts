@@ -197,5 +197,6 @@ export const health = {
         },
       },
     },
+    ...errorResponses(),
   },
 } as const

@@ -35,6 +35,20 @@ export default fp(async function openapi(app) {
         },
       },
     },
+    // A success response without a description of its own is described by its status.
+    transformObject: (documentObject) => {
+      if (!('openapiObject' in documentObject)) return documentObject.swaggerObject
+      const openapiObject = documentObject.openapiObject
+      const texts: Record<string, string> = { 200: 'OK', 201: 'Created', 202: 'Accepted', 204: 'No content', 207: 'One result per event' }
+      for (const ops of Object.values(openapiObject.paths ?? {})) {
+        for (const op of Object.values(ops ?? {}) as { responses?: Record<string, { description?: string }> }[]) {
+          for (const [status, response] of Object.entries(op?.responses ?? {})) {
+            if (response.description === 'Default Response' && texts[status]) response.description = texts[status]
+          }
+        }
+      }
+      return openapiObject
+    },
     // Shared schemas (added with an $id) become components named by their title.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.title === 'string' ? json.title : `def-${i}`) },
   })
