@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { HttpError } from '../errors.ts'
+import { IngestLogRefused } from '../storage/ingest-log.ts'
 import { bodyAjv, queryAjv, toDetails } from '../schemas.ts'
 
 // Network errors, and the SQLSTATEs of a Postgres that is not there for us right now: classes 08
@@ -61,6 +62,10 @@ export default fp(async function errors(app) {
     if (err instanceof HttpError) {
       if (err.statusCode >= 500) request.log.warn({ code: err.code }, 'request refused: %s', err.code)
       return reply.code(err.statusCode).headers(err.headers).send(err.body())
+    }
+    if (err instanceof IngestLogRefused) {
+      request.log.warn({ reason: err.reason }, 'request refused: %s', err.reason)
+      return reply.code(503).headers({ 'retry-after': String(err.retryAfterSeconds) }).send({ error: 'unavailable', reason: err.reason, message: err.message })
     }
     if (err.validation) {
       return reply.code(400).send({ error: 'validation_failed', message: `the ${err.validationContext ?? 'request'} is not valid`, details: toDetails(err.validation as never) })
