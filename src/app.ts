@@ -28,6 +28,7 @@ import meErrors from './routes/me/errors.ts'
 import meSpend from './routes/me/spend.ts'
 import meTestEvent from './routes/me/test-event.ts'
 import dashboardData from './plugins/dashboard-data.ts'
+import webUi from './plugins/web-ui.ts'
 
 // Session and trace ids are up to 200 characters (schemas/event.json), i.e. up to 400 UTF-16 units once
 // decoded: the detail routes must route every id ingestion accepts (Fastify's default is 100).
@@ -86,6 +87,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(publicRegistry({ statsCacheSeconds: config.statsCacheSeconds, explorerCacheSeconds: config.explorerCacheSeconds }))
   await app.register(publicX402)
   await app.register(publicWaitlist)
+  await app.register(webUi)
   await app.register(ingest({ bodyLimit: config.bodyLimit, batchBodyLimit: config.batchBodyLimit }))
   await app.register(async function me(scope) {
     scope.addHook('onRequest', scope.authenticateUser)
