@@ -6,6 +6,7 @@ import errors, { frameworkErrors } from './plugins/errors.ts'
 import jsonBody from './plugins/json-body.ts'
 import postgres from './plugins/postgres.ts'
 import clickhouse from './plugins/clickhouse.ts'
+import analyticsSql from './plugins/analytics-sql.ts'
 import redis from './plugins/redis.ts'
 import userAuth from './plugins/user-auth.ts'
 import apiKeyAuth from './plugins/api-key-auth.ts'
@@ -74,6 +75,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     url: config.clickhouseUrl,
     dataDir: config.dataDir,
   })
+  await app.register(analyticsSql, {
+    enabled: !config.clickhouseUrl && config.analytics.port !== null,
+    port: config.analytics.port ?? 0,
+    host: config.host,
+    dataDir: config.dataDir,
+    password: config.analytics.password,
+    caps: config.analytics.caps,
+  })
   await app.register(queues, { redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker, everyMs: config.anomalyEveryMs })
   const caches = { cacheTtlMs: config.cacheTtlMs, sharedCacheTtlSeconds: config.sharedCacheTtlSeconds }
   await app.register(ingestion, { ...caches, activityFlushMs: config.activityFlushMs, burstLeaseMs: config.burstLeaseMs, ingest: config.ingest })
@@ -89,6 +98,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(publicWaitlist)
   await app.register(webUi)
   await app.register(ingest({ bodyLimit: config.bodyLimit, batchBodyLimit: config.batchBodyLimit }))
+  app.decorateRequest('settledAt', 0)
   await app.register(async function me(scope) {
     scope.addHook('onRequest', scope.authenticateUser)
     scope.addHook('onRequest', async (request) => {
@@ -100,7 +110,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     })
     // Read-your-writes: what this instance acknowledged to the caller is in ClickHouse before the request runs
     // (waiting at most READ_YOUR_WRITES_TIMEOUT_MS).
+    // The snapshot instant of paged reads is taken first, so that every row it covers is waited for.
     scope.addHook('onRequest', async (request) => {
+      request.settledAt = scope.ingestion.settledBefore()
       await scope.shipper.waitForUser(request.user.id, config.ingest.readYourWritesTimeoutMs)
     })
     await scope.register(meUser)
@@ -113,4 +125,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await scope.register(meAlerts)
   })
   return app
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** For `/v1/me` reads: every event this instance received at or before it is readable (see IngestionService.settledBefore). */
+    settledAt: number
+  }
 }
