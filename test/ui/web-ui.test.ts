@@ -37,9 +37,9 @@ async function run () {
   const flaky = randomId('flaky-')
   const now = Date.now()
   await send([
-    { agentId: planner, type: 'decision', timestamp: now - 5000, durationMs: 1200, model: 'gpt-4o', metadata: { traceId, sessionId: `s-${traceId}`, privacyLevel: 'full', git: { branch: 'main', commit: 'abc1234' }, tokensBreakdown: { inputBase: 1000, output: 200 } } },
-    { agentId: planner, type: 'tool', toolExecuted: 'web_search', timestamp: now - 3500, durationMs: 800, metadata: { traceId, sessionId: `s-${traceId}`, privacyLevel: 'standard' } },
-    { agentId: planner, type: 'tool', toolExecuted: 'summarise', timestamp: now - 2500, durationMs: 600, model: 'house-model-x', metadata: { traceId, sessionId: `s-${traceId}`, privacyLevel: 'minimal', tokensBreakdown: { inputBase: 50, output: 10 } } },
+    { agentId: planner, type: 'decision', timestamp: now - 5000, durationMs: 1200, model: 'gpt-4o', metadata: { traceId, spanId: 'root', sessionId: `s-${traceId}`, privacyLevel: 'full', git: { branch: 'main', commit: 'abc1234' }, tokensBreakdown: { inputBase: 1000, output: 200 } } },
+    { agentId: planner, type: 'tool', toolExecuted: 'web_search', timestamp: now - 3500, durationMs: 800, metadata: { traceId, spanId: 'search', parentSpanId: 'root', sessionId: `s-${traceId}`, privacyLevel: 'standard' } },
+    { agentId: planner, type: 'tool', toolExecuted: 'summarise', timestamp: now - 2500, durationMs: 600, model: 'house-model-x', metadata: { traceId, spanId: 'sum', parentSpanId: 'search', sessionId: `s-${traceId}`, privacyLevel: 'minimal', tokensBreakdown: { inputBase: 50, output: 10 } } },
     ...Array.from({ length: 12 }, () => ({ agentId: flaky, outcome: 'failed', toolExecuted: 'http', errorMessage: 'upstream 502 from billing' })),
     { agentId: flaky, outcome: 'success' },
   ])
@@ -117,6 +117,8 @@ async function run () {
     t.match(await rows.nth(0).innerText(), /decision/)
     t.match(await rows.nth(1).innerText(), /web_search/)
     t.match(await rows.nth(2).innerText(), /summarise/)
+    t.ok(await page.getByRole('table', { name: 'Timeline of events as a span tree' }).isVisible(), 'spans with parents are shown as a tree')
+    t.match(await rows.nth(2).locator('.wf-label').getAttribute('style') ?? '', /padding-left:\s*2\.2rem/, 'the grandchild is two levels in')
     t.match(await page.locator('.kpi', { has: page.locator('.kpi-label', { hasText: /^Events$/ }) }).innerText(), /\b3\b/)
     t.ok(await page.getByText('abc1234').isVisible(), 'git context is shown')
   })
@@ -171,6 +173,16 @@ async function run () {
     await row.waitFor({ state: 'detached' })
     const res = await fetch(`${base}/v1/events`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: '{"agentId":"x"}' })
     t.equal(res.status, 401, 'the revoked key is refused')
+  })
+
+  t.test('the spend page marks the unpriced model', async (t) => {
+    await visit('#/spend')
+    await heading(page, 'Spend').waitFor()
+    const row = page.locator('tr', { hasText: 'house-model-x' })
+    await row.waitFor()
+    t.match(await row.innerText(), /unpriced/)
+    await page.getByRole('button', { name: '7 days' }).click()
+    await page.getByText('7 days.', { exact: false }).first().waitFor()
   })
 
   t.test('no script errors on any page', async (t) => {
