@@ -35,6 +35,7 @@ t.test('every module the UI imports is served from this origin', async (t) => {
     const res = await app.inject({ url })
     t.equal(res.statusCode, 200, url)
     t.match(res.headers['content-type'], /javascript/, url)
+    t.match(index, `<link rel="modulepreload" href="${url}">`, `${url} is preloaded`)
     for (const [, spec] of readFileSync(file, 'utf8').matchAll(/^import .* from '([^']+)'/gm)) {
       if (spec!.startsWith('.')) t.equal((await app.inject({ url: new URL(spec!, `http://x${url}`).pathname })).statusCode, 200, `${url} imports ${spec}`)
       else t.ok(importMap[spec!], `${url} imports ${spec}, which the import map names`)

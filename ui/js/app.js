@@ -146,7 +146,9 @@ function App () {
       if (!jwt) return
       const problem = tokenProblem(jwt)
       if (problem) { token.clear(); setMe(null); setMessage(problem); return }
-      setChecking(true)
+      // Show the pages at once (their reads start now); /v1/me confirms the token meanwhile, and any
+      // 401 returns to sign-in.
+      setMe({ privyId: claimsOf(jwt)?.sub, handle: null })
       api('/v1/me').then(setMe, (err) => { if (err.status !== 401) setMessage(err.message) }).finally(() => setChecking(false))
     }
     check()

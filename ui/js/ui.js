@@ -147,7 +147,12 @@ export function Chart ({ data, series, bars, height = 220, label, yFormat = (v) 
       height,
       legend: { show: false },
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: xTime } },
+      scales: {
+        // Bars sit centred on their x value: pad the x range by half a step so the end bars show whole.
+        x: bars ? { time: xTime, range: (u, min, max) => { const step = (u.data[0][1] - u.data[0][0]) || 1; return [min - step / 2, max + step / 2] } } : { time: xTime },
+        // Amounts and counts start at zero, or bars would exaggerate differences.
+        y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] },
+      },
       axes: [
         xFormat ? { ...axis, values: (u, vals) => vals.map(xFormat) } : axis,
         { ...axis, size: 64, values: (u, vals) => vals.map(yFormat) },
