@@ -25,7 +25,8 @@ export function duration (ms) {
 export function when (iso) {
   if (!iso) return '—'
   const d = new Date(iso)
-  return d.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' })
+  const today = d.toDateString() === new Date().toDateString()
+  return d.toLocaleString(undefined, today ? { hour: '2-digit', minute: '2-digit', second: '2-digit' } : { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' })
 }
 export function ago (iso) {
   if (!iso) return 'never'

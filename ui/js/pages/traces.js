@@ -62,10 +62,10 @@ function Waterfall ({ events, names }) {
         <span role="cell" class="wf-label" style=${`padding-left:${r.depth * 1.1}rem`}>
           <button class="link" aria-expanded=${open === e.eventId} onClick=${() => setOpen(open === e.eventId ? null : e.eventId)}>${r.depth ? '└ ' : ''}${label}</button>
           <span class="muted"> <${AgentLink} agent=${agentOf(e, names)} /></span>
+          <span class="wf-text"> +${duration(r.offsetMs)} · ${r.durationMs === null ? '—' : duration(r.durationMs)}</span>
         </span>
         <span role="cell" class="wf-track" title=${`+${duration(r.offsetMs)}, ${r.durationMs === null ? 'no duration' : duration(r.durationMs)}`}>
           <span class=${`wf-bar type-${e.type} ${r.durationMs ? '' : 'instant'}`} style=${`left:${Math.min(left, 99.4)}%;width:${Math.min(width, 100 - Math.min(left, 99.4))}%`}></span>
-          <span class="wf-text">+${duration(r.offsetMs)} · ${r.durationMs === null ? '—' : duration(r.durationMs)}</span>
         </span>
         ${open === e.eventId ? html`<div class="wf-detail" role="cell">
           <dl class="detail">
