@@ -1,5 +1,5 @@
 /**
- * Web UI first load: node --import tsx bench/ui.bench.ts [-- --events 50000 --runs 5 --screenshot docs/overview.png]
+ * Web UI first load: node --import tsx bench/ui.bench.ts [--events 50000 --runs 5 --screenshot docs/overview.png]
  * Seeds one user (npm run seed) into a fresh embedded store, sends the last hour's events through
  * the API, starts the service, then opens /#token=… in headless Chromium with a fresh profile per
  * run (nothing cached) and measures until the overview shows both charts with data. Prints the
