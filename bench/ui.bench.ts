@@ -36,7 +36,7 @@ try {
   for (let i = 0; ; i++) {
     try { if ((await fetch(`${base}/health`)).ok) break } catch { /* starting */ }
     if (i > 600) throw new Error('service did not start')
-    await new Promise((r) => setTimeout(r, 100))
+    await new Promise((resolve) => setTimeout(resolve, 100))
   }
   const token = execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/token.ts', user], { cwd: root, env: { ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim()
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
@@ -61,7 +61,7 @@ try {
     if (res.status !== 207) throw new Error(`batch: ${res.status} ${await res.text()}`)
   }
   // Let the worker's debounced anomaly checks raise their alerts before the screenshot.
-  await new Promise((r) => setTimeout(r, 4000))
+  await new Promise((resolve) => setTimeout(resolve, 4000))
 
   const runs: { ready: number; dcl: number; load: number; requests: number; bytes: number; js: { url: string; bytes: number }[] }[] = []
   for (let run = 0; run < Number(values.runs); run++) {
@@ -110,6 +110,6 @@ try {
   console.log(`median: DOMContentLoaded ${median('dcl').toFixed(0)} ms, load ${median('load').toFixed(0)} ms, overview with both charts drawn ${median('ready').toFixed(0)} ms`)
 } finally {
   service.kill('SIGTERM')
-  await new Promise((r) => service.once('exit', r))
+  await new Promise((resolve) => service.once('exit', resolve))
   rmSync(dataDir, { recursive: true, force: true })
 }

@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
 import { loadLocalSigningKey, signLocalToken } from '../storage/local-signing-key.ts'
 
-function parse() {
+function parse () {
   try {
     return parseArgs({ allowPositionals: true, options: { ttl: { type: 'string', default: '3600' } } })
   } catch (err) {
@@ -34,7 +34,7 @@ process.stdout.write(token + '\n')
 process.stderr.write(`open the dashboard: ${dashboardUrl(config.host, config.port)}#token=${token}\n`)
 
 /** Where a browser on this machine reaches the service (a wildcard listen address is reached on loopback). */
-function dashboardUrl(host: string, port: number): string {
+function dashboardUrl (host: string, port: number): string {
   const reachable = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '::1' : host
   return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}/`
 }

@@ -38,7 +38,7 @@ export const VENDOR_FILES: Record<string, string> = {
  * Content-Security-Policy of the UI: scripts only from this origin, plus the inline import map,
  * allowed by its hash (computed from index.html at start, so editing the map cannot break it).
  */
-function contentSecurityPolicy(indexHtml: string): string {
+function contentSecurityPolicy (indexHtml: string): string {
   const importMap = /<script type="importmap">([\s\S]*?)<\/script>/.exec(indexHtml)
   const hash = importMap ? ` 'sha256-${createHash('sha256').update(importMap[1]!).digest('base64')}'` : ''
   return [

@@ -52,7 +52,7 @@ export function whenUnauthorized (fn) { onUnauthorized = fn }
 
 /** fetch with the token; JSON in and out; 401 signs out; other failures throw ApiError. */
 export async function api (path, { method = 'GET', body, query } = {}) {
-  const url = new URL(path, location.origin)
+  const url = new URL(path, window.location.origin)
   for (const [k, v] of Object.entries(query || {})) if (v !== undefined && v !== null && v !== '') url.searchParams.set(k, String(v))
   const headers = { authorization: `Bearer ${token.get() || ''}` }
   if (body !== undefined) headers['content-type'] = 'application/json'

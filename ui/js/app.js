@@ -26,19 +26,19 @@ const NAV = [
 
 /**
  * `#token=…` (the URL `npm run token` prints): keeps the token for this tab and drops it from the
- * address bar and history at once. True when the URL carried one.
+ * address bar and window.history at once. True when the URL carried one.
  */
 function takeTokenFromUrl () {
-  const fromUrl = /^#token=([^&]*)/.exec(location.hash)
+  const fromUrl = /^#token=([^&]*)/.exec(window.location.hash)
   if (!fromUrl) return false
   token.set(decodeURIComponent(fromUrl[1]))
-  history.replaceState(null, '', `${location.pathname}${location.search}#/overview`)
+  window.history.replaceState(null, '', `${window.location.pathname}${window.location.search}#/overview`)
   return true
 }
 takeTokenFromUrl()
 
 function currentRoute () {
-  const [path, search] = location.hash.replace(/^#\/?/, '').split('?')
+  const [path, search] = window.location.hash.replace(/^#\/?/, '').split('?')
   const parts = path.split('/').map(decodeURIComponent)
   return { page: parts[0] || 'overview', id: parts.slice(1).join('/') || null, params: new URLSearchParams(search || '') }
 }
@@ -112,10 +112,10 @@ function Shell ({ me, onSignOut }) {
       setRoute(currentRoute())
       setMenuOpen(false)
       // Move focus to the new page's heading, as a page load would.
-      requestAnimationFrame(() => document.querySelector('main h1')?.focus())
+      window.requestAnimationFrame(() => document.querySelector('main h1')?.focus())
     }
-    addEventListener('hashchange', onHash)
-    return () => removeEventListener('hashchange', onHash)
+    window.addEventListener('hashchange', onHash)
+    return () => window.removeEventListener('hashchange', onHash)
   }, [])
   const exp = claimsOf(token.get() || '')?.exp
   return html`<div class="shell">
@@ -154,8 +154,8 @@ function App () {
     check()
     // A token URL opened in a tab that is already on the dashboard.
     const onHash = () => { if (takeTokenFromUrl()) check() }
-    addEventListener('hashchange', onHash)
-    return () => removeEventListener('hashchange', onHash)
+    window.addEventListener('hashchange', onHash)
+    return () => window.removeEventListener('hashchange', onHash)
   }, [])
   // Sign out when the token's expiry passes, rather than on the next failed request.
   useEffect(() => {
@@ -165,7 +165,7 @@ function App () {
     return () => clearTimeout(timer)
   }, [me])
   if (checking && !me) return html`<p class="boot">Signing in…</p>`
-  if (!me) return html`<${SignIn} message=${message} onSignedIn=${(m) => { setMessage(null); setMe(m); if (!location.hash.startsWith('#/')) location.hash = '#/overview' }} />`
+  if (!me) return html`<${SignIn} message=${message} onSignedIn=${(m) => { setMessage(null); setMe(m); if (!window.location.hash.startsWith('#/')) window.location.hash = '#/overview' }} />`
   return html`<${Shell} me=${me} onSignOut=${() => { token.clear(); setMe(null); setMessage('Signed out.') }} />`
 }
 

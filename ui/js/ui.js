@@ -1,7 +1,6 @@
 // Small shared pieces: formatting, polling, chips, KPI cards, confirmations, and the uPlot wrapper.
 import { html } from 'htm/preact'
 import { useEffect, useRef, useState, useCallback } from 'preact/hooks'
-import { api } from './api.js'
 
 export { html }
 
@@ -126,7 +125,7 @@ export function ConfirmButton ({ label, question, confirmLabel, onConfirm, busy 
   </span>`
 }
 
-function css (name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim() }
+function css (name) { return window.getComputedStyle(document.documentElement).getPropertyValue(name).trim() }
 
 /**
  * A uPlot chart. `data` is uPlot's columns ([xs, ys…]); `series` describes the y series; `bars`
@@ -169,7 +168,7 @@ export function Chart ({ data, series, bars, height = 220, label, yFormat = (v) 
       }))],
     }
     plot.current = new UPlot(opts, data, box.current)
-    const ro = new ResizeObserver(() => { if (box.current && plot.current) plot.current.setSize({ width: box.current.clientWidth, height }) })
+    const ro = new window.ResizeObserver(() => { if (box.current && plot.current) plot.current.setSize({ width: box.current.clientWidth, height }) })
     ro.observe(box.current)
     return () => { ro.disconnect(); plot.current?.destroy(); plot.current = null }
   }, [series.length, bars, height])
@@ -181,7 +180,6 @@ export function Chart ({ data, series, bars, height = 220, label, yFormat = (v) 
     <figcaption>${label}</figcaption>
   </figure>`
 }
-
 
 /** A link to an agent, by name when it is known. */
 export const AgentLink = ({ agent }) => agent.id

@@ -9,7 +9,11 @@ export function AgentsPage () {
   return html`
     <h1 tabindex="-1">Agents</h1>
     <${ErrorNote} error=${error} />
-    ${!data ? html`<${Loading} />` : data.length === 0 ? html`<${Empty}>No agents yet: they appear with their first event.</${Empty}>` : html`
+    ${!data
+? html`<${Loading} />`
+: data.length === 0
+? html`<${Empty}>No agents yet: they appear with their first event.</${Empty}>`
+: html`
     <div class="table-wrap"><table>
       <thead><tr>
         <th scope="col">Agent</th><th scope="col" class="num">Events 24 h</th><th scope="col" class="num">Spend 24 h</th>
@@ -102,14 +106,18 @@ export function AgentPage ({ id, refreshNames }) {
         </div>
       </section>
       <section class="card" aria-labelledby="rs"><h2 id="rs">Recent sessions</h2>
-        ${(agent.recentSessions || []).length === 0 ? html`<${Empty}>No sessions.</${Empty}>` : html`<table>
+        ${(agent.recentSessions || []).length === 0
+? html`<${Empty}>No sessions.</${Empty}>`
+: html`<table>
           <thead><tr><th scope="col">Session</th><th scope="col">Last activity</th><th scope="col" class="num">Events</th><th scope="col" class="num">Duration</th><th scope="col" class="num">Cost</th></tr></thead>
           <tbody>${agent.recentSessions.map((s) => html`<tr>
             <td><a href=${`#/sessions/${encodeURIComponent(s.sessionId)}`}>${s.sessionId}</a></td><td><${Time} iso=${s.end} /></td>
             <td class="num">${count(s.events ?? s.eventCount)}</td><td class="num">${duration(s.durationMs)}</td><td class="num">${money(s.costUsd)}</td></tr>`)}</tbody></table>`}
       </section>
       <section class="card" aria-labelledby="re"><h2 id="re">Error clusters</h2>
-        ${(agent.recentErrors || []).length === 0 ? html`<${Empty}>No errors.</${Empty}>` : html`<ul class="plain">
+        ${(agent.recentErrors || []).length === 0
+? html`<${Empty}>No errors.</${Empty}>`
+: html`<ul class="plain">
           ${agent.recentErrors.map((c) => html`<li><${Badge} tone=${c.status === 'open' ? 'bad' : 'ok'}>${c.status}</${Badge}>
             <a href=${`#/errors/${c.fingerprint}`}>${c.sampleMessage || c.fingerprint}</a> <span class="muted">× ${count(c.count)} · ${ago(c.lastSeen)}</span></li>`)}
         </ul>`}

@@ -24,9 +24,11 @@ function Alert ({ a, names, onChange }) {
     </p>
     <div class="actions">
       ${a.status !== 'acknowledged' ? html`<button onClick=${() => post('acknowledge')} disabled=${action.busy}>Acknowledge</button>` : null}
-      ${a.status !== 'acknowledged' ? html`<span class="inline">
+      ${a.status !== 'acknowledged'
+? html`<span class="inline">
         <label>Snooze for <input type="number" min="1" max="168" value=${hours} onInput=${(e) => setHours(e.target.value)} class="short" /> hours</label>
-        <button onClick=${() => post('snooze', { hours })} disabled=${action.busy}>Snooze</button></span>` : null}
+        <button onClick=${() => post('snooze', { hours })} disabled=${action.busy}>Snooze</button></span>`
+: null}
       ${a.status === 'acknowledged' && !a.clearedAt ? html`<button onClick=${() => post('unacknowledge')} disabled=${action.busy}>Unacknowledge</button>` : null}
     </div>
     <${ErrorNote} error=${action.error} />
@@ -43,6 +45,10 @@ export function AlertsPage ({ names }) {
       ${TABS.map(([s, label]) => html`<button aria-pressed=${status === s} onClick=${() => setStatus(s)}>${label}${data?.counts ? ` (${count(s === 'all' ? counts.total : counts[s])})` : ''}</button>`)}
     </div>
     <${ErrorNote} error=${error} />
-    ${!data ? html`<${Loading} />` : data.alerts.length === 0 ? html`<${Empty}>No ${status === 'all' ? '' : status + ' '}alerts.</${Empty}>` : html`
+    ${!data
+? html`<${Loading} />`
+: data.alerts.length === 0
+? html`<${Empty}>No ${status === 'all' ? '' : status + ' '}alerts.</${Empty}>`
+: html`
     <ul class="clusters">${data.alerts.map((a) => html`<${Alert} key=${a.id} a=${a} names=${names} onChange=${reload} />`)}</ul>`}`
 }

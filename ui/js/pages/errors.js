@@ -40,6 +40,10 @@ export function ErrorsPage ({ id, names }) {
       ${data ? html`<span class="muted">${count(data.clusters.length)} clusters, ${count(open)} open</span>` : null}
     </form>
     <${ErrorNote} error=${error} />
-    ${!data ? html`<${Loading} />` : clusters.length === 0 ? html`<${Empty}>No error clusters${status === 'all' ? '' : ` ${status}`} in this window.</${Empty}>` : html`
+    ${!data
+? html`<${Loading} />`
+: clusters.length === 0
+? html`<${Empty}>No error clusters${status === 'all' ? '' : ` ${status}`} in this window.</${Empty}>`
+: html`
     <ul class="clusters">${clusters.map((c) => html`<${Cluster} key=${c.fingerprint} c=${c} names=${names} highlight=${c.fingerprint === id} onChange=${reload} />`)}</ul>`}`
 }

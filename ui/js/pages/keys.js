@@ -68,7 +68,11 @@ export function KeysPage ({ names }) {
       <${ErrorNote} error=${create.error} />
     </section>
     <${ErrorNote} error=${error} />
-    ${!data ? html`<${Loading} />` : data.keys.length === 0 ? html`<${Empty}>No keys yet.</${Empty}>` : html`
+    ${!data
+? html`<${Loading} />`
+: data.keys.length === 0
+? html`<${Empty}>No keys yet.</${Empty}>`
+: html`
     <div class="table-wrap"><table class="keys">
       <thead><tr><th scope="col">Label</th><th scope="col">Prefix</th><th scope="col">Agent</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
       <tbody>${data.keys.map((k) => html`<${KeyRow} key=${k.id} k=${k} names=${names} onRevoked=${reload} />`)}</tbody>

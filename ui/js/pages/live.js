@@ -85,7 +85,8 @@ export function LivePage ({ names, params }) {
     <${ErrorNote} error=${error} />
     ${events === null && !paused ? html`<p class="muted">Loading…</p>` : null}
     ${events && events.length === 0 ? html`<${Empty}>No events yet. Send one with an API key (see API keys) and it appears here within a second or two.</${Empty}>` : null}
-    ${events && events.length ? html`<div class="table-wrap"><table class="events" aria-live="polite" aria-relevant="additions">
+    ${events && events.length
+? html`<div class="table-wrap"><table class="events" aria-live="polite" aria-relevant="additions">
       <thead><tr><th scope="col">Time</th><th scope="col">Agent</th><th scope="col">Type</th><th scope="col">Tool / model</th>
         <th scope="col">Outcome</th><th scope="col" class="num">Tokens</th><th scope="col" class="num">Cost</th><th scope="col">Privacy</th><th scope="col"><span class="sr-only">Details</span></th></tr></thead>
       <tbody>${events.map((e) => html`
@@ -101,5 +102,6 @@ export function LivePage ({ names, params }) {
           <td><button class="small" aria-expanded=${open === e.eventId} onClick=${() => setOpen(open === e.eventId ? null : e.eventId)}>${open === e.eventId ? 'Hide' : 'Details'}</button></td>
         </tr>
         ${open === e.eventId ? html`<tr class="detail-row"><td colspan="9"><${Detail} e=${e} /></td></tr>` : null}`)}
-      </tbody></table></div>` : null}`
+      </tbody></table></div>`
+: null}`
 }

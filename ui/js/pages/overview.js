@@ -77,12 +77,14 @@ export function Overview ({ names }) {
       <section class="card" aria-labelledby="top">
         <h2 id="top">Top agents by spend, 30 days</h2>
         ${s && top.length === 0 ? html`<${Empty}>No spend yet.</${Empty}>` : null}
-        ${top.length ? html`<table>
+        ${top.length
+? html`<table>
           <thead><tr><th scope="col">Agent</th><th scope="col" class="num">Spend</th><th scope="col" class="num">Events</th></tr></thead>
           <tbody>${top.map((a) => html`<tr>
             <td><${AgentLink} agent=${{ ...agentOf(a, names), displayName: a.displayName ?? names.get(a.agentId) }} /></td>
             <td class="num">${money(a.costUsd)}</td><td class="num">${count(a.events)}</td></tr>`)}</tbody>
-        </table>` : null}
+        </table>`
+: null}
       </section>
       <section class="card" aria-labelledby="alerts">
         <h2 id="alerts">Open alerts</h2>

@@ -47,7 +47,9 @@ export function SpendPage ({ names }) {
       <button type="submit">Show</button>
     </form>
     <${ErrorNote} error=${error} />
-    ${!data ? html`<${Loading} />` : html`
+    ${!data
+? html`<${Loading} />`
+: html`
     <p class="muted">From ${data.from} (UTC) to today: ${data.days} ${data.days === 1 ? 'day' : 'days'}.</p>
     <div class="kpis">
       <${Kpi} label="Total spend" value=${money(t.costUsd)} />

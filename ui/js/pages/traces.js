@@ -67,7 +67,8 @@ function Waterfall ({ events, names }) {
         <span role="cell" class="wf-track" title=${`+${duration(r.offsetMs)}, ${r.durationMs === null ? 'no duration' : duration(r.durationMs)}`}>
           <span class=${`wf-bar type-${e.type} ${r.durationMs ? '' : 'instant'}`} style=${`left:${Math.min(left, 99.4)}%;width:${Math.min(width, 100 - Math.min(left, 99.4))}%`}></span>
         </span>
-        ${open === e.eventId ? html`<div class="wf-detail" role="cell">
+        ${open === e.eventId
+? html`<div class="wf-detail" role="cell">
           <dl class="detail">
             <dt>Outcome</dt><dd>${e.outcome || '—'}</dd>
             <dt>Model</dt><dd>${e.model || '—'}</dd>
@@ -77,7 +78,8 @@ function Waterfall ({ events, names }) {
             ${spanOf(e) ? html`<dt>Span</dt><dd><code>${spanOf(e)}</code>${parentOf(e) ? html` ← <code>${parentOf(e)}</code>` : null}</dd>` : null}
             ${e.errorMessage ? html`<dt>Error</dt><dd class="bad">${e.errorMessage}</dd>` : null}
             <dt>Event</dt><dd><code>${e.eventId}</code></dd>
-          </dl></div>` : null}
+          </dl></div>`
+: null}
       </div>`
     })}
   </div>`
@@ -130,10 +132,16 @@ function List ({ kind, names }) {
   }
   return html`
     <h1 tabindex="-1">${kind === 'trace' ? 'Traces' : 'Sessions'}</h1>
-    ${kind === 'trace' ? html`<form class="filters" onSubmit=${(e) => e.preventDefault()}><label>Since <select value=${since} onChange=${(e) => setSince(e.target.value)}>
-      <option value="24h">24 hours</option><option value="7d">7 days</option><option value="30d">30 days</option><option value="all">all time</option></select></label></form>` : null}
+    ${kind === 'trace'
+? html`<form class="filters" onSubmit=${(e) => e.preventDefault()}><label>Since <select value=${since} onChange=${(e) => setSince(e.target.value)}>
+      <option value="24h">24 hours</option><option value="7d">7 days</option><option value="30d">30 days</option><option value="all">all time</option></select></label></form>`
+: null}
     <${ErrorNote} error=${error || more} />
-    ${!data ? html`<${Loading} />` : rows.length === 0 ? html`<${Empty}>No ${key} yet: events carry them in <code>metadata.${idKey}</code>.</${Empty}>` : html`
+    ${!data
+? html`<${Loading} />`
+: rows.length === 0
+? html`<${Empty}>No ${key} yet: events carry them in <code>metadata.${idKey}</code>.</${Empty}>`
+: html`
     <div class="table-wrap"><table>
       <thead><tr><th scope="col">${kind === 'trace' ? 'Trace' : 'Session'}</th><th scope="col">Started</th><th scope="col" class="num">Duration</th>
         <th scope="col" class="num">Events</th><th scope="col" class="num">Errors</th><th scope="col" class="num">Tokens</th><th scope="col" class="num">Cost</th><th scope="col">Agents</th></tr></thead>
