@@ -1,7 +1,7 @@
 // API keys: create (the secret is shown once, with a copy button), list, revoke.
 import { useState, useRef, useEffect } from 'preact/hooks'
-import { api } from '../api.js'
-import { html, useData, useAction, ErrorNote, Loading, Empty, Time, ConfirmButton, ago } from '../ui.js'
+import { api, agentRef } from '../api.js'
+import { html, useData, useAction, ErrorNote, Loading, Empty, Time, ConfirmButton, AgentLink, ago } from '../ui.js'
 
 function NewSecret ({ created, onDismiss }) {
   const [copied, setCopied] = useState(null)
@@ -33,7 +33,7 @@ function KeyRow ({ k, names, onRevoked }) {
   const action = useAction()
   return html`<tr data-key-id=${k.id}>
     <th scope="row">${k.label}</th><td><code>${k.keyPrefix}…</code></td>
-    <td>${k.agentId ? (names.get(k.agentId) || k.agentId) : html`<span class="muted">any agent</span>`}</td>
+    <td>${k.agentId ? html`<${AgentLink} agent=${agentRef(k.agentId, names)} />` : html`<span class="muted">any agent</span>`}</td>
     <td><${Time} iso=${k.createdAt} /></td><td>${k.lastUsedAt ? ago(k.lastUsedAt) : 'never'}</td>
     <td><${ConfirmButton} label="Revoke" confirmLabel="Revoke now" busy=${action.busy} question=${`Revoke “${k.label}”? Events sent with it are refused at once.`}
       onConfirm=${() => action.run(() => api(`/v1/me/keys/${k.id}`, { method: 'DELETE' }), onRevoked)} /><${ErrorNote} error=${action.error} /></td>
