@@ -12,6 +12,7 @@ import userAuth from './plugins/user-auth.ts'
 import apiKeyAuth from './plugins/api-key-auth.ts'
 import ingestion from './plugins/ingestion.ts'
 import queues from './plugins/queues.ts'
+import maintenance from './plugins/maintenance.ts'
 import meAlerts from './routes/me/alerts.ts'
 import cors from './plugins/cors.ts'
 import requestDeadline from './plugins/request-deadline.ts'
@@ -83,6 +84,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     caps: config.analytics.caps,
   })
   await app.register(queues, { redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker, everyMs: config.anomalyEveryMs })
+  await app.register(maintenance, {
+    redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker, namesEveryMs: config.namesSyncEveryMs, retention: config.retention,
+  })
   const caches = { cacheTtlMs: config.cacheTtlMs, sharedCacheTtlSeconds: config.sharedCacheTtlSeconds }
   await app.register(ingestion, { ...caches, activityFlushMs: config.activityFlushMs, burstLeaseMs: config.burstLeaseMs, ingest: config.ingest })
   await app.register(apiKeyAuth, caches)

@@ -71,6 +71,10 @@ export interface Config {
   anomalyEveryMs: number
   /** How often coalesced side effects (lastSeenAt, lastUsedAt, framework, monthly usage) are written (ms). */
   activityFlushMs: number
+  /** How often agent names and user handles are copied to ClickHouse (ms). */
+  namesSyncEveryMs: number
+  /** Days each kind of data is kept (0: forever): events, rollups, cleared alerts, waitlist sign-ups. */
+  retention: { events: number; rollups: number; alerts: number; waitlist: number }
   /** The analysts' read-only SQL port on the embedded engine (ClickHouse's HTTP interface); port null: off. */
   analytics: {
     port: number | null
@@ -134,6 +138,11 @@ const schema = {
     BURST_LEASE_MS: { type: 'integer', minimum: 0, maximum: 10000, default: 1000 },
     ANOMALY_EVERY_MS: { type: 'integer', minimum: 1000, maximum: 300000, default: 60000 },
     ACTIVITY_FLUSH_MS: { type: 'integer', minimum: 100, maximum: 60000, default: 1000 },
+    NAMES_SYNC_EVERY_MS: { type: 'integer', minimum: 1000, maximum: 3600000, default: 60000 },
+    RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 90 },
+    ROLLUP_RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 0 },
+    ALERT_RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 90 },
+    WAITLIST_RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 730 },
     ANALYTICS_PORT: { type: 'string', pattern: '^(off|[0-9]{1,5})$', default: '8123' },
     ANALYST_PASSWORD: { type: 'string', minLength: 8 },
     ANALYTICS_MAX_EXECUTION_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 30 },
@@ -218,6 +227,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     burstLeaseMs: s.BURST_LEASE_MS,
     anomalyEveryMs: s.ANOMALY_EVERY_MS,
     activityFlushMs: s.ACTIVITY_FLUSH_MS,
+    namesSyncEveryMs: s.NAMES_SYNC_EVERY_MS,
+    retention: { events: s.RETENTION_DAYS, rollups: s.ROLLUP_RETENTION_DAYS, alerts: s.ALERT_RETENTION_DAYS, waitlist: s.WAITLIST_RETENTION_DAYS },
     analytics: {
       port: s.ANALYTICS_PORT === 'off' ? null : Number(s.ANALYTICS_PORT),
       password: s.ANALYST_PASSWORD,
