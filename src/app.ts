@@ -13,6 +13,7 @@ import apiKeyAuth from './plugins/api-key-auth.ts'
 import ingestion from './plugins/ingestion.ts'
 import queues from './plugins/queues.ts'
 import maintenance from './plugins/maintenance.ts'
+import metrics from './plugins/metrics.ts'
 import meAlerts from './routes/me/alerts.ts'
 import cors from './plugins/cors.ts'
 import requestDeadline from './plugins/request-deadline.ts'
@@ -87,6 +88,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(maintenance, {
     redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker, namesEveryMs: config.namesSyncEveryMs, retention: config.retention,
   })
+  await app.register(metrics, { token: config.metricsToken })
   const caches = { cacheTtlMs: config.cacheTtlMs, sharedCacheTtlSeconds: config.sharedCacheTtlSeconds }
   await app.register(ingestion, { ...caches, activityFlushMs: config.activityFlushMs, burstLeaseMs: config.burstLeaseMs, ingest: config.ingest })
   await app.register(apiKeyAuth, caches)

@@ -71,6 +71,8 @@ export interface Config {
   anomalyEveryMs: number
   /** How often coalesced side effects (lastSeenAt, lastUsedAt, framework, monthly usage) are written (ms). */
   activityFlushMs: number
+  /** Bearer token of GET /metrics; undefined: no /metrics route. */
+  metricsToken: string | undefined
   /** How often agent names and user handles are copied to ClickHouse (ms). */
   namesSyncEveryMs: number
   /** Days each kind of data is kept (0: forever): events, rollups, cleared alerts, waitlist sign-ups. */
@@ -138,6 +140,7 @@ const schema = {
     BURST_LEASE_MS: { type: 'integer', minimum: 0, maximum: 10000, default: 1000 },
     ANOMALY_EVERY_MS: { type: 'integer', minimum: 1000, maximum: 300000, default: 60000 },
     ACTIVITY_FLUSH_MS: { type: 'integer', minimum: 100, maximum: 60000, default: 1000 },
+    METRICS_TOKEN: { type: 'string', minLength: 16 },
     NAMES_SYNC_EVERY_MS: { type: 'integer', minimum: 1000, maximum: 3600000, default: 60000 },
     RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 90 },
     ROLLUP_RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 0 },
@@ -227,6 +230,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     burstLeaseMs: s.BURST_LEASE_MS,
     anomalyEveryMs: s.ANOMALY_EVERY_MS,
     activityFlushMs: s.ACTIVITY_FLUSH_MS,
+    metricsToken: s.METRICS_TOKEN,
     namesSyncEveryMs: s.NAMES_SYNC_EVERY_MS,
     retention: { events: s.RETENTION_DAYS, rollups: s.ROLLUP_RETENTION_DAYS, alerts: s.ALERT_RETENTION_DAYS, waitlist: s.WAITLIST_RETENTION_DAYS },
     analytics: {
