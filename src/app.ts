@@ -102,6 +102,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(publicX402)
   await app.register(publicWaitlist)
   await app.register(ingest({ bodyLimit: config.bodyLimit, batchBodyLimit: config.batchBodyLimit }))
+  app.decorateRequest('settledAt', 0)
   await app.register(async function me(scope) {
     scope.addHook('onRequest', scope.authenticateUser)
     scope.addHook('onRequest', async (request) => {
@@ -113,7 +114,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     })
     // Read-your-writes: what this instance acknowledged to the caller is in ClickHouse before the request runs
     // (waiting at most READ_YOUR_WRITES_TIMEOUT_MS).
+    // The snapshot instant of paged reads is taken first, so that every row it covers is waited for.
     scope.addHook('onRequest', async (request) => {
+      request.settledAt = scope.ingestion.settledBefore()
       await scope.shipper.waitForUser(request.user.id, config.ingest.readYourWritesTimeoutMs)
     })
     await scope.register(meUser)
@@ -126,4 +129,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await scope.register(meAlerts)
   })
   return app
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** For `/v1/me` reads: every event this instance received at or before it is readable (see IngestionService.settledBefore). */
+    settledAt: number
+  }
 }

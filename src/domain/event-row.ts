@@ -19,8 +19,11 @@ export interface IncomingEvent {
   errorMessage?: string
   model?: string
   metadata?: Record<string, unknown> & {
-    tokensBreakdown?: { inputBase?: number; cacheCreation?: number; cacheRead?: number; output?: number }
+    tokensBreakdown?: { inputBase?: number; cacheCreation?: number; cacheRead?: number; output?: number; reasoning?: number }
     traceId?: string
+    spanId?: string
+    parentSpanId?: string
+    provider?: string
     sessionId?: string
     cwd?: string
     git?: unknown
@@ -63,13 +66,23 @@ export interface EventRow {
   cost_status: CostStatus
   metadata: string
   content_hash: string
+  span_id: string
+  parent_span_id: string
+  provider: string
+  tokens_reasoning: number
+  source: EventSource
 }
+
+/** How an event arrived: POST /v1/events (and /batch, the test event) or OTLP POST /v1/traces. */
+export type EventSource = 'events' | 'otlp'
 
 export interface RowContext {
   eventId: string
   userId: string
   agentId: string
   receivedAt: number
+  /** Default 'events'. */
+  source?: EventSource
 }
 
 /** The event's time in unix ms: its own timestamp when given, else the receive time. */
@@ -85,7 +98,7 @@ function jsonOrEmpty(value: unknown): string {
 
 /**
  * Builds the stored row of an accepted event: ids, times, every spec field, metadata keys lifted into
- * columns, token counts, cost from the price table, error fingerprint and content hash.
+ * columns, token counts, cost from the price catalogue, error fingerprint and content hash.
  */
 export function buildEventRow(event: IncomingEvent, ctx: RowContext): EventRow {
   const meta = event.metadata ?? {}
@@ -95,14 +108,16 @@ export function buildEventRow(event: IncomingEvent, ctx: RowContext): EventRow {
     cacheCreation: tb.cacheCreation ?? 0,
     cacheRead: tb.cacheRead ?? 0,
     output: tb.output ?? 0,
+    reasoning: tb.reasoning ?? 0,
   }
   const type = event.type ?? 'decision'
-  const cost = costOf(event.model, tokens)
+  const ts = eventTime(event, ctx.receivedAt)
+  const cost = costOf(event.model, tokens, { provider: meta.provider, at: ts })
   return {
     event_id: ctx.eventId,
     user_id: ctx.userId,
     agent_id: ctx.agentId,
-    ts: eventTime(event, ctx.receivedAt),
+    ts,
     received_at: ctx.receivedAt,
     type,
     outcome: event.outcome ?? '',
@@ -137,5 +152,10 @@ export function buildEventRow(event: IncomingEvent, ctx: RowContext): EventRow {
     cost_status: cost.status,
     metadata: jsonOrEmpty(event.metadata),
     content_hash: contentHash(event),
+    span_id: meta.spanId ?? '',
+    parent_span_id: meta.parentSpanId ?? '',
+    provider: meta.provider ?? '',
+    tokens_reasoning: tokens.reasoning,
+    source: ctx.source ?? 'events',
   }
 }

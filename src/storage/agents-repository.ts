@@ -139,6 +139,20 @@ export class AgentsRepository {
     return rows.map(toProfile)
   }
 
+  /**
+   * A page of the owner's live agents, newest first. The order is by creation, which never changes,
+   * so a walk over pages hands out each agent once even while agents are seen or renamed.
+   */
+  async pageOwned(ownerId: string, limit: number, after: { ms: number; id: string } | null): Promise<OwnedAgentProfile[]> {
+    const { rows } = await this.db.query(
+      `/* svc:agents_owned_page */ SELECT ${PROFILE_COLUMNS} FROM agents WHERE owner_id = $1 AND deleted_at IS NULL
+         AND ($3::bigint IS NULL OR (date_trunc('milliseconds', created_at), id) < ('epoch'::timestamptz + $3::bigint * interval '1 millisecond', $4::text))
+       ORDER BY date_trunc('milliseconds', created_at) DESC, id DESC LIMIT $2`,
+      [ownerId, limit, after?.ms ?? null, after?.id ?? ''],
+    )
+    return rows.map(toProfile)
+  }
+
   async profileOwned(ownerId: string, id: string): Promise<OwnedAgentProfile | null> {
     const { rows } = await this.db.query(
       `/* svc:agent_profile */ SELECT ${PROFILE_COLUMNS} FROM agents WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`,

@@ -125,12 +125,17 @@ export class AlertsRepository {
     return res.rowCount ?? 0
   }
 
-  async list(userId: string, status: AlertStatus | 'all', limit: number): Promise<Alert[]> {
+  /**
+   * A page of the user's alerts, newest first. The order is by creation, which never changes (a
+   * re-triggered alert keeps its place), so a walk over pages hands out each alert once.
+   */
+  async list(userId: string, status: AlertStatus | 'all', limit: number, after: { ms: number; id: string } | null = null): Promise<Alert[]> {
     const { rows } = await this.db.query(
       `/* svc:alert_list */ SELECT ${COLUMNS} FROM alerts a JOIN agents g ON g.id = a.agent_id
        WHERE a.user_id = $1 AND ($2 = 'all' OR ${STATUS} = $2)
-       ORDER BY a.last_triggered_at DESC, a.id DESC LIMIT $3`,
-      [userId, status, limit],
+         AND ($4::bigint IS NULL OR (date_trunc('milliseconds', a.created_at), a.id) < ('epoch'::timestamptz + $4::bigint * interval '1 millisecond', $5::text))
+       ORDER BY date_trunc('milliseconds', a.created_at) DESC, a.id DESC LIMIT $3`,
+      [userId, status, limit, after?.ms ?? null, after?.id ?? ''],
     )
     return rows.map(toAlert)
   }

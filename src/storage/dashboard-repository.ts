@@ -1,4 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client'
+import { pageOf, type Page, type PageStart } from '../domain/cursor.ts'
 import { privacyChip, type PrivacyChip } from '../domain/privacy.ts'
 import { isoFromMs as iso } from './timestamps.ts'
 
@@ -96,7 +97,11 @@ export interface ClusterAggregate {
   sampleMessage: string | null; agents: string[]; tools: string[]
 }
 
-export interface SpendRow { key: string; costUsd: number; events: number; errors: number; tokens: TokenTotals }
+export interface SpendRow {
+  key: string; costUsd: number; events: number; errors: number; tokens: TokenTotals
+  /** Events whose model the price catalogue does not know (their cost counts as 0). */
+  unpricedEvents: number
+}
 
 /**
  * Dashboard reads over ClickHouse. Every query is bounded to one user (the leading column of the
@@ -111,51 +116,64 @@ export class DashboardRepository {
   }
 
   /**
-   * The newest events, looked for in a widening window (an hour, a day, a week, then the whole
-   * range) so that the common case reads only recent granules.
+   * A page of the newest events, looked for in a widening window below the page's start (an hour, a
+   * day, a week, then the whole range) so that the common case reads only recent granules. Only events
+   * received by `asOf` count, so a walk over pages reads one fixed history.
    */
-  async events(r: Reader, opts: { limit: number; sinceMs: number; agentId?: string | undefined }): Promise<DashboardEvent[]> {
-    const now = Date.now()
+  async events(r: Reader, opts: { limit: number; sinceMs: number; agentId?: string | undefined; start: PageStart }): Promise<Page<DashboardEvent>> {
+    const { asOf, after } = opts.start
+    const top = after ? after.ms : asOf
     let rows: Record<string, any>[] = []
     for (const window of [3_600_000, 86_400_000, 7 * 86_400_000, Infinity]) {
-      const from = window === Infinity ? opts.sinceMs : Math.max(opts.sinceMs, now - window)
+      const from = window === Infinity ? opts.sinceMs : Math.max(opts.sinceMs, top - window)
       rows = await this.rows(
         `/* svc:me_events */ SELECT ${EVENT_COLUMNS} FROM events
          WHERE user_id = {u:String} AND agent_id NOT IN {hidden:Array(String)} AND ts >= fromUnixTimestamp64Milli({from:Int64})
+           AND received_at <= fromUnixTimestamp64Milli({asOf:Int64})
+           ${after ? 'AND (ts, event_id) < (fromUnixTimestamp64Milli({afterMs:Int64}), {afterId:String})' : ''}
            ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}
          ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32}`,
-        { u: r.userId, hidden: r.hidden, from, agent: opts.agentId ?? '', limit: opts.limit },
+        { u: r.userId, hidden: r.hidden, from, asOf, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', agent: opts.agentId ?? '', limit: opts.limit + 1 },
       )
-      if (rows.length >= opts.limit || from === opts.sinceMs) break
+      if (rows.length > opts.limit || from === opts.sinceMs) break
     }
-    return rows.map(toEvent)
+    return pageOf('events', asOf, rows.map(toEvent), opts.limit, (e) => ({ ms: Date.parse(e.timestamp), id: e.eventId }))
   }
 
   /**
-   * Sessions or traces with the latest activity, aggregated over all their events. The ids are found
-   * first in a widening recent window (an hour, a day, a week, then the whole range): every group active in a
-   * window ends later than every group that is not, so once a window yields `limit` ids they are the
-   * latest ones, and only those groups are aggregated in full.
+   * A page of the sessions or traces with the latest activity, aggregated over all their events
+   * received by `asOf`. The ids are found first in a widening window below the page's start (an hour,
+   * a day, a week, then the whole range): every group active in a window ends later than every group
+   * that is not, so once a window yields enough ids they are the next ones, and only those groups are
+   * aggregated in full. Groups are ordered by their last event, then id.
    */
-  private async grouped(r: Reader, column: 'session_id' | 'trace_id', opts: { limit: number; sinceMs: number; agentId?: string | undefined }) {
+  private async grouped(r: Reader, column: 'session_id' | 'trace_id', opts: { limit: number; sinceMs: number; agentId?: string | undefined; start: PageStart }) {
     const name = column === 'session_id' ? 'sessions' : 'traces'
+    const { asOf, after } = opts.start
     const scope = `user_id = {u:String} AND ${column} != '' AND agent_id NOT IN {hidden:Array(String)}
-      AND ts >= fromUnixTimestamp64Milli({since:Int64}) ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}`
-    const params = { u: r.userId, hidden: r.hidden, since: opts.sinceMs, agent: opts.agentId ?? '', limit: opts.limit }
-    const now = Date.now()
+      AND ts >= fromUnixTimestamp64Milli({since:Int64}) AND received_at <= fromUnixTimestamp64Milli({asOf:Int64})
+      ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}`
+    const params = {
+      u: r.userId, hidden: r.hidden, since: opts.sinceMs, asOf, agent: opts.agentId ?? '', limit: opts.limit + 1,
+      afterMs: after?.ms ?? 0, afterId: after?.id ?? '',
+    }
+    const below = after
+      ? 'HAVING max(ts) < fromUnixTimestamp64Milli({afterMs:Int64}) OR (max(ts) = fromUnixTimestamp64Milli({afterMs:Int64}) AND id > {afterId:String})'
+      : ''
+    const top = after ? after.ms : asOf
     let ids: string[] = []
     for (const window of [3_600_000, 86_400_000, 7 * 86_400_000, Infinity]) {
-      const from = window === Infinity ? opts.sinceMs : Math.max(opts.sinceMs, now - window)
+      const from = window === Infinity ? opts.sinceMs : Math.max(opts.sinceMs, top - window)
       ids = (await this.rows<{ id: string }>(
         `/* svc:me_${name}_latest */ SELECT ${column} AS id FROM events
          WHERE ${scope} AND ts >= fromUnixTimestamp64Milli({from:Int64})
-         GROUP BY id ORDER BY max(ts) DESC, id LIMIT {limit:UInt32}`,
+         GROUP BY id ${below} ORDER BY max(ts) DESC, id LIMIT {limit:UInt32}`,
         { ...params, from },
       )).map((x) => x.id)
-      if (ids.length >= opts.limit || from === opts.sinceMs) break
+      if (ids.length > opts.limit || from === opts.sinceMs) break
     }
-    if (ids.length === 0) return []
-    return this.rows(
+    if (ids.length === 0) return { rows: [] as Record<string, any>[], asOf }
+    const rows = await this.rows(
       `/* svc:me_${name} */ SELECT ${column} AS id,
          toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS end_ms, count() AS n,
          groupUniqArray(agent_id) AS agents, ${TOKEN_SUMS}, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
@@ -164,20 +182,25 @@ export class DashboardRepository {
        GROUP BY id ORDER BY end_ms DESC, id`,
       { ...params, ids },
     )
+    return { rows, asOf }
   }
 
-  async sessions(r: Reader, opts: { limit: number; agentId?: string }): Promise<SessionSummary[]> {
-    return (await this.grouped(r, 'session_id', { ...opts, sinceMs: 0 })).map((x) => ({
-      sessionId: x.id, start: iso(x.start_ms), end: iso(x.end_ms), durationMs: Number(x.end_ms) - Number(x.start_ms),
+  async sessions(r: Reader, opts: { limit: number; agentId?: string; start: PageStart }): Promise<Page<SessionSummary>> {
+    const { rows, asOf } = await this.grouped(r, 'session_id', { ...opts, sinceMs: 0 })
+    const list = rows.map((x) => ({
+      sessionId: x.id as string, start: iso(x.start_ms), end: iso(x.end_ms), durationMs: Number(x.end_ms) - Number(x.start_ms),
       events: Number(x.n), agents: [...x.agents].sort(), tokens: tokensOf(x), costUsd: Number(x.cost), errors: Number(x.errors),
     }))
+    return pageOf('sessions', asOf, list, opts.limit, (s) => ({ ms: Date.parse(s.end), id: s.sessionId }))
   }
 
-  async traces(r: Reader, opts: { limit: number; sinceMs: number }): Promise<TraceSummary[]> {
-    return (await this.grouped(r, 'trace_id', opts)).map((x) => ({
-      traceId: x.id, start: iso(x.start_ms), end: iso(x.end_ms), durationMs: Number(x.end_ms) - Number(x.start_ms),
+  async traces(r: Reader, opts: { limit: number; sinceMs: number; start: PageStart }): Promise<Page<TraceSummary>> {
+    const { rows, asOf } = await this.grouped(r, 'trace_id', opts)
+    const list = rows.map((x) => ({
+      traceId: x.id as string, start: iso(x.start_ms), end: iso(x.end_ms), durationMs: Number(x.end_ms) - Number(x.start_ms),
       events: Number(x.n), agents: [...x.agents].sort(), tokens: tokensOf(x), costUsd: Number(x.cost), errors: Number(x.errors),
     }))
+    return pageOf('traces', asOf, list, opts.limit, (s) => ({ ms: Date.parse(s.end), id: s.traceId }))
   }
 
   /** All events of one session or trace of the user, in time order (empty when it is not theirs). */
@@ -217,13 +240,14 @@ export class DashboardRepository {
   async spend(r: Reader, by: 'agent_id' | 'model' | 'day' | 'total', fromDay: string, agentId?: string): Promise<SpendRow[]> {
     const key = by === 'total' ? "''" : by === 'day' ? 'toString(day)' : by
     const rows = await this.rows(
-      `/* svc:me_spend_by_${by} */ SELECT ${key} AS key, toString(sum(cost_usd)) AS cost, sum(events) AS n, sum(errors) AS errors, ${TOKEN_SUMS}
+      `/* svc:me_spend_by_${by} */ SELECT ${key} AS key, toString(sum(cost_usd)) AS cost, sum(events) AS n, sum(errors) AS errors,
+              sum(unpriced_events) AS unpriced, ${TOKEN_SUMS}
        FROM spend_daily
        WHERE user_id = {u:String} AND day >= {from:Date} AND agent_id NOT IN {hidden:Array(String)} ${agentId ? 'AND agent_id = {agent:String}' : ''}
        GROUP BY key ORDER BY ${by === 'day' ? 'key' : 'sum(cost_usd) DESC, key'}`,
       { u: r.userId, from: fromDay, hidden: r.hidden, agent: agentId ?? '' },
     )
-    return rows.map((x) => ({ key: x.key, costUsd: Number(x.cost), events: Number(x.n), errors: Number(x.errors), tokens: tokensOf(x) }))
+    return rows.map((x) => ({ key: x.key, costUsd: Number(x.cost), events: Number(x.n), errors: Number(x.errors), tokens: tokensOf(x), unpricedEvents: Number(x.unpriced) }))
   }
 
   /** Events, cost and errors per agent since a time, from raw events (for windows that are not whole days). */

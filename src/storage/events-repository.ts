@@ -9,6 +9,9 @@ export const INSERT_COLUMNS = [
   'duration_ms', 'input', 'reasoning', 'transaction', 'amount_token', 'amount_value', 'error_message', 'error_fingerprint',
   'session_id', 'trace_id', 'privacy_level', 'cwd', 'git', 'framework_tool', 'tokens_input_base', 'tokens_cache_creation',
   'tokens_cache_read', 'tokens_output', 'cost_usd', 'cost_status', 'metadata', 'content_hash',
+  // Added by clickhouse/006, last so that lines written to the ingest log by an older release (without
+  // them) still insert: input_format_json_compact_allow_variable_number_of_columns fills their defaults.
+  'span_id', 'parent_span_id', 'provider', 'tokens_reasoning', 'source',
 ] as const satisfies readonly (keyof EventRow)[]
 
 // Fails to compile when EventRow gains a field the insert does not send.
@@ -28,6 +31,7 @@ export function eventLine(r: EventRow): string {
     r.error_message, r.error_fingerprint, r.session_id, r.trace_id, r.privacy_level, r.cwd, r.git,
     r.framework_tool, r.tokens_input_base, r.tokens_cache_creation, r.tokens_cache_read, r.tokens_output,
     r.cost_usd, r.cost_status, r.metadata, r.content_hash,
+    r.span_id, r.parent_span_id, r.provider, r.tokens_reasoning, r.source,
   ])
 }
 
@@ -44,7 +48,8 @@ export class EventsRepository {
     if (!/^[\w:.-]+$/.test(token)) throw new Error(`invalid deduplication token ${token}`)
     const result = await this.ch.exec({
       query: `INSERT INTO events (${INSERT_COLUMNS.join(', ')}) SETTINGS insert_deduplication_token = '${token}', ` +
-        'deduplicate_blocks_in_dependent_materialized_views = 1 FORMAT JSONCompactEachRow',
+        'deduplicate_blocks_in_dependent_materialized_views = 1, input_format_json_compact_allow_variable_number_of_columns = 1 ' +
+        'FORMAT JSONCompactEachRow',
       values: Readable.from([body]),
     })
     result.stream.resume()

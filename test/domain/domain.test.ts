@@ -1,6 +1,6 @@
 import t from 'tap'
 import { canonicalJson, contentHash } from '../../src/domain/canonical-json.ts'
-import { costOf, priceFamily, nanoToUsd } from '../../src/domain/pricing.ts'
+import { catalogueEntry, costOf, nanoToUsd, type TokenCounts } from '../../src/domain/pricing.ts'
 import { errorFingerprint, normaliseErrorMessage } from '../../src/domain/fingerprint.ts'
 import { isCuid, newCuid, newEventId } from '../../src/domain/ids.ts'
 import { parseIsoDateTime } from '../../src/schemas.ts'
@@ -15,19 +15,67 @@ t.test('canonical JSON sorts keys at every depth and drops whitespace', async (t
   t.equal(contentHash({}), '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a', 'SHA-256 of "{}"')
 })
 
-t.test('pricing: longest family wins, provider prefixes and dated names match, costs are exact', async (t) => {
-  t.equal(priceFamily('gpt-4o-mini-2024-07-18'), 'gpt-4o-mini')
-  t.equal(priceFamily('gpt-4o'), 'gpt-4o')
-  t.equal(priceFamily('anthropic/claude-sonnet-4-5'), 'claude-sonnet-4-5')
-  t.equal(priceFamily('claude-sonnet-4-5@20250929'), 'claude-sonnet-4-5')
-  t.equal(priceFamily('o3-mini'), 'o3-mini')
-  t.equal(priceFamily('gpt-4oxyz'), undefined, 'a family name must end at a separator')
-  t.equal(priceFamily('llama-3'), undefined)
-  const tokens = { inputBase: 1_000_000, cacheCreation: 0, cacheRead: 0, output: 1_000_000 }
-  t.same(costOf('gpt-4o', tokens), { usd: '12.500000000', nanoUsd: 12_500_000_000, status: 'priced' })
-  t.equal(costOf('gemini-2.5-flash', { inputBase: 1, cacheCreation: 0, cacheRead: 1, output: 0 }).usd, '0.000000330')
-  t.same(costOf('mystery', tokens), { usd: '0.000000000', nanoUsd: 0, status: 'unknown_model' })
-  t.same(costOf(undefined, tokens).status, 'no_model')
+// Expected costs are computed here from the providers' published list prices (USD per million tokens;
+// $1/Mtok is 1,000 nano-dollars per token), not read back from the catalogue the code uses.
+const NANO_PER_MTOK = 1000
+const tokens = (t: Partial<TokenCounts>): TokenCounts => ({ inputBase: 0, cacheCreation: 0, cacheRead: 0, output: 0, ...t })
+
+t.test('pricing: an Anthropic call with cache writes and cache reads prices each part once at its own rate', async (t) => {
+  // anthropic.com/pricing, Claude Sonnet 4.5 (prompts <= 200K): input $3, 5-minute cache write $3.75,
+  // cache hit $0.30, output $15 per Mtok.
+  const expected = 1_000 * 3 * NANO_PER_MTOK + 2_000 * 3.75 * NANO_PER_MTOK + 10_000 * 0.3 * NANO_PER_MTOK + 500 * 15 * NANO_PER_MTOK
+  t.equal(expected, 21_000_000)
+  const cost = costOf('claude-sonnet-4-5-20250929', tokens({ inputBase: 1_000, cacheCreation: 2_000, cacheRead: 10_000, output: 500 }))
+  t.same(cost, { usd: '0.021000000', nanoUsd: expected, status: 'priced' })
+  t.same(catalogueEntry('claude-sonnet-4-5-20250929'), { provider: 'anthropic', model: 'claude-sonnet-4-5' })
+})
+
+t.test('pricing: OpenAI reasoning tokens are billed as output, once', async (t) => {
+  // openai.com/api/pricing, o4-mini: input $1.10, cached input $0.275, output $4.40 per Mtok; reasoning
+  // tokens are output tokens (usage.output_tokens includes output_tokens_details.reasoning_tokens).
+  const expected = 800 * 1.1 * NANO_PER_MTOK + 200 * 0.275 * NANO_PER_MTOK + 500 * 4.4 * NANO_PER_MTOK
+  t.equal(Math.round(expected), 3_135_000)
+  const withReasoning = costOf('o4-mini', tokens({ inputBase: 800, cacheRead: 200, output: 500, reasoning: 300 }), { provider: 'openai' })
+  t.same(withReasoning, { usd: '0.003135000', nanoUsd: 3_135_000, status: 'priced' })
+  t.equal(costOf('o4-mini', tokens({ inputBase: 800, cacheRead: 200, output: 500 })).nanoUsd, 3_135_000, 'not counted a second time')
+  t.equal(costOf('o4-mini', tokens({ output: 10, reasoning: 50 })).nanoUsd, 10 * 4.4 * NANO_PER_MTOK, 'reasoning beyond output is not billed twice')
+})
+
+t.test('pricing: a request over 200k input tokens is billed at the long-context rates', async (t) => {
+  // anthropic.com/pricing, Claude Sonnet 4.5, prompts > 200K tokens (cache reads and writes count):
+  // input $6, cache hit $0.60, output $22.50 per Mtok, for the whole request.
+  const long = 150_000 * 6 * NANO_PER_MTOK + 60_000 * 0.6 * NANO_PER_MTOK + 1_000 * 22.5 * NANO_PER_MTOK
+  t.equal(long, 958_500_000)
+  t.same(costOf('claude-sonnet-4-5', tokens({ inputBase: 150_000, cacheRead: 60_000, output: 1_000 })),
+    { usd: '0.958500000', nanoUsd: long, status: 'priced' })
+  // Exactly 200K is not over it: $3 input, $15 output.
+  t.equal(costOf('claude-sonnet-4-5', tokens({ inputBase: 200_000, output: 1_000 })).nanoUsd, 200_000 * 3 * NANO_PER_MTOK + 1_000 * 15 * NANO_PER_MTOK)
+})
+
+t.test('pricing: provider-prefixed and provider-hinted names find the provider\'s model', async (t) => {
+  // openai.com/api/pricing, gpt-4o: input $2.50, cached input $1.25, output $10 per Mtok.
+  const expected = 1_000 * 2.5 * NANO_PER_MTOK + 4_000 * 1.25 * NANO_PER_MTOK + 100 * 10 * NANO_PER_MTOK
+  const usage = tokens({ inputBase: 1_000, cacheRead: 4_000, output: 100 })
+  t.equal(costOf('openai/gpt-4o', usage).nanoUsd, expected)
+  t.equal(costOf('gpt-4o', usage, { provider: 'openai' }).nanoUsd, expected)
+  t.equal(costOf('GPT-4o', usage, { provider: 'no-such-provider' }).nanoUsd, expected, 'an unknown hint is ignored')
+  t.same(catalogueEntry('anthropic/claude-sonnet-4-5'), { provider: 'anthropic', model: 'claude-sonnet-4-5' })
+  t.equal(costOf('anthropic/claude-sonnet-4-5', tokens({ inputBase: 1_000 })).nanoUsd, 1_000 * 3 * NANO_PER_MTOK)
+})
+
+t.test('pricing: dated price changes apply by the event time', async (t) => {
+  // openai.com: o3 went from $10 / $40 to $2 / $8 per Mtok on 2025-06-10.
+  const usage = tokens({ inputBase: 1_000, output: 1_000 })
+  t.equal(costOf('o3', usage, { at: Date.parse('2025-05-01T00:00:00Z') }).nanoUsd, 1_000 * 10 * NANO_PER_MTOK + 1_000 * 40 * NANO_PER_MTOK)
+  t.equal(costOf('o3', usage, { at: Date.parse('2025-07-01T00:00:00Z') }).nanoUsd, 1_000 * 2 * NANO_PER_MTOK + 1_000 * 8 * NANO_PER_MTOK)
+})
+
+t.test('pricing: an unknown model costs 0 and says so; no model says so too', async (t) => {
+  const usage = tokens({ inputBase: 1_000_000, output: 1_000_000 })
+  t.same(costOf('acme-internal-llm-7', usage), { usd: '0.000000000', nanoUsd: 0, status: 'unknown_model' })
+  t.same(costOf('acme-internal-llm-7', usage, { provider: 'openai' }).status, 'unknown_model')
+  t.equal(catalogueEntry('acme-internal-llm-7'), null)
+  t.same(costOf(undefined, usage).status, 'no_model')
   t.equal(nanoToUsd(1), '0.000000001')
   t.equal(nanoToUsd(123_456_789_012), '123.456789012')
 })

@@ -1,4 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
+import { pageOf } from '../../domain/cursor.ts'
+import { clampInt } from '../../domain/query-params.ts'
+import { startOf } from './paging.ts'
 import { conflict, notFound } from '../../errors.ts'
 import type { Reader } from '../../storage/dashboard-repository.ts'
 import { DAY_MS as DAY, utcDay } from '../../storage/timestamps.ts'
@@ -26,10 +29,14 @@ const agents: FastifyPluginAsync = async (app) => {
     }
   }
 
-  app.get('/v1/me/agents', async (request) => {
+  /** limit clamps to 1..1000 (default 100); newest agent first. */
+  app.get<{ Querystring: Record<string, string | undefined> }>('/v1/me/agents', async (request) => {
+    const limit = clampInt(request.query.limit, 1, 1000, 100)
+    const start = startOf('agents', request.query.cursor, request.settledAt)
     const reader = await app.readerOf(request)
-    const [owned, kpisOf] = await Promise.all([app.agents.listOwned(reader.userId), kpis(reader, Date.now())])
-    return { agents: owned.map((a) => ({ ...a, kpis: kpisOf(a.id) })) }
+    const [owned, kpisOf] = await Promise.all([app.agents.pageOwned(reader.userId, limit + 1, start.after), kpis(reader, Date.now())])
+    const page = pageOf('agents', start.asOf, owned, limit, (a) => ({ ms: Date.parse(a.createdAt), id: a.id }))
+    return { agents: page.items.map((a) => ({ ...a, kpis: kpisOf(a.id) })), nextCursor: page.nextCursor }
   })
 
   app.get<{ Params: { id: string } }>('/v1/me/agents/:id', { schema: { params: idParams } }, async (request) => {
@@ -39,7 +46,7 @@ const agents: FastifyPluginAsync = async (app) => {
     const [kpisOf, days, sessions, clusters] = await Promise.all([
       kpis(reader, now, profile.id),
       app.dashboard.spend(reader, 'day', utcDay(now - 29 * DAY), profile.id),
-      app.dashboard.sessions(reader, { limit: 5, agentId: profile.id }),
+      app.dashboard.sessions(reader, { limit: 5, agentId: profile.id, start: { asOf: Date.now(), after: null } }).then((page) => page.items),
       app.dashboard.clusters(reader, { sinceMs: 0, agentId: profile.id, limit: 5 }),
     ])
     const byDay = new Map(days.map((d) => [d.key, d]))

@@ -1,4 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
+import { pageOf } from '../../domain/cursor.ts'
+import { startOf } from './paging.ts'
 import { conflict, notFound } from '../../errors.ts'
 import { mergeThresholds, DEFAULT_THRESHOLDS } from '../../domain/anomaly-rules.ts'
 import type { AlertStatus } from '../../storage/alerts-repository.ts'
@@ -25,7 +27,7 @@ function ruleSchema(defaults: Record<string, unknown>) {
  * a transition from a state that does not allow it is a 409.
  */
 const alerts: FastifyPluginAsync = async (app) => {
-  app.get<{ Querystring: { status: AlertStatus | 'all'; count: boolean; limit: number } }>('/v1/me/alerts', {
+  app.get<{ Querystring: { status: AlertStatus | 'all'; count: boolean; limit: number; cursor?: string } }>('/v1/me/alerts', {
     schema: {
       querystring: {
         type: 'object',
@@ -33,13 +35,17 @@ const alerts: FastifyPluginAsync = async (app) => {
           status: { enum: ['active', 'acknowledged', 'snoozed', 'all'], default: 'all' },
           count: { type: 'boolean', default: false },
           limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 },
+          cursor: { type: 'string', maxLength: 512 },
         },
       },
     },
   }, async (request) => {
-    const { status, count, limit } = request.query
-    const list = await app.alerts.list(request.user.id, status, limit)
-    return count ? { alerts: list, counts: await app.alerts.counts(request.user.id) } : { alerts: list }
+    const { status, count, limit, cursor } = request.query
+    const start = startOf('alerts', cursor, request.settledAt)
+    const rows = await app.alerts.list(request.user.id, status, limit + 1, start.after)
+    const page = pageOf('alerts', start.asOf, rows, limit, (a) => ({ ms: Date.parse(a.createdAt), id: a.id }))
+    const body = { alerts: page.items, nextCursor: page.nextCursor }
+    return count ? { ...body, counts: await app.alerts.counts(request.user.id) } : body
   })
 
   const transition = (path: string, from: AlertStatus[], to: AlertStatus, already: AlertStatus) =>

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import { isCuid } from '../../domain/ids.ts'
 import { clampInt, sinceBound } from '../../domain/query-params.ts'
 import { notFound } from '../../errors.ts'
+import { startOf } from './paging.ts'
 import type { DashboardEvent } from '../../storage/dashboard-repository.ts'
 
 type Query = Record<string, string | undefined>
@@ -12,20 +13,23 @@ const events: FastifyPluginAsync = async (app) => {
   /** limit clamps to 1..1000 (default 50); since and agentId that do not fit are dropped. */
   app.get<{ Querystring: Query }>('/v1/me/events', async (request) => {
     const q = request.query
+    const start = startOf('events', q.cursor, request.settledAt)
     const reader = await app.readerOf(request)
-    return {
-      events: await app.dashboard.events(reader, {
-        limit: clampInt(q.limit, 1, 1000, 50),
-        sinceMs: sinceBound(q.since, Date.now()),
-        agentId: q.agentId && isCuid(q.agentId) ? q.agentId : undefined,
-      }),
-    }
+    const page = await app.dashboard.events(reader, {
+      limit: clampInt(q.limit, 1, 1000, 50),
+      sinceMs: sinceBound(q.since, start.asOf),
+      agentId: q.agentId && isCuid(q.agentId) ? q.agentId : undefined,
+      start,
+    })
+    return { events: page.items, nextCursor: page.nextCursor }
   })
 
   /** limit clamps to 1..100 (default 20). */
   app.get<{ Querystring: Query }>('/v1/me/sessions', async (request) => {
+    const start = startOf('sessions', request.query.cursor, request.settledAt)
     const reader = await app.readerOf(request)
-    return { sessions: await app.dashboard.sessions(reader, { limit: clampInt(request.query.limit, 1, 100, 20) }) }
+    const page = await app.dashboard.sessions(reader, { limit: clampInt(request.query.limit, 1, 100, 20), start })
+    return { sessions: page.items, nextCursor: page.nextCursor }
   })
 
   app.get<{ Params: { id: string } }>('/v1/me/sessions/:id', { schema: { params: idParams('id') } }, async (request) => {
@@ -46,13 +50,14 @@ const events: FastifyPluginAsync = async (app) => {
 
   /** since: 24h | 7d | 30d | all (default 7d; anything else is dropped); limit clamps to 1..200 (default 50). */
   app.get<{ Querystring: Query }>('/v1/me/traces', async (request) => {
+    const start = startOf('traces', request.query.cursor, request.settledAt)
     const reader = await app.readerOf(request)
-    return {
-      traces: await app.dashboard.traces(reader, {
-        limit: clampInt(request.query.limit, 1, 200, 50),
-        sinceMs: sinceBound(request.query.since, Date.now(), '7d'),
-      }),
-    }
+    const page = await app.dashboard.traces(reader, {
+      limit: clampInt(request.query.limit, 1, 200, 50),
+      sinceMs: sinceBound(request.query.since, start.asOf, '7d'),
+      start,
+    })
+    return { traces: page.items, nextCursor: page.nextCursor }
   })
 
   app.get<{ Params: { traceId: string } }>('/v1/me/traces/:traceId', { schema: { params: idParams('traceId') } }, async (request) => {

@@ -26,6 +26,8 @@ const spend: FastifyPluginAsync = async (app) => {
       by_agent: byAgent.map((r) => ({ agentId: r.key, displayName: names.get(r.key) ?? null, ...row(r) })),
       by_model: byModel.map((r) => ({ model: r.key === '' ? null : r.key, ...row(r) })),
       by_day: byDay.map((r) => ({ day: r.key, ...row(r) })),
+      // Models the price catalogue does not know: their events count with cost 0 in every figure above.
+      unpriced_models: byModel.filter((r) => r.unpricedEvents > 0).map((r) => ({ model: r.key, events: r.unpricedEvents })),
     }
   })
 }
