@@ -27,6 +27,8 @@ export interface Config {
   corsOrigins: string[]
   roles: { api: boolean; worker: boolean }
   logLevel: string
+  /** json: one JSON object per line (default); pretty: human-readable lines for local runs. */
+  logFormat: 'json' | 'pretty'
   /** Request body limits, in bytes. */
   bodyLimit: number
   batchBodyLimit: number
@@ -114,6 +116,7 @@ const schema = {
     CORS_ORIGINS: { type: 'string', default: DEFAULT_CORS },
     ROLES: { type: 'string', pattern: '^(api|worker)(,(api|worker))*$', default: 'api,worker' },
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
+    LOG_FORMAT: { enum: ['json', 'pretty'], default: 'json' },
     BODY_LIMIT: { type: 'integer', minimum: 1024, default: 1048576 },
     BATCH_BODY_LIMIT: { type: 'integer', minimum: 1024, default: 5242880 },
     INGEST_LOG_DIR: { type: 'string', minLength: 1 },
@@ -202,6 +205,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     corsOrigins: String(s.CORS_ORIGINS).split(',').map((o) => o.trim()).filter(Boolean),
     roles: { api: roles.includes('api'), worker: roles.includes('worker') },
     logLevel: s.LOG_LEVEL,
+    logFormat: s.LOG_FORMAT,
     bodyLimit: s.BODY_LIMIT,
     batchBodyLimit: s.BATCH_BODY_LIMIT,
     ingest: {

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type { ClickHouseClient } from '@clickhouse/client'
-import { createClient } from '@clickhouse/client'
+import { ClickHouseLogLevel, createClient } from '@clickhouse/client'
 import { migrateClickHouse, openClickHouse } from '../storage/clickhouse-client.ts'
 import { EventsRepository } from '../storage/events-repository.ts'
 
@@ -22,7 +22,8 @@ async function ensureServerDatabase(url: string): Promise<void> {
   const database = parsed.pathname.slice(1)
   if (!database) return
   parsed.pathname = '/'
-  const admin = createClient({ url: parsed.toString() })
+  // Its failure is the start-up error, reported once by main.ts: the client need not log it too.
+  const admin = createClient({ url: parsed.toString(), log: { level: ClickHouseLogLevel.OFF } })
   try {
     await admin.command({ query: `CREATE DATABASE IF NOT EXISTS \`${database.replace(/`/g, '')}\`` })
   } finally {

@@ -1,4 +1,4 @@
-import { createClient, type ClickHouseClient } from '@clickhouse/client'
+import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client'
 import { createChdbConnection } from 'chdb/connection'
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -23,6 +23,8 @@ export function openClickHouse(target: ClickHouseTarget): ClickHouseHandle {
     const client = createClient({
       url: target.url,
       clickhouse_settings: { date_time_input_format: 'best_effort' },
+      // The callers log and handle failures (the shipper's retry lines, start-up errors): no second log.
+      log: { level: ClickHouseLogLevel.OFF },
     })
     return { client, embedded: false, release: () => client.close() }
   }
