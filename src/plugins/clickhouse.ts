@@ -3,6 +3,7 @@ import type { ClickHouseClient } from '@clickhouse/client'
 import { ClickHouseLogLevel, createClient } from '@clickhouse/client'
 import { migrateClickHouse, openClickHouse } from '../storage/clickhouse-client.ts'
 import { EventsRepository } from '../storage/events-repository.ts'
+import { CLICKHOUSE_MIGRATION_LOCK, withPostgresLock } from '../storage/migration-lock.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,7 +18,7 @@ export interface ClickHouseOptions {
 }
 
 /** Creates the database named in a server URL when missing (the embedded engine uses `default`). */
-async function ensureServerDatabase(url: string): Promise<void> {
+export async function ensureServerDatabase(url: string): Promise<void> {
   const parsed = new URL(url)
   const database = parsed.pathname.slice(1)
   if (!database) return
@@ -40,7 +41,10 @@ export default fp(async function clickhouse(app, opts: ClickHouseOptions) {
   let handle: ReturnType<typeof openClickHouse> | undefined
   try {
     handle = openClickHouse({ url: opts.url, dataDir: opts.dataDir })
-    const applied = await migrateClickHouse(handle.client)
+    // One instance at a time (api and worker processes, replicas): migrations are not all idempotent.
+    const client = handle.client
+    const applied = await withPostgresLock(app.db, CLICKHOUSE_MIGRATION_LOCK, () => migrateClickHouse(client),
+      () => app.log.info('waiting for another instance to finish the ClickHouse migrations'))
     if (applied.length) app.log.info({ applied }, 'ClickHouse migrations applied')
   } catch (err) {
     await handle?.release().catch(() => {})
@@ -57,4 +61,4 @@ export default fp(async function clickhouse(app, opts: ClickHouseOptions) {
   app.addHook('onClose', async () => {
     await handle.release()
   })
-}, { name: 'clickhouse' })
+}, { name: 'clickhouse', dependencies: ['postgres'] })
