@@ -1,5 +1,6 @@
 import t from 'tap'
 import { readFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
 import { createClient, ClickHouseLogLevel } from '@clickhouse/client'
 import { buildTestApp, newUser, randomId, sendEvent, shipped } from '../helpers/app.ts'
 import { applyRetentionTtl, cleanPostgres } from '../../src/storage/retention.ts'
@@ -152,4 +153,10 @@ t.test('in the worker role, schedulers copy names without being asked', async (t
     return r[0]?.display_name === 'Code writer'
   })
   t.pass('the rename reached ClickHouse through the scheduled job')
+
+  const health = (prefix: string) => spawnSync(process.execPath, ['--import', 'tsx', new URL('../../src/cli/worker-health.ts', import.meta.url).pathname], {
+    env: { PATH: process.env.PATH ?? '', REDIS_PREFIX: prefix }, encoding: 'utf8', timeout: 60_000,
+  })
+  t.equal(health(worker.redisPrefix).status, 0, 'the worker healthcheck sees the workers')
+  t.equal(health(`${randomId('none-')}:`).status, 1, 'and fails where there are none')
 })
