@@ -175,6 +175,17 @@ t.test("analysts' settings never reach the service's connection, which still wri
   t.same(await count.json(), [{ n: '4' }])
 })
 
+t.test('ingestion and dashboard reads go on while analysts run long queries', async (t) => {
+  const slow = 'SELECT count() FROM numbers(1000000000000) WHERE NOT ignore(sipHash64(number))'
+  const running = [0, 1].map(() => client.query({ query: slow, format: 'TabSeparated' }).then(() => null, (err: ClickHouseError) => err.code))
+  const res = await sendEvent(app, key.secret, { agentId: agentName, type: 'decision' })
+  t.equal(res.statusCode, 202)
+  const events = await app.inject({ method: 'GET', url: '/v1/me/events?limit=10', headers: user.auth })
+  t.equal(events.statusCode, 200)
+  t.equal(events.json().events.length, 5, 'the event just sent is read back (read-your-writes waits for its insert)')
+  t.same(await Promise.all(running), ['159', '159'], 'the analysts\' queries stopped at their time cap')
+})
+
 t.test('the embedded engine keeps no system log tables (nothing grows besides the data)', async (t) => {
   const rs = await client.query({ query: "SELECT name FROM system.tables WHERE database = 'system' AND name LIKE '%\\_log'", format: 'JSONEachRow' })
   t.same(await rs.json(), [])
