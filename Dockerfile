@@ -4,6 +4,9 @@ COPY package.json package-lock.json ./
 # npm ci refuses this lock file (it omits other platforms' optional packages); install the locked versions.
 RUN npm install --omit=dev --no-audit --no-fund
 COPY . .
-ENV HOST=0.0.0.0 PORT=3000
+# Runs as the image's unprivileged user; /data (the ingest log, the local signing key) is its volume.
+RUN mkdir -p /data && chown node:node /data
+USER node
+ENV HOST=0.0.0.0 PORT=3000 DATA_DIR=/data
 EXPOSE 3000
 CMD ["node", "--import", "tsx", "src/main.ts"]

@@ -27,6 +27,8 @@ export interface Config {
   corsOrigins: string[]
   roles: { api: boolean; worker: boolean }
   logLevel: string
+  /** json: one JSON object per line (default); pretty: human-readable lines for local runs. */
+  logFormat: 'json' | 'pretty'
   /** Request body limits, in bytes. */
   bodyLimit: number
   batchBodyLimit: number
@@ -71,6 +73,12 @@ export interface Config {
   anomalyEveryMs: number
   /** How often coalesced side effects (lastSeenAt, lastUsedAt, framework, monthly usage) are written (ms). */
   activityFlushMs: number
+  /** Bearer token of GET /metrics; undefined: no /metrics route. */
+  metricsToken: string | undefined
+  /** How often agent names and user handles are copied to ClickHouse (ms). */
+  namesSyncEveryMs: number
+  /** Days each kind of data is kept (0: forever): events, rollups, cleared alerts, waitlist sign-ups. */
+  retention: { events: number; rollups: number; alerts: number; waitlist: number }
   /** The analysts' read-only SQL port on the embedded engine (ClickHouse's HTTP interface); port null: off. */
   analytics: {
     port: number | null
@@ -108,6 +116,7 @@ const schema = {
     CORS_ORIGINS: { type: 'string', default: DEFAULT_CORS },
     ROLES: { type: 'string', pattern: '^(api|worker)(,(api|worker))*$', default: 'api,worker' },
     LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
+    LOG_FORMAT: { enum: ['json', 'pretty'], default: 'json' },
     BODY_LIMIT: { type: 'integer', minimum: 1024, default: 1048576 },
     BATCH_BODY_LIMIT: { type: 'integer', minimum: 1024, default: 5242880 },
     INGEST_LOG_DIR: { type: 'string', minLength: 1 },
@@ -134,6 +143,12 @@ const schema = {
     BURST_LEASE_MS: { type: 'integer', minimum: 0, maximum: 10000, default: 1000 },
     ANOMALY_EVERY_MS: { type: 'integer', minimum: 1000, maximum: 300000, default: 60000 },
     ACTIVITY_FLUSH_MS: { type: 'integer', minimum: 100, maximum: 60000, default: 1000 },
+    METRICS_TOKEN: { type: 'string', minLength: 16 },
+    NAMES_SYNC_EVERY_MS: { type: 'integer', minimum: 1000, maximum: 3600000, default: 60000 },
+    RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 90 },
+    ROLLUP_RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 0 },
+    ALERT_RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 90 },
+    WAITLIST_RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 730 },
     ANALYTICS_PORT: { type: 'string', pattern: '^(off|[0-9]{1,5})$', default: '8123' },
     ANALYST_PASSWORD: { type: 'string', minLength: 8 },
     ANALYTICS_MAX_EXECUTION_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 30 },
@@ -190,6 +205,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     corsOrigins: String(s.CORS_ORIGINS).split(',').map((o) => o.trim()).filter(Boolean),
     roles: { api: roles.includes('api'), worker: roles.includes('worker') },
     logLevel: s.LOG_LEVEL,
+    logFormat: s.LOG_FORMAT,
     bodyLimit: s.BODY_LIMIT,
     batchBodyLimit: s.BATCH_BODY_LIMIT,
     ingest: {
@@ -218,6 +234,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     burstLeaseMs: s.BURST_LEASE_MS,
     anomalyEveryMs: s.ANOMALY_EVERY_MS,
     activityFlushMs: s.ACTIVITY_FLUSH_MS,
+    metricsToken: s.METRICS_TOKEN,
+    namesSyncEveryMs: s.NAMES_SYNC_EVERY_MS,
+    retention: { events: s.RETENTION_DAYS, rollups: s.ROLLUP_RETENTION_DAYS, alerts: s.ALERT_RETENTION_DAYS, waitlist: s.WAITLIST_RETENTION_DAYS },
     analytics: {
       port: s.ANALYTICS_PORT === 'off' ? null : Number(s.ANALYTICS_PORT),
       password: s.ANALYST_PASSWORD,

@@ -1,19 +1,12 @@
 import { buildApp } from './app.ts'
-import { ConfigError, loadConfig } from './config.ts'
+import { ConfigError, loadConfig, type Config } from './config.ts'
+import { prettyStream } from './log-format.ts'
+import { checkDataDirFree, describeStartupFailure } from './startup-failure.ts'
 
 /** Starts the service: reads settings, builds the app, listens, and closes with grace on a signal. */
-async function main(): Promise<void> {
-  let config
-  try {
-    config = loadConfig()
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message)
-      process.exit(2)
-    }
-    throw err
-  }
-  const app = await buildApp(config)
+async function main(config: Config): Promise<void> {
+  if (!config.clickhouseUrl) checkDataDirFree(config.dataDir)
+  const app = await buildApp(config, config.logFormat === 'pretty' ? { logger: { level: config.logLevel, stream: prettyStream() } } : {})
   const roles = Object.entries(config.roles).filter(([, on]) => on).map(([role]) => role)
   app.log.info({
     roles,
@@ -52,7 +45,19 @@ async function main(): Promise<void> {
   if (app.analyticsSql) await app.analyticsSql.listen()
 }
 
-main().catch((err) => {
-  console.error('failed to start:', err)
+let config: Config
+try {
+  config = loadConfig()
+} catch (err) {
+  if (err instanceof ConfigError) {
+    console.error(err.message)
+    process.exit(2)
+  }
+  throw err
+}
+// One line naming the setting to look at; the stack only when asked for.
+main(config).catch((err) => {
+  console.error(`agent-telemetry could not start: ${describeStartupFailure(err, config)}`)
+  if (config.logLevel === 'debug' || config.logLevel === 'trace') console.error(err)
   process.exit(1)
 })

@@ -1,7 +1,8 @@
 import fp from 'fastify-plugin'
 import type { ClickHouseClient } from '@clickhouse/client'
-import { createClient } from '@clickhouse/client'
+import { ClickHouseLogLevel, createClient } from '@clickhouse/client'
 import { migrateClickHouse, openClickHouse } from '../storage/clickhouse-client.ts'
+import { CLICKHOUSE_MIGRATION_LOCK, withPostgresLock } from '../storage/migration-lock.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -15,12 +16,13 @@ export interface ClickHouseOptions {
 }
 
 /** Creates the database named in a server URL when missing (the embedded engine uses `default`). */
-async function ensureServerDatabase(url: string): Promise<void> {
+export async function ensureServerDatabase(url: string): Promise<void> {
   const parsed = new URL(url)
   const database = parsed.pathname.slice(1)
   if (!database) return
   parsed.pathname = '/'
-  const admin = createClient({ url: parsed.toString() })
+  // Its failure is the start-up error, reported once by main.ts: the client need not log it too.
+  const admin = createClient({ url: parsed.toString(), log: { level: ClickHouseLogLevel.OFF } })
   try {
     await admin.command({ query: `CREATE DATABASE IF NOT EXISTS \`${database.replace(/`/g, '')}\`` })
   } finally {
@@ -37,7 +39,10 @@ export default fp(async function clickhouse(app, opts: ClickHouseOptions) {
   let handle: ReturnType<typeof openClickHouse> | undefined
   try {
     handle = openClickHouse({ url: opts.url, dataDir: opts.dataDir })
-    const applied = await migrateClickHouse(handle.client)
+    // One instance at a time (api and worker processes, replicas): migrations are not all idempotent.
+    const client = handle.client
+    const applied = await withPostgresLock(app.db, CLICKHOUSE_MIGRATION_LOCK, () => migrateClickHouse(client),
+      () => app.log.info('waiting for another instance to finish the ClickHouse migrations'))
     if (applied.length) app.log.info({ applied }, 'ClickHouse migrations applied')
   } catch (err) {
     await handle?.release().catch(() => {})
@@ -52,4 +57,4 @@ export default fp(async function clickhouse(app, opts: ClickHouseOptions) {
   app.addHook('onClose', async () => {
     await handle.release()
   })
-}, { name: 'clickhouse' })
+}, { name: 'clickhouse', dependencies: ['postgres'] })

@@ -12,7 +12,9 @@ declare module 'fastify' {
 
 /** Postgres: creates the database if missing and migrates it; the repositories are built in plugins/repositories.ts. */
 export default fp(async function postgres(app, opts: { databaseUrl: string; timeouts: PostgresTimeouts }) {
-  const pool = await openPostgres(opts.databaseUrl, opts.timeouts)
+  const pool = await openPostgres(opts.databaseUrl, opts.timeouts, (applied) => {
+    if (applied.length) app.log.info({ applied }, 'Postgres migrations applied')
+  })
   pool.on('error', (err) => app.log.error({ err }, 'idle Postgres connection failed'))
   app.decorate('db', pool)
   app.decorate('pgQueries', { getter: () => queriesSent(pool) })

@@ -20,9 +20,12 @@ export default fp(async function redis(app, opts: { url: string; prefix: string;
   // A command timeout, so a stalled Redis fails requests (503) instead of holding them.
   const client = new Redis(opts.url, { enableAutoPipelining: true, maxRetriesPerRequest: 2, commandTimeout: opts.commandTimeoutMs, lazyConnect: true })
   const subscriber = new Redis(opts.url, { lazyConnect: true })
-  for (const c of [client, subscriber]) c.on('error', (err) => app.log.error({ err }, 'Redis connection error'))
+  // A first connection that fails is reported once, by the start-up error; later failures are logged.
+  let connected = false
+  for (const c of [client, subscriber]) c.on('error', (err) => { if (connected) app.log.error({ err }, 'Redis connection error') })
   await client.connect()
   await subscriber.connect()
+  connected = true
   const bus = new InvalidationBus(client, subscriber, opts.prefix, app.log)
   await bus.start()
   app.decorate('redis', client)

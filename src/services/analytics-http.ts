@@ -135,6 +135,11 @@ export function createAnalyticsHttpServer(opts: AnalyticsHttpOptions): Server {
     const sql = [url.searchParams.get('query') ?? '', body].filter((s) => s.trim()).join('\n')
     if (!sql.trim()) return ok()
     if (Buffer.byteLength(sql) > maxQueryBytes) throw new AnalyticsError(62, 'SYNTAX_ERROR', `Max query size exceeded: the query is over ${maxQueryBytes} bytes`)
+    // ClickHouse's own compressed framing (compress=1 / decompress=1) is not spoken here: say so rather
+    // than answer in a form the client would misread. HTTP compression (enable_http_compression) works.
+    if (url.searchParams.get('compress') === '1' || url.searchParams.get('decompress') === '1') {
+      throw new AnalyticsError(36, 'BAD_ARGUMENTS', 'compress=1 and decompress=1 (ClickHouse\'s native compression) are not supported here: use HTTP compression (enable_http_compression=1 with Accept-Encoding) or none')
+    }
     const database = url.searchParams.get('database') ?? req.headers['x-clickhouse-database']
     if (database && database !== 'default') throw new AnalyticsError(81, 'UNKNOWN_DATABASE', `Database ${database} does not exist (the service's tables are in default)`)
     const params: Record<string, string> = {}

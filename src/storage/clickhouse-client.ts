@@ -1,6 +1,6 @@
-import { createClient, type ClickHouseClient } from '@clickhouse/client'
-import { createChdbConnection } from 'chdb/connection'
+import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client'
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { join } from 'node:path'
 
 /**
@@ -23,6 +23,8 @@ export function openClickHouse(target: ClickHouseTarget): ClickHouseHandle {
     const client = createClient({
       url: target.url,
       clickhouse_settings: { date_time_input_format: 'best_effort' },
+      // The callers log and handle failures (the shipper's retry lines, start-up errors): no second log.
+      log: { level: ClickHouseLogLevel.OFF },
     })
     return { client, embedded: false, release: () => client.close() }
   }
@@ -30,6 +32,9 @@ export function openClickHouse(target: ClickHouseTarget): ClickHouseHandle {
   let entry = shared.get(path)
   if (!entry) {
     mkdirSync(path, { recursive: true })
+    // chdb (the embedded engine, a large native library built for Linux and macOS only) is loaded only
+    // here, so a deployment with CLICKHOUSE_URL starts where chdb cannot load.
+    const { createChdbConnection } = createRequire(import.meta.url)('chdb/connection') as typeof import('chdb/connection')
     // chdb implements the Connection contract of @clickhouse/client-common; the client re-declares
     // the same types under its own path, so TypeScript sees two nominally different copies.
     const connection = createChdbConnection({ path }) as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection']

@@ -40,8 +40,8 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   }
 }
 
-/** Applies postgres/NNN.do.*.sql migrations not applied yet, one process at a time. */
-export async function migratePostgres(databaseUrl: string): Promise<void> {
+/** Applies postgres/NNN.do.*.sql migrations not applied yet, one process at a time; returns the files applied. */
+export async function migratePostgres(databaseUrl: string): Promise<string[]> {
   const client = new pg.Client({ connectionString: withDefaultUser(databaseUrl) })
   await client.connect()
   try {
@@ -52,7 +52,8 @@ export async function migratePostgres(databaseUrl: string): Promise<void> {
       schemaTable: 'schema_migrations',
       execQuery: (query) => client.query(query),
     })
-    await postgrator.migrate()
+    const applied = await postgrator.migrate()
+    return applied.map((m) => m.filename)
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {})
     await client.end()
@@ -101,8 +102,9 @@ export function queriesSent(pool: pg.Pool): number {
 }
 
 /** Creates the database if missing, applies the migrations, and opens a pool: what every entry point does first. */
-export async function openPostgres(databaseUrl: string, timeouts?: PostgresTimeouts): Promise<pg.Pool> {
+export async function openPostgres(databaseUrl: string, timeouts?: PostgresTimeouts, onMigrated?: (applied: string[]) => void): Promise<pg.Pool> {
   await ensureDatabase(databaseUrl)
-  await migratePostgres(databaseUrl)
+  const applied = await migratePostgres(databaseUrl)
+  onMigrated?.(applied)
   return createPool(databaseUrl, timeouts)
 }

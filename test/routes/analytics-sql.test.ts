@@ -75,6 +75,9 @@ t.test('plain HTTP: curl-style GET and POST, ping, gzip, user in the URL', async
   const post = await fetch(`${url}/?default_format=CSV`, { method: 'POST', headers: auth, body: "SELECT 'a' AS x" })
   t.equal(post.headers.get('x-clickhouse-format'), 'CSV')
   t.equal(await post.text(), '"a"\n')
+  const native = await fetch(`${url}/?compress=1`, { method: 'POST', headers: auth, body: 'SELECT 1' })
+  t.equal(native.status, 400)
+  t.equal(native.headers.get('x-clickhouse-exception-code'), '36', 'ClickHouse\'s native compression is refused, not ignored')
   const gz = createClient({ url, username: 'analyst', password: PASSWORD, compression: { response: true, request: true } })
   t.teardown(() => gz.close())
   const rs = await gz.query({ query: 'SELECT number FROM numbers(3)', format: 'JSONCompactEachRow' })
@@ -173,6 +176,17 @@ t.test("analysts' settings never reach the service's connection, which still wri
   await shipped(app)
   const count = await client.query({ query: 'SELECT count() AS n FROM events WHERE user_id = {u:String}', query_params: { u: user.id }, format: 'JSONEachRow' })
   t.same(await count.json(), [{ n: '4' }])
+})
+
+t.test('ingestion and dashboard reads go on while analysts run long queries', async (t) => {
+  const slow = 'SELECT count() FROM numbers(1000000000000) WHERE NOT ignore(sipHash64(number))'
+  const running = [0, 1].map(() => client.query({ query: slow, format: 'TabSeparated' }).then(() => null, (err: ClickHouseError) => err.code))
+  const res = await sendEvent(app, key.secret, { agentId: agentName, type: 'decision' })
+  t.equal(res.statusCode, 202)
+  const events = await app.inject({ method: 'GET', url: '/v1/me/events?limit=10', headers: user.auth })
+  t.equal(events.statusCode, 200)
+  t.equal(events.json().events.length, 5, 'the event just sent is read back (read-your-writes waits for its insert)')
+  t.same(await Promise.all(running), ['159', '159'], 'the analysts\' queries stopped at their time cap')
 })
 
 t.test('the embedded engine keeps no system log tables (nothing grows besides the data)', async (t) => {

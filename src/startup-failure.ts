@@ -1,0 +1,135 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { Config } from './config.ts'
+
+/** A start-up failure already phrased for the operator: one line naming the setting and what to do. */
+export class StartupError extends Error {
+  override name = 'StartupError'
+}
+
+type Failure = Error & { code?: unknown; address?: unknown; port?: unknown; errors?: unknown[]; cause?: unknown }
+
+/** The error and everything it wraps (causes, aggregated errors), outermost first. */
+function chain(err: unknown): Failure[] {
+  const out: Failure[] = []
+  const walk = (e: unknown, depth: number) => {
+    if (!e || typeof e !== 'object' || depth > 8 || out.includes(e as Failure)) return
+    out.push(e as Failure)
+    walk((e as Failure).cause, depth + 1)
+    for (const inner of (e as Failure).errors ?? []) walk(inner, depth + 1)
+  }
+  walk(err, 0)
+  return out
+}
+
+function endpoint(url: string | undefined, defaultPort: number): { host: string; port: number; user: string } | null {
+  if (!url) return null
+  try {
+    const u = new URL(url)
+    return { host: u.hostname, port: Number(u.port || defaultPort), user: decodeURIComponent(u.username) }
+  } catch {
+    return null
+  }
+}
+
+const NETWORK = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET'])
+const NETWORK_WORDS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ENOTFOUND: 'unknown host',
+  EAI_AGAIN: 'host name lookup failed',
+  ETIMEDOUT: 'timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ECONNRESET: 'connection reset',
+}
+
+/**
+ * One line saying why the service could not start, naming the setting to look at and what to do.
+ * Recognises unreachable or refusing Postgres, Redis and ClickHouse servers, Postgres logins and
+ * databases, ports in use, and a DATA_DIR or ingest log held by another process; anything else is
+ * reported with its own message.
+ */
+export function describeStartupFailure(err: unknown, config: Config): string {
+  const errors = chain(err)
+  const found = errors.find((e) => e instanceof StartupError)
+  if (found) return found.message
+  const pg = endpoint(config.databaseUrl, 5432)
+  const redis = endpoint(config.redisUrl, 6379)
+  const clickhouse = endpoint(config.clickhouseUrl, 8123)
+
+  for (const e of errors) {
+    const code = typeof e.code === 'string' ? e.code : ''
+    // Postgres answered and refused.
+    if (code === '28000' || code === '28P01') {
+      return `Postgres refused the login of user "${pg?.user || 'the OS user'}" (DATABASE_URL): ${e.message}. ` +
+        'Create that role in Postgres, or set DATABASE_URL to an existing user (postgres://user:password@host:5432/agent_telemetry).'
+    }
+    if (code === '42501' || code === '3D000') {
+      return `Postgres: ${e.message} (DATABASE_URL). Give the user CREATEDB or create the database first, or set DATABASE_URL to a database the user can use.`
+    }
+    if (code === '57P03' || code === '53300') {
+      return `Postgres is not accepting connections: ${e.message} (DATABASE_URL). Try again when it is up.`
+    }
+    if (code === 'EADDRINUSE') {
+      const port = Number(e.port)
+      const setting = port === config.analytics.port ? 'ANALYTICS_PORT' : 'PORT'
+      return `${setting} ${port} on ${config.host} (HOST) is already in use: stop the other process or choose another ${setting}.`
+    }
+    if (code === 'EACCES' && typeof e.port === 'number') {
+      return `not allowed to listen on port ${e.port} (PORT or ANALYTICS_PORT): choose a port above 1023.`
+    }
+    if ((code === 'EACCES' || code === 'EROFS' || code === 'ENOSPC') && /DATA_DIR|data|ingest/i.test(e.message)) {
+      return `cannot write under DATA_DIR ${config.dataDir}: ${e.message}. Make it writable by this user, or set DATA_DIR (and INGEST_LOG_DIR).`
+    }
+    if (code === 'CHDB_CONNECTION' || /Another server instance in same directory|another process may be using this DATA_DIR/.test(e.message)) {
+      return `DATA_DIR ${config.dataDir} is in use by another process (the embedded ClickHouse belongs to one process): ` +
+        'stop the other process, give this instance its own DATA_DIR, or set CLICKHOUSE_URL to use a ClickHouse server.'
+    }
+    if (/^the ingest log .* belongs to running process/.test(e.message)) return `${e.message}.`
+    if (NETWORK.has(code) || /Connection terminated due to connection timeout|timeout exceeded when trying to connect/i.test(e.message)) {
+      const words = NETWORK_WORDS[code] ?? 'timed out'
+      const port = Number(e.port)
+      const host = String(e.address ?? (e as { hostname?: unknown }).hostname ?? '')
+      const matches = (x: typeof pg) => x !== null && (port === x.port || (!port && host === x.host))
+      if (matches(redis) && !matches(pg)) {
+        return `cannot reach Redis at ${redis!.host}:${redis!.port} (REDIS_URL): ${words}. Start Redis, or set REDIS_URL.`
+      }
+      if (matches(clickhouse) && !matches(pg)) {
+        return `cannot reach ClickHouse at ${clickhouse!.host}:${clickhouse!.port} (CLICKHOUSE_URL): ${words}. Start the ClickHouse server, fix CLICKHOUSE_URL, or unset it to use the embedded engine.`
+      }
+      if (matches(pg) || !port) {
+        return `cannot reach Postgres at ${pg!.host}:${pg!.port} (DATABASE_URL): ${words}. Start Postgres, or set DATABASE_URL.`
+      }
+    }
+  }
+  // ioredis reports a failed first connection as "Connection is closed" once its retries are spent.
+  if (errors.some((e) => /^Connection is closed\.?$/.test(e.message)) && redis) {
+    return `cannot reach Redis at ${redis.host}:${redis.port} (REDIS_URL): connection closed. Start Redis, or set REDIS_URL.`
+  }
+  const first = errors[0]
+  return `${first?.message ?? String(err)} (set LOG_LEVEL=debug for the stack)`
+}
+
+/**
+ * Refuses to start when the embedded engine's directory is held by another live process, before the
+ * engine prints its own lock error: the engine's status file names the process holding it.
+ */
+export function checkDataDirFree(dataDir: string): void {
+  const status = join(dataDir, 'clickhouse', 'status')
+  if (!existsSync(status)) return
+  const pid = Number(/^PID: (\d+)/m.exec(readFileSync(status, 'utf8'))?.[1])
+  if (!pid || pid === process.pid) return
+  try {
+    process.kill(pid, 0)
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ESRCH') return
+  }
+  // A pid reused by an unrelated program does not hold the directory.
+  try {
+    if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('node')) return
+  } catch {
+    // No /proc (macOS): trust the status file.
+  }
+  throw new StartupError(`DATA_DIR ${dataDir} is in use by process ${pid} (the embedded ClickHouse belongs to one process): ` +
+    'stop that process, give this instance its own DATA_DIR, or set CLICKHOUSE_URL to use a ClickHouse server.')
+}

@@ -1,0 +1,99 @@
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { TEST_DATABASE_URL, testConfig } from './helpers/app.ts'
+import { checkDataDirFree, describeStartupFailure, StartupError } from '../src/startup-failure.ts'
+import { prettyLine } from '../src/log-format.ts'
+
+const MAIN = new URL('../src/main.ts', import.meta.url).pathname
+
+/** Starts the service with extra settings; resolves with its exit code and output once it exits. */
+function start(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'startup-test-'))
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        DATABASE_URL: TEST_DATABASE_URL,
+        DATA_DIR: dataDir,
+        PORT: '0',
+        ANALYTICS_PORT: 'off',
+        REDIS_PREFIX: 'startup-test:',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => { stdout += d })
+    child.stderr.on('data', (d) => { stderr += d })
+    // A service that starts after all would run forever: stop it (the test then fails on its exit code).
+    const guard = setTimeout(() => child.kill('SIGKILL'), 90_000)
+    child.on('error', reject)
+    child.on('exit', (code) => {
+      clearTimeout(guard)
+      rmSync(dataDir, { recursive: true, force: true })
+      resolve({ code, stdout, stderr })
+    })
+  })
+}
+
+const cases: Array<[string, Record<string, string>, RegExp]> = [
+  ['Postgres refusing connections', { DATABASE_URL: 'postgres://127.0.0.1:1/agent_telemetry_x_test' }, /cannot reach Postgres at 127\.0\.0\.1:1 \(DATABASE_URL\): connection refused/],
+  ['an unknown Postgres role', { DATABASE_URL: TEST_DATABASE_URL.replace('postgres://', 'postgres://no_such_role_x@') }, /Postgres refused the login of user "no_such_role_x" \(DATABASE_URL\).*Create that role/],
+  ['Redis down', { REDIS_URL: 'redis://127.0.0.1:1' }, /cannot reach Redis at 127\.0\.0\.1:1 \(REDIS_URL\)/],
+  ['a ClickHouse server down', { CLICKHOUSE_URL: 'http://127.0.0.1:1' }, /cannot reach ClickHouse at 127\.0\.0\.1:1 \(CLICKHOUSE_URL\)/],
+]
+for (const [name, env, expected] of cases) {
+  t.test(`start-up with ${name} fails with one line naming the setting, no stack`, async (t) => {
+    const { code, stdout, stderr } = await start(env)
+    t.equal(code, 1)
+    const lines = stderr.trim().split('\n')
+    t.equal(lines.length, 1, stderr)
+    t.match(lines[0], /^agent-telemetry could not start: /)
+    t.match(lines[0], expected)
+    t.notMatch(stderr + stdout, /\n\s+at /, 'no stack trace')
+    t.notMatch(stdout, /"level":50/, 'no error log lines besides the one')
+  })
+}
+
+t.test('LOG_LEVEL=debug adds the stack', async (t) => {
+  const { code, stderr } = await start({ REDIS_URL: 'redis://127.0.0.1:1', LOG_LEVEL: 'debug' })
+  t.equal(code, 1)
+  t.match(stderr, /^agent-telemetry could not start: cannot reach Redis/)
+  t.match(stderr, /\n\s+at /)
+})
+
+t.test('a DATA_DIR held by another live process is refused before the engine opens it', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'startup-lock-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  mkdirSync(join(dir, 'clickhouse'))
+  const holder = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 120000)'], { stdio: 'ignore' })
+  t.teardown(() => { holder.kill() })
+  writeFileSync(join(dir, 'clickhouse', 'status'), `PID: ${holder.pid}\nStarted at: 2026-01-01 00:00:00\n`)
+  t.throws(() => checkDataDirFree(dir), { name: 'StartupError', message: new RegExp(`DATA_DIR ${dir} is in use by process ${holder.pid}.*own DATA_DIR.*CLICKHOUSE_URL`) })
+  writeFileSync(join(dir, 'clickhouse', 'status'), 'PID: 999999999\nStarted at: 2026-01-01 00:00:00\n')
+  t.doesNotThrow(() => checkDataDirFree(dir), 'a status file left by a process that is gone is ignored')
+  writeFileSync(join(dir, 'clickhouse', 'status'), `PID: ${holder.pid}\nStarted at: 2026-01-01 00:00:00\n`)
+  const { code, stderr } = await start({ DATA_DIR: dir })
+  t.equal(code, 1)
+  t.equal(stderr.trim().split('\n').length, 1, stderr)
+  t.match(stderr, /DATA_DIR .* is in use/)
+})
+
+t.test('describeStartupFailure names the setting for ports and passes StartupErrors through', async (t) => {
+  const config = testConfig({ PORT: '3000', ANALYTICS_PORT: '8123' })
+  const inUse = (port: number) => Object.assign(new Error(`listen EADDRINUSE: address already in use 127.0.0.1:${port}`), { code: 'EADDRINUSE', port })
+  t.match(describeStartupFailure(inUse(3000), config), /^PORT 3000 on 127\.0\.0\.1 \(HOST\) is already in use/)
+  t.match(describeStartupFailure(inUse(8123), config), /^ANALYTICS_PORT 8123/)
+  t.equal(describeStartupFailure(new Error('wrapped', { cause: new StartupError('the reason') }), config), 'the reason')
+  t.match(describeStartupFailure(new Error('something else'), config), /^something else \(set LOG_LEVEL=debug for the stack\)$/)
+})
+
+t.test('LOG_FORMAT=pretty lines', async (t) => {
+  const line = prettyLine(JSON.stringify({ level: 30, time: Date.parse('2026-01-01T10:11:12.345Z'), pid: 1, hostname: 'h', msg: 'listening', port: 3000, url: 'http://x y' }))
+  t.equal(line, '10:11:12.345 INFO  listening port=3000 url="http://x y"')
+  t.match(prettyLine(JSON.stringify({ level: 50, time: 0, msg: 'failed', err: { message: 'boom', stack: 'Error: boom\n    at f (a.ts:1:1)' } })), /ERROR failed error=boom\n {4}at f \(a\.ts:1:1\)/)
+})
