@@ -47,6 +47,8 @@ t.test('concurrent evaluations (ticks, agent checks, two instances) never duplic
   const { user, batch } = await fixture()
   const name = randomId('race-')
   const [r] = await batch(failures(name, 15))
+  // Every evaluation must see the events: they are in ClickHouse before the race starts.
+  await shipped(app)
   await app.activity.flush()
   const now = Date.now()
   await Promise.all([
