@@ -20,6 +20,7 @@ import publicRegistry from './routes/public/registry.ts'
 import publicX402 from './routes/public/x402.ts'
 import publicWaitlist from './routes/public/waitlist.ts'
 import ingest from './routes/ingest.ts'
+import otlp from './routes/otlp.ts'
 import meUser from './routes/me/user.ts'
 import meKeys from './routes/me/keys.ts'
 import meAgents from './routes/me/agents.ts'
@@ -87,6 +88,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(publicX402)
   await app.register(publicWaitlist)
   await app.register(ingest({ bodyLimit: config.bodyLimit, batchBodyLimit: config.batchBodyLimit }))
+  await app.register(otlp({ bodyLimit: config.batchBodyLimit }))
   await app.register(async function me(scope) {
     scope.addHook('onRequest', scope.authenticateUser)
     scope.addHook('onRequest', async (request) => {

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import { isCuid } from '../../domain/ids.ts'
 import { clampInt, sinceBound } from '../../domain/query-params.ts'
 import { notFound } from '../../errors.ts'
+import { traceTree } from '../../domain/trace-tree.ts'
 import type { DashboardEvent } from '../../storage/dashboard-repository.ts'
 
 type Query = Record<string, string | undefined>
@@ -61,6 +62,7 @@ const events: FastifyPluginAsync = async (app) => {
     if (list.length === 0) throw notFound()
     const start = Date.parse(list[0]!.timestamp)
     const end = Date.parse(list[list.length - 1]!.timestamp)
+    const { roots, links } = traceTree(list)
     const withContext = (key: 'git' | 'cwd') => {
       for (const e of list) {
         const value = (e.metadata as Record<string, unknown> | null)?.[key]
@@ -85,7 +87,12 @@ const events: FastifyPluginAsync = async (app) => {
         offsetMs: Date.parse(e.timestamp) - start,
         durationMs: e.durationMs,
         privacyChip: e.privacyChip,
+        spanId: e.spanId,
+        parentSpanId: e.parentSpanId,
+        ...links.get(e.eventId)!,
       })),
+      // Event ids of the root spans; each timeline entry names its parentEventId, children and depth.
+      roots,
       events: list,
     }
   })
