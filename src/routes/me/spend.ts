@@ -18,11 +18,12 @@ const spend: FastifyPluginAsync = async (app) => {
     ])
     const names = new Map(owned.map((a) => [a.id, a.displayName]))
     const t = total[0]
-    const row = (r: { costUsd: number; events: number; errors: number; tokens: unknown }) => ({ costUsd: r.costUsd, events: r.events, errors: r.errors, tokens: r.tokens })
+    const row = (r: { costUsd: number; events: number; errors: number; tokens: unknown; unpricedEvents: number }) =>
+      ({ costUsd: r.costUsd, events: r.events, errors: r.errors, tokens: r.tokens, unpricedEvents: r.unpricedEvents })
     return {
       days: request.query.days,
       from,
-      total: t ? row(t) : { costUsd: 0, events: 0, errors: 0, tokens: { inputBase: 0, cacheCreation: 0, cacheRead: 0, output: 0, total: 0 } },
+      total: t ? row(t) : { costUsd: 0, events: 0, errors: 0, tokens: { inputBase: 0, cacheCreation: 0, cacheRead: 0, output: 0, total: 0 }, unpricedEvents: 0 },
       by_agent: byAgent.map((r) => ({ agentId: r.key, displayName: names.get(r.key) ?? null, ...row(r) })),
       by_model: byModel.map((r) => ({ model: r.key === '' ? null : r.key, ...row(r) })),
       by_day: byDay.map((r) => ({ day: r.key, ...row(r) })),
