@@ -73,17 +73,25 @@ export function decodeTraces(body: Buffer, encoding: OtlpEncoding): OtlpSpan[] {
 function flatten(message: unknown, json: boolean): OtlpSpan[] {
   if (!isObject(message)) throw new OtlpDecodeError('the body is not an ExportTraceServiceRequest object')
   const spans: OtlpSpan[] = []
-  for (const [i, rs] of list(message.resourceSpans, 'resourceSpans').entries()) {
+  // Paths are built only for an error message: this loop runs once per span on the hot path.
+  const resourceSpans = list(message.resourceSpans, () => 'resourceSpans')
+  for (let i = 0; i < resourceSpans.length; i++) {
+    const rs = resourceSpans[i]
     if (!isObject(rs)) throw new OtlpDecodeError(`resourceSpans[${i}] is not an object`)
-    const resource = attributes(isObject(rs.resource) ? rs.resource.attributes : undefined, `resourceSpans[${i}].resource`)
-    for (const [j, ss] of list(rs.scopeSpans, `resourceSpans[${i}].scopeSpans`).entries()) {
-      const at = `resourceSpans[${i}].scopeSpans[${j}]`
-      if (!isObject(ss)) throw new OtlpDecodeError(`${at} is not an object`)
+    const resource = attributes(isObject(rs.resource) ? rs.resource.attributes : undefined, () => `resourceSpans[${i}].resource`)
+    const scopeSpans = list(rs.scopeSpans, () => `resourceSpans[${i}].scopeSpans`)
+    for (let j = 0; j < scopeSpans.length; j++) {
+      const ss = scopeSpans[j]
+      const at = () => `resourceSpans[${i}].scopeSpans[${j}]`
+      if (!isObject(ss)) throw new OtlpDecodeError(`${at()} is not an object`)
       const scope = isObject(ss.scope) ? { name: text(ss.scope.name), version: text(ss.scope.version) } : { name: '', version: '' }
-      for (const [k, s] of list(ss.spans, `${at}.spans`).entries()) {
-        const path = `${at}.spans[${k}]`
-        if (!isObject(s)) throw new OtlpDecodeError(`${path} is not an object`)
+      const list_ = list(ss.spans, () => `${at()}.spans`)
+      for (let k = 0; k < list_.length; k++) {
+        const s = list_[k]
+        const path = () => `${at()}.spans[${k}]`
+        if (!isObject(s)) throw new OtlpDecodeError(`${path()} is not an object`)
         const status = isObject(s.status) ? s.status : {}
+        const events = list(s.events, () => `${path()}.events`)
         spans.push({
           traceId: id(s.traceId, 16, json),
           spanId: id(s.spanId, 8, json),
@@ -93,9 +101,9 @@ function flatten(message: unknown, json: boolean): OtlpSpan[] {
           startMs: nanosToMs(s.startTimeUnixNano),
           endMs: nanosToMs(s.endTimeUnixNano),
           attributes: attributes(s.attributes, path),
-          events: list(s.events, `${path}.events`).map((e, n) => {
-            if (!isObject(e)) throw new OtlpDecodeError(`${path}.events[${n}] is not an object`)
-            return { name: text(e.name), timeMs: nanosToMs(e.timeUnixNano), attributes: attributes(e.attributes, `${path}.events[${n}]`) }
+          events: events.length === 0 ? [] : events.map((e, n) => {
+            if (!isObject(e)) throw new OtlpDecodeError(`${path()}.events[${n}] is not an object`)
+            return { name: text(e.name), timeMs: nanosToMs(e.timeUnixNano), attributes: attributes(e.attributes, () => `${path()}.events[${n}]`) }
           }),
           status: { code: int(status.code), message: text(status.message) },
           resource,
@@ -111,9 +119,9 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-function list(v: unknown, path: string): unknown[] {
+function list(v: unknown, path: () => string): unknown[] {
   if (v === undefined || v === null) return []
-  if (!Array.isArray(v)) throw new OtlpDecodeError(`${path} is not an array`)
+  if (!Array.isArray(v)) throw new OtlpDecodeError(`${path()} is not an array`)
   return v
 }
 
@@ -126,39 +134,55 @@ function int(v: unknown): number {
   return typeof v === 'number' && Number.isInteger(v) ? v : 0
 }
 
-/** 64-bit integers: a protobufjs Long, a JSON string of digits or a JSON number. */
-function bigOf(v: unknown): bigint | null {
-  // JSON numbers past 2^53 (nanosecond times) have lost their last digits already; what is left is kept.
-  if (typeof v === 'number') return Number.isFinite(v) ? BigInt(Math.trunc(v)) : null
-  if (typeof v === 'string') return /^-?\d{1,20}$/.test(v) ? BigInt(v) : null
-  if (isObject(v) && typeof v.low === 'number' && typeof v.high === 'number') {
-    const unsigned = v.unsigned === true
-    const big = (BigInt(v.high >>> 0) << 32n) | BigInt(v.low >>> 0)
-    return unsigned ? big : BigInt.asIntN(64, big)
-  }
-  return null
+const TWO_32 = 4_294_967_296
+
+/** A protobufjs Long as a number (exact below 2^53, as every value we keep as a number is). */
+function longToNumber(v: Record<string, unknown>): number | null {
+  if (typeof v.low !== 'number' || typeof v.high !== 'number') return null
+  if (v.unsigned !== true && v.high < 0) return -((~v.high >>> 0) * TWO_32 + (~v.low >>> 0) + 1)
+  return (v.high >>> 0) * TWO_32 + (v.low >>> 0)
 }
 
+/** A 64-bit integer attribute: a protobufjs Long, a JSON string of digits or a JSON number. */
+function int64(v: unknown): number | null {
+  if (typeof v === 'number') return Number.isFinite(v) ? Math.trunc(v) : null
+  if (typeof v === 'string') return /^-?\d{1,20}$/.test(v) ? Number(v) : null
+  return isObject(v) ? longToNumber(v) : null
+}
+
+/**
+ * Unix nanoseconds (fixed64) as whole milliseconds, exactly, without BigInt: n = high·2^32 + low
+ * = high·4294·10^6 + (high·967296 + low), and the second term is an exact double (< 2^53).
+ */
 function nanosToMs(v: unknown): number {
-  const n = bigOf(v)
-  return n === null || n < 0n ? 0 : Number(n / 1_000_000n)
+  if (typeof v === 'string') {
+    if (!/^\d{1,20}$/.test(v)) return 0
+    return v.length > 6 ? Number(v.slice(0, -6)) : 0
+  }
+  if (typeof v === 'number') return Number.isFinite(v) && v > 0 ? Math.floor(v / 1e6) : 0
+  if (!isObject(v) || typeof v.low !== 'number' || typeof v.high !== 'number') return 0
+  if (v.unsigned !== true && v.high < 0) return 0
+  const high = v.high >>> 0
+  const rest = high * 967_296 + (v.low >>> 0)
+  return high * 4294 + (rest - (rest % 1e6)) / 1e6
 }
-
-const ZERO_ID = /^0+$/
 
 /** A trace (16 bytes) or span (8 bytes) id as lowercase hex; '' when absent, all zero or malformed. */
 function id(v: unknown, bytes: number, json: boolean): string {
-  let hex = ''
-  if (json) hex = typeof v === 'string' ? v.toLowerCase() : ''
-  else if (v instanceof Uint8Array) hex = Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')
-  if (hex.length !== bytes * 2 || !/^[0-9a-f]+$/.test(hex) || ZERO_ID.test(hex)) return ''
-  return hex
+  if (json) {
+    if (typeof v !== 'string' || v.length !== bytes * 2 || !/^[0-9a-fA-F]+$/.test(v) || /^0+$/.test(v)) return ''
+    return v.toLowerCase()
+  }
+  if (!(v instanceof Uint8Array) || v.length !== bytes) return ''
+  let zero = true
+  for (let i = 0; i < bytes; i++) if (v[i] !== 0) { zero = false; break }
+  return zero ? '' : Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')
 }
 
-function attributes(v: unknown, path: string): Attributes {
+function attributes(v: unknown, path: () => string): Attributes {
   const out: Attributes = {}
-  for (const kv of list(v, `${path}.attributes`)) {
-    if (!isObject(kv) || typeof kv.key !== 'string') throw new OtlpDecodeError(`${path}.attributes has an entry without a key`)
+  for (const kv of list(v, () => `${path()}.attributes`)) {
+    if (!isObject(kv) || typeof kv.key !== 'string') throw new OtlpDecodeError(`${path()}.attributes has an entry without a key`)
     out[kv.key] = anyValue(kv.value, 0)
   }
   return out
@@ -177,10 +201,7 @@ function anyValue(v: unknown, depth: number): AttrValue {
   switch (kind) {
     case 'stringValue': return typeof x === 'string' ? x : null
     case 'boolValue': return typeof x === 'boolean' ? x : null
-    case 'intValue': {
-      const n = bigOf(x)
-      return n === null ? null : Number(n)
-    }
+    case 'intValue': return int64(x)
     // NaN and infinities cannot be stored as JSON numbers.
     case 'doubleValue': return typeof x === 'number' && Number.isFinite(x) ? x : null
     case 'arrayValue': return isObject(x) && Array.isArray(x.values) ? x.values.map((e) => anyValue(e, depth + 1)) : []
@@ -209,6 +230,11 @@ export function encodeResponse(encoding: OtlpEncoding, rejectedSpans: number, er
 export function encodeStatus(encoding: OtlpEncoding, code: number, message: string): Buffer | string {
   if (encoding === 'json') return JSON.stringify({ code, message })
   return Buffer.from(StatusType.encode(StatusType.create({ code, message })).finish())
+}
+
+/** Encodes an ExportTraceServiceRequest given as a plain object (for tests and benchmarks). */
+export function encodeRequest(request: Record<string, unknown>): Buffer {
+  return Buffer.from(RequestType.encode(RequestType.fromObject(request)).finish())
 }
 
 /** Decodes a protobuf google.rpc.Status (for tests and clients). */

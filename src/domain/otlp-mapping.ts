@@ -24,8 +24,10 @@ const CONTENT_PREFIXES = [
 // Span events carrying content (the deprecated per-message events) or file paths (stack traces).
 const CONTENT_EVENT_PREFIXES = ['gen_ai.content.', 'gen_ai.user.message', 'gen_ai.system.message', 'gen_ai.assistant.message', 'gen_ai.tool.message', 'gen_ai.choice']
 
+const CONTENT_KEY = new RegExp(`^(${CONTENT_PREFIXES.map((p) => p.replace(/\./g, '\\.')).join('|')})(\\.|$)`)
+
 export function isContentAttribute(key: string): boolean {
-  return CONTENT_PREFIXES.some((p) => key === p || key.startsWith(`${p}.`))
+  return CONTENT_KEY.test(key)
 }
 
 const MAX_TOKENS = 10_000_000_000

@@ -35,13 +35,19 @@ export class StepTimings {
     }
   }
 
-  /** The synchronous form of run, for steps that never wait. */
-  runSync<T>(step: IngestStep, events: number, fn: () => T): T {
+  /**
+   * The synchronous form of run, for steps that never wait. `events` may be counted from the result
+   * (decoding learns how many spans a body held); a step that throws then counts none.
+   */
+  runSync<T>(step: IngestStep, events: number | ((result: T) => number), fn: () => T): T {
     const started = performance.now()
+    let counted = typeof events === 'number' ? events : 0
     try {
-      return fn()
+      const result = fn()
+      if (typeof events === 'function') counted = events(result)
+      return result
     } finally {
-      this.record(step, events, performance.now() - started)
+      this.record(step, counted, performance.now() - started)
     }
   }
 

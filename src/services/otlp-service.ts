@@ -23,7 +23,7 @@ export class OtlpService {
   constructor(private readonly ingestion: IngestionService) {}
 
   async export(caller: IngestCaller, body: Buffer, encoding: OtlpEncoding): Promise<ExportOutcome> {
-    const { events, refusals } = this.ingestion.steps.runSync('decode', 1, () => {
+    const { events, refusals } = this.ingestion.steps.runSync('decode', (r) => r.events.length + r.refusals.length, () => {
       let spans
       try {
         spans = decodeTraces(body, encoding)

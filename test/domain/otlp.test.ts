@@ -1,6 +1,7 @@
 import t from 'tap'
-import { decodeTraces, type OtlpSpan } from '../../src/domain/otlp-codec.ts'
-import { spanRole, spanToEvent } from '../../src/domain/otlp-mapping.ts'
+import { decodeTraces, encodeRequest, type OtlpSpan } from '../../src/domain/otlp-codec.ts'
+import { isContentAttribute, spanRole, spanToEvent } from '../../src/domain/otlp-mapping.ts'
+import protobuf from 'protobufjs'
 import { traceTree } from '../../src/domain/trace-tree.ts'
 
 const TRACE = '0af7651916cd43dd8448eb211c80319c'
@@ -82,4 +83,26 @@ t.test('trace tree: parents by span id, orphans and events without spans are roo
   t.same(cycle.links.get('a')!.parentEventId, null)
   const self = traceTree([ev('s', 'z', 'z')])
   t.same(self.roots, ['s'], 'a span that is its own parent is a root')
+})
+
+t.test('protobuf: nanosecond times to exact milliseconds (no floating-point rounding at a millisecond edge)', async (t) => {
+  const root = protobuf.Root.fromJSON({ nested: { S: { fields: { t: { type: 'fixed64', id: 1 } } } } })
+  const S = root.lookupType('S')
+  for (const nanos of ['1795320225622999999', '1795320225623000000', '1700000000000000001', '18446744073709551615', '999999', '0']) {
+    const decoded = S.decode(S.encode({ t: (protobuf.util.Long as unknown as { fromString(s: string, unsigned: boolean): unknown }).fromString(nanos, true) }).finish()) as unknown as { t: unknown }
+    const body = { resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: TRACE, spanId: 'b7ad6b7169203331', startTimeUnixNano: nanos }] }] }] }
+    const fromJson = decodeTraces(Buffer.from(JSON.stringify(body)), 'json')[0]!.startMs
+    t.equal(fromJson, Number(BigInt(nanos) / 1_000_000n), `${nanos} from JSON`)
+    // The same value through the protobuf path's Long handling.
+    const request = { resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: Buffer.from(TRACE, 'hex'), spanId: Buffer.from('b7ad6b7169203331', 'hex'), startTimeUnixNano: decoded.t }] }] }] }
+    t.equal(decodeTraces(encodeRequest(request), 'protobuf')[0]!.startMs, Number(BigInt(nanos) / 1_000_000n), `${nanos} from protobuf`)
+  }
+})
+
+t.test('content attributes are recognised by prefix, not by substring', async (t) => {
+  t.ok(isContentAttribute('gen_ai.prompt.0.content'))
+  t.ok(isContentAttribute('gen_ai.input.messages'))
+  t.ok(isContentAttribute('ai.prompt'))
+  t.notOk(isContentAttribute('gen_ai.promptx'))
+  t.notOk(isContentAttribute('gen_ai.usage.input_tokens'))
 })
