@@ -61,13 +61,33 @@ export function decodeTraces(body: Buffer, encoding: OtlpEncoding): OtlpSpan[] {
       throw new OtlpDecodeError(`the body is not a protobuf ExportTraceServiceRequest: ${(err as Error).message}`)
     }
   } else {
+    const text = body.toString('utf8')
     try {
-      message = JSON.parse(body.toString('utf8'))
+      // An escaped unpaired surrogate ("\ud800") is valid JSON but not storable text: such strings and
+      // keys are repaired (U+FFFD), as protobuf's UTF-8 decoding does. Only bodies with a surrogate
+      // escape pay for the reviver.
+      message = SURROGATE_ESCAPE.test(text) ? JSON.parse(text, repairText) : JSON.parse(text)
     } catch {
       throw new OtlpDecodeError('the body is not valid JSON')
     }
   }
   return flatten(message, encoding === 'json')
+}
+
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+
+/** The string with each unpaired UTF-16 surrogate replaced by U+FFFD (String.prototype.toWellFormed). */
+export function wellFormed(s: string): string {
+  return s.replace(LONE_SURROGATE, '\uFFFD')
+}
+
+function repairText(_key: string, value: unknown): unknown {
+  if (typeof value === 'string') return wellFormed(value)
+  if (isObject(value) && Object.keys(value).some((k) => wellFormed(k) !== k)) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [wellFormed(k), v]))
+  }
+  return value
 }
 
 function flatten(message: unknown, json: boolean): OtlpSpan[] {

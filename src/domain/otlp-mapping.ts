@@ -1,5 +1,5 @@
 import type { IncomingEvent } from './event-row.ts'
-import type { AttrValue, Attributes, OtlpSpan } from './otlp-codec.ts'
+import { wellFormed, type AttrValue, type Attributes, type OtlpSpan } from './otlp-codec.ts'
 
 /**
  * One OpenTelemetry span as one of our events, following the GenAI semantic conventions (current
@@ -234,11 +234,4 @@ function count(a: Attributes, ...keys: string[]): number | undefined {
 /** At most max UTF-16 units; a surrogate pair split by the cut becomes U+FFFD. */
 function cut(s: string, max: number): string {
   return s.length <= max ? s : wellFormed(s.slice(0, max))
-}
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
-
-/** The string with each unpaired UTF-16 surrogate replaced by U+FFFD (String.prototype.toWellFormed). */
-function wellFormed(s: string): string {
-  return s.replace(LONE_SURROGATE, '\uFFFD')
 }

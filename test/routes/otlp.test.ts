@@ -235,7 +235,7 @@ function requestOf(attributes: Attributes, encoding: 'protobuf' | 'json', servic
 const post = (headers: Record<string, string>, payload: Buffer | string) => app.inject({ method: 'POST', url: '/v1/traces', headers, payload })
 
 t.test('bad inputs get the right status and a Status body in the request encoding, never a 5xx', async (t) => {
-  const { headers } = await userWithKey()
+  const { user, headers } = await userWithKey()
   const proto = { ...headers, 'content-type': 'application/x-protobuf' }
   const json = { ...headers, 'content-type': 'application/json' }
   const good = requestOf({ 'gen_ai.request.model': 'gpt-4o' }, 'protobuf')
@@ -287,7 +287,12 @@ t.test('bad inputs get the right status and a Status body in the request encodin
   const odd = JSON.parse(requestOf({ x: 1 }, 'json', 'with\u0000nul').toString())
   odd.resourceSpans[0].scopeSpans[0].spans[0].attributes.push({ key: 'nan', value: { doubleValue: 'NaN' } }, { key: 'deep', value: { kvlistValue: { values: [{ key: 'a', value: { stringValue: '\ud800' } }] } } })
   const oddRes = await post(json, JSON.stringify(odd))
-  t.ok(oddRes.statusCode < 500, `odd values: ${oddRes.statusCode} ${oddRes.body}`)
+  t.equal(oddRes.statusCode, 200, `odd values: ${oddRes.body}`)
+  const oddTrace = (await get(user, `/v1/me/traces/${odd.resourceSpans[0].scopeSpans[0].spans[0].traceId}`)).json()
+  t.equal(oddTrace.eventCount, 1, 'stored, not quarantined')
+  t.same(oddTrace.events[0].metadata.otel.attributes.deep, { a: '\ufffd' }, 'an unpaired surrogate becomes U+FFFD')
+  t.equal(oddTrace.events[0].metadata.otel.attributes.nan, null)
+  t.ok((await get(user, '/v1/me/agents')).json().agents.some((a: { displayName: string }) => a.displayName === 'withnul'), 'NUL removed from the agent name')
 })
 
 t.test('burst limit per span: a request over it is partly accepted, the next gets 429 with Retry-After', async (t) => {
