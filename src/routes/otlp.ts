@@ -24,7 +24,8 @@ const otlp = (opts: { bodyLimit: number }): FastifyPluginAsync => async (app) =>
   const service = new OtlpService(app.ingestion)
 
   app.removeContentTypeParser('application/json')
-  app.addContentTypeParser(['application/x-protobuf', 'application/json'], { parseAs: 'buffer', bodyLimit: opts.bodyLimit },
+  // application/protobuf is what some clients send for the same encoding.
+  app.addContentTypeParser(['application/x-protobuf', 'application/protobuf', 'application/json'], { parseAs: 'buffer', bodyLimit: opts.bodyLimit },
     (_request, body, done) => done(null, body))
 
   // Content-Encoding: gzip is inflated here; bodyLimit then applies to the inflated body, so a small

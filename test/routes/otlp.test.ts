@@ -259,6 +259,7 @@ t.test('bad inputs get the right status and a Status body in the request encodin
   t.equal(notGzip.statusCode, 400, 'Content-Encoding gzip on a body that is not')
   t.equal((await post({ ...proto, 'content-encoding': 'br' }, good)).statusCode, 415, 'an encoding other than gzip')
 
+  t.equal((await post({ ...headers, 'content-type': 'application/protobuf' }, good)).statusCode, 200, 'application/protobuf')
   const gzipped = await post({ ...proto, 'content-encoding': 'gzip' }, gzipSync(good))
   t.equal(gzipped.statusCode, 200, 'gzip protobuf')
   t.equal(decodeResponse(gzipped.rawPayload), null, 'full success: no partial_success')
