@@ -1,11 +1,12 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify'
 import type { Config } from './config.ts'
 import { sharedSchemas } from './schemas.ts'
-import { rateLimited } from './errors.ts'
+import { rateLimitHook } from './plugins/rate-limit.ts'
 import errors, { frameworkErrors } from './plugins/errors.ts'
 import jsonBody from './plugins/json-body.ts'
 import postgres from './plugins/postgres.ts'
 import clickhouse from './plugins/clickhouse.ts'
+import analyticsSql from './plugins/analytics-sql.ts'
 import redis from './plugins/redis.ts'
 import userAuth from './plugins/user-auth.ts'
 import apiKeyAuth from './plugins/api-key-auth.ts'
@@ -29,6 +30,8 @@ import meErrors from './routes/me/errors.ts'
 import meSpend from './routes/me/spend.ts'
 import meTestEvent from './routes/me/test-event.ts'
 import dashboardData from './plugins/dashboard-data.ts'
+import openapi from './plugins/openapi.ts'
+import repositories from './plugins/repositories.ts'
 
 // Session and trace ids are up to 200 characters (schemas/event.json), i.e. up to 400 UTF-16 units once
 // decoded: the detail routes must route every id ingestion accepts (Fastify's default is 100).
@@ -38,6 +41,8 @@ const SOCKET_IDLE_TIMEOUT_MS = 60_000
 
 export interface BuildOptions {
   logger?: FastifyServerOptions['logger']
+  /** Called for every route as it is added (tests walk the routes with it). */
+  onRoute?: (route: RouteOptions) => void
 }
 
 /** Builds the whole service from its plugins; main.ts listens on it, tests inject into it. */
@@ -62,45 +67,57 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Node checks those timeouts only every connectionsCheckingInterval (30 s by default).
     http: { headersTimeout: config.requestTimeoutMs, connectionsCheckingInterval: Math.min(1000, config.requestTimeoutMs) },
   })
+  if (options.onRoute) app.addHook('onRoute', options.onRoute)
   for (const schema of sharedSchemas) app.addSchema(schema)
 
   await app.register(errors)
   await app.register(requestDeadline, { requestTimeoutMs: config.requestTimeoutMs })
   await app.register(jsonBody)
   await app.register(cors, { origins: config.corsOrigins })
+  await app.register(openapi)
   await app.register(redis, { url: config.redisUrl, prefix: config.redisPrefix, commandTimeoutMs: config.redisCommandTimeoutMs })
   await app.register(postgres, { databaseUrl: config.databaseUrl, timeouts: config.postgresTimeouts })
   await app.register(clickhouse, {
     url: config.clickhouseUrl,
     dataDir: config.dataDir,
   })
+  await app.register(analyticsSql, {
+    enabled: !config.clickhouseUrl && config.analytics.port !== null,
+    port: config.analytics.port ?? 0,
+    host: config.host,
+    dataDir: config.dataDir,
+    password: config.analytics.password,
+    caps: config.analytics.caps,
+  })
+  await app.register(repositories)
   await app.register(queues, { redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker, everyMs: config.anomalyEveryMs })
   const caches = { cacheTtlMs: config.cacheTtlMs, sharedCacheTtlSeconds: config.sharedCacheTtlSeconds }
   await app.register(ingestion, { ...caches, activityFlushMs: config.activityFlushMs, burstLeaseMs: config.burstLeaseMs, ingest: config.ingest })
   await app.register(apiKeyAuth, caches)
   await app.register(userAuth, { auth: config.auth, dataDir: config.dataDir, cacheTtlMs: config.cacheTtlMs })
 
-  await app.register(publicData, { x402: config.x402 })
+  await app.register(publicData, { x402: config.x402, statsCacheSeconds: config.statsCacheSeconds, explorerCacheSeconds: config.explorerCacheSeconds })
   await app.register(dashboardData)
 
   await app.register(health({ degradedAfterMs: config.ingest.degradedAfterMs }))
-  await app.register(publicRegistry({ statsCacheSeconds: config.statsCacheSeconds, explorerCacheSeconds: config.explorerCacheSeconds }))
+  await app.register(publicRegistry)
   await app.register(publicX402)
   await app.register(publicWaitlist)
   await app.register(ingest({ bodyLimit: config.bodyLimit, batchBodyLimit: config.batchBodyLimit }))
   await app.register(otlp({ bodyLimit: config.batchBodyLimit }))
+  app.decorateRequest('settledAt', 0)
   await app.register(async function me(scope) {
     scope.addHook('onRequest', scope.authenticateUser)
-    scope.addHook('onRequest', async (request) => {
-      const write = request.method !== 'GET' && request.method !== 'HEAD'
-      const limit = write ? config.meLimits.writesPerMinute : config.meLimits.readsPerMinute
-      const route = `${request.method} ${request.routeOptions.url ?? request.url}`
-      const { admitted, retryAfterMs } = await scope.rateLimiter.take(`me:${request.user.id}:${route}`, limit)
-      if (admitted === 0) throw rateLimited(retryAfterMs / 1000)
-    })
+    // Per user and route: ME_READS_PER_MINUTE for GET, ME_WRITES_PER_MINUTE for the rest.
+    scope.addHook('onRequest', rateLimitHook(() => scope.rateLimiter, {
+      bucket: (request) => `me:${request.user.id}:${request.method} ${request.routeOptions.url ?? request.url}`,
+      limit: (request) => (request.method === 'GET' || request.method === 'HEAD' ? config.meLimits.readsPerMinute : config.meLimits.writesPerMinute),
+    }))
     // Read-your-writes: what this instance acknowledged to the caller is in ClickHouse before the request runs
     // (waiting at most READ_YOUR_WRITES_TIMEOUT_MS).
+    // The snapshot instant of paged reads is taken first, so that every row it covers is waited for.
     scope.addHook('onRequest', async (request) => {
+      request.settledAt = scope.ingestion.settledBefore()
       await scope.shipper.waitForUser(request.user.id, config.ingest.readYourWritesTimeoutMs)
     })
     await scope.register(meUser)
@@ -113,4 +130,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     await scope.register(meAlerts)
   })
   return app
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** For `/v1/me` reads: every event this instance received at or before it is readable (see IngestionService.settledBefore). */
+    settledAt: number
+  }
 }

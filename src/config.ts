@@ -71,6 +71,19 @@ export interface Config {
   anomalyEveryMs: number
   /** How often coalesced side effects (lastSeenAt, lastUsedAt, framework, monthly usage) are written (ms). */
   activityFlushMs: number
+  /** The analysts' read-only SQL port on the embedded engine (ClickHouse's HTTP interface); port null: off. */
+  analytics: {
+    port: number | null
+    password: string | undefined
+    caps: {
+      maxExecutionSeconds: number
+      maxMemoryBytes: number
+      maxResultRows: number
+      maxResultBytes: number
+      maxThreads: number
+      maxConcurrentQueries: number
+    }
+  }
 }
 
 const DEFAULT_CORS = 'https://app.agent-telemetry.dev,https://dashboard.agent-telemetry.dev'
@@ -121,6 +134,14 @@ const schema = {
     BURST_LEASE_MS: { type: 'integer', minimum: 0, maximum: 10000, default: 1000 },
     ANOMALY_EVERY_MS: { type: 'integer', minimum: 1000, maximum: 300000, default: 60000 },
     ACTIVITY_FLUSH_MS: { type: 'integer', minimum: 100, maximum: 60000, default: 1000 },
+    ANALYTICS_PORT: { type: 'string', pattern: '^(off|[0-9]{1,5})$', default: '8123' },
+    ANALYST_PASSWORD: { type: 'string', minLength: 8 },
+    ANALYTICS_MAX_EXECUTION_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 30 },
+    ANALYTICS_MAX_MEMORY_BYTES: { type: 'integer', minimum: 16777216, default: 1073741824 },
+    ANALYTICS_MAX_RESULT_ROWS: { type: 'integer', minimum: 1, default: 1000000 },
+    ANALYTICS_MAX_RESULT_BYTES: { type: 'integer', minimum: 1024, default: 104857600 },
+    ANALYTICS_MAX_THREADS: { type: 'integer', minimum: 1, maximum: 64, default: 1 },
+    ANALYTICS_MAX_CONCURRENT_QUERIES: { type: 'integer', minimum: 1, maximum: 64, default: 2 },
   },
   dependencies: {
     AUTH_JWKS_URL: ['AUTH_ISSUER', 'AUTH_AUDIENCE'],
@@ -147,6 +168,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`invalid settings: ${[...new Set(problems)].join('; ')}`)
   }
   const s = raw as Record<string, any>
+  if (s.ANALYTICS_PORT !== 'off' && Number(s.ANALYTICS_PORT) > 65535) throw new ConfigError('invalid settings: ANALYTICS_PORT must be a port (0-65535) or off')
   const roles = String(s.ROLES).split(',')
   return {
     port: s.PORT,
@@ -196,5 +218,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     burstLeaseMs: s.BURST_LEASE_MS,
     anomalyEveryMs: s.ANOMALY_EVERY_MS,
     activityFlushMs: s.ACTIVITY_FLUSH_MS,
+    analytics: {
+      port: s.ANALYTICS_PORT === 'off' ? null : Number(s.ANALYTICS_PORT),
+      password: s.ANALYST_PASSWORD,
+      caps: {
+        maxExecutionSeconds: s.ANALYTICS_MAX_EXECUTION_SECONDS,
+        maxMemoryBytes: s.ANALYTICS_MAX_MEMORY_BYTES,
+        maxResultRows: s.ANALYTICS_MAX_RESULT_ROWS,
+        maxResultBytes: s.ANALYTICS_MAX_RESULT_BYTES,
+        maxThreads: s.ANALYTICS_MAX_THREADS,
+        maxConcurrentQueries: s.ANALYTICS_MAX_CONCURRENT_QUERIES,
+      },
+    },
   }
 }

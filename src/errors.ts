@@ -23,6 +23,8 @@ export const unauthorized = (reason?: string) =>
   new HttpError(401, 'unauthorized', reason ? { reason } : {})
 export const forbidden = (reason: string) => new HttpError(403, 'forbidden', { reason })
 export const notFound = () => new HttpError(404, 'not_found')
+export const invalidCursor = () =>
+  new HttpError(400, 'invalid_cursor', { message: 'cursor was not handed out by this list; start again without it' })
 export const conflict = (reason: string) => new HttpError(409, 'conflict', { reason })
 export const validationFailed = (details: ErrorDetail[]) => new HttpError(400, 'validation_failed', { details })
 export const agentDeleted = () => new HttpError(410, 'agent_deleted')

@@ -49,6 +49,7 @@ async function main(): Promise<void> {
     await app.ready()
     app.log.info('running without the api role: not listening')
   }
+  if (app.analyticsSql) await app.analyticsSql.listen()
 }
 
 main().catch((err) => {

@@ -1,5 +1,5 @@
 /** An event's place in its trace: the span it is, and the span it is a child of (null when not sent). */
-export interface TreeInput { eventId: string; spanId: string | null; parentSpanId: string | null }
+export interface TreeInput { eventId: string; spanId?: string | null; parentSpanId?: string | null }
 
 export interface TreeLinks {
   /** The event of the parent span, null for a root. */

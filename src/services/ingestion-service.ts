@@ -14,7 +14,7 @@ import type { Admission } from '../storage/rate-limiter.ts'
 import type { Tier } from '../storage/users-repository.ts'
 
 /** The spec's acknowledgement of an accepted event. */
-export interface EventAck {
+export type EventAck = {
   id: string
   accepted: true
   agentId: string
@@ -64,6 +64,10 @@ type ProblemsOf = (i: number) => ErrorDetail[]
 export class IngestionService {
   private active = 0
   private idleWaiters: (() => void)[] = []
+  /** Receive times of the events between their receive time and their acknowledgement, with counts. */
+  private readonly inFlight = new Map<number, number>()
+  /** Receive times are later than this: the last instant settledBefore() handed out. */
+  private receiveFloor = 0
   readonly steps = new StepTimings()
 
   constructor(
@@ -138,7 +142,33 @@ export class IngestionService {
     const admitted = valid.slice(0, admission.admitted)
     for (const i of valid.slice(admission.admitted)) results[i] = rateLimited(admission.retryAfterMs / 1000)
 
-    const receivedAt = Date.now()
+    const receivedAt = Math.max(Date.now(), this.receiveFloor + 1)
+    this.inFlight.set(receivedAt, (this.inFlight.get(receivedAt) ?? 0) + 1)
+    try {
+      return await this.store(caller, events, admitted, receivedAt, results, source)
+    } finally {
+      const n = this.inFlight.get(receivedAt)! - 1
+      if (n === 0) this.inFlight.delete(receivedAt)
+      else this.inFlight.set(receivedAt, n)
+    }
+  }
+
+  /**
+   * An instant such that every event this instance received at or before it has been answered:
+   * acknowledged (and so in the log) or refused. A read that takes its snapshot here and then waits
+   * for read-your-writes sees every row of the snapshot.
+   */
+  settledBefore(): number {
+    const now = Date.now()
+    let oldest = Infinity
+    for (const t of this.inFlight.keys()) if (t < oldest) oldest = t
+    if (oldest <= now) return oldest - 1
+    // Nothing in flight: events received from now on are stamped after this instant.
+    this.receiveFloor = Math.max(this.receiveFloor, now)
+    return now
+  }
+
+  private async store(caller: IngestCaller, events: unknown[], admitted: number[], receivedAt: number, results: IngestResult[], source: EventSource): Promise<IngestResult[]> {
     const resolved = await this.steps.run('resolve', admitted.length, async () => {
       const out: { index: number; agent: AgentRef }[] = []
       for (const i of admitted) {
@@ -170,7 +200,7 @@ export class IngestionService {
   private check(caller: IngestCaller, event: unknown, single: boolean): HttpError | null {
     if (!validateEvent(event)) {
       const details = toDetails(validateEvent.errors)
-      return single ? new HttpError(400, 'validation_failed', { in: 'body', details }) : validationFailed(details)
+      return single ? new HttpError(400, 'validation_failed', { message: 'the body is not valid', details }) : validationFailed(details)
     }
     if ((event as IncomingEvent).agentId === undefined && caller.agentId === null) {
       return validationFailed([{ path: ['agentId'], message: 'is required when the API key is not bound to an agent' }])

@@ -33,7 +33,7 @@ function toRef(r: Record<string, any>): AgentRef {
 }
 
 /** An agent as its owner sees it in the dashboard. */
-export interface OwnedAgentProfile {
+export type OwnedAgentProfile = {
   id: string
   displayName: string
   snsName: string | null
@@ -139,6 +139,20 @@ export class AgentsRepository {
     return rows.map(toProfile)
   }
 
+  /**
+   * A page of the owner's live agents, newest first. The order is by creation, which never changes,
+   * so a walk over pages hands out each agent once even while agents are seen or renamed.
+   */
+  async pageOwned(ownerId: string, limit: number, after: { ms: number; id: string } | null): Promise<OwnedAgentProfile[]> {
+    const { rows } = await this.db.query(
+      `/* svc:agents_owned_page */ SELECT ${PROFILE_COLUMNS} FROM agents WHERE owner_id = $1 AND deleted_at IS NULL
+         AND ($3::bigint IS NULL OR (date_trunc('milliseconds', created_at), id) < ('epoch'::timestamptz + $3::bigint * interval '1 millisecond', $4::text))
+       ORDER BY date_trunc('milliseconds', created_at) DESC, id DESC LIMIT $2`,
+      [ownerId, limit, after?.ms ?? null, after?.id ?? ''],
+    )
+    return rows.map(toProfile)
+  }
+
   async profileOwned(ownerId: string, id: string): Promise<OwnedAgentProfile | null> {
     const { rows } = await this.db.query(
       `/* svc:agent_profile */ SELECT ${PROFILE_COLUMNS} FROM agents WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`,
@@ -169,13 +183,26 @@ export class AgentsRepository {
     return rows.map((r) => r.id)
   }
 
-  /** Renames the owner's live agent; null when there is none; 'taken' when the owner has that name. */
-  async rename(ownerId: string, id: string, displayName: string): Promise<OwnedAgentProfile | null | 'taken'> {
+  /** Every agent of the owner, deleted ones included, with its name: reads hide the deleted and name the rest. */
+  async namesOf(ownerId: string): Promise<{ id: string; displayName: string; deleted: boolean }[]> {
+    const { rows } = await this.db.query(
+      `/* svc:agents_names */ SELECT id, display_name, deleted_at IS NOT NULL AS deleted FROM agents WHERE owner_id = $1`,
+      [ownerId],
+    )
+    return rows.map((r) => ({ id: r.id, displayName: r.display_name, deleted: r.deleted }))
+  }
+
+  /**
+   * Renames, publishes or unpublishes the owner's live agent (fields left undefined keep their value);
+   * null when there is none; 'taken' when the owner already has that name.
+   */
+  async update(ownerId: string, id: string, change: { displayName?: string | undefined; isPublic?: boolean | undefined }): Promise<OwnedAgentProfile | null | 'taken'> {
     try {
       const { rows } = await this.db.query(
-        `/* svc:agent_rename */ UPDATE agents SET display_name = $3 WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL
+        `/* svc:agent_update */ UPDATE agents SET display_name = COALESCE($3, display_name), is_public = COALESCE($4, is_public)
+         WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL
          RETURNING ${PROFILE_COLUMNS}`,
-        [id, ownerId, displayName],
+        [id, ownerId, change.displayName ?? null, change.isPublic ?? null],
       )
       return rows[0] ? toProfile(rows[0]) : null
     } catch (err) {

@@ -1,20 +1,21 @@
 import type { ClickHouseClient } from '@clickhouse/client'
+import { pageOf, type Page, type PageStart } from '../domain/cursor.ts'
 import { privacyChip, type PrivacyChip } from '../domain/privacy.ts'
 import { isoFromMs as iso } from './timestamps.ts'
 
 /** Who is reading: the user, and their soft-deleted agents whose events every read hides. */
 export interface Reader { userId: string; hidden: string[] }
 
-export interface TokenTotals { inputBase: number; cacheCreation: number; cacheRead: number; output: number; total: number }
+export type TokenTotals = { inputBase: number; cacheCreation: number; cacheRead: number; output: number; total: number }
 
 /** An event as the dashboard shows it: every spec field, plus cost, tokens and the privacy chip. */
-export interface DashboardEvent {
+export type DashboardEvent = {
   eventId: string
   agentId: string
   timestamp: string
   receivedAt: string
-  type: string
-  outcome: string | null
+  type: 'reasoning' | 'tool' | 'tx' | 'decision' | 'action' | 'error'
+  outcome: 'pending' | 'success' | 'failed' | null
   model: string | null
   toolExecuted: string | null
   toolsConsidered: string[]
@@ -30,11 +31,11 @@ export interface DashboardEvent {
   /** The event's span in its trace (OTLP span id or metadata.spanId), and its parent span's. */
   spanId: string | null
   parentSpanId: string | null
-  privacyLevel: string | null
+  privacyLevel: 'minimal' | 'standard' | 'full' | null
   privacyChip: PrivacyChip | null
   tokens: TokenTotals
   costUsd: number
-  costStatus: string
+  costStatus: 'priced' | 'unknown_model' | 'no_model'
   errorFingerprint: string | null
   contentHash: string
 }
@@ -61,7 +62,7 @@ function toEvent(r: Record<string, any>): DashboardEvent {
     timestamp: iso(r.ts_ms),
     receivedAt: iso(r.received_ms),
     type: r.type,
-    outcome: orNull(r.outcome),
+    outcome: orNull(r.outcome) as DashboardEvent['outcome'],
     model: orNull(r.model),
     toolExecuted: orNull(r.tool_executed),
     toolsConsidered: r.tools_considered,
@@ -76,7 +77,7 @@ function toEvent(r: Record<string, any>): DashboardEvent {
     traceId: orNull(r.trace_id),
     spanId: orNull(r.span_id),
     parentSpanId: orNull(r.parent_span_id),
-    privacyLevel: orNull(r.privacy_level),
+    privacyLevel: orNull(r.privacy_level) as DashboardEvent['privacyLevel'],
     privacyChip: privacyChip(r.privacy_level),
     tokens: tokensOf(r, ['tokens_input_base', 'tokens_cache_creation', 'tokens_cache_read', 'tokens_output']),
     costUsd: Number(r.cost),
@@ -120,51 +121,64 @@ export class DashboardRepository {
   }
 
   /**
-   * The newest events, looked for in a widening window (an hour, a day, a week, then the whole
-   * range) so that the common case reads only recent granules.
+   * A page of the newest events, looked for in a widening window below the page's start (an hour, a
+   * day, a week, then the whole range) so that the common case reads only recent granules. Only events
+   * received by `asOf` count, so a walk over pages reads one fixed history.
    */
-  async events(r: Reader, opts: { limit: number; sinceMs: number; agentId?: string | undefined }): Promise<DashboardEvent[]> {
-    const now = Date.now()
+  async events(r: Reader, opts: { limit: number; sinceMs: number; agentId?: string | undefined; start: PageStart }): Promise<Page<DashboardEvent>> {
+    const { asOf, after } = opts.start
+    const top = after ? after.ms : asOf
     let rows: Record<string, any>[] = []
     for (const window of [3_600_000, 86_400_000, 7 * 86_400_000, Infinity]) {
-      const from = window === Infinity ? opts.sinceMs : Math.max(opts.sinceMs, now - window)
+      const from = window === Infinity ? opts.sinceMs : Math.max(opts.sinceMs, top - window)
       rows = await this.rows(
         `/* svc:me_events */ SELECT ${EVENT_COLUMNS} FROM events
          WHERE user_id = {u:String} AND agent_id NOT IN {hidden:Array(String)} AND ts >= fromUnixTimestamp64Milli({from:Int64})
+           AND received_at <= fromUnixTimestamp64Milli({asOf:Int64})
+           ${after ? 'AND (ts, event_id) < (fromUnixTimestamp64Milli({afterMs:Int64}), {afterId:String})' : ''}
            ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}
          ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32}`,
-        { u: r.userId, hidden: r.hidden, from, agent: opts.agentId ?? '', limit: opts.limit },
+        { u: r.userId, hidden: r.hidden, from, asOf, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', agent: opts.agentId ?? '', limit: opts.limit + 1 },
       )
-      if (rows.length >= opts.limit || from === opts.sinceMs) break
+      if (rows.length > opts.limit || from === opts.sinceMs) break
     }
-    return rows.map(toEvent)
+    return pageOf('events', asOf, rows.map(toEvent), opts.limit, (e) => ({ ms: Date.parse(e.timestamp), id: e.eventId }))
   }
 
   /**
-   * Sessions or traces with the latest activity, aggregated over all their events. The ids are found
-   * first in a widening recent window (an hour, a day, a week, then the whole range): every group active in a
-   * window ends later than every group that is not, so once a window yields `limit` ids they are the
-   * latest ones, and only those groups are aggregated in full.
+   * A page of the sessions or traces with the latest activity, aggregated over all their events
+   * received by `asOf`. The ids are found first in a widening window below the page's start (an hour,
+   * a day, a week, then the whole range): every group active in a window ends later than every group
+   * that is not, so once a window yields enough ids they are the next ones, and only those groups are
+   * aggregated in full. Groups are ordered by their last event, then id.
    */
-  private async grouped(r: Reader, column: 'session_id' | 'trace_id', opts: { limit: number; sinceMs: number; agentId?: string | undefined }) {
+  private async grouped(r: Reader, column: 'session_id' | 'trace_id', opts: { limit: number; sinceMs: number; agentId?: string | undefined; start: PageStart }) {
     const name = column === 'session_id' ? 'sessions' : 'traces'
+    const { asOf, after } = opts.start
     const scope = `user_id = {u:String} AND ${column} != '' AND agent_id NOT IN {hidden:Array(String)}
-      AND ts >= fromUnixTimestamp64Milli({since:Int64}) ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}`
-    const params = { u: r.userId, hidden: r.hidden, since: opts.sinceMs, agent: opts.agentId ?? '', limit: opts.limit }
-    const now = Date.now()
+      AND ts >= fromUnixTimestamp64Milli({since:Int64}) AND received_at <= fromUnixTimestamp64Milli({asOf:Int64})
+      ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}`
+    const params = {
+      u: r.userId, hidden: r.hidden, since: opts.sinceMs, asOf, agent: opts.agentId ?? '', limit: opts.limit + 1,
+      afterMs: after?.ms ?? 0, afterId: after?.id ?? '',
+    }
+    const below = after
+      ? 'HAVING max(ts) < fromUnixTimestamp64Milli({afterMs:Int64}) OR (max(ts) = fromUnixTimestamp64Milli({afterMs:Int64}) AND id > {afterId:String})'
+      : ''
+    const top = after ? after.ms : asOf
     let ids: string[] = []
     for (const window of [3_600_000, 86_400_000, 7 * 86_400_000, Infinity]) {
-      const from = window === Infinity ? opts.sinceMs : Math.max(opts.sinceMs, now - window)
+      const from = window === Infinity ? opts.sinceMs : Math.max(opts.sinceMs, top - window)
       ids = (await this.rows<{ id: string }>(
         `/* svc:me_${name}_latest */ SELECT ${column} AS id FROM events
          WHERE ${scope} AND ts >= fromUnixTimestamp64Milli({from:Int64})
-         GROUP BY id ORDER BY max(ts) DESC, id LIMIT {limit:UInt32}`,
+         GROUP BY id ${below} ORDER BY max(ts) DESC, id LIMIT {limit:UInt32}`,
         { ...params, from },
       )).map((x) => x.id)
-      if (ids.length >= opts.limit || from === opts.sinceMs) break
+      if (ids.length > opts.limit || from === opts.sinceMs) break
     }
-    if (ids.length === 0) return []
-    return this.rows(
+    if (ids.length === 0) return { rows: [] as Record<string, any>[], asOf }
+    const rows = await this.rows(
       `/* svc:me_${name} */ SELECT ${column} AS id,
          toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS end_ms, count() AS n,
          groupUniqArray(agent_id) AS agents, ${TOKEN_SUMS}, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
@@ -173,20 +187,25 @@ export class DashboardRepository {
        GROUP BY id ORDER BY end_ms DESC, id`,
       { ...params, ids },
     )
+    return { rows, asOf }
   }
 
-  async sessions(r: Reader, opts: { limit: number; agentId?: string }): Promise<SessionSummary[]> {
-    return (await this.grouped(r, 'session_id', { ...opts, sinceMs: 0 })).map((x) => ({
-      sessionId: x.id, start: iso(x.start_ms), end: iso(x.end_ms), durationMs: Number(x.end_ms) - Number(x.start_ms),
+  async sessions(r: Reader, opts: { limit: number; agentId?: string; start: PageStart }): Promise<Page<SessionSummary>> {
+    const { rows, asOf } = await this.grouped(r, 'session_id', { ...opts, sinceMs: 0 })
+    const list = rows.map((x) => ({
+      sessionId: x.id as string, start: iso(x.start_ms), end: iso(x.end_ms), durationMs: Number(x.end_ms) - Number(x.start_ms),
       events: Number(x.n), agents: [...x.agents].sort(), tokens: tokensOf(x), costUsd: Number(x.cost), errors: Number(x.errors),
     }))
+    return pageOf('sessions', asOf, list, opts.limit, (s) => ({ ms: Date.parse(s.end), id: s.sessionId }))
   }
 
-  async traces(r: Reader, opts: { limit: number; sinceMs: number }): Promise<TraceSummary[]> {
-    return (await this.grouped(r, 'trace_id', opts)).map((x) => ({
-      traceId: x.id, start: iso(x.start_ms), end: iso(x.end_ms), durationMs: Number(x.end_ms) - Number(x.start_ms),
+  async traces(r: Reader, opts: { limit: number; sinceMs: number; start: PageStart }): Promise<Page<TraceSummary>> {
+    const { rows, asOf } = await this.grouped(r, 'trace_id', opts)
+    const list = rows.map((x) => ({
+      traceId: x.id as string, start: iso(x.start_ms), end: iso(x.end_ms), durationMs: Number(x.end_ms) - Number(x.start_ms),
       events: Number(x.n), agents: [...x.agents].sort(), tokens: tokensOf(x), costUsd: Number(x.cost), errors: Number(x.errors),
     }))
+    return pageOf('traces', asOf, list, opts.limit, (s) => ({ ms: Date.parse(s.end), id: s.traceId }))
   }
 
   /** All events of one session or trace of the user, in time order (empty when it is not theirs). */

@@ -1,0 +1,69 @@
+import fp from 'fastify-plugin'
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { AnalyticsEngine, type AnalyticsCaps } from '../storage/analytics-engine.ts'
+import { ANALYST_USER, loadAnalystPassword } from '../storage/analyst-password.ts'
+import { createAnalyticsHttpServer } from '../services/analytics-http.ts'
+
+/** The analysts' SQL port of this instance; null when it does not run (a ClickHouse server, or ANALYTICS_PORT=off). */
+export interface AnalyticsSqlPort {
+  /** Starts listening (main.ts calls it after the API listens); resolves with the port bound. */
+  listen(): Promise<number>
+  /** Where the password is kept when generated (undefined when ANALYST_PASSWORD is set). */
+  passwordFile: string | undefined
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    analyticsSql: AnalyticsSqlPort | null
+  }
+}
+
+export interface AnalyticsSqlOptions {
+  /** False with a ClickHouse server (analysts connect to it) or with ANALYTICS_PORT=off. */
+  enabled: boolean
+  port: number
+  host: string
+  dataDir: string
+  password: string | undefined
+  caps: AnalyticsCaps
+}
+
+/**
+ * Read-only SQL for analysts on the embedded engine over ClickHouse's HTTP interface, on its own
+ * port. Registered after the clickhouse plugin, so it closes first: running analyst queries finish
+ * before the engine's last connection goes.
+ */
+export default fp(async function analyticsSql(app, opts: AnalyticsSqlOptions) {
+  if (!opts.enabled) {
+    app.decorate('analyticsSql', null)
+    return
+  }
+  const { password, file } = loadAnalystPassword(opts.dataDir, opts.password)
+  const engine = await AnalyticsEngine.open(join(opts.dataDir, 'clickhouse'), opts.caps)
+  let server: Server | undefined
+  app.decorate('analyticsSql', {
+    passwordFile: file,
+    async listen() {
+      server = createAnalyticsHttpServer({ engine, password, log: app.log })
+      const s = server
+      await new Promise<void>((resolve, reject) => {
+        s.once('error', reject)
+        s.listen(opts.port, opts.host, () => {
+          s.off('error', reject)
+          resolve()
+        })
+      })
+      const port = (s.address() as AddressInfo).port
+      app.log.info({ url: `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}`, user: ANALYST_USER, password: file ? `in ${file}` : 'ANALYST_PASSWORD' },
+        'analytics SQL (read-only, ClickHouse HTTP interface) listening')
+      return port
+    },
+  })
+  app.addHook('onClose', async () => {
+    server?.close()
+    await engine.close()
+    server?.closeAllConnections()
+  })
+}, { name: 'analytics-sql', dependencies: ['clickhouse'] })

@@ -1,0 +1,189 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { randomUUID } from 'node:crypto'
+import { createBrotliDecompress, createGunzip, createInflate, gzipSync, deflateSync, brotliCompressSync } from 'node:zlib'
+import type { Readable } from 'node:stream'
+import type { FastifyBaseLogger } from 'fastify'
+import { AnalyticsError, type AnalyticsEngine } from '../storage/analytics-engine.ts'
+import { ANALYST_USER, passwordMatches } from '../storage/analyst-password.ts'
+
+/**
+ * The subset of ClickHouse's HTTP interface that read-only clients use (the official clients,
+ * clickhouse-connect, Grafana's and DBeaver's drivers over HTTP, curl): `GET|POST /` with the query in
+ * the `query` URL parameter and/or the body, `param_<name>` query parameters, settings as URL
+ * parameters, `default_format`, `query_id`, gzip/deflate/br bodies, response compression with
+ * `enable_http_compression=1`, `/ping`, credentials by Basic auth, `X-ClickHouse-User`/`-Key` headers
+ * or `user`/`password` parameters. Errors are ClickHouse's: `Code: N. DB::Exception: … (TYPE)` with
+ * `X-ClickHouse-Exception-Code`.
+ */
+export interface AnalyticsHttpOptions {
+  engine: AnalyticsEngine
+  password: string
+  log: FastifyBaseLogger
+  /** Largest query (URL plus body), bytes. */
+  maxQueryBytes?: number
+}
+
+/** URL parameters that belong to the HTTP layer, not to the engine's settings. */
+const HTTP_PARAMETERS = new Set([
+  'query', 'user', 'password', 'database', 'query_id', 'session_id', 'session_timeout', 'session_check', 'default_format',
+  'compress', 'decompress', 'buffer_size', 'wait_end_of_query', 'enable_http_compression', 'http_zlib_compression_level',
+  'send_progress_in_http_headers', 'http_headers_progress_interval_ms', 'http_wait_end_of_query', 'quota_key',
+  'cancel_http_readonly_queries_on_client_close', 'add_http_cors_header', 'client_protocol_version', 'role', 'http_response_buffer_size',
+  'http_native_compression_disable_checksumming_on_decompress', 'max_query_size',
+])
+
+const VERSION = '26.7'
+
+/** HTTP status of an engine error, as ClickHouse's HTTP handler chooses it. */
+export function httpStatusOf(code: number): number {
+  if (code === 516 || code === 194 || code === 192) return 401
+  if (code === 164 || code === 497 || code === 446 || code === 291) return 403
+  if ([60, 46, 47, 81, 16].includes(code)) return 404
+  if ([62, 36, 115, 456, 457, 72, 27, 26, 6, 41, 43, 53, 44].includes(code)) return 400
+  if (code === 202 || code === 210) return 503
+  return 500
+}
+
+function contentType(format: string): string {
+  if (/^JSON/.test(format)) return 'application/json; charset=UTF-8'
+  if (/^CSV/.test(format)) return 'text/csv; charset=UTF-8; header=absent'
+  if (/^(TabSeparated|TSV)/.test(format)) return 'text/tab-separated-values; charset=UTF-8'
+  if (/^(RowBinary|Native|Parquet|Arrow|ORC|Avro|Protobuf|MsgPack|CapnProto)/.test(format)) return 'application/octet-stream'
+  return 'text/plain; charset=UTF-8'
+}
+
+function credentials(req: IncomingMessage, url: URL): { user: string; password: string } {
+  const header = req.headers.authorization
+  if (header?.startsWith('Basic ')) {
+    const decoded = Buffer.from(header.slice(6), 'base64').toString('utf8')
+    const colon = decoded.indexOf(':')
+    return { user: colon < 0 ? decoded : decoded.slice(0, colon), password: colon < 0 ? '' : decoded.slice(colon + 1) }
+  }
+  const user = req.headers['x-clickhouse-user']
+  if (typeof user === 'string') return { user, password: String(req.headers['x-clickhouse-key'] ?? '') }
+  return { user: url.searchParams.get('user') ?? 'default', password: url.searchParams.get('password') ?? '' }
+}
+
+async function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  const encoding = String(req.headers['content-encoding'] ?? '').toLowerCase()
+  let stream: Readable = req
+  if (encoding === 'gzip') stream = req.pipe(createGunzip())
+  else if (encoding === 'deflate') stream = req.pipe(createInflate())
+  else if (encoding === 'br') stream = req.pipe(createBrotliDecompress())
+  else if (encoding && encoding !== 'identity') throw new AnalyticsError(36, 'BAD_ARGUMENTS', `Unknown Content-Encoding: ${encoding}`)
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of stream) {
+    size += (chunk as Buffer).length
+    if (size > limit) throw new AnalyticsError(62, 'SYNTAX_ERROR', `Max query size exceeded: the query is over ${limit} bytes`)
+    chunks.push(chunk as Buffer)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+function sendError(res: ServerResponse, err: AnalyticsError, queryId: string): void {
+  if (res.headersSent) {
+    res.destroy()
+    return
+  }
+  const body = `Code: ${err.code}. DB::Exception: ${err.message}. (${err.type}) (version ${VERSION})\n`
+  res.writeHead(httpStatusOf(err.code), {
+    'content-type': 'text/plain; charset=UTF-8',
+    'x-clickhouse-exception-code': String(err.code),
+    'x-clickhouse-query-id': queryId,
+    ...(err.code === 516 ? { 'www-authenticate': 'Basic realm="ClickHouse server"' } : {}),
+  })
+  res.end(body)
+}
+
+function compress(body: Buffer, accept: string): { body: Buffer; encoding?: string } {
+  if (/\bgzip\b/.test(accept)) return { body: gzipSync(body), encoding: 'gzip' }
+  if (/\bbr\b/.test(accept)) return { body: brotliCompressSync(body), encoding: 'br' }
+  if (/\bdeflate\b/.test(accept)) return { body: deflateSync(body), encoding: 'deflate' }
+  return { body }
+}
+
+/** Builds the HTTP server of the analysts' SQL port; listening and closing are the caller's. */
+export function createAnalyticsHttpServer(opts: AnalyticsHttpOptions): Server {
+  const maxQueryBytes = opts.maxQueryBytes ?? 1024 * 1024
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? '/', 'http://analytics')
+    const queryId = url.searchParams.get('query_id') || randomUUID()
+    const ok = () => {
+      res.writeHead(200, { 'content-type': 'text/plain; charset=UTF-8' })
+      res.end('Ok.\n')
+    }
+    if (url.pathname === '/ping' || url.pathname === '/replicas_status') return ok()
+    if (url.pathname !== '/') {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=UTF-8' })
+      res.end(`There is no handle ${url.pathname}\n`)
+      return
+    }
+    if (req.method !== 'GET' && req.method !== 'POST') {
+      res.writeHead(405, { allow: 'GET, POST', 'content-type': 'text/plain; charset=UTF-8' })
+      res.end('Method not allowed\n')
+      return
+    }
+    const { user, password } = credentials(req, url)
+    if (user !== ANALYST_USER || !passwordMatches(opts.password, password)) {
+      opts.log.warn({ user, remote: req.socket.remoteAddress }, 'analytics SQL: authentication failed')
+      req.resume()
+      return sendError(res, new AnalyticsError(516, 'AUTHENTICATION_FAILED',
+        `${user}: Authentication failed: password is incorrect, or there is no user with such name`), queryId)
+    }
+    const body = req.method === 'POST' ? await readBody(req, maxQueryBytes) : ''
+    const sql = [url.searchParams.get('query') ?? '', body].filter((s) => s.trim()).join('\n')
+    if (!sql.trim()) return ok()
+    if (Buffer.byteLength(sql) > maxQueryBytes) throw new AnalyticsError(62, 'SYNTAX_ERROR', `Max query size exceeded: the query is over ${maxQueryBytes} bytes`)
+    const database = url.searchParams.get('database') ?? req.headers['x-clickhouse-database']
+    if (database && database !== 'default') throw new AnalyticsError(81, 'UNKNOWN_DATABASE', `Database ${database} does not exist (the service's tables are in default)`)
+    const params: Record<string, string> = {}
+    const settings: Record<string, string> = {}
+    for (const [name, value] of url.searchParams) {
+      if (name.startsWith('param_')) params[name.slice(6)] = value
+      else if (!HTTP_PARAMETERS.has(name) && !name.startsWith('http_')) settings[name] = value
+    }
+    const format = req.headers['x-clickhouse-format']
+    const result = await opts.engine.run({
+      sql,
+      params,
+      settings,
+      defaultFormat: url.searchParams.get('default_format') ?? (typeof format === 'string' ? format : 'TabSeparated'),
+    })
+    opts.log.info({ queryId, ms: result.elapsedMs, rows: result.rows, format: result.format }, 'analytics SQL query')
+    const wantsCompression = url.searchParams.get('enable_http_compression') === '1'
+    const out = wantsCompression ? compress(result.body, String(req.headers['accept-encoding'] ?? '')) : { body: result.body }
+    res.writeHead(200, {
+      'content-type': contentType(result.format),
+      'x-clickhouse-format': result.format,
+      'x-clickhouse-query-id': queryId,
+      'x-clickhouse-timezone': 'UTC',
+      'x-clickhouse-server-display-name': 'agent-telemetry',
+      'x-clickhouse-summary': JSON.stringify({
+        read_rows: String(result.rows),
+        read_bytes: String(result.bytes),
+        written_rows: '0',
+        written_bytes: '0',
+        total_rows_to_read: '0',
+        result_rows: String(result.rows),
+        result_bytes: String(result.body.length),
+        elapsed_ns: String(result.elapsedMs * 1_000_000),
+      }),
+      ...(out.encoding ? { 'content-encoding': out.encoding } : {}),
+      'content-length': out.body.length,
+    })
+    res.end(out.body)
+  }
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      const known = err instanceof AnalyticsError
+      if (!known) opts.log.error({ err }, 'analytics SQL: unexpected error')
+      else opts.log.info({ code: err.code, type: err.type }, 'analytics SQL query refused or failed')
+      const queryId = new URL(req.url ?? '/', 'http://analytics').searchParams.get('query_id') ?? ''
+      sendError(res, known ? err : new AnalyticsError(1001, 'STD_EXCEPTION', 'internal error'), queryId)
+    })
+  })
+  server.keepAliveTimeout = 10_000
+  server.requestTimeout = 60_000
+  return server
+}
