@@ -4,6 +4,7 @@ import { encodeResponse, encodeStatus, type OtlpEncoding } from '../domain/otlp-
 import { HttpError } from '../errors.ts'
 import { callerOfKey } from '../services/ingestion-service.ts'
 import { OtlpService } from '../services/otlp-service.ts'
+import { postTraces } from '../../schemas/ingest-routes.ts'
 
 const CONTENT_TYPES: Record<OtlpEncoding, string> = { protobuf: 'application/x-protobuf', json: 'application/json' }
 
@@ -62,6 +63,7 @@ const otlp = (opts: { bodyLimit: number }): FastifyPluginAsync => async (app) =>
 
   app.post<{ Body: Buffer | undefined }>('/v1/traces', {
     bodyLimit: opts.bodyLimit,
+    schema: postTraces,
     onRequest: (request) => app.ingestion.steps.run('key', 1, () => app.authenticateKey(request)),
   }, async (request, reply) => {
     if (!Buffer.isBuffer(request.body)) throw new HttpError(415, 'unsupported_media_type')
