@@ -31,6 +31,8 @@ export const dashboardEvent = {
     metadata: anyJson,
     sessionId: nullableString,
     traceId: nullableString,
+    spanId: { ...nullableString, description: 'the event\'s span in its trace: the OTLP span id (16 hex characters) or `metadata.spanId`' },
+    parentSpanId: { ...nullableString, description: 'the span this event\'s span is a child of (OTLP parentSpanId or `metadata.parentSpanId`), null for a root' },
     privacyLevel: { enum: ['minimal', 'standard', 'full', null] },
     privacyChip,
     tokens,
@@ -89,6 +91,11 @@ export const timelineEntry = {
     privacyChip,
     denial: { description: '`metadata.denial` of the event as sent, or null' },
     wakeup: { description: '`metadata.wakeup` of the event as sent, or null' },
+    spanId: nullableString,
+    parentSpanId: nullableString,
+    parentEventId: { ...nullableString, description: 'the event of the parent span in this trace; null for a root (no parent span, or one not received)' },
+    children: { type: 'array', items: { type: 'string' }, description: 'event ids of the child spans, in time order' },
+    depth: { type: 'integer', description: '0 for a root' },
   },
 } as const
 
@@ -102,6 +109,7 @@ export const traceDetail = {
     git: { description: '`metadata.git` of the first event that has it (object or string), else null' },
     cwd: nullableString,
     timeline: { type: 'array', items: timelineEntry },
+    roots: { type: 'array', items: { type: 'string' }, description: 'event ids of the root spans; every event when the trace has no span links (a flat timeline)' },
     events: { type: 'array', items: dashboardEvent },
   },
 } as const

@@ -44,3 +44,55 @@ export const postBatch = {
     ...errorResponses(400, 401, 413, 415, 503),
   },
 } as const
+
+// OTLP/HTTP answers errors with a google.rpc.Status in the request's encoding (the OTLP/HTTP
+// specification), not with the error body of the other routes. additionalProperties lets the service's
+// one error handler hand its whole error body to the route, which re-encodes it as a Status.
+const otlpStatus = (description: string) => ({
+  type: 'object',
+  description: `${description}. The body is a google.rpc.Status (protobuf, or JSON for a JSON request): \`code\` the gRPC equivalent, \`message\` our error code, reason and message.`,
+  // No `required`: the serializer of this schema receives the error handler's body, which the route then re-encodes.
+  additionalProperties: true,
+  properties: {
+    code: { type: 'integer', description: 'gRPC status code (informative only, as the specification says)', examples: [8] },
+    message: { type: 'string', examples: ['rate_limited (retry after 3 s)'] },
+  },
+}) as const
+
+export const postTraces = {
+  ...ingest,
+  summary: 'Export OpenTelemetry spans (OTLP/HTTP)',
+  description: 'The standard OTLP/HTTP trace path: an ExportTraceServiceRequest (opentelemetry-proto v1.11.0) as `application/x-protobuf` or OTLP JSON, optionally gzip-compressed, each span becoming one event through the ingestion pipeline. Answers in the request\'s encoding.',
+  consumes: ['application/x-protobuf', 'application/json'],
+  // Documented here; decoded and checked by the route itself (protobuf or OTLP JSON), so no validator is compiled.
+  body: {
+    type: 'object',
+    'x-validated-by': 'otlp-decoder',
+    description: 'ExportTraceServiceRequest: `resourceSpans[].scopeSpans[].spans[]` (OTLP JSON: lowerCamelCase, hex ids, enums as integers)',
+    properties: { resourceSpans: { type: 'array', items: { type: 'object' } } },
+  },
+  response: {
+    200: {
+      type: 'object',
+      description: 'ExportTraceServiceResponse (protobuf for a protobuf request): empty when every span was accepted, else `partialSuccess` with the number of refused spans and why',
+      properties: {
+        partialSuccess: {
+          type: 'object',
+          properties: {
+            rejectedSpans: { type: 'string', description: 'int64 as a JSON string', examples: ['2'] },
+            errorMessage: { type: 'string', examples: ['2 of 512 spans refused: 2 rate_limited (retry after 3 s)'] },
+          },
+        },
+      },
+    },
+    400: otlpStatus('The body cannot be decoded, or no span of it is valid'),
+    401: otlpStatus('Missing, invalid or revoked API key'),
+    403: otlpStatus('No span is for an agent the key may send for'),
+    410: otlpStatus('Every span is for a deleted agent'),
+    413: otlpStatus('The body, once inflated, is over BATCH_BODY_LIMIT'),
+    415: otlpStatus('Not application/x-protobuf or application/json, or a Content-Encoding other than gzip'),
+    429: otlpStatus('No span fits the burst limit; Retry-After says when to retry'),
+    500: otlpStatus('Unexpected error'),
+    503: otlpStatus('The ingest log is full, or Postgres or Redis is unreachable; Retry-After says when to retry'),
+  },
+} as const

@@ -23,6 +23,7 @@ import publicRegistry from './routes/public/registry.ts'
 import publicX402 from './routes/public/x402.ts'
 import publicWaitlist from './routes/public/waitlist.ts'
 import ingest from './routes/ingest.ts'
+import otlp from './routes/otlp.ts'
 import meUser from './routes/me/user.ts'
 import meKeys from './routes/me/keys.ts'
 import meAgents from './routes/me/agents.ts'
@@ -111,6 +112,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(publicWaitlist)
   await app.register(webUi)
   await app.register(ingest({ bodyLimit: config.bodyLimit, batchBodyLimit: config.batchBodyLimit }))
+  await app.register(otlp({ bodyLimit: config.batchBodyLimit }))
   app.decorateRequest('settledAt', 0)
   await app.register(async function me(scope) {
     scope.addHook('onRequest', scope.authenticateUser)

@@ -1,3 +1,4 @@
+import { traceTree } from './trace-tree.ts'
 /**
  * The dashboard's rules, as pure functions over what the stores return: cluster status, agent KPIs,
  * the 30-day calendar, session and trace totals, the trace timeline. No I/O.
@@ -94,6 +95,9 @@ interface TimelineEvent extends GroupEvent {
   outcome: string | null
   durationMs: number | null
   privacyChip: 'MIN' | 'STD' | 'FULL' | null
+  /** Absent or null: the event is not linked into a span tree. */
+  spanId?: string | null
+  parentSpanId?: string | null
   metadata: unknown
 }
 
@@ -114,6 +118,7 @@ export function firstContext(list: { metadata: unknown }[], key: string): unknow
 /** The trace timeline: each event's offset from the trace start, with its denial and wakeup as sent. */
 export function timeline(list: TimelineEvent[], names: ReadonlyMap<string, string>) {
   const start = Date.parse(list[0]!.timestamp)
+  const { links } = traceTree(list)
   return list.map((e) => ({
     eventId: e.eventId,
     agentId: e.agentId,
@@ -126,5 +131,13 @@ export function timeline(list: TimelineEvent[], names: ReadonlyMap<string, strin
     privacyChip: e.privacyChip,
     denial: metadataValue(e, 'denial') ?? null,
     wakeup: metadataValue(e, 'wakeup') ?? null,
+    spanId: e.spanId ?? null,
+    parentSpanId: e.parentSpanId ?? null,
+    ...links.get(e.eventId)!,
   }))
+}
+
+/** Event ids of a trace's root spans (every event, for a trace without span links). */
+export function timelineRoots(list: TimelineEvent[]): string[] {
+  return traceTree(list).roots
 }

@@ -1,4 +1,4 @@
-import { calcPrice, findProvider, type Provider, type Usage } from '@pydantic/genai-prices'
+import { calcPrice, findProvider, type ModelInfo, type ModelPrice, type Provider, type Usage } from '@pydantic/genai-prices'
 import { LRUCache } from 'lru-cache'
 
 /**
@@ -31,8 +31,28 @@ export interface PriceQuery {
   at?: number | undefined
 }
 
-/** A model name resolved in the catalogue: its provider narrowed to that one model, and the name to match it by. */
-interface Resolved { provider: Provider; name: string }
+/**
+ * A model name resolved in the catalogue: its provider narrowed to that one model, the name to match
+ * it by, and its prices compiled to integers (null when they use something the integer path does not
+ * handle, such as time-of-day prices: those are priced by the catalogue's own calculation).
+ */
+interface Resolved { provider: Provider; name: string; schedule: Schedule | null }
+
+/** A per-token price in pico-dollars ($1/Mtok = 1,000,000), flat or tiered by the request's total input. */
+interface PicoPrice { base: bigint; tiers: { start: number; price: bigint }[] }
+
+interface CompiledPrices {
+  input?: PicoPrice
+  cacheRead?: PicoPrice
+  cacheWrite?: PicoPrice
+  output?: PicoPrice
+  reasoning?: PicoPrice
+  /** Per-request price in pico-dollars. */
+  request: bigint
+}
+
+/** Prices by start time (unix ms), latest first; the last entry applies from the beginning of time. */
+type Schedule = { from: number; prices: CompiledPrices }[]
 
 // OpenTelemetry GenAI provider names the catalogue's own provider matching does not recognise.
 const PROVIDER_ALIASES: Record<string, string> = { x_ai: 'x-ai', 'gcp.gen_ai': 'google', 'azure.ai.inference': 'azure' }
@@ -52,7 +72,83 @@ function lookUp(name: string, provider: string | undefined): Resolved | null {
   const found = calcPrice({}, name, provider === undefined ? undefined : { providerId: provider })
   if (!found) return null
   // Priced from now on against a provider holding only this model: the match is one rule, not thousands.
-  return { provider: { ...found.provider, fallback_model_providers: [], models: [found.model] }, name }
+  return { provider: { ...found.provider, fallback_model_providers: [], models: [found.model] }, name, schedule: compile(found.model) }
+}
+
+// Price keys of the units our usage reports (prices/units.yml of the catalogue); every other unit is
+// never reported by us and prices nothing, except `requests_kcount`, a price per 1,000 requests.
+const TOKEN_KEYS = { input_mtok: 'input', cache_read_mtok: 'cacheRead', cache_write_mtok: 'cacheWrite', output_mtok: 'output', output_reasoning_mtok: 'reasoning' } as const
+
+function pico(dollarsPerUnit: number, unitsPerPrice: number): bigint | null {
+  const p = dollarsPerUnit * (1e12 / unitsPerPrice)
+  const rounded = Math.round(p)
+  return Number.isFinite(p) && Math.abs(p - rounded) < 1e-6 ? BigInt(rounded) : null
+}
+
+function compilePrices(prices: ModelPrice): CompiledPrices | null {
+  const out: CompiledPrices = { request: 0n }
+  for (const [key, value] of Object.entries(prices)) {
+    if (value === undefined) continue
+    if (key === 'requests_kcount') {
+      const p = typeof value === 'number' ? pico(value, 1e3) : null
+      if (p === null) return null
+      out.request = p
+      continue
+    }
+    const field = TOKEN_KEYS[key as keyof typeof TOKEN_KEYS]
+    if (field === undefined) continue
+    const base = pico(typeof value === 'number' ? value : value.base, 1e6)
+    const tiers = typeof value === 'number' ? [] : value.tiers.map((t) => ({ start: t.start, price: pico(t.price, 1e6) }))
+    if (base === null || tiers.some((t) => t.price === null)) return null
+    out[field] = { base, tiers: (tiers as { start: number; price: bigint }[]).sort((a, b) => a.start - b.start) }
+  }
+  return out
+}
+
+function compile(model: ModelInfo): Schedule | null {
+  if (!Array.isArray(model.prices)) {
+    const prices = compilePrices(model.prices)
+    return prices && [{ from: -Infinity, prices }]
+  }
+  const schedule: Schedule = []
+  for (const entry of model.prices) {
+    const constraint = entry.constraint
+    if (constraint !== undefined && constraint.type !== 'start_date') return null
+    const prices = compilePrices(entry.prices)
+    if (!prices) return null
+    schedule.push({ from: constraint === undefined ? -Infinity : Date.parse(`${constraint.start_date}T00:00:00Z`), prices })
+  }
+  // The catalogue takes entries from the last: the first that has no start or whose start has passed, else the first entry.
+  schedule.reverse()
+  return schedule
+}
+
+/** The per-token price for a request whose whole input is `inputTotal` tokens (a tier applies above its start). */
+function rate(price: PicoPrice, inputTotal: number): bigint {
+  let p = price.base
+  for (const tier of price.tiers) if (inputTotal > tier.start) p = tier.price
+  return p
+}
+
+/**
+ * The cost in pico-dollars, exactly, as the catalogue defines it for our usage: the input total is
+ * split into the parts that have their own price (cache reads, cache writes), the rest is input; the
+ * reasoning part of the output likewise; tiers are chosen by the whole input.
+ */
+function picoCost(prices: CompiledPrices, t: TokenCounts, inputTotal: number): bigint {
+  const cacheRead = prices.cacheRead ? t.cacheRead : 0
+  const cacheWrite = prices.cacheWrite ? t.cacheCreation : 0
+  const reasoning = prices.reasoning ? Math.min(t.reasoning ?? 0, t.output) : 0
+  let total = prices.request
+  const add = (price: PicoPrice | undefined, tokens: number) => {
+    if (price && tokens > 0) total += BigInt(tokens) * rate(price, inputTotal)
+  }
+  add(prices.input, inputTotal - cacheRead - cacheWrite)
+  add(prices.cacheRead, cacheRead)
+  add(prices.cacheWrite, cacheWrite)
+  add(prices.output, t.output - reasoning)
+  add(prices.reasoning, reasoning)
+  return total
 }
 
 /**
@@ -91,16 +187,8 @@ export function nanoToUsd(nano: number): string {
 
 const NO_COST = '0.000000000'
 
-/**
- * The USD cost of one event's tokens, from the `@pydantic/genai-prices` catalogue bundled with the
- * installed package (never fetched at run time). The catalogue takes the *total* input (uncached +
- * cache writes + cache reads) and prices each part at its own rate, tiered prices by that total; the
- * result is rounded once to whole nano-dollars. Unknown or missing model: cost 0 and a status saying why.
- */
-export function costOf(model: string | undefined, tokens: TokenCounts, query: PriceQuery = {}): Cost {
-  if (!model) return { usd: NO_COST, nanoUsd: 0, status: 'no_model' }
-  const resolved = resolveModel(model, query.provider)
-  if (!resolved) return { usd: NO_COST, nanoUsd: 0, status: 'unknown_model' }
+/** Our token counts in the catalogue's usage terms: input_tokens is the *total* input. */
+export function catalogueUsage(tokens: TokenCounts): Usage {
   const usage: Usage = {
     input_tokens: tokens.inputBase + tokens.cacheCreation + tokens.cacheRead,
     cache_write_tokens: tokens.cacheCreation,
@@ -109,8 +197,33 @@ export function costOf(model: string | undefined, tokens: TokenCounts, query: Pr
   }
   // Reasoning is a part of output; a client reporting more reasoning than output sent them apart.
   if (tokens.reasoning) usage.output_reasoning_tokens = Math.min(tokens.reasoning, tokens.output)
-  const price = calcPrice(usage, resolved.name, { provider: resolved.provider, timestamp: new Date(query.at ?? Date.now()) })
-  if (!price) return { usd: NO_COST, nanoUsd: 0, status: 'unknown_model' }
-  const nano = Math.round(price.total_price * 1e9)
+  return usage
+}
+
+/**
+ * The USD cost of one event's tokens, from the `@pydantic/genai-prices` catalogue bundled with the
+ * installed package (never fetched at run time). The catalogue takes the *total* input (uncached +
+ * cache writes + cache reads) and prices each part at its own rate, tiered prices by that total. The
+ * model's prices are compiled once to integer pico-dollars per token, so the cost is exact and is
+ * rounded once to whole nano-dollars (the catalogue's own calculation, in floating point and about
+ * 50 µs a call, is used only for prices the integer path does not handle). Unknown or missing model:
+ * cost 0 and a status saying why.
+ */
+export function costOf(model: string | undefined, tokens: TokenCounts, query: PriceQuery = {}): Cost {
+  if (!model) return { usd: NO_COST, nanoUsd: 0, status: 'no_model' }
+  const resolved = resolveModel(model, query.provider)
+  if (!resolved) return { usd: NO_COST, nanoUsd: 0, status: 'unknown_model' }
+  const at = query.at ?? Date.now()
+  let nano: number
+  if (resolved.schedule) {
+    const prices = resolved.schedule.find((entry) => at >= entry.from)?.prices ?? resolved.schedule[resolved.schedule.length - 1]!.prices
+    const inputTotal = tokens.inputBase + tokens.cacheCreation + tokens.cacheRead
+    // Half a nano-dollar and up rounds up.
+    nano = Number((picoCost(prices, tokens, inputTotal) + 500n) / 1000n)
+  } else {
+    const price = calcPrice(catalogueUsage(tokens), resolved.name, { provider: resolved.provider, timestamp: new Date(at) })
+    if (!price) return { usd: NO_COST, nanoUsd: 0, status: 'unknown_model' }
+    nano = Math.round(price.total_price * 1e9)
+  }
   return { usd: nanoToUsd(nano), nanoUsd: nano, status: 'priced' }
 }

@@ -1,4 +1,4 @@
-import { agentKpis, agentOf, calendar, clusterStatus, firstContext, groupTotals, timeline, windowStart, zeroTokens, DAY_MS, CALENDAR_DAYS } from '../domain/dashboard.ts'
+import { agentKpis, agentOf, calendar, clusterStatus, firstContext, groupTotals, timeline, timelineRoots, windowStart, zeroTokens, DAY_MS, CALENDAR_DAYS } from '../domain/dashboard.ts'
 import { isCuid } from '../domain/ids.ts'
 import { clampInt, sinceBound } from '../domain/query-params.ts'
 import { pageOf, pageStart, type CursorList, type PageStart } from '../domain/cursor.ts'
@@ -92,6 +92,7 @@ export class DashboardService {
       git: firstContext(list, 'git'),
       cwd: typeof cwd === 'string' ? cwd : null,
       timeline: timeline(list, r.names),
+      roots: timelineRoots(list),
       events: list.map((e) => this.withAgent(r, e)),
     }
   }

@@ -1,5 +1,8 @@
-/** The named steps every ingested event goes through, in order (ARCHITECTURE §1). */
-export const INGEST_STEPS = ['key', 'schema', 'burst', 'resolve', 'row', 'log'] as const
+/**
+ * The named steps every ingested event goes through, in order (ARCHITECTURE §1). `decode` runs only
+ * for OTLP (POST /v1/traces): the body decoded and each span mapped to an event, before `schema`.
+ */
+export const INGEST_STEPS = ['key', 'decode', 'schema', 'burst', 'resolve', 'row', 'log'] as const
 export type IngestStep = (typeof INGEST_STEPS)[number]
 
 export type StepFigures = {
@@ -32,13 +35,19 @@ export class StepTimings {
     }
   }
 
-  /** The synchronous form of run, for steps that never wait. */
-  runSync<T>(step: IngestStep, events: number, fn: () => T): T {
+  /**
+   * The synchronous form of run, for steps that never wait. `events` may be counted from the result
+   * (decoding learns how many spans a body held); a step that throws then counts none.
+   */
+  runSync<T>(step: IngestStep, events: number | ((result: T) => number), fn: () => T): T {
     const started = performance.now()
+    let counted = typeof events === 'number' ? events : 0
     try {
-      return fn()
+      const result = fn()
+      if (typeof events === 'function') counted = events(result)
+      return result
     } finally {
-      this.record(step, events, performance.now() - started)
+      this.record(step, counted, performance.now() - started)
     }
   }
 

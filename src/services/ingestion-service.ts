@@ -1,4 +1,4 @@
-import { buildEventRow, type EventRow, type IncomingEvent } from '../domain/event-row.ts'
+import { buildEventRow, type EventRow, type EventSource, type IncomingEvent } from '../domain/event-row.ts'
 import { newEventId } from '../domain/ids.ts'
 import { agentDeleted, forbidden, HttpError, rateLimited, validationFailed } from '../errors.ts'
 import { toDetails, validateEvent, type ErrorDetail } from '../schemas.ts'
@@ -56,8 +56,8 @@ type IngestResult = HttpError | ({ status: 202 } & EventAck)
 type ProblemsOf = (i: number) => ErrorDetail[]
 
 /**
- * The one ingestion pipeline, for POST /v1/events (1 event), the batch endpoint (up to 500) and the
- * dashboard's test event. Each event runs the same named, timed steps: key (checked by the route's
+ * The one ingestion pipeline, for POST /v1/events (1 event), the batch endpoint (up to 500), the
+ * dashboard's test event and OTLP spans (POST /v1/traces, one event per span). Each event runs the same named, timed steps: key (checked by the route's
  * hook and timed there) → schema → burst → resolve → row → log. The log step appends the rows to the
  * instance's ingest log and resolves once they are on disk; the shipper takes them to ClickHouse.
  */
@@ -97,21 +97,34 @@ export class IngestionService {
     return results.map((r) => (r instanceof HttpError ? { status: r.statusCode, ...r.body() } : r as BatchResult))
   }
 
+  /**
+   * Ingests events mapped from OTLP spans (src/domain/otlp-mapping.ts), as a batch of any size: each
+   * gets its acknowledgement or the error it alone would have got. A full log still throws (503).
+   */
+  async ingestSpans(caller: IngestCaller, events: IncomingEvent[]): Promise<(HttpError | EventAck)[]> {
+    const results = await this.run(caller, events, false, () => [], 'otlp')
+    return results.map((r) => {
+      if (r instanceof HttpError) return r
+      const { status: _accepted, ...ack } = r
+      return ack
+    })
+  }
+
   /** Resolves once no ingestion call is under way (shutdown waits for this before draining the log). */
   async idle(): Promise<void> {
     if (this.active > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve))
   }
 
-  private async run(caller: IngestCaller, events: unknown[], single: boolean, inputProblemsOf: ProblemsOf = () => []): Promise<IngestResult[]> {
+  private async run(caller: IngestCaller, events: unknown[], single: boolean, inputProblemsOf: ProblemsOf = () => [], source: EventSource = 'events'): Promise<IngestResult[]> {
     this.active++
     try {
-      return await this.pipeline(caller, events, single, inputProblemsOf)
+      return await this.pipeline(caller, events, single, inputProblemsOf, source)
     } finally {
       if (--this.active === 0) for (const wake of this.idleWaiters.splice(0)) wake()
     }
   }
 
-  private async pipeline(caller: IngestCaller, events: unknown[], single: boolean, inputProblemsOf: ProblemsOf): Promise<IngestResult[]> {
+  private async pipeline(caller: IngestCaller, events: unknown[], single: boolean, inputProblemsOf: ProblemsOf, source: EventSource): Promise<IngestResult[]> {
     const results: IngestResult[] = new Array(events.length)
     const valid = this.steps.runSync('schema', events.length, () => {
       const ok: number[] = []
@@ -132,7 +145,7 @@ export class IngestionService {
     const receivedAt = Math.max(Date.now(), this.receiveFloor + 1)
     this.inFlight.set(receivedAt, (this.inFlight.get(receivedAt) ?? 0) + 1)
     try {
-      return await this.store(caller, events, admitted, receivedAt, results)
+      return await this.store(caller, events, admitted, receivedAt, results, source)
     } finally {
       const n = this.inFlight.get(receivedAt)! - 1
       if (n === 0) this.inFlight.delete(receivedAt)
@@ -155,7 +168,7 @@ export class IngestionService {
     return now
   }
 
-  private async store(caller: IngestCaller, events: unknown[], admitted: number[], receivedAt: number, results: IngestResult[]): Promise<IngestResult[]> {
+  private async store(caller: IngestCaller, events: unknown[], admitted: number[], receivedAt: number, results: IngestResult[], source: EventSource): Promise<IngestResult[]> {
     const resolved = await this.steps.run('resolve', admitted.length, async () => {
       const out: { index: number; agent: AgentRef }[] = []
       for (const i of admitted) {
@@ -172,7 +185,7 @@ export class IngestionService {
 
     const prepared = this.steps.runSync('row', resolved.length, () => resolved.map(({ index, agent }): Prepared => {
       const event = events[index] as IncomingEvent
-      const row = buildEventRow(event, { eventId: newEventId(receivedAt), userId: caller.userId, agentId: agent.id, receivedAt })
+      const row = buildEventRow(event, { eventId: newEventId(receivedAt), userId: caller.userId, agentId: agent.id, receivedAt, source })
       return { index, row, line: eventLine(row), agent, framework: agent.framework === null ? event.metadata?.tool ?? null : null }
     }))
 

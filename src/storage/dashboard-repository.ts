@@ -28,6 +28,9 @@ export type DashboardEvent = {
   metadata: unknown
   sessionId: string | null
   traceId: string | null
+  /** The event's span in its trace (OTLP span id or metadata.spanId), and its parent span's. */
+  spanId: string | null
+  parentSpanId: string | null
   privacyLevel: 'minimal' | 'standard' | 'full' | null
   privacyChip: PrivacyChip | null
   tokens: TokenTotals
@@ -40,7 +43,7 @@ export type DashboardEvent = {
 const EVENT_COLUMNS = `event_id, agent_id, toUnixTimestamp64Milli(ts) AS ts_ms, toUnixTimestamp64Milli(received_at) AS received_ms,
   type, outcome, model, tool_executed, tools_considered, duration_ms, input, reasoning, transaction, amount_token, amount_value,
   error_message, metadata, session_id, trace_id, privacy_level, tokens_input_base, tokens_cache_creation, tokens_cache_read,
-  tokens_output, toString(cost_usd) AS cost, cost_status, error_fingerprint, content_hash`
+  tokens_output, toString(cost_usd) AS cost, cost_status, error_fingerprint, content_hash, span_id, parent_span_id`
 
 const TOKEN_SUMS = `sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) AS t_cw, sum(tokens_cache_read) AS t_cr, sum(tokens_output) AS t_out`
 
@@ -72,6 +75,8 @@ function toEvent(r: Record<string, any>): DashboardEvent {
     metadata: parseJson(r.metadata),
     sessionId: orNull(r.session_id),
     traceId: orNull(r.trace_id),
+    spanId: orNull(r.span_id),
+    parentSpanId: orNull(r.parent_span_id),
     privacyLevel: orNull(r.privacy_level) as DashboardEvent['privacyLevel'],
     privacyChip: privacyChip(r.privacy_level),
     tokens: tokensOf(r, ['tokens_input_base', 'tokens_cache_creation', 'tokens_cache_read', 'tokens_output']),

@@ -39,6 +39,11 @@ t.test('every route declares a 2xx response and its error responses from schemas
     t.ok(codes.some((c) => /^2\d\d$/.test(c)), `${name} declares its success response`)
     if (route.url === '/openapi.json') continue
     t.ok(codes.includes('500'), `${name} declares its error response`)
+    if (route.url === '/v1/traces') {
+      // OTLP/HTTP: errors are a google.rpc.Status in the request's encoding, as the OTLP specification requires.
+      for (const c of codes.filter((c) => /^[45]\d\d$/.test(c))) t.match(responses[c], { properties: { code: { type: 'integer' }, message: { type: 'string' } } }, `${name} ${c} is a Status`)
+      continue
+    }
     for (const c of codes.filter((c) => /^[45]\d\d$/.test(c))) {
       t.match(responses[c], { required: ['error'], properties: { error: { type: 'string' } } }, `${name} ${c} is the error body`)
     }
@@ -127,6 +132,10 @@ t.test('every route answers bodies that match the document, on its happy path an
   await call('POST', '/v1/events', { auth: { authorization: `Bearer ${key.secret}` }, headers: { 'content-type': 'text/plain' }, payload: 'hi' })
   await call('POST', '/v1/events/batch', { auth: { authorization: `Bearer ${key.secret}` }, payload: { events: [{ agentId: 'contract-b' }, { agentId: 'contract-b', type: 'nope' }] } })
   await call('POST', '/v1/events/batch', { auth: { authorization: `Bearer ${key.secret}` }, payload: { events: [] } })
+  const span = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', name: 'chat', attributes: [{ key: 'gen_ai.request.model', value: { stringValue: 'gpt-4o' } }] }
+  await call('POST', '/v1/traces', { auth: { authorization: `Bearer ${key.secret}` }, payload: { resourceSpans: [{ scopeSpans: [{ spans: [span, { ...span, traceId: '' }] }] }] } })
+  await call('POST', '/v1/traces', { auth: { authorization: `Bearer ${key.secret}` }, payload: { resourceSpans: 1 } })
+  await call('POST', '/v1/traces', { payload: {} })
 
   // Public.
   await call('GET', '/health')

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { canonicalJson, contentHash } from '../../src/domain/canonical-json.ts'
-import { catalogueEntry, costOf, nanoToUsd, type TokenCounts } from '../../src/domain/pricing.ts'
+import { catalogueEntry, catalogueUsage, costOf, nanoToUsd, type TokenCounts } from '../../src/domain/pricing.ts'
+import { calcPrice, findProvider } from '@pydantic/genai-prices'
 import { errorFingerprint, normaliseErrorMessage } from '../../src/domain/fingerprint.ts'
 import { isCuid, newCuid, newEventId } from '../../src/domain/ids.ts'
 import { parseIsoDateTime } from '../../src/schemas.ts'
@@ -78,6 +79,33 @@ t.test('pricing: an unknown model costs 0 and says so; no model says so too', as
   t.same(costOf(undefined, usage).status, 'no_model')
   t.equal(nanoToUsd(1), '0.000000001')
   t.equal(nanoToUsd(123_456_789_012), '123.456789012')
+})
+
+t.test('pricing: the integer path agrees with the catalogue\'s own calculation for every model of the main providers', async (t) => {
+  const usages = [
+    tokens({ inputBase: 1_234, output: 567 }),
+    tokens({ inputBase: 10_000, cacheCreation: 3_000, cacheRead: 50_000, output: 2_000, reasoning: 1_500 }),
+    tokens({ inputBase: 250_000, cacheCreation: 10_000, cacheRead: 40_000, output: 9_999, reasoning: 10 }),
+    tokens({ inputBase: 0, output: 0 }),
+  ]
+  const times = [Date.parse('2025-01-01T00:00:00Z'), Date.parse('2025-09-01T12:00:00Z'), Date.now()]
+  let compared = 0
+  for (const providerId of ['anthropic', 'openai', 'google', 'mistral', 'deepseek', 'x-ai', 'aws', 'groq', 'openrouter']) {
+    for (const model of findProvider({ providerId })?.models ?? []) {
+      for (const usage of usages) {
+        for (const at of times) {
+          const reference = calcPrice(catalogueUsage(usage), model.id, { providerId, timestamp: new Date(at) })
+          const cost = costOf(model.id, usage, { provider: providerId, at })
+          if (!reference) continue
+          compared++
+          const expected = Math.round(reference.total_price * 1e9)
+          // The catalogue sums floats: a figure ending in exactly half a nano-dollar may land either side.
+          if (Math.abs(cost.nanoUsd - expected) > 1) t.fail(`${providerId}/${model.id} ${JSON.stringify(usage)} at ${new Date(at).toISOString()}: ${cost.nanoUsd} != ${expected}`)
+        }
+      }
+    }
+  }
+  t.ok(compared > 1_000, `${compared} prices compared`)
 })
 
 t.test('fingerprints: volatile parts are normalised; non-errors have none', async (t) => {

@@ -1,0 +1,140 @@
+/**
+ * OTLP ingestion benchmark: node --import tsx bench/otlp.bench.ts [-- --duration 10 --connections 8]
+ * The service runs in its own process; autocannon runs here. From one run, printed side by side:
+ * (t) POST /v1/traces, protobuf, 512 spans a request (the SDK's BatchSpanProcessor default batch),
+ * spans made by the OpenTelemetry JS SDK: GenAI chat and tool spans with model, tokens and agent;
+ * (e) the same calls as events through POST /v1/events/batch, 500 a request (its maximum);
+ * and the microseconds per event of each pipeline step during each run (GET /health).
+ */
+import autocannon from 'autocannon'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir, cpus } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { fileURLToPath } from 'node:url'
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+import { context, trace } from '@opentelemetry/api'
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
+import { resourceFromAttributes } from '@opentelemetry/resources'
+import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer'
+import { loadLocalSigningKey, signLocalToken } from '../src/storage/local-signing-key.ts'
+import { withDefaultUser } from '../src/storage/postgres.ts'
+
+const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '8' } } })
+const duration = Number(values.duration)
+const connections = Number(values.connections)
+const root = fileURLToPath(new URL('..', import.meta.url))
+const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-otlp-bench-'))
+const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://localhost:5432/agent_telemetry_bench'
+const SPANS = 512
+const EVENTS = 500
+
+let service: ChildProcess | undefined
+
+function cpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
+}
+
+/** 512 spans as an agent instrumented with the SDK exports them: per turn an agent span, a chat span and a tool span. */
+function otlpBody(): Buffer {
+  const memory = new InMemorySpanExporter()
+  const provider = new BasicTracerProvider({ resource: resourceFromAttributes({ 'service.name': 'bench-service' }), spanProcessors: [new SimpleSpanProcessor(memory)] })
+  const tracer = provider.getTracer('bench', '1.0.0')
+  for (let i = 0; memory.getFinishedSpans().length < SPANS; i++) {
+    const agent = `bench-agent-${i % 8}`
+    const root = tracer.startSpan('invoke_agent', { attributes: { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': agent, 'gen_ai.conversation.id': 'bench-session' } })
+    const ctx = trace.setSpan(context.active(), root)
+    tracer.startSpan('chat claude-sonnet-4-5', {
+      attributes: {
+        'gen_ai.operation.name': 'chat', 'gen_ai.agent.name': agent, 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': 'claude-sonnet-4-5',
+        'gen_ai.response.model': 'claude-sonnet-4-5-20250929', 'gen_ai.usage.input_tokens': 2000, 'gen_ai.usage.cache_read.input_tokens': 800,
+        'gen_ai.usage.output_tokens': 300, 'gen_ai.conversation.id': 'bench-session',
+      },
+    }, ctx).end()
+    tracer.startSpan('execute_tool search', { attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.agent.name': agent, 'gen_ai.tool.name': 'search' } }, ctx).end()
+    root.end()
+  }
+  return Buffer.from(ProtobufTraceSerializer.serializeRequest(memory.getFinishedSpans().slice(0, SPANS))!)
+}
+
+/** The same kinds of calls as /v1/events events. */
+const event = (i: number) => i % 3 === 1
+  ? { agentId: `bench-agent-${i % 8}`, type: 'reasoning', model: 'claude-sonnet-4-5-20250929', durationMs: 900, metadata: { sessionId: 'bench-session', traceId: 'bench-trace', spanId: `s${i}`, parentSpanId: `s${i - 1}`, provider: 'anthropic', tokensBreakdown: { inputBase: 1200, cacheRead: 800, output: 300 } } }
+  : { agentId: `bench-agent-${i % 8}`, type: i % 3 === 2 ? 'tool' : 'action', toolExecuted: i % 3 === 2 ? 'search' : undefined, durationMs: 120, metadata: { sessionId: 'bench-session', traceId: 'bench-trace', spanId: `s${i}` } }
+
+async function waitFor(url: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    try {
+      if ((await fetch(url)).status < 500) return
+    } catch { /* not up yet */ }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`${url} did not come up`)
+}
+
+type Steps = Record<string, { events: number; totalMs: number }>
+
+try {
+  const port = 4100 + Math.floor(Math.random() * 100)
+  const base = `http://127.0.0.1:${port}`
+  service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: root,
+    env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: databaseUrl, ROLES: 'api', REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:`, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
+  await waitFor(`${base}/health`)
+  const db = new pg.Client({ connectionString: withDefaultUser(databaseUrl) })
+  await db.connect()
+  const subject = `bench-${randomBytes(4).toString('hex')}`
+  const token = await signLocalToken(await loadLocalSigningKey(dataDir), subject)
+  const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+  await fetch(`${base}/v1/me`, { headers: auth })
+  await db.query(`UPDATE users SET tier = 'enterprise', burst_per_minute = 1000000000 WHERE privy_id = $1`, [subject])
+  await db.end()
+  const key = await (await fetch(`${base}/v1/me/keys`, { method: 'POST', headers: auth, body: JSON.stringify({ label: 'bench' }) })).json() as { secret: string }
+
+  const traces = otlpBody()
+  const batch = JSON.stringify({ events: Array.from({ length: EVENTS }, (_, i) => event(i)) })
+  const steps = async () => ((await (await fetch(`${base}/health`)).json()) as { ingest: { steps: Steps } }).ingest.steps
+
+  const runs: { name: string; url: string; body: Buffer | string; type: string; perRequest: number }[] = [
+    { name: `(e) /v1/events/batch x${EVENTS} JSON`, url: `${base}/v1/events/batch`, body: batch, type: 'application/json', perRequest: EVENTS },
+    { name: `(t) /v1/traces x${SPANS} protobuf`, url: `${base}/v1/traces`, body: traces, type: 'application/x-protobuf', perRequest: SPANS },
+  ]
+  const rows: string[] = []
+  const stepRows = new Map<string, string[]>()
+  const rates: number[] = []
+  for (const run of runs) {
+    const opts = { url: run.url, method: 'POST' as const, headers: { authorization: `Bearer ${key.secret}`, 'content-type': run.type }, body: run.body, connections, duration }
+    await autocannon({ ...opts, duration: 2 }) // warm-up
+    const before = await steps()
+    const cpuBefore = cpuMicros(service.pid!)
+    const r = await autocannon(opts)
+    const cpu = cpuMicros(service.pid!) - cpuBefore
+    const after = await steps()
+    const events = r.requests.total * run.perRequest
+    rates.push(r.requests.average * run.perRequest)
+    rows.push(run.name.padEnd(34) + r.requests.average.toFixed(1).padStart(8) + (r.requests.average * run.perRequest).toFixed(0).padStart(12) +
+      String(r.latency.p50).padStart(9) + String(r.latency.p99).padStart(9) + String(r.non2xx).padStart(9) + String(r.errors + r.timeouts).padStart(8) +
+      (cpu / Math.max(1, events)).toFixed(1).padStart(14) + `  (${(run.body.length / run.perRequest).toFixed(0)} B/event)`)
+    for (const [step, a] of Object.entries(after)) {
+      const b = before[step]
+      const n = a.events - (b?.events ?? 0)
+      const us = n ? ((a.totalMs - (b?.totalMs ?? 0)) * 1000) / n : 0
+      stepRows.set(step, [...stepRows.get(step) ?? [], `${us.toFixed(1).padStart(10)} µs`])
+    }
+  }
+  console.log(`\nOTLP ingestion benchmark — ${new Date().toISOString()} — ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} — node ${process.version} — ${duration}s per run, ${connections} connections`)
+  console.log('run'.padEnd(34) + 'req/s'.padStart(8) + 'events/s'.padStart(12) + 'p50 ms'.padStart(9) + 'p99 ms'.padStart(9) + 'non-2xx'.padStart(9) + 'errors'.padStart(8) + 'CPU µs/event'.padStart(14))
+  for (const row of rows) console.log(row)
+  console.log(`\n(t)/(e) = ${(rates[1]! / rates[0]! * 100).toFixed(1)} % (spans/s through OTLP against events/s through the batch endpoint)`)
+  console.log('µs per event per step (wall time, waits included):'.padEnd(52) + 'during (e)'.padStart(14) + 'during (t)'.padStart(14))
+  for (const [step, cells] of stepRows) console.log(`    ${step.padEnd(48)}${cells.map((c) => c.padStart(14)).join('')}`)
+} finally {
+  service?.kill('SIGTERM')
+  await new Promise((r) => setTimeout(r, 1500))
+  rmSync(dataDir, { recursive: true, force: true })
+}

@@ -1,0 +1,270 @@
+import protobuf from 'protobufjs'
+import { fileURLToPath } from 'node:url'
+
+/**
+ * OTLP/HTTP trace payloads: ExportTraceServiceRequest decoded from protobuf (with protobufjs and the
+ * opentelemetry-proto definitions vendored under proto/, v1.11.0) or from OTLP JSON (lowerCamelCase
+ * fields, hex trace and span ids, enums as integers, 64-bit integers as strings or numbers), both into
+ * one plain shape; responses and error statuses encoded back in the request's encoding.
+ */
+
+/** An attribute value with its OTLP wrapping removed. */
+export type AttrValue = string | number | boolean | null | AttrValue[] | { [key: string]: AttrValue }
+export type Attributes = Record<string, AttrValue>
+
+export interface OtlpSpanEvent { name: string; timeMs: number; attributes: Attributes }
+
+/** One span with its resource and scope. Ids are lowercase hex, '' when absent or not well formed. */
+export interface OtlpSpan {
+  traceId: string
+  spanId: string
+  parentSpanId: string
+  name: string
+  /** SpanKind: 0 unspecified, 1 internal, 2 server, 3 client, 4 producer, 5 consumer. */
+  kind: number
+  startMs: number
+  endMs: number
+  attributes: Attributes
+  events: OtlpSpanEvent[]
+  /** StatusCode: 0 unset, 1 ok, 2 error. */
+  status: { code: number; message: string }
+  resource: Attributes
+  scope: { name: string; version: string }
+}
+
+/** A body that is not an ExportTraceServiceRequest in its declared encoding (the request gets a 400). */
+export class OtlpDecodeError extends Error {
+  override name = 'OtlpDecodeError'
+}
+
+export type OtlpEncoding = 'protobuf' | 'json'
+
+const PROTO_DIR = fileURLToPath(new URL('../../proto/', import.meta.url))
+const root = new protobuf.Root()
+root.resolvePath = (_origin, target) => PROTO_DIR + target
+root.loadSync('opentelemetry/proto/collector/trace/v1/trace_service.proto')
+const RequestType = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest')
+const ResponseType = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse')
+// google.rpc.Status, the body of every OTLP/HTTP error response (details are not used).
+const StatusType = new protobuf.Type('Status')
+  .add(new protobuf.Field('code', 1, 'int32'))
+  .add(new protobuf.Field('message', 2, 'string'))
+new protobuf.Root().define('google.rpc').add(StatusType)
+
+/** Decodes a request body in its encoding into spans; throws OtlpDecodeError when it cannot be read. */
+export function decodeTraces(body: Buffer, encoding: OtlpEncoding): OtlpSpan[] {
+  let message: unknown
+  if (encoding === 'protobuf') {
+    try {
+      message = RequestType.decode(body)
+    } catch (err) {
+      throw new OtlpDecodeError(`the body is not a protobuf ExportTraceServiceRequest: ${(err as Error).message}`)
+    }
+  } else {
+    const text = body.toString('utf8')
+    try {
+      // An escaped unpaired surrogate ("\ud800") is valid JSON but not storable text: such strings and
+      // keys are repaired (U+FFFD), as protobuf's UTF-8 decoding does. Only bodies with a surrogate
+      // escape pay for the reviver.
+      message = SURROGATE_ESCAPE.test(text) ? JSON.parse(text, repairText) : JSON.parse(text)
+    } catch {
+      throw new OtlpDecodeError('the body is not valid JSON')
+    }
+  }
+  return flatten(message, encoding === 'json')
+}
+
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+
+/** The string with each unpaired UTF-16 surrogate replaced by U+FFFD (String.prototype.toWellFormed). */
+export function wellFormed(s: string): string {
+  return s.replace(LONE_SURROGATE, '\uFFFD')
+}
+
+function repairText(_key: string, value: unknown): unknown {
+  if (typeof value === 'string') return wellFormed(value)
+  if (isObject(value) && Object.keys(value).some((k) => wellFormed(k) !== k)) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [wellFormed(k), v]))
+  }
+  return value
+}
+
+function flatten(message: unknown, json: boolean): OtlpSpan[] {
+  if (!isObject(message)) throw new OtlpDecodeError('the body is not an ExportTraceServiceRequest object')
+  const spans: OtlpSpan[] = []
+  // Paths are built only for an error message: this loop runs once per span on the hot path.
+  const resourceSpans = list(message.resourceSpans, () => 'resourceSpans')
+  for (let i = 0; i < resourceSpans.length; i++) {
+    const rs = resourceSpans[i]
+    if (!isObject(rs)) throw new OtlpDecodeError(`resourceSpans[${i}] is not an object`)
+    const resource = attributes(isObject(rs.resource) ? rs.resource.attributes : undefined, () => `resourceSpans[${i}].resource`)
+    const scopeSpans = list(rs.scopeSpans, () => `resourceSpans[${i}].scopeSpans`)
+    for (let j = 0; j < scopeSpans.length; j++) {
+      const ss = scopeSpans[j]
+      const at = () => `resourceSpans[${i}].scopeSpans[${j}]`
+      if (!isObject(ss)) throw new OtlpDecodeError(`${at()} is not an object`)
+      const scope = isObject(ss.scope) ? { name: text(ss.scope.name), version: text(ss.scope.version) } : { name: '', version: '' }
+      const list_ = list(ss.spans, () => `${at()}.spans`)
+      for (let k = 0; k < list_.length; k++) {
+        const s = list_[k]
+        const path = () => `${at()}.spans[${k}]`
+        if (!isObject(s)) throw new OtlpDecodeError(`${path()} is not an object`)
+        const status = isObject(s.status) ? s.status : {}
+        const events = list(s.events, () => `${path()}.events`)
+        spans.push({
+          traceId: id(s.traceId, 16, json),
+          spanId: id(s.spanId, 8, json),
+          parentSpanId: id(s.parentSpanId, 8, json),
+          name: text(s.name),
+          kind: int(s.kind),
+          startMs: nanosToMs(s.startTimeUnixNano),
+          endMs: nanosToMs(s.endTimeUnixNano),
+          attributes: attributes(s.attributes, path),
+          events: events.length === 0 ? [] : events.map((e, n) => {
+            if (!isObject(e)) throw new OtlpDecodeError(`${path()}.events[${n}] is not an object`)
+            return { name: text(e.name), timeMs: nanosToMs(e.timeUnixNano), attributes: attributes(e.attributes, () => `${path()}.events[${n}]`) }
+          }),
+          status: { code: int(status.code), message: text(status.message) },
+          resource,
+          scope,
+        })
+      }
+    }
+  }
+  return spans
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+function list(v: unknown, path: () => string): unknown[] {
+  if (v === undefined || v === null) return []
+  if (!Array.isArray(v)) throw new OtlpDecodeError(`${path()} is not an array`)
+  return v
+}
+
+function text(v: unknown): string {
+  return typeof v === 'string' ? v : ''
+}
+
+/** int32 and enum values: protobuf numbers, or JSON numbers. */
+function int(v: unknown): number {
+  return typeof v === 'number' && Number.isInteger(v) ? v : 0
+}
+
+const TWO_32 = 4_294_967_296
+
+/** A protobufjs Long as a number (exact below 2^53, as every value we keep as a number is). */
+function longToNumber(v: Record<string, unknown>): number | null {
+  if (typeof v.low !== 'number' || typeof v.high !== 'number') return null
+  if (v.unsigned !== true && v.high < 0) return -((~v.high >>> 0) * TWO_32 + (~v.low >>> 0) + 1)
+  return (v.high >>> 0) * TWO_32 + (v.low >>> 0)
+}
+
+/** A 64-bit integer attribute: a protobufjs Long, a JSON string of digits or a JSON number. */
+function int64(v: unknown): number | null {
+  if (typeof v === 'number') return Number.isFinite(v) ? Math.trunc(v) : null
+  if (typeof v === 'string') return /^-?\d{1,20}$/.test(v) ? Number(v) : null
+  return isObject(v) ? longToNumber(v) : null
+}
+
+/**
+ * Unix nanoseconds (fixed64) as whole milliseconds, exactly, without BigInt: n = high·2^32 + low
+ * = high·4294·10^6 + (high·967296 + low), and the second term is an exact double (< 2^53).
+ */
+function nanosToMs(v: unknown): number {
+  if (typeof v === 'string') {
+    if (!/^\d{1,20}$/.test(v)) return 0
+    return v.length > 6 ? Number(v.slice(0, -6)) : 0
+  }
+  if (typeof v === 'number') return Number.isFinite(v) && v > 0 ? Math.floor(v / 1e6) : 0
+  if (!isObject(v) || typeof v.low !== 'number' || typeof v.high !== 'number') return 0
+  if (v.unsigned !== true && v.high < 0) return 0
+  const high = v.high >>> 0
+  const rest = high * 967_296 + (v.low >>> 0)
+  return high * 4294 + (rest - (rest % 1e6)) / 1e6
+}
+
+/** A trace (16 bytes) or span (8 bytes) id as lowercase hex; '' when absent, all zero or malformed. */
+function id(v: unknown, bytes: number, json: boolean): string {
+  if (json) {
+    if (typeof v !== 'string' || v.length !== bytes * 2 || !/^[0-9a-fA-F]+$/.test(v) || /^0+$/.test(v)) return ''
+    return v.toLowerCase()
+  }
+  if (!(v instanceof Uint8Array) || v.length !== bytes) return ''
+  let zero = true
+  for (let i = 0; i < bytes; i++) if (v[i] !== 0) { zero = false; break }
+  return zero ? '' : Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')
+}
+
+function attributes(v: unknown, path: () => string): Attributes {
+  const out: Attributes = {}
+  for (const kv of list(v, () => `${path()}.attributes`)) {
+    if (!isObject(kv) || typeof kv.key !== 'string') throw new OtlpDecodeError(`${path()}.attributes has an entry without a key`)
+    out[kv.key] = anyValue(kv.value, 0)
+  }
+  return out
+}
+
+// Values nested deeper than this are cut (null): an attribute is never a reason to refuse a request.
+const MAX_VALUE_DEPTH = 16
+
+const ANY_VALUE_KEYS = ['stringValue', 'boolValue', 'intValue', 'doubleValue', 'arrayValue', 'kvlistValue', 'bytesValue'] as const
+
+function anyValue(v: unknown, depth: number): AttrValue {
+  if (!isObject(v) || depth > MAX_VALUE_DEPTH) return null
+  // A protobufjs message names its set oneof member in `value` (the others read as defaults); JSON has only the set key.
+  const kind = typeof v.value === 'string' ? v.value : ANY_VALUE_KEYS.find((k) => v[k] !== undefined && v[k] !== null)
+  const x = kind === undefined ? undefined : v[kind]
+  switch (kind) {
+    case 'stringValue': return typeof x === 'string' ? x : null
+    case 'boolValue': return typeof x === 'boolean' ? x : null
+    case 'intValue': return int64(x)
+    // NaN and infinities cannot be stored as JSON numbers.
+    case 'doubleValue': return typeof x === 'number' && Number.isFinite(x) ? x : null
+    case 'arrayValue': return isObject(x) && Array.isArray(x.values) ? x.values.map((e) => anyValue(e, depth + 1)) : []
+    case 'kvlistValue': {
+      const out: Record<string, AttrValue> = {}
+      for (const kv of isObject(x) && Array.isArray(x.values) ? x.values : []) {
+        if (isObject(kv) && typeof kv.key === 'string') out[kv.key] = anyValue(kv.value, depth + 1)
+      }
+      return out
+    }
+    case 'bytesValue': return x instanceof Uint8Array ? Buffer.from(x).toString('base64') : typeof x === 'string' ? x : null
+    default: return null
+  }
+}
+
+/** The ExportTraceServiceResponse: empty on full success, with partial_success when spans were refused. */
+export function encodeResponse(encoding: OtlpEncoding, rejectedSpans: number, errorMessage: string): Buffer | string {
+  const partialSuccess = rejectedSpans > 0 ? { rejectedSpans, errorMessage } : undefined
+  if (encoding === 'json') {
+    return JSON.stringify(partialSuccess ? { partialSuccess: { rejectedSpans: String(rejectedSpans), errorMessage } } : {})
+  }
+  return Buffer.from(ResponseType.encode(ResponseType.create(partialSuccess ? { partialSuccess } : {})).finish())
+}
+
+/** A google.rpc.Status, the body of an OTLP/HTTP error response, in the request's encoding. */
+export function encodeStatus(encoding: OtlpEncoding, code: number, message: string): Buffer | string {
+  if (encoding === 'json') return JSON.stringify({ code, message })
+  return Buffer.from(StatusType.encode(StatusType.create({ code, message })).finish())
+}
+
+/** Encodes an ExportTraceServiceRequest given as a plain object (for tests and benchmarks). */
+export function encodeRequest(request: Record<string, unknown>): Buffer {
+  return Buffer.from(RequestType.encode(RequestType.fromObject(request)).finish())
+}
+
+/** Decodes a protobuf google.rpc.Status (for tests and clients). */
+export function decodeStatus(body: Uint8Array): { code: number; message: string } {
+  const s = StatusType.toObject(StatusType.decode(body), { defaults: true }) as { code: number; message: string }
+  return { code: s.code, message: s.message }
+}
+
+/** Decodes a protobuf ExportTraceServiceResponse (for tests and clients). */
+export function decodeResponse(body: Uint8Array): { rejectedSpans: number; errorMessage: string } | null {
+  const r = ResponseType.toObject(ResponseType.decode(body), { longs: Number }) as { partialSuccess?: { rejectedSpans?: number; errorMessage?: string } }
+  return r.partialSuccess ? { rejectedSpans: r.partialSuccess.rejectedSpans ?? 0, errorMessage: r.partialSuccess.errorMessage ?? '' } : null
+}

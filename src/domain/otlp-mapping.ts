@@ -1,0 +1,237 @@
+import type { IncomingEvent } from './event-row.ts'
+import { wellFormed, type AttrValue, type Attributes, type OtlpSpan } from './otlp-codec.ts'
+
+/**
+ * One OpenTelemetry span as one of our events, following the GenAI semantic conventions (current
+ * names first, then the deprecated ones OpenLLMetry and older instrumentations send, then the Vercel
+ * AI SDK's `ai.*` names). The event then goes through the same pipeline as a POST /v1/events body.
+ */
+
+/** Resource or span attribute naming the span's privacy level (minimal | standard | full). */
+export const PRIVACY_ATTRIBUTE = 'agent_telemetry.privacy_level'
+
+const MODEL_CALLS = new Set(['chat', 'text_completion', 'generate_content', 'embeddings', 'completion'])
+const AGENT_OPERATIONS = new Set(['invoke_agent', 'create_agent'])
+const PRIVACY_LEVELS = new Set(['minimal', 'standard', 'full'])
+
+// Attributes holding prompts, completions, tool arguments and results: kept only above `minimal`.
+const CONTENT_PREFIXES = [
+  'gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.system_instructions', 'gen_ai.tool.call.arguments',
+  'gen_ai.tool.call.result', 'gen_ai.prompt', 'gen_ai.completion', 'llm.prompts', 'llm.completions',
+  'traceloop.entity.input', 'traceloop.entity.output', 'ai.prompt', 'ai.response.text', 'ai.response.object',
+  'ai.response.toolCalls', 'ai.response.reasoning', 'ai.toolCall.args', 'ai.toolCall.result',
+]
+// Span events carrying content (the deprecated per-message events) or file paths (stack traces).
+const CONTENT_EVENT_PREFIXES = ['gen_ai.content.', 'gen_ai.user.message', 'gen_ai.system.message', 'gen_ai.assistant.message', 'gen_ai.tool.message', 'gen_ai.choice']
+
+const CONTENT_KEY = new RegExp(`^(${CONTENT_PREFIXES.map((p) => p.replace(/\./g, '\\.')).join('|')})(\\.|$)`)
+
+export function isContentAttribute(key: string): boolean {
+  return CONTENT_KEY.test(key)
+}
+
+const MAX_TOKENS = 10_000_000_000
+
+/** What a span was: a model call, a tool execution, an agent run, or anything else. */
+export type SpanRole = 'model' | 'tool' | 'agent' | 'other'
+
+export function spanRole(span: OtlpSpan): SpanRole {
+  const a = span.attributes
+  const op = str(a, 'gen_ai.operation.name', 'llm.request.type')
+  const traceloop = str(a, 'traceloop.span.kind')
+  const vercel = str(a, 'ai.operationId') ?? span.name
+  if (op === 'execute_tool' || traceloop === 'tool' || vercel === 'ai.toolCall') return 'tool'
+  if (op !== undefined && MODEL_CALLS.has(op)) return 'model'
+  if (/^ai\.\w+\.do(Generate|Stream|Embed)$/.test(vercel)) return 'model'
+  if ((op !== undefined && AGENT_OPERATIONS.has(op)) || traceloop === 'agent') return 'agent'
+  return 'other'
+}
+
+/** The span as an event, or the reason it is refused (reported in partial_success). */
+export function spanToEvent(span: OtlpSpan): IncomingEvent | string {
+  if (span.traceId === '') return 'span has no valid trace id (16 bytes, not all zero)'
+  if (span.spanId === '') return 'span has no valid span id (8 bytes, not all zero)'
+  const a = span.attributes
+  const role = spanRole(span)
+  const privacy = privacyLevel(span)
+  const withContent = privacy !== 'minimal'
+
+  const exception = span.events.find((e) => e.name === 'exception')
+  const failed = span.status.code === 2 || exception !== undefined
+  const errorType = str(exception?.attributes ?? {}, 'exception.type') ?? str(a, 'error.type')
+  const errorText = str(exception?.attributes ?? {}, 'exception.message') ?? (span.status.message || undefined)
+
+  const event: IncomingEvent = {
+    agentId: agentOf(span),
+    type: failed ? 'error' : role === 'model' ? 'reasoning' : role === 'tool' ? 'tool' : 'action',
+    metadata: {
+      traceId: span.traceId,
+      spanId: span.spanId,
+      privacyLevel: privacy,
+      tool: cut(span.scope.name, 100) || undefined,
+    },
+  }
+  const meta = event.metadata!
+  if (span.parentSpanId) meta.parentSpanId = span.parentSpanId
+  if (span.startMs > 0 && span.startMs < 10_413_792_000_000) event.timestamp = span.startMs
+  if (span.startMs > 0 && span.endMs >= span.startMs) event.durationMs = span.endMs - span.startMs
+  if (span.status.code === 1) event.outcome = 'success'
+  if (failed) {
+    event.outcome = 'failed'
+    event.errorMessage = [errorType, errorText ?? (errorType ? undefined : `${span.name} failed`)].filter(Boolean).join(': ')
+  }
+
+  const model = str(a, 'gen_ai.response.model', 'gen_ai.request.model', 'ai.response.model', 'ai.model.id')
+  if (model) event.model = cut(model, 200)
+  const provider = str(a, 'gen_ai.provider.name', 'gen_ai.system', 'ai.model.provider')
+  if (provider) meta.provider = cut(provider, 100)
+  const tool = role === 'tool' ? str(a, 'gen_ai.tool.name', 'ai.toolCall.name', 'traceloop.entity.name') ?? span.name : undefined
+  if (tool) event.toolExecuted = cut(tool, 200)
+  const session = str(a, 'gen_ai.conversation.id', 'session.id')
+  if (session) meta.sessionId = cut(session, 200)
+  const tokens = tokensOf(a)
+  if (tokens) meta.tokensBreakdown = tokens
+
+  if (withContent) {
+    const input = contentInput(a)
+    if (input) event.input = input
+    const output = contentOutput(a)
+    if (output) event.reasoning = output
+  }
+  meta.otel = {
+    name: span.name,
+    kind: span.kind,
+    operation: str(a, 'gen_ai.operation.name') ?? null,
+    scope: span.scope,
+    status: span.status,
+    ...(errorType ? { errorType } : {}),
+    attributes: withoutContent(a),
+    resource: span.resource,
+    events: span.events
+      .filter((e) => withContent || !CONTENT_EVENT_PREFIXES.some((p) => e.name.startsWith(p)))
+      .map((e) => ({ name: e.name, timeMs: e.timeMs, attributes: withContent ? e.attributes : withoutStack(e.attributes) })),
+  }
+  return event
+}
+
+/** gen_ai.agent.name, else gen_ai.agent.id, else the resource's service.name (the SDK's default included). */
+function agentOf(span: OtlpSpan): string {
+  const name = str(span.attributes, 'gen_ai.agent.name', 'gen_ai.agent.id') ?? str(span.resource, 'service.name') ?? 'unknown_service'
+  // Agent names are stored in Postgres, which refuses NUL characters and unpaired surrogates.
+  return cut(wellFormed(name.replace(/\u0000/g, '')).trim(), 120) || 'unknown_service'
+}
+
+function privacyLevel(span: OtlpSpan): 'minimal' | 'standard' | 'full' {
+  const level = str(span.attributes, PRIVACY_ATTRIBUTE) ?? str(span.resource, PRIVACY_ATTRIBUTE)
+  return level !== undefined && PRIVACY_LEVELS.has(level) ? level as 'standard' : 'minimal'
+}
+
+/**
+ * Token counts onto our breakdown. The conventions' input count includes cache reads and writes, so
+ * the uncached input is what remains once they are taken out; an instrumentation that reports an input
+ * smaller than its cache counts sent them apart (as Anthropic's API does), and its input is kept whole.
+ */
+function tokensOf(a: Attributes): NonNullable<IncomingEvent['metadata']>['tokensBreakdown'] | undefined {
+  const input = count(a, 'gen_ai.usage.input_tokens', 'gen_ai.usage.prompt_tokens')
+  const output = count(a, 'gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens')
+  const cacheRead = count(a, 'gen_ai.usage.cache_read.input_tokens', 'gen_ai.usage.cache_read_input_tokens')
+  const cacheCreation = count(a, 'gen_ai.usage.cache_creation.input_tokens', 'gen_ai.usage.cache_creation_input_tokens')
+  const reasoning = count(a, 'gen_ai.usage.reasoning.output_tokens', 'gen_ai.usage.reasoning_tokens')
+  if (input === undefined && output === undefined && cacheRead === undefined && cacheCreation === undefined) return undefined
+  const cached = (cacheRead ?? 0) + (cacheCreation ?? 0)
+  const total = input ?? 0
+  const out: Record<string, number> = {
+    inputBase: total >= cached ? total - cached : total,
+    cacheCreation: cacheCreation ?? 0,
+    cacheRead: cacheRead ?? 0,
+    output: output ?? 0,
+  }
+  if (reasoning !== undefined) out.reasoning = reasoning
+  return out
+}
+
+function contentInput(a: Attributes): IncomingEvent['input'] | undefined {
+  const input: Record<string, unknown> = {}
+  const messages = jsonish(a['gen_ai.input.messages']) ?? indexedMessages(a, 'gen_ai.prompt') ?? jsonish(a['ai.prompt.messages'])
+  if (messages !== undefined) input.messages = messages
+  const system = a['gen_ai.system_instructions']
+  if (system !== undefined) input.system = jsonish(system)
+  const prompt = str(a, 'ai.prompt', 'traceloop.entity.input')
+  if (prompt !== undefined) input.prompt = prompt
+  const args = a['gen_ai.tool.call.arguments'] ?? a['ai.toolCall.args']
+  if (args !== undefined) input.arguments = jsonish(args)
+  return Object.keys(input).length > 0 ? input : undefined
+}
+
+function contentOutput(a: Attributes): string | undefined {
+  const messages = a['gen_ai.output.messages']
+  if (messages !== undefined) return typeof messages === 'string' ? messages : JSON.stringify(messages)
+  const completions = indexedMessages(a, 'gen_ai.completion')
+  if (completions !== undefined) return completions.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''))).join('\n')
+  const text = str(a, 'ai.response.text', 'gen_ai.tool.call.result', 'ai.toolCall.result', 'traceloop.entity.output')
+  if (text !== undefined) return text
+  const object = a['ai.response.object'] ?? a['gen_ai.tool.call.result']
+  return object === undefined ? undefined : JSON.stringify(object)
+}
+
+/** OpenLLMetry's flattened messages (`gen_ai.prompt.0.role`, `gen_ai.prompt.0.content`, …) as a list. */
+function indexedMessages(a: Attributes, prefix: string): Record<string, AttrValue>[] | undefined {
+  const byIndex = new Map<number, Record<string, AttrValue>>()
+  for (const [key, value] of Object.entries(a)) {
+    const m = key.startsWith(`${prefix}.`) ? /^(\d+)\.(.+)$/.exec(key.slice(prefix.length + 1)) : null
+    if (!m) continue
+    const i = Number(m[1])
+    if (!byIndex.has(i)) byIndex.set(i, {})
+    byIndex.get(i)![m[2]!] = value
+  }
+  return byIndex.size === 0 ? undefined : [...byIndex.entries()].sort((x, y) => x[0] - y[0]).map(([, v]) => v)
+}
+
+function withoutContent(a: Attributes): Attributes {
+  const out: Attributes = {}
+  for (const [k, v] of Object.entries(a)) if (!isContentAttribute(k) && k !== PRIVACY_ATTRIBUTE) out[k] = v
+  return out
+}
+
+function withoutStack(a: Attributes): Attributes {
+  const { 'exception.stacktrace': _stack, ...rest } = a
+  return rest
+}
+
+/** A JSON text attribute (the conventions send message lists as JSON strings) parsed, else as it is. */
+function jsonish(v: AttrValue | undefined): unknown {
+  if (typeof v !== 'string') return v
+  const t = v.trimStart()
+  if (t.startsWith('[') || t.startsWith('{')) {
+    try {
+      return JSON.parse(v)
+    } catch {
+      return v
+    }
+  }
+  return v
+}
+
+/** The first of these attributes that is a non-empty string. */
+function str(a: Attributes, ...keys: string[]): string | undefined {
+  for (const k of keys) {
+    const v = a[k]
+    if (typeof v === 'string' && v !== '') return v
+  }
+  return undefined
+}
+
+/** The first of these attributes that is a non-negative number (or a string of digits), as an integer. */
+function count(a: Attributes, ...keys: string[]): number | undefined {
+  for (const k of keys) {
+    const v = a[k]
+    const n = typeof v === 'number' ? v : typeof v === 'string' && /^\d{1,15}$/.test(v) ? Number(v) : NaN
+    if (Number.isFinite(n) && n >= 0) return Math.min(Math.round(n), MAX_TOKENS)
+  }
+  return undefined
+}
+
+/** At most max UTF-16 units; a surrogate pair split by the cut becomes U+FFFD. */
+function cut(s: string, max: number): string {
+  return s.length <= max ? s : wellFormed(s.slice(0, max))
+}

@@ -1,0 +1,87 @@
+import { decodeTraces, OtlpDecodeError, type OtlpEncoding } from '../domain/otlp-codec.ts'
+import { spanToEvent } from '../domain/otlp-mapping.ts'
+import type { IncomingEvent } from '../domain/event-row.ts'
+import { HttpError } from '../errors.ts'
+import type { IngestCaller, IngestionService } from './ingestion-service.ts'
+
+/** What an export request that was not refused as a whole answers: how many spans were refused, and why. */
+export interface ExportOutcome {
+  acceptedSpans: number
+  rejectedSpans: number
+  /** Empty when every span was accepted. */
+  errorMessage: string
+}
+
+/**
+ * OTLP/HTTP trace export (POST /v1/traces): decode the body, map each span to an event, and run
+ * those through the ingestion pipeline like a batch (burst limit per span, owner-scoped agent
+ * resolution, the ingest log). A request none of whose spans is accepted answers the refusal they
+ * share (429 with Retry-After when any was over the burst limit), so retryable refusals are retried
+ * by the exporter; otherwise refused spans are reported in partial_success (which exporters do not retry).
+ */
+export class OtlpService {
+  constructor(private readonly ingestion: IngestionService) {}
+
+  async export(caller: IngestCaller, body: Buffer, encoding: OtlpEncoding): Promise<ExportOutcome> {
+    const { events, refusals } = this.ingestion.steps.runSync('decode', (r) => r.events.length + r.refusals.length, () => {
+      let spans
+      try {
+        spans = decodeTraces(body, encoding)
+      } catch (err) {
+        if (err instanceof OtlpDecodeError) throw new HttpError(400, 'bad_request', { message: err.message })
+        throw err
+      }
+      const events: IncomingEvent[] = []
+      const refusals: HttpError[] = []
+      for (const span of spans) {
+        const mapped = spanToEvent(span)
+        if (typeof mapped === 'string') refusals.push(new HttpError(400, 'invalid_span', { message: mapped }))
+        else events.push(mapped)
+      }
+      return { events, refusals }
+    })
+    let accepted = 0
+    if (events.length > 0) {
+      for (const result of await this.ingestion.ingestSpans(caller, events)) {
+        if (result instanceof HttpError) refusals.push(result)
+        else accepted++
+      }
+    }
+    if (accepted === 0 && refusals.length > 0) throw shared(refusals)
+    return { acceptedSpans: accepted, rejectedSpans: refusals.length, errorMessage: summary(refusals, accepted + refusals.length) }
+  }
+}
+
+/** The one refusal answering a request none of whose spans was accepted. */
+function shared(refusals: HttpError[]): HttpError {
+  const limited = refusals.filter((r) => r.statusCode === 429)
+  if (limited.length > 0) return limited.reduce((a, b) => (Number(b.headers['retry-after']) > Number(a.headers['retry-after']) ? b : a))
+  const status = refusals[0]!.statusCode
+  if (refusals.every((r) => r.statusCode === status)) {
+    const first = refusals[0]!
+    return refusals.length === 1 ? first : new HttpError(first.statusCode, first.code, { ...first.extra, message: summary(refusals, refusals.length) }, first.headers)
+  }
+  return new HttpError(400, 'bad_request', { message: summary(refusals, refusals.length) })
+}
+
+/** "3 of 512 spans refused: 2 rate_limited (retry after 4 s); 1 invalid_span (span has no valid trace id …)". */
+function summary(refusals: HttpError[], total: number): string {
+  if (refusals.length === 0) return ''
+  const groups = new Map<string, { n: number; sample: HttpError }>()
+  for (const r of refusals) {
+    const key = `${r.code}:${String(r.extra.reason ?? '')}`
+    const g = groups.get(key)
+    if (g) g.n++
+    else groups.set(key, { n: 1, sample: r })
+  }
+  const parts = [...groups.values()].map(({ n, sample }) => `${n} ${sample.code}${describe(sample)}`)
+  return `${refusals.length} of ${total} spans refused: ${parts.join('; ')}`
+}
+
+function describe(e: HttpError): string {
+  const details = e.extra.details as { path: (string | number)[]; message: string }[] | undefined
+  const said = e.extra.reason ?? e.extra.message ?? (details?.[0] ? `${details[0].path.join('.')} ${details[0].message}` : undefined)
+  const retry = e.headers['retry-after'] ? `retry after ${e.headers['retry-after']} s` : undefined
+  const text = [said, retry].filter(Boolean).join(', ')
+  return text ? ` (${text})` : ''
+}

@@ -1,0 +1,108 @@
+import t from 'tap'
+import { decodeTraces, encodeRequest, type OtlpSpan } from '../../src/domain/otlp-codec.ts'
+import { isContentAttribute, spanRole, spanToEvent } from '../../src/domain/otlp-mapping.ts'
+import protobuf from 'protobufjs'
+import { traceTree } from '../../src/domain/trace-tree.ts'
+
+const TRACE = '0af7651916cd43dd8448eb211c80319c'
+const span = (over: Partial<OtlpSpan> = {}): OtlpSpan => ({
+  traceId: TRACE, spanId: 'b7ad6b7169203331', parentSpanId: '', name: 'span', kind: 1, startMs: 1_700_000_000_000,
+  endMs: 1_700_000_000_250, attributes: {}, events: [], status: { code: 0, message: '' }, resource: { 'service.name': 'svc' },
+  scope: { name: 'scope', version: '1' }, ...over,
+})
+
+t.test('OTLP JSON: hex ids in any case, 64-bit integers as strings or numbers, enums as integers', async (t) => {
+  const body = {
+    resourceSpans: [{
+      resource: { attributes: [{ key: 'service.name', value: { stringValue: 'svc' } }] },
+      scopeSpans: [{
+        scope: { name: 'sc' },
+        spans: [
+          { traceId: TRACE.toUpperCase(), spanId: 'B7AD6B7169203331', parentSpanId: '', name: 'a', kind: 3, startTimeUnixNano: '1700000000000000000', endTimeUnixNano: 1700000000500000000, status: { code: 2, message: 'bad' }, attributes: [{ key: 'n', value: { intValue: '42' } }, { key: 'l', value: { arrayValue: { values: [{ boolValue: true }, { doubleValue: 1.5 }] } } }] },
+          { traceId: '00000000000000000000000000000000', spanId: 'b7ad6b7169203331', name: 'zero' },
+        ],
+      }],
+    }],
+  }
+  const [a, zero] = decodeTraces(Buffer.from(JSON.stringify(body)), 'json')
+  t.match(a, { traceId: TRACE, spanId: 'b7ad6b7169203331', parentSpanId: '', kind: 3, startMs: 1_700_000_000_000, endMs: 1_700_000_000_500, status: { code: 2, message: 'bad' } })
+  t.same(a!.attributes, { n: 42, l: [true, 1.5] })
+  t.equal(zero!.traceId, '', 'an all-zero trace id is no trace id')
+  t.throws(() => decodeTraces(Buffer.from('{"resourceSpans":[{"scopeSpans":{}}]}'), 'json'), { name: 'OtlpDecodeError' })
+  t.throws(() => decodeTraces(Buffer.from([0x0a, 0xff, 0xff]), 'protobuf'), { name: 'OtlpDecodeError' })
+})
+
+t.test('span roles: current, deprecated (OpenLLMetry) and Vercel AI SDK names', async (t) => {
+  t.equal(spanRole(span({ attributes: { 'gen_ai.operation.name': 'chat' } })), 'model')
+  t.equal(spanRole(span({ attributes: { 'gen_ai.operation.name': 'generate_content' } })), 'model')
+  t.equal(spanRole(span({ attributes: { 'llm.request.type': 'completion' } })), 'model')
+  t.equal(spanRole(span({ name: 'ai.streamText.doStream' })), 'model')
+  t.equal(spanRole(span({ attributes: { 'gen_ai.operation.name': 'execute_tool' } })), 'tool')
+  t.equal(spanRole(span({ attributes: { 'traceloop.span.kind': 'tool' } })), 'tool')
+  t.equal(spanRole(span({ attributes: { 'gen_ai.operation.name': 'create_agent' } })), 'agent')
+  t.equal(spanRole(span({ name: 'GET /health' })), 'other')
+})
+
+t.test('tokens: cache counts come out of the input once; an input smaller than its cache counts was sent apart', async (t) => {
+  const included = spanToEvent(span({ attributes: { 'gen_ai.usage.input_tokens': 100, 'gen_ai.usage.cache_read.input_tokens': 60, 'gen_ai.usage.output_tokens': 5 } }))
+  t.match(included, { metadata: { tokensBreakdown: { inputBase: 40, cacheRead: 60, cacheCreation: 0, output: 5 } } })
+  const apart = spanToEvent(span({ attributes: { 'gen_ai.usage.input_tokens': 10, 'gen_ai.usage.cache_read.input_tokens': 60 } }))
+  t.match(apart, { metadata: { tokensBreakdown: { inputBase: 10, cacheRead: 60 } } })
+  t.notOk((spanToEvent(span()) as { metadata: Record<string, unknown> }).metadata.tokensBreakdown, 'no usage, no breakdown')
+})
+
+t.test('identity, time, errors and privacy', async (t) => {
+  const e = spanToEvent(span({
+    attributes: { 'gen_ai.agent.id': 'asst_1', 'gen_ai.conversation.id': 'c1', 'gen_ai.input.messages': '[{"role":"user"}]', 'code.function': 'f' },
+    status: { code: 2, message: 'upstream 502' },
+  })) as any
+  t.equal(e.agentId, 'asst_1')
+  t.equal(e.timestamp, 1_700_000_000_000)
+  t.equal(e.durationMs, 250)
+  t.match(e, { type: 'error', outcome: 'failed', errorMessage: 'upstream 502' })
+  t.equal(e.metadata.sessionId, 'c1')
+  t.equal(e.metadata.privacyLevel, 'minimal')
+  t.equal(e.input, undefined)
+  t.same(Object.keys(e.metadata.otel.attributes).sort(), ['code.function', 'gen_ai.agent.id', 'gen_ai.conversation.id'])
+  const standard = spanToEvent(span({ resource: { 'service.name': 'svc', 'agent_telemetry.privacy_level': 'standard' }, attributes: { 'gen_ai.input.messages': '[{"role":"user"}]' } })) as any
+  t.same(standard.input, { messages: [{ role: 'user' }] })
+  t.equal(standard.agentId, 'svc')
+  t.equal(spanToEvent(span({ spanId: '' })), 'span has no valid span id (8 bytes, not all zero)')
+  t.equal((spanToEvent(span({ resource: {} })) as any).agentId, 'unknown_service')
+})
+
+t.test('trace tree: parents by span id, orphans and events without spans are roots, cycles are cut', async (t) => {
+  const ev = (eventId: string, spanId: string | null, parentSpanId: string | null) => ({ eventId, spanId, parentSpanId })
+  const { roots, links } = traceTree([ev('r', 's1', null), ev('c', 's2', 's1'), ev('g', 's3', 's2'), ev('o', 's4', 'missing'), ev('flat', null, null)])
+  t.same(roots, ['r', 'o', 'flat'])
+  t.same(links.get('r'), { parentEventId: null, children: ['c'], depth: 0 })
+  t.same(links.get('g'), { parentEventId: 'c', children: [], depth: 2 })
+  const cycle = traceTree([ev('a', 'x', 'y'), ev('b', 'y', 'x')])
+  t.same(cycle.roots, ['a'])
+  t.same(cycle.links.get('b'), { parentEventId: 'a', children: [], depth: 1 })
+  t.same(cycle.links.get('a')!.parentEventId, null)
+  const self = traceTree([ev('s', 'z', 'z')])
+  t.same(self.roots, ['s'], 'a span that is its own parent is a root')
+})
+
+t.test('protobuf: nanosecond times to exact milliseconds (no floating-point rounding at a millisecond edge)', async (t) => {
+  const root = protobuf.Root.fromJSON({ nested: { S: { fields: { t: { type: 'fixed64', id: 1 } } } } })
+  const S = root.lookupType('S')
+  for (const nanos of ['1795320225622999999', '1795320225623000000', '1700000000000000001', '18446744073709551615', '999999', '0']) {
+    const decoded = S.decode(S.encode({ t: (protobuf.util.Long as unknown as { fromString(s: string, unsigned: boolean): unknown }).fromString(nanos, true) }).finish()) as unknown as { t: unknown }
+    const body = { resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: TRACE, spanId: 'b7ad6b7169203331', startTimeUnixNano: nanos }] }] }] }
+    const fromJson = decodeTraces(Buffer.from(JSON.stringify(body)), 'json')[0]!.startMs
+    t.equal(fromJson, Number(BigInt(nanos) / 1_000_000n), `${nanos} from JSON`)
+    // The same value through the protobuf path's Long handling.
+    const request = { resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: Buffer.from(TRACE, 'hex'), spanId: Buffer.from('b7ad6b7169203331', 'hex'), startTimeUnixNano: decoded.t }] }] }] }
+    t.equal(decodeTraces(encodeRequest(request), 'protobuf')[0]!.startMs, Number(BigInt(nanos) / 1_000_000n), `${nanos} from protobuf`)
+  }
+})
+
+t.test('content attributes are recognised by prefix, not by substring', async (t) => {
+  t.ok(isContentAttribute('gen_ai.prompt.0.content'))
+  t.ok(isContentAttribute('gen_ai.input.messages'))
+  t.ok(isContentAttribute('ai.prompt'))
+  t.notOk(isContentAttribute('gen_ai.promptx'))
+  t.notOk(isContentAttribute('gen_ai.usage.input_tokens'))
+})
