@@ -59,7 +59,7 @@ try {
     '/v1/me/errors?since=30d',
     '/v1/me/spend-summary',
   ]
-  const stored = (await json('/v1/me/spend-summary?days=365')).total.events as number
+  const stored = (await json('/v1/me/spend-summary?days=365')).total.eventCount as number
   console.log(`\ndashboard reads — ${new Date().toISOString()} — ${stored.toLocaleString()} events for one user (${reuse ? 'reused store' : `seeded in ${seedSeconds.toFixed(0)} s`}) — ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}`)
   console.log('endpoint'.padEnd(60) + 'p50 ms'.padStart(9) + 'p95 ms'.padStart(9))
   for (const path of paths) {

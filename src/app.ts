@@ -1,7 +1,7 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify'
 import type { Config } from './config.ts'
 import { sharedSchemas } from './schemas.ts'
-import { rateLimited } from './errors.ts'
+import { rateLimitHook } from './plugins/rate-limit.ts'
 import errors, { frameworkErrors } from './plugins/errors.ts'
 import jsonBody from './plugins/json-body.ts'
 import postgres from './plugins/postgres.ts'
@@ -31,6 +31,8 @@ import meErrors from './routes/me/errors.ts'
 import meSpend from './routes/me/spend.ts'
 import meTestEvent from './routes/me/test-event.ts'
 import dashboardData from './plugins/dashboard-data.ts'
+import openapi from './plugins/openapi.ts'
+import repositories from './plugins/repositories.ts'
 
 // Session and trace ids are up to 200 characters (schemas/event.json), i.e. up to 400 UTF-16 units once
 // decoded: the detail routes must route every id ingestion accepts (Fastify's default is 100).
@@ -40,6 +42,8 @@ const SOCKET_IDLE_TIMEOUT_MS = 60_000
 
 export interface BuildOptions {
   logger?: FastifyServerOptions['logger']
+  /** Called for every route as it is added (tests walk the routes with it). */
+  onRoute?: (route: RouteOptions) => void
 }
 
 /** Builds the whole service from its plugins; main.ts listens on it, tests inject into it. */
@@ -64,12 +68,14 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Node checks those timeouts only every connectionsCheckingInterval (30 s by default).
     http: { headersTimeout: config.requestTimeoutMs, connectionsCheckingInterval: Math.min(1000, config.requestTimeoutMs) },
   })
+  if (options.onRoute) app.addHook('onRoute', options.onRoute)
   for (const schema of sharedSchemas) app.addSchema(schema)
 
   await app.register(errors)
   await app.register(requestDeadline, { requestTimeoutMs: config.requestTimeoutMs })
   await app.register(jsonBody)
   await app.register(cors, { origins: config.corsOrigins })
+  await app.register(openapi)
   await app.register(redis, { url: config.redisUrl, prefix: config.redisPrefix, commandTimeoutMs: config.redisCommandTimeoutMs })
   await app.register(postgres, { databaseUrl: config.databaseUrl, timeouts: config.postgresTimeouts })
   await app.register(clickhouse, {
@@ -84,6 +90,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     password: config.analytics.password,
     caps: config.analytics.caps,
   })
+  await app.register(repositories)
   await app.register(queues, { redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker, everyMs: config.anomalyEveryMs })
   await app.register(maintenance, {
     redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker, namesEveryMs: config.namesSyncEveryMs, retention: config.retention,
@@ -94,24 +101,22 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(apiKeyAuth, caches)
   await app.register(userAuth, { auth: config.auth, dataDir: config.dataDir, cacheTtlMs: config.cacheTtlMs })
 
-  await app.register(publicData, { x402: config.x402 })
+  await app.register(publicData, { x402: config.x402, statsCacheSeconds: config.statsCacheSeconds, explorerCacheSeconds: config.explorerCacheSeconds })
   await app.register(dashboardData)
 
   await app.register(health({ degradedAfterMs: config.ingest.degradedAfterMs }))
-  await app.register(publicRegistry({ statsCacheSeconds: config.statsCacheSeconds, explorerCacheSeconds: config.explorerCacheSeconds }))
+  await app.register(publicRegistry)
   await app.register(publicX402)
   await app.register(publicWaitlist)
   await app.register(ingest({ bodyLimit: config.bodyLimit, batchBodyLimit: config.batchBodyLimit }))
   app.decorateRequest('settledAt', 0)
   await app.register(async function me(scope) {
     scope.addHook('onRequest', scope.authenticateUser)
-    scope.addHook('onRequest', async (request) => {
-      const write = request.method !== 'GET' && request.method !== 'HEAD'
-      const limit = write ? config.meLimits.writesPerMinute : config.meLimits.readsPerMinute
-      const route = `${request.method} ${request.routeOptions.url ?? request.url}`
-      const { admitted, retryAfterMs } = await scope.rateLimiter.take(`me:${request.user.id}:${route}`, limit)
-      if (admitted === 0) throw rateLimited(retryAfterMs / 1000)
-    })
+    // Per user and route: ME_READS_PER_MINUTE for GET, ME_WRITES_PER_MINUTE for the rest.
+    scope.addHook('onRequest', rateLimitHook(() => scope.rateLimiter, {
+      bucket: (request) => `me:${request.user.id}:${request.method} ${request.routeOptions.url ?? request.url}`,
+      limit: (request) => (request.method === 'GET' || request.method === 'HEAD' ? config.meLimits.readsPerMinute : config.meLimits.writesPerMinute),
+    }))
     // Read-your-writes: what this instance acknowledged to the caller is in ClickHouse before the request runs
     // (waiting at most READ_YOUR_WRITES_TIMEOUT_MS).
     // The snapshot instant of paged reads is taken first, so that every row it covers is waited for.

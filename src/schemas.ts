@@ -1,16 +1,15 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import addFormats from 'ajv-formats'
-import eventSchema from '../schemas/event.json' with { type: 'json' }
-import eventBatchSchema from '../schemas/event-batch.json' with { type: 'json' }
-import eventAckSchema from '../schemas/event-ack.json' with { type: 'json' }
-import errorSchema from '../schemas/error.json' with { type: 'json' }
-import registryEntrySchema from '../schemas/registry-entry.json' with { type: 'json' }
-import publicAgentSchema from '../schemas/public-agent.json' with { type: 'json' }
-import apiKeySchema from '../schemas/api-key.json' with { type: 'json' }
-import userSchema from '../schemas/user.json' with { type: 'json' }
+import { event } from '../schemas/event.ts'
+import { eventBatch } from '../schemas/event-batch.ts'
+import { eventAck } from '../schemas/event-ack.ts'
+import { errorBody } from '../schemas/common.ts'
+import { registryEntry } from '../schemas/registry-entry.ts'
+import { publicAgent } from '../schemas/public-agent.ts'
+import { apiKey } from '../schemas/api-key.ts'
+import { user } from '../schemas/user.ts'
 
-/** The JSON Schemas under schemas/, registered with every Ajv instance so routes can $ref them. */
-export const sharedSchemas = [eventSchema, eventBatchSchema, eventAckSchema, errorSchema, registryEntrySchema, publicAgentSchema, apiKeySchema, userSchema]
+export const sharedSchemas = [event, eventBatch, eventAck, errorBody, registryEntry, publicAgent, apiKey, user]
 
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?$/
 

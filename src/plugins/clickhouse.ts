@@ -2,13 +2,11 @@ import fp from 'fastify-plugin'
 import type { ClickHouseClient } from '@clickhouse/client'
 import { ClickHouseLogLevel, createClient } from '@clickhouse/client'
 import { migrateClickHouse, openClickHouse } from '../storage/clickhouse-client.ts'
-import { EventsRepository } from '../storage/events-repository.ts'
 import { CLICKHOUSE_MIGRATION_LOCK, withPostgresLock } from '../storage/migration-lock.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     clickhouse: ClickHouseClient
-    events: EventsRepository
   }
 }
 
@@ -55,9 +53,7 @@ export default fp(async function clickhouse(app, opts: ClickHouseOptions) {
     }
     throw err
   }
-  const events = new EventsRepository(handle.client)
   app.decorate('clickhouse', handle.client)
-  app.decorate('events', events)
   app.addHook('onClose', async () => {
     await handle.release()
   })

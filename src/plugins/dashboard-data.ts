@@ -1,23 +1,21 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { DashboardRepository, type Reader } from '../storage/dashboard-repository.ts'
-import { ErrorClustersRepository } from '../storage/error-clusters-repository.ts'
+import { DashboardService, type DashboardReader } from '../services/dashboard-service.ts'
+import { AlertsService } from '../services/alerts-service.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    dashboard: DashboardRepository
-    errorClusters: ErrorClustersRepository
-    /** The caller as a reader: their id and the agents whose events reads must hide. */
-    readerOf: (request: FastifyRequest) => Promise<Reader>
+    dashboardService: DashboardService
+    alertsService: AlertsService
+    /** The caller as a reader: their id, the agents whose events reads must hide, and their agents' names. */
+    readerOf: (request: FastifyRequest) => Promise<DashboardReader>
   }
 }
 
-/** What the /v1/me dashboard reads: ClickHouse aggregates and cluster state in Postgres. */
+/** What the /v1/me dashboard reads: one service over the ClickHouse aggregates and the Postgres state. */
 export default fp(async function dashboardData(app) {
-  app.decorate('dashboard', new DashboardRepository(app.clickhouse))
-  app.decorate('errorClusters', new ErrorClustersRepository(app.db))
-  app.decorate('readerOf', async (request: FastifyRequest) => ({
-    userId: request.user.id,
-    hidden: await app.agents.hiddenIds(request.user.id),
-  }))
-}, { name: 'dashboard-data', dependencies: ['postgres', 'clickhouse'] })
+  const service = new DashboardService(app.dashboard, app.agents, app.errorClusters, app.alerts)
+  app.decorate('dashboardService', service)
+  app.decorate('alertsService', new AlertsService(app.alerts))
+  app.decorate('readerOf', (request: FastifyRequest) => service.readerOf(request.user.id, request.settledAt))
+}, { name: 'dashboard-data', dependencies: ['repositories'] })

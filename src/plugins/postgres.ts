@@ -1,22 +1,16 @@
 import fp from 'fastify-plugin'
 import type pg from 'pg'
 import { openPostgres, queriesSent, type PostgresTimeouts } from '../storage/postgres.ts'
-import { UsersRepository } from '../storage/users-repository.ts'
-import { KeysRepository } from '../storage/keys-repository.ts'
-import { AgentsRepository } from '../storage/agents-repository.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     db: pg.Pool
     /** Queries sent to Postgres through `db.query` since start (a counter for benchmarks). */
     readonly pgQueries: number
-    users: UsersRepository
-    keys: KeysRepository
-    agents: AgentsRepository
   }
 }
 
-/** Postgres: creates the database if missing, migrates it, and decorates the repositories. */
+/** Postgres: creates the database if missing and migrates it; the repositories are built in plugins/repositories.ts. */
 export default fp(async function postgres(app, opts: { databaseUrl: string; timeouts: PostgresTimeouts }) {
   const pool = await openPostgres(opts.databaseUrl, opts.timeouts, (applied) => {
     if (applied.length) app.log.info({ applied }, 'Postgres migrations applied')
@@ -24,9 +18,6 @@ export default fp(async function postgres(app, opts: { databaseUrl: string; time
   pool.on('error', (err) => app.log.error({ err }, 'idle Postgres connection failed'))
   app.decorate('db', pool)
   app.decorate('pgQueries', { getter: () => queriesSent(pool) })
-  app.decorate('users', new UsersRepository(pool))
-  app.decorate('keys', new KeysRepository(pool))
-  app.decorate('agents', new AgentsRepository(pool))
   app.addHook('onClose', async () => {
     await pool.end()
   })

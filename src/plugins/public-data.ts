@@ -1,24 +1,21 @@
 import fp from 'fastify-plugin'
-import { RegistryRepository } from '../storage/registry-repository.ts'
-import { PublicEventsRepository } from '../storage/events-repository.ts'
 import { ResponseCache } from '../storage/response-cache.ts'
 import { X402Service } from '../services/x402-service.ts'
+import { PublicService } from '../services/public-service.ts'
 import type { Config } from '../config.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    registry: RegistryRepository
-    publicEvents: PublicEventsRepository
+    publicService: PublicService
     responseCache: ResponseCache
     x402: X402Service
   }
 }
 
 /** What the public surface reads: the registry (Postgres), public aggregates (ClickHouse), caches. */
-export default fp(async function publicData(app, opts: { x402: Config['x402'] }) {
+export default fp(async function publicData(app, opts: { x402: Config['x402']; statsCacheSeconds: number; explorerCacheSeconds: number }) {
   const cache = new ResponseCache(app.redis, app.redisPrefix)
-  app.decorate('registry', new RegistryRepository(app.db))
-  app.decorate('publicEvents', new PublicEventsRepository(app.clickhouse))
   app.decorate('responseCache', cache)
+  app.decorate('publicService', new PublicService(app.registry, app.publicEvents, cache, opts))
   app.decorate('x402', new X402Service(opts.x402.upstreams, cache, opts.x402, app.log))
-}, { name: 'public-data', dependencies: ['postgres', 'clickhouse', 'redis'] })
+}, { name: 'public-data', dependencies: ['repositories', 'redis'] })

@@ -2,15 +2,11 @@ import fp from 'fastify-plugin'
 import { Queue, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import { AnomalyService } from '../services/anomaly-service.ts'
-import { AlertsRepository } from '../storage/alerts-repository.ts'
-import { AnomalyRepository } from '../storage/anomaly-repository.ts'
-import { ErrorClustersRepository } from '../storage/error-clusters-repository.ts'
 import { AGENT_CHECK_DEBOUNCE_MS, ANOMALY_JOB_OPTIONS, ANOMALY_QUEUE, TICK_SCHEDULER_ID, agentCheckOptions, type AnomalyJobData } from '../jobs/anomaly.queue.ts'
 import { anomalyProcessor } from '../jobs/anomaly.processor.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    alerts: AlertsRepository
     anomaly: AnomalyService
     anomalyQueue: Queue<AnomalyJobData>
     /** Schedules a debounced check of an agent that just sent events (at most one a minute per agent). */
@@ -28,8 +24,7 @@ export interface QueuesOptions { redisUrl: string; prefix: string; worker: boole
  * worker and the tick scheduler. Jobs are idempotent, so a retried or duplicated job is harmless.
  */
 export default fp(async function queues(app, opts: QueuesOptions) {
-  const alerts = new AlertsRepository(app.db)
-  const anomaly = new AnomalyService(app.agents, alerts, new AnomalyRepository(app.clickhouse), new ErrorClustersRepository(app.db), app.log)
+  const anomaly = new AnomalyService(app.agents, app.alerts, app.anomalyReads, app.errorClusters, app.log)
   const connection = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
   connection.on('error', (err) => app.log.error({ err }, 'queue Redis connection error'))
   const prefix = `${opts.prefix}bull`
@@ -81,7 +76,6 @@ export default fp(async function queues(app, opts: QueuesOptions) {
     })
   }
 
-  app.decorate('alerts', alerts)
   app.decorate('anomaly', anomaly)
   app.decorate('anomalyQueue', queue)
   app.decorate('agentActive', agentActive)
@@ -89,4 +83,4 @@ export default fp(async function queues(app, opts: QueuesOptions) {
     await queue.close()
     connection.disconnect()
   })
-}, { name: 'queues', dependencies: ['postgres', 'clickhouse', 'redis'] })
+}, { name: 'queues', dependencies: ['repositories', 'redis'] })

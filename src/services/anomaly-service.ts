@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
+import { clusterStatus } from '../domain/dashboard.ts'
 import { evaluateAgent, mergeThresholds, type RuleName } from '../domain/anomaly-rules.ts'
 import type { AgentsRepository } from '../storage/agents-repository.ts'
 import type { AlertsRepository } from '../storage/alerts-repository.ts'
@@ -88,7 +89,8 @@ export class AnomalyService {
   private async addRegressions(userId: string, result: EvaluationResult): Promise<EvaluationResult> {
     const resolved = await this.clusters.allResolved(userId)
     const hidden = resolved.size > 0 ? await this.agents.hiddenIds(userId) : []
-    const regressions = resolved.size > 0 ? await this.anomalies.regressions(userId, resolved, hidden) : []
+    const states = resolved.size > 0 ? await this.anomalies.clusterStates(userId, resolved, hidden) : []
+    const regressions = states.filter((s) => clusterStatus(s.lastSeenMs, resolved.get(s.fingerprint)) === 'open')
     result.cleared += await this.alerts.clearQuietRegressions(userId, regressions.map((r) => `regression:${r.fingerprint}`))
     for (const r of regressions) {
       const { created } = await this.alerts.raise({

@@ -2,7 +2,7 @@
 export const INGEST_STEPS = ['key', 'schema', 'burst', 'resolve', 'row', 'log'] as const
 export type IngestStep = (typeof INGEST_STEPS)[number]
 
-export interface StepFigures {
+export type StepFigures = {
   /** Times the step ran (once per request for key, burst and log; once per request for the others too). */
   calls: number
   /** Events the step handled. */

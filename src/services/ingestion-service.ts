@@ -14,7 +14,7 @@ import type { Admission } from '../storage/rate-limiter.ts'
 import type { Tier } from '../storage/users-repository.ts'
 
 /** The spec's acknowledgement of an accepted event. */
-export interface EventAck {
+export type EventAck = {
   id: string
   accepted: true
   agentId: string
@@ -187,7 +187,7 @@ export class IngestionService {
   private check(caller: IngestCaller, event: unknown, single: boolean): HttpError | null {
     if (!validateEvent(event)) {
       const details = toDetails(validateEvent.errors)
-      return single ? new HttpError(400, 'validation_failed', { in: 'body', details }) : validationFailed(details)
+      return single ? new HttpError(400, 'validation_failed', { message: 'the body is not valid', details }) : validationFailed(details)
     }
     if ((event as IncomingEvent).agentId === undefined && caller.agentId === null) {
       return validationFailed([{ path: ['agentId'], message: 'is required when the API key is not bound to an agent' }])

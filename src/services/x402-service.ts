@@ -1,9 +1,11 @@
 import type { FastifyBaseLogger } from 'fastify'
+import { SingleFlight } from '../storage/single-flight.ts'
+import { HttpError } from '../errors.ts'
 import { request } from 'undici'
 import type { ResponseCache } from '../storage/response-cache.ts'
 
 /** What an upstream must answer: third-party payment data for one chain. */
-export interface ChainData {
+export type ChainData = {
   topSellers: unknown[]
   recentTransfers: unknown[]
   facilitator: Record<string, unknown>
@@ -28,7 +30,7 @@ function parseChainData(body: unknown): ChainData | null {
  * window (shared through Redis); when it fails, the last good copy is served with its age.
  */
 export class X402Service {
-  private readonly inflight = new Map<string, Promise<ChainResult>>()
+  private readonly flights = new SingleFlight<ChainResult>()
 
   constructor(
     private readonly upstreams: Record<string, string>,
@@ -41,18 +43,29 @@ export class X402Service {
     return Object.keys(this.upstreams).length > 0
   }
 
+  /**
+   * Every configured chain; throws 503 x402_not_configured without upstreams, and 502
+   * upstream_unavailable (with a detail per chain) when no chain has data.
+   */
+  async available(): Promise<Record<string, ChainResult>> {
+    if (!this.configured) throw new HttpError(503, 'x402_not_configured', { message: 'no x402 upstream is configured (X402_BASE_URL, X402_SOLANA_URL)' })
+    const chains = await this.all()
+    if (Object.values(chains).every((c) => c.status === 'unavailable')) {
+      throw new HttpError(502, 'upstream_unavailable', {
+        message: 'no x402 upstream answered and nothing is cached',
+        details: Object.entries(chains).map(([name, c]) => ({ path: ['chains', name], message: c.status === 'unavailable' ? c.reason : c.status })),
+      })
+    }
+    return chains
+  }
+
   async all(): Promise<Record<string, ChainResult>> {
     const entries = await Promise.all(Object.keys(this.upstreams).map(async (chain) => [chain, await this.chain(chain)] as const))
     return Object.fromEntries(entries)
   }
 
   private chain(chain: string): Promise<ChainResult> {
-    let pending = this.inflight.get(chain)
-    if (!pending) {
-      pending = this.load(chain).finally(() => this.inflight.delete(chain))
-      this.inflight.set(chain, pending)
-    }
-    return pending
+    return this.flights.run(chain, () => this.load(chain))
   }
 
   private async load(chain: string): Promise<ChainResult> {

@@ -33,7 +33,7 @@ function toRef(r: Record<string, any>): AgentRef {
 }
 
 /** An agent as its owner sees it in the dashboard. */
-export interface OwnedAgentProfile {
+export type OwnedAgentProfile = {
   id: string
   displayName: string
   snsName: string | null
@@ -183,13 +183,26 @@ export class AgentsRepository {
     return rows.map((r) => r.id)
   }
 
-  /** Renames the owner's live agent; null when there is none; 'taken' when the owner has that name. */
-  async rename(ownerId: string, id: string, displayName: string): Promise<OwnedAgentProfile | null | 'taken'> {
+  /** Every agent of the owner, deleted ones included, with its name: reads hide the deleted and name the rest. */
+  async namesOf(ownerId: string): Promise<{ id: string; displayName: string; deleted: boolean }[]> {
+    const { rows } = await this.db.query(
+      `/* svc:agents_names */ SELECT id, display_name, deleted_at IS NOT NULL AS deleted FROM agents WHERE owner_id = $1`,
+      [ownerId],
+    )
+    return rows.map((r) => ({ id: r.id, displayName: r.display_name, deleted: r.deleted }))
+  }
+
+  /**
+   * Renames, publishes or unpublishes the owner's live agent (fields left undefined keep their value);
+   * null when there is none; 'taken' when the owner already has that name.
+   */
+  async update(ownerId: string, id: string, change: { displayName?: string | undefined; isPublic?: boolean | undefined }): Promise<OwnedAgentProfile | null | 'taken'> {
     try {
       const { rows } = await this.db.query(
-        `/* svc:agent_rename */ UPDATE agents SET display_name = $3 WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL
+        `/* svc:agent_update */ UPDATE agents SET display_name = COALESCE($3, display_name), is_public = COALESCE($4, is_public)
+         WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL
          RETURNING ${PROFILE_COLUMNS}`,
-        [id, ownerId, displayName],
+        [id, ownerId, change.displayName ?? null, change.isPublic ?? null],
       )
       return rows[0] ? toProfile(rows[0]) : null
     } catch (err) {

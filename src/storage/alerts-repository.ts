@@ -4,12 +4,13 @@ import { iso, isoOrNull } from './timestamps.ts'
 
 export type AlertStatus = 'active' | 'acknowledged' | 'snoozed'
 
-export interface Alert {
+export type Alert = {
   id: string
   agentId: string
+  agent: { id: string; displayName: string }
   agentDeleted: boolean
   rule: string
-  severity: string
+  severity: 'warning' | 'critical'
   message: string
   figures: Record<string, unknown>
   status: AlertStatus
@@ -34,7 +35,7 @@ export interface RaiseInput {
 
 // A snooze that has ended reads as active even before the scheduled tick writes it back.
 const STATUS = `CASE WHEN a.status = 'snoozed' AND a.snoozed_until <= now() THEN 'active' ELSE a.status END`
-const COLUMNS = `a.id, a.agent_id, (g.deleted_at IS NOT NULL) AS agent_deleted, a.rule, a.severity, a.message, a.figures,
+const COLUMNS = `a.id, a.agent_id, g.display_name AS agent_name, (g.deleted_at IS NOT NULL) AS agent_deleted, a.rule, a.severity, a.message, a.figures,
   ${STATUS} AS status, CASE WHEN ${STATUS} = 'snoozed' THEN a.snoozed_until END AS snoozed_until, a.trigger_count,
   a.created_at, a.updated_at, a.last_triggered_at, a.acknowledged_at, a.cleared_at`
 
@@ -42,6 +43,7 @@ function toAlert(r: Record<string, any>): Alert {
   return {
     id: r.id,
     agentId: r.agent_id,
+    agent: { id: r.agent_id, displayName: r.agent_name },
     agentDeleted: r.agent_deleted,
     rule: r.rule,
     severity: r.severity,

@@ -59,8 +59,8 @@ export class AnomalyRepository {
     }))
   }
 
-  /** For the given resolved clusters, the ones with an event later than their resolution. */
-  async regressions(userId: string, resolved: Map<string, number>, hidden: string[]): Promise<Regression[]> {
+  /** The latest event time, count and sample of each of the given clusters (the service decides which regressed). */
+  async clusterStates(userId: string, resolved: Map<string, number>, hidden: string[]): Promise<Regression[]> {
     if (resolved.size === 0) return []
     const rs = await this.ch.query({
       query: `/* svc:anomaly_regressions */ SELECT error_fingerprint AS fp, argMax(agent_id, last_ts) AS agent,
@@ -72,8 +72,6 @@ export class AnomalyRepository {
       format: 'JSONEachRow',
     })
     const rows = await rs.json<Record<string, any>>()
-    return rows
-      .filter((r) => Number(r.last_ms) > resolved.get(r.fp)!)
-      .map((r) => ({ fingerprint: r.fp, agentId: r.agent, lastSeenMs: Number(r.last_ms), count: Number(r.n), sample: r.sample }))
+    return rows.map((r) => ({ fingerprint: r.fp, agentId: r.agent, lastSeenMs: Number(r.last_ms), count: Number(r.n), sample: r.sample }))
   }
 }

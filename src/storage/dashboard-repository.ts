@@ -6,16 +6,16 @@ import { isoFromMs as iso } from './timestamps.ts'
 /** Who is reading: the user, and their soft-deleted agents whose events every read hides. */
 export interface Reader { userId: string; hidden: string[] }
 
-export interface TokenTotals { inputBase: number; cacheCreation: number; cacheRead: number; output: number; total: number }
+export type TokenTotals = { inputBase: number; cacheCreation: number; cacheRead: number; output: number; total: number }
 
 /** An event as the dashboard shows it: every spec field, plus cost, tokens and the privacy chip. */
-export interface DashboardEvent {
+export type DashboardEvent = {
   eventId: string
   agentId: string
   timestamp: string
   receivedAt: string
-  type: string
-  outcome: string | null
+  type: 'reasoning' | 'tool' | 'tx' | 'decision' | 'action' | 'error'
+  outcome: 'pending' | 'success' | 'failed' | null
   model: string | null
   toolExecuted: string | null
   toolsConsidered: string[]
@@ -28,11 +28,11 @@ export interface DashboardEvent {
   metadata: unknown
   sessionId: string | null
   traceId: string | null
-  privacyLevel: string | null
+  privacyLevel: 'minimal' | 'standard' | 'full' | null
   privacyChip: PrivacyChip | null
   tokens: TokenTotals
   costUsd: number
-  costStatus: string
+  costStatus: 'priced' | 'unknown_model' | 'no_model'
   errorFingerprint: string | null
   contentHash: string
 }
@@ -59,7 +59,7 @@ function toEvent(r: Record<string, any>): DashboardEvent {
     timestamp: iso(r.ts_ms),
     receivedAt: iso(r.received_ms),
     type: r.type,
-    outcome: orNull(r.outcome),
+    outcome: orNull(r.outcome) as DashboardEvent['outcome'],
     model: orNull(r.model),
     toolExecuted: orNull(r.tool_executed),
     toolsConsidered: r.tools_considered,
@@ -72,7 +72,7 @@ function toEvent(r: Record<string, any>): DashboardEvent {
     metadata: parseJson(r.metadata),
     sessionId: orNull(r.session_id),
     traceId: orNull(r.trace_id),
-    privacyLevel: orNull(r.privacy_level),
+    privacyLevel: orNull(r.privacy_level) as DashboardEvent['privacyLevel'],
     privacyChip: privacyChip(r.privacy_level),
     tokens: tokensOf(r, ['tokens_input_base', 'tokens_cache_creation', 'tokens_cache_read', 'tokens_output']),
     costUsd: Number(r.cost),

@@ -87,9 +87,9 @@ export class EventsRepository {
 /** An owner and agent pair: the events table is sorted by both, so public reads name both. */
 export interface OwnedAgent { ownerId: string; id: string }
 
-export interface PublicActivity { agentId: string; type: string; tool: string; outcome: string; at: string }
+export type PublicActivity = { agentId: string; type: string; tool: string; outcome: string; at: string }
 
-export interface PaymentStat { token: string; count24h: number; amount24h: number; count7d: number; amount7d: number }
+export type PaymentStat = { token: string; count24h: number; amount24h: number; count7d: number; amount7d: number }
 
 const pairs = (agents: OwnedAgent[]) => agents.map((a) => new TupleParam([a.ownerId, a.id]))
 

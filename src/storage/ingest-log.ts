@@ -3,7 +3,6 @@ import { randomBytes } from 'node:crypto'
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { crc32 } from 'node:zlib'
-import { HttpError } from '../errors.ts'
 
 /**
  * The instance's ingest log (ARCHITECTURE §1): acknowledged events not yet in ClickHouse, synced to
@@ -50,11 +49,19 @@ const TAIL_MAX_BYTES = 64 * 1024 * 1024
 const TRIM_BATCH = 256
 const openPaths = new Set<string>()
 
-export const logUnavailable = (retryAfterSeconds = 5) =>
-  new HttpError(503, 'unavailable', { reason: 'ingest_log_unavailable', message: 'the ingest log cannot be written, retry with backoff' }, { 'retry-after': String(retryAfterSeconds) })
+/**
+ * The log refused an append: it is full (or closing), or it cannot be written. Nothing of the append
+ * is kept; the caller may retry after `retryAfterSeconds` (the HTTP layer answers 503 with Retry-After).
+ */
+export class IngestLogRefused extends Error {
+  constructor(readonly reason: 'ingest_log_full' | 'ingest_log_unavailable', readonly retryAfterSeconds = 5) {
+    super(reason === 'ingest_log_full' ? 'the ingest backlog is full, retry with backoff' : 'the ingest log cannot be written, retry with backoff')
+    this.name = 'IngestLogRefused'
+  }
+}
 
-export const logFull = (retryAfterSeconds = 5) =>
-  new HttpError(503, 'unavailable', { reason: 'ingest_log_full', message: 'the ingest backlog is full, retry with backoff' }, { 'retry-after': String(retryAfterSeconds) })
+export const logUnavailable = (retryAfterSeconds = 5) => new IngestLogRefused('ingest_log_unavailable', retryAfterSeconds)
+export const logFull = (retryAfterSeconds = 5) => new IngestLogRefused('ingest_log_full', retryAfterSeconds)
 
 /** Encodes an entry: a checksum over everything after it, so a damaged entry is recognised. */
 function encodeEntry(lines: string[], appendedAt: number): Buffer {

@@ -16,7 +16,7 @@ export function newSecret(): string {
   return 'vk_' + randomBytes(32).toString('base64url')
 }
 
-export interface ApiKeyListing {
+export type ApiKeyListing = {
   id: string
   keyPrefix: string
   label: string
@@ -25,7 +25,7 @@ export interface ApiKeyListing {
   lastUsedAt: string | null
 }
 
-export interface CreatedApiKey extends ApiKeyListing {
+export type CreatedApiKey = ApiKeyListing & {
   secret: string
 }
 

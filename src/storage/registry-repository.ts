@@ -3,7 +3,7 @@ import { newCuid } from '../domain/ids.ts'
 import { iso, isoOrNull } from './timestamps.ts'
 
 /** An agent as the public surface shows it: the spec's listing fields and nothing else. */
-export interface PublicAgent {
+export type PublicAgent = {
   id: string
   snsName: string | null
   displayName: string

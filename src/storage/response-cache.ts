@@ -1,11 +1,12 @@
 import type { Redis } from 'ioredis'
+import { SingleFlight } from './single-flight.ts'
 
 /**
  * Short-lived response caches in Redis, shared by every instance. A miss computes the value and
  * stores it for `ttlSeconds`; concurrent misses on one instance share one computation.
  */
 export class ResponseCache {
-  private readonly inflight = new Map<string, Promise<unknown>>()
+  private readonly flights = new SingleFlight<unknown>()
 
   constructor(private readonly redis: Redis, private readonly prefix: string) {}
 
@@ -13,15 +14,16 @@ export class ResponseCache {
     const key = `${this.prefix}cache:${name}`
     const hit = await this.redis.get(key)
     if (hit !== null) return JSON.parse(hit) as T
-    let pending = this.inflight.get(key) as Promise<T> | undefined
-    if (!pending) {
-      pending = compute().then(async (value) => {
-        await this.redis.set(key, JSON.stringify(value), 'EX', ttlSeconds)
-        return value
-      }).finally(() => this.inflight.delete(key))
-      this.inflight.set(key, pending)
-    }
-    return pending
+    return this.flights.run(key, async () => {
+      const value = await compute()
+      await this.redis.set(key, JSON.stringify(value), 'EX', ttlSeconds)
+      return value
+    }) as Promise<T>
+  }
+
+  /** Drops cached responses, so the next read computes them afresh. */
+  async forget(...names: string[]): Promise<void> {
+    await this.redis.del(...names.map((name) => `${this.prefix}cache:${name}`))
   }
 
   async getRaw(name: string): Promise<string | null> {

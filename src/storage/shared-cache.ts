@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { SingleFlight } from './single-flight.ts'
 import type { Redis, Result } from 'ioredis'
 import { LRUCache } from 'lru-cache'
 
@@ -91,7 +92,7 @@ interface Stored<T> { v: string; d: T | null }
  */
 export class SharedCache<T> {
   private readonly local: LRUCache<string, Local<T>>
-  private readonly loading = new Map<string, Promise<T | null>>()
+  private readonly loading = new SingleFlight<T | null>()
   /** Bumped by every invalidation seen here, so a load that started before one is not kept locally. */
   private generation = 0
   /** Scopes ('*' for all) whose invalidation has not reached Redis yet. */
@@ -124,14 +125,7 @@ export class SharedCache<T> {
     const localKey = `${scope}\u0000${id}`
     const hit = this.local.get(localKey)
     if (hit !== undefined) return hit.value === MISSING ? null : hit.value
-    let pending = this.loading.get(localKey)
-    if (!pending) {
-      pending = this.readThrough(scope, id, localKey, load).finally(() => {
-        if (this.loading.get(localKey) === pending) this.loading.delete(localKey)
-      })
-      this.loading.set(localKey, pending)
-    }
-    return pending
+    return this.loading.run(localKey, () => this.readThrough(scope, id, localKey, load))
   }
 
   /**
@@ -180,13 +174,13 @@ export class SharedCache<T> {
     this.generation++
     if (scope === '*') {
       this.local.clear()
-      this.loading.clear()
+      this.loading.forget()
       return
     }
     const start = `${scope}\u0000`
     // Invalidations are rare (a revocation, a rename): a scan of the local entries is cheap enough.
     for (const key of [...this.local.keys()].filter((k) => k.startsWith(start))) this.local.delete(key)
-    for (const key of this.loading.keys()) if (key.startsWith(start)) this.loading.delete(key)
+    this.loading.forget((key) => key.startsWith(start))
   }
 
   private async publishInvalidation(scope: string): Promise<boolean> {

@@ -13,9 +13,4 @@ export function isoFromMs(ms: string | number): string {
   return new Date(Number(ms)).toISOString()
 }
 
-export const DAY_MS = 86_400_000
-
-/** The UTC calendar day holding a time, as `YYYY-MM-DD` (a ClickHouse Date parameter). */
-export function utcDay(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10)
-}
+export { DAY_MS, utcDay } from '../domain/dashboard.ts'

@@ -1,6 +1,5 @@
 import type pg from 'pg'
 import { newCuid } from '../domain/ids.ts'
-import { conflict } from '../errors.ts'
 import { iso } from './timestamps.ts'
 
 export type Tier = 'free' | 'pro' | 'enterprise'
@@ -52,8 +51,8 @@ export class UsersRepository {
     return toUser(rows[0])
   }
 
-  /** Sets the handle; another user holding it (case-insensitively) is a 409. */
-  async updateHandle(userId: string, handle: string): Promise<User> {
+  /** Sets the handle; 'taken' when another user holds it (case-insensitively). */
+  async updateHandle(userId: string, handle: string): Promise<User | 'taken'> {
     try {
       const { rows } = await this.db.query(
         `/* svc:user_handle */ UPDATE users SET handle = $2 WHERE id = $1 RETURNING ${COLUMNS}`,
@@ -61,7 +60,7 @@ export class UsersRepository {
       )
       return toUser(rows[0])
     } catch (err) {
-      if ((err as { code?: string }).code === '23505') throw conflict('handle_taken')
+      if ((err as { code?: string }).code === '23505') return 'taken'
       throw err
     }
   }

@@ -97,12 +97,13 @@ t.test('a 500 behind an error response schema keeps its requestId', async (t) =>
   t.notMatch(res.body, 'internal detail')
 })
 
-t.test('POST /v1/events validation errors keep `in` and details through the error schema', async (t) => {
+t.test('POST /v1/events validation errors keep their message and details through the error schema', async (t) => {
   const user = await newUser(app)
   const key = await user.createKey()
   const res = await sendEvent(app, key.secret, { agentId: 'a', type: 'nope' })
   t.equal(res.statusCode, 400)
-  t.equal(res.json().in, 'body')
+  t.same(Object.keys(res.json()).sort(), ['details', 'error', 'message'])
+  t.equal(res.json().message, 'the body is not valid')
   t.ok(res.json().details.length > 0)
 })
 

@@ -194,7 +194,7 @@ t.test('GET /v1/x402: fresh, cached, stale with an age when the upstream fails, 
     const res = await app.inject({ url: '/v1/x402' })
     t.equal(res.statusCode, 502, m)
     t.equal(res.json().error, 'upstream_unavailable')
-    t.match(res.json().chains.base, /upstream/)
+    t.match(res.json().details, [{ path: ['chains', 'base'], message: /upstream/ }, { path: ['chains', 'solana'], message: /upstream/ }])
   }
   mode = 'ok'
 })

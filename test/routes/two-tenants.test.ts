@@ -186,7 +186,7 @@ t.test('one tenant\'s poisoned events never hurt another tenant\'s stream', asyn
 
   // And readable through the API, in the rollup too: counted once.
   const spend = (await app.inject({ url: '/v1/me/spend-summary?days=2', headers: b.auth })).json()
-  t.equal(spend.total.events, acceptedB.size, 'B\'s spend rollup counts every event once')
+  t.equal(spend.total.eventCount, acceptedB.size, 'B\'s spend rollup counts every event once')
   for (const agentId of new Set(agentOfB.values())) {
     const expected = [...agentOfB.values()].filter((x) => x === agentId).length
     const events = (await app.inject({ url: `/v1/me/events?since=all&limit=1000&agentId=${agentId}`, headers: b.auth })).json().events as { eventId: string }[]

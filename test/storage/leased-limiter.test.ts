@@ -41,8 +41,11 @@ t.test('two instances under concurrent load never admit more than the limit, and
       admitted += got.admitted
     }
   }
+  const started = Date.now()
   await Promise.all([client(a), client(a), client(a), client(b), client(b), client(b)])
-  t.ok(admitted <= limit + 1, `${admitted} admitted of a ${limit} limit (one unit refills in 60 ms)`)
+  // The bucket refills one unit every 60 ms while the clients run: a slow machine earns a few more.
+  const refilled = Math.ceil((Date.now() - started) / 60)
+  t.ok(admitted <= limit + refilled + 1, `${admitted} admitted of a ${limit} limit plus ${refilled} refilled`)
   t.ok(admitted >= limit - 2 * 0.05 * limit, `${admitted} admitted: at most one slice per instance held back`)
 })
 

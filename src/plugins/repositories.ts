@@ -1,0 +1,39 @@
+import fp from 'fastify-plugin'
+import { UsersRepository } from '../storage/users-repository.ts'
+import { KeysRepository } from '../storage/keys-repository.ts'
+import { AgentsRepository } from '../storage/agents-repository.ts'
+import { EventsRepository, PublicEventsRepository } from '../storage/events-repository.ts'
+import { RegistryRepository } from '../storage/registry-repository.ts'
+import { DashboardRepository } from '../storage/dashboard-repository.ts'
+import { ErrorClustersRepository } from '../storage/error-clusters-repository.ts'
+import { AlertsRepository } from '../storage/alerts-repository.ts'
+import { AnomalyRepository } from '../storage/anomaly-repository.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    users: UsersRepository
+    keys: KeysRepository
+    agents: AgentsRepository
+    events: EventsRepository
+    publicEvents: PublicEventsRepository
+    registry: RegistryRepository
+    dashboard: DashboardRepository
+    errorClusters: ErrorClustersRepository
+    alerts: AlertsRepository
+    anomalyReads: AnomalyRepository
+  }
+}
+
+/** Every repository, built once here over the store clients; services and routes take them from the instance. */
+export default fp(async function repositories(app) {
+  app.decorate('users', new UsersRepository(app.db))
+  app.decorate('keys', new KeysRepository(app.db))
+  app.decorate('agents', new AgentsRepository(app.db))
+  app.decorate('registry', new RegistryRepository(app.db))
+  app.decorate('errorClusters', new ErrorClustersRepository(app.db))
+  app.decorate('alerts', new AlertsRepository(app.db))
+  app.decorate('events', new EventsRepository(app.clickhouse))
+  app.decorate('publicEvents', new PublicEventsRepository(app.clickhouse))
+  app.decorate('dashboard', new DashboardRepository(app.clickhouse))
+  app.decorate('anomalyReads', new AnomalyRepository(app.clickhouse))
+}, { name: 'repositories', dependencies: ['postgres', 'clickhouse'] })

@@ -1,0 +1,53 @@
+import { mergeThresholds } from '../domain/anomaly-rules.ts'
+
+/** Thresholds per rule, field by field (the shape of schemas/alert.ts). */
+type RuleFields = Record<string, Record<string, number | boolean>>
+import { pageOf } from '../domain/cursor.ts'
+import { conflict, notFound } from '../errors.ts'
+import { startOf } from './dashboard-service.ts'
+import type { Alert, AlertsRepository, AlertStatus } from '../storage/alerts-repository.ts'
+
+/** What each alert action moves from, to, and the status in which repeating it is a no-op. */
+const TRANSITIONS = {
+  acknowledge: { from: ['active', 'snoozed'], to: 'acknowledged' },
+  snooze: { from: ['active', 'snoozed'], to: 'snoozed' },
+  unacknowledge: { from: ['acknowledged'], to: 'active' },
+} as const satisfies Record<string, { from: AlertStatus[]; to: AlertStatus }>
+
+export type AlertAction = keyof typeof TRANSITIONS
+
+/**
+ * Alerts as the dashboard handles them. Transitions: active|snoozed → acknowledged; active|snoozed →
+ * snoozed (re-snoozing extends); acknowledged → active. Repeating a transition that already holds
+ * answers the alert unchanged; a transition from a state that does not allow it is a 409.
+ */
+export class AlertsService {
+  constructor(private readonly alerts: AlertsRepository) {}
+
+  /** Newest first; `count` adds the counts per status. */
+  async list(userId: string, settledAt: number, q: { status: AlertStatus | 'all'; count: boolean; limit: number; cursor?: string | undefined }) {
+    const start = startOf('alerts', q.cursor, settledAt)
+    const rows = await this.alerts.list(userId, q.status, q.limit + 1, start.after)
+    const page = pageOf('alerts', start.asOf, rows, q.limit, (a) => ({ ms: Date.parse(a.createdAt), id: a.id }))
+    const body = { alerts: page.items, nextCursor: page.nextCursor }
+    return q.count ? { ...body, counts: await this.alerts.counts(userId) } : body
+  }
+
+  async transition(userId: string, id: string, action: AlertAction, snoozeHours?: number): Promise<Alert> {
+    const { from, to } = TRANSITIONS[action]
+    const result = await this.alerts.transition(userId, id, [...from], to, snoozeHours)
+    if (!result) throw notFound()
+    if (!result.changed && result.alert.status !== to) throw conflict('invalid_transition')
+    return result.alert
+  }
+
+  async settings(userId: string) {
+    const overrides = await this.alerts.thresholds(userId)
+    return { thresholds: mergeThresholds(overrides) as unknown as RuleFields, overrides: overrides as RuleFields }
+  }
+
+  async replaceSettings(userId: string, overrides: RuleFields) {
+    await this.alerts.setThresholds(userId, overrides)
+    return { thresholds: mergeThresholds(overrides) as unknown as RuleFields, overrides }
+  }
+}

@@ -1,0 +1,52 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+import pkg from '../../package.json' with { type: 'json' }
+import type { IngestLog } from '../storage/ingest-log.ts'
+import type { EventShipper } from '../storage/event-shipper.ts'
+import type { StepTimings } from './ingest-steps.ts'
+
+export const SERVICE_NAME = 'agent-telemetry'
+
+/**
+ * What GET /health reports: the running version and the ingest backlog. `status` is `degraded`
+ * (still 200: the instance keeps accepting events) when the oldest event waiting in the ingest log is
+ * older than `degradedAfterMs`, i.e. ClickHouse is down or falling behind.
+ */
+export class HealthReport {
+  // Event-loop delay since the previous report: how long ready work waited for the JS thread. The
+  // histogram records each 10 ms timer's whole interval, so the resolution is taken off every figure.
+  private static readonly RESOLUTION_MS = 10
+  private readonly loopDelay = monitorEventLoopDelay({ resolution: HealthReport.RESOLUTION_MS })
+
+  constructor(private readonly log: IngestLog, private readonly shipper: EventShipper, private readonly steps: StepTimings, private readonly degradedAfterMs: number) {
+    this.loopDelay.enable()
+  }
+
+  close(): void {
+    this.loopDelay.disable()
+  }
+
+  now() {
+    const stats = this.log.stats()
+    const now = Date.now()
+    const oldestAgeMs = stats.oldestAppendedAt === null ? null : Math.max(0, Math.round(now - stats.oldestAppendedAt))
+    const retrying = this.shipper.status.retrying
+    const ms = (ns: number) => Math.max(0, Math.round(ns / 1e4) / 100 - HealthReport.RESOLUTION_MS)
+    const eventLoopDelayMs = { p50: ms(this.loopDelay.percentile(50)), p99: ms(this.loopDelay.percentile(99)), max: ms(this.loopDelay.max) }
+    this.loopDelay.reset()
+    return {
+      status: oldestAgeMs !== null && oldestAgeMs > this.degradedAfterMs ? 'degraded' as const : 'ok' as const,
+      service: SERVICE_NAME,
+      uptime: process.uptime(),
+      version: pkg.version,
+      eventLoopDelayMs,
+      ingest: {
+        backlogRows: stats.rows,
+        backlogBytes: stats.bytes,
+        oldestAgeMs,
+        quarantinedRows: stats.quarantined,
+        insertsFailing: retrying && { sinceMs: now - retrying.since, attempts: retrying.attempts, code: retrying.code },
+        steps: this.steps.snapshot(),
+      },
+    }
+  }
+}

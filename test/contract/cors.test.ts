@@ -1,0 +1,55 @@
+import t from 'tap'
+import type { RouteOptions } from 'fastify'
+import { buildApp } from '../../src/app.ts'
+import { testConfig } from '../helpers/app.ts'
+
+// Every route of the API, as Fastify adds it; a browser preflight for each of its methods must pass.
+const routes: { method: string; url: string }[] = []
+const app = await buildApp(testConfig({ CORS_ORIGINS: 'https://dash.example' }), {
+  logger: false,
+  onRoute: (route: RouteOptions) => {
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url })
+  },
+})
+t.teardown(() => app.close())
+await app.ready()
+
+/** A concrete URL for a route pattern (any value fits the preflight: it runs no handler). */
+const concrete = (url: string) => url.replace(/:[A-Za-z]+/g, '0123456789abcdef').replace('*', 'x')
+
+t.test('a preflight from a dashboard origin passes for every method of every route', async (t) => {
+  const methods = new Set(routes.map((r) => r.method).filter((m) => m !== 'OPTIONS'))
+  t.ok(['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].every((m) => methods.has(m)), `the API has ${[...methods].join(', ')}`)
+  for (const { method, url } of routes) {
+    if (method === 'OPTIONS') continue
+    const res = await app.inject({
+      method: 'OPTIONS',
+      url: concrete(url),
+      headers: { origin: 'https://dash.example', 'access-control-request-method': method, 'access-control-request-headers': 'authorization,content-type' },
+    })
+    t.equal(res.statusCode, 204, `${method} ${url}`)
+    t.equal(res.headers['access-control-allow-origin'], 'https://dash.example', `${method} ${url} origin`)
+    const allowed = String(res.headers['access-control-allow-methods']).split(',').map((m) => m.trim())
+    t.ok(allowed.includes(method), `${method} ${url}: ${method} is allowed (${allowed.join(', ')})`)
+    t.match(String(res.headers['access-control-allow-headers']).toLowerCase(), /authorization/)
+  }
+})
+
+t.test('PUT /v1/me/alert-settings, the call a browser dashboard saves settings with, passes its preflight', async (t) => {
+  const res = await app.inject({
+    method: 'OPTIONS',
+    url: '/v1/me/alert-settings',
+    headers: { origin: 'https://dash.example', 'access-control-request-method': 'PUT', 'access-control-request-headers': 'authorization,content-type' },
+  })
+  t.equal(res.statusCode, 204)
+  t.match(res.headers['access-control-allow-methods'], /\bPUT\b/)
+  t.equal(res.headers['access-control-max-age'], '600')
+})
+
+t.test('another origin gets no CORS headers on any method', async (t) => {
+  for (const method of ['GET', 'PUT', 'PATCH', 'DELETE']) {
+    const res = await app.inject({ method: 'OPTIONS', url: '/v1/me/alert-settings', headers: { origin: 'https://evil.example', 'access-control-request-method': method } })
+    t.notOk(res.headers['access-control-allow-origin'], method)
+    t.notOk(res.headers['access-control-allow-methods'], method)
+  }
+})

@@ -1,0 +1,41 @@
+import t from 'tap'
+import { buildTestApp, newUser, randomId, sendEvent, shipped } from '../helpers/app.ts'
+
+const app = await buildTestApp(t)
+
+t.test('PATCH /v1/me/agents/:id { isPublic } publishes an ingested agent and hides it again, past the public caches', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const name = randomId('pub-')
+  const sent = await sendEvent(app, key.secret, { agentId: name, type: 'tool', toolExecuted: 'search' })
+  t.equal(sent.statusCode, 202)
+  const agentId = sent.json().agentId as string
+  await shipped(app)
+  const listed = async () => (await app.inject({ url: `/v1/agents?search=${name}` })).json().agents.map((a: { id: string }) => a.id)
+  const total = async () => (await app.inject({ url: '/v1/stats' })).json().agents.total as number
+
+  t.same(await listed(), [], 'an ingested agent is private')
+  t.equal((await app.inject({ url: `/v1/agents/${agentId}` })).statusCode, 404)
+  const before = await total()
+  await app.inject({ url: '/v1/explorer' })
+
+  const patch = (payload: object) => app.inject({ method: 'PATCH', url: `/v1/me/agents/${agentId}`, headers: user.auth, payload })
+  const published = await patch({ isPublic: true })
+  t.equal(published.statusCode, 200)
+  t.match(published.json(), { id: agentId, displayName: name, isPublic: true })
+  t.same(await listed(), [agentId], 'listed publicly at once')
+  t.equal((await app.inject({ url: `/v1/agents/${agentId}` })).json().kpis.eventCount, 1, 'its public profile answers')
+  t.equal(await total(), before + 1, 'the cached stats count it at once')
+  const explorer = (await app.inject({ url: '/v1/explorer' })).json()
+  t.ok(explorer.recentActivity.some((a: { agentId: string }) => a.agentId === agentId), 'the cached explorer shows its activity at once')
+
+  const both = await patch({ displayName: `${name}-x`, isPublic: false })
+  t.match(both.json(), { displayName: `${name}-x`, isPublic: false }, 'a rename and an unpublish in one request')
+  t.same(await listed(), [], 'unpublished: gone from the listing')
+  t.equal((await app.inject({ url: `/v1/agents/${agentId}` })).statusCode, 404)
+  t.equal(await total(), before, 'and from the stats')
+
+  const other = await newUser(app)
+  t.equal((await app.inject({ method: 'PATCH', url: `/v1/me/agents/${agentId}`, headers: other.auth, payload: { isPublic: true } })).statusCode, 404, 'only the owner publishes')
+  t.equal((await patch({ isPublic: 'yes' })).statusCode, 400)
+})
