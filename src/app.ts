@@ -33,6 +33,7 @@ import meTestEvent from './routes/me/test-event.ts'
 import dashboardData from './plugins/dashboard-data.ts'
 import openapi from './plugins/openapi.ts'
 import repositories from './plugins/repositories.ts'
+import webUi from './plugins/web-ui.ts'
 
 // Session and trace ids are up to 200 characters (schemas/event.json), i.e. up to 400 UTF-16 units once
 // decoded: the detail routes must route every id ingestion accepts (Fastify's default is 100).
@@ -108,6 +109,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(publicRegistry)
   await app.register(publicX402)
   await app.register(publicWaitlist)
+  await app.register(webUi)
   await app.register(ingest({ bodyLimit: config.bodyLimit, batchBodyLimit: config.batchBodyLimit }))
   app.decorateRequest('settledAt', 0)
   await app.register(async function me(scope) {

@@ -14,10 +14,11 @@ const app = await buildTestApp(t)
 
 t.test('npm run token prints a token the service accepts for that user', async (t) => {
   const name = randomId('cli-')
-  const { stdout } = await cli('token', [name])
+  const { stdout, stderr } = await cli('token', [name], { PORT: '3999' })
   const res = await app.inject({ method: 'GET', url: '/v1/me', headers: { authorization: `Bearer ${stdout.trim()}` } })
   t.equal(res.statusCode, 200)
   t.equal(res.json().privyId, name)
+  t.equal(stderr.trim(), `open the dashboard: http://127.0.0.1:3999/#token=${stdout.trim()}`, 'and the web UI URL that signs in with it')
 })
 
 t.test('the token command refuses when an identity provider is configured', async (t) => {

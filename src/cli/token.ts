@@ -1,5 +1,7 @@
 /**
- * Prints a dashboard token for a named user, signed with the local key under DATA_DIR.
+ * Prints a dashboard token for a named user, signed with the local key under DATA_DIR, on stdout
+ * (so `TOKEN=$(npm run -s token -- alice)` works), and on stderr the web UI URL that signs in with it
+ * (`http://127.0.0.1:3000/#token=…`; a URL fragment never reaches the server or its logs).
  *   npm run token -- alice [--ttl SECONDS]
  * Refuses when AUTH_JWKS_URL is set: with an identity provider, tokens come from the provider.
  */
@@ -7,7 +9,7 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
 import { loadLocalSigningKey, signLocalToken } from '../storage/local-signing-key.ts'
 
-function parse() {
+function parse () {
   try {
     return parseArgs({ allowPositionals: true, options: { ttl: { type: 'string', default: '3600' } } })
   } catch (err) {
@@ -27,4 +29,12 @@ if ('jwksUrl' in config.auth) {
   console.error('AUTH_JWKS_URL is set: dashboard tokens come from the identity provider, and this service would refuse a local one.')
   process.exit(2)
 }
-process.stdout.write((await signLocalToken(await loadLocalSigningKey(config.dataDir), subject, ttl)) + '\n')
+const token = await signLocalToken(await loadLocalSigningKey(config.dataDir), subject, ttl)
+process.stdout.write(token + '\n')
+process.stderr.write(`open the dashboard: ${dashboardUrl(config.host, config.port)}#token=${token}\n`)
+
+/** Where a browser on this machine reaches the service (a wildcard listen address is reached on loopback). */
+function dashboardUrl (host: string, port: number): string {
+  const reachable = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '::1' : host
+  return `http://${reachable.includes(':') ? `[${reachable}]` : reachable}:${port}/`
+}

@@ -1,0 +1,108 @@
+// The only way the UI talks to the service: the public /v1/me/* API with the dashboard token.
+
+const TOKEN_KEY = 'agent-telemetry.token'
+
+/** The token is kept for this tab only (sessionStorage), never in a cookie or localStorage. */
+export const token = {
+  get: () => sessionStorage.getItem(TOKEN_KEY),
+  set: (value) => sessionStorage.setItem(TOKEN_KEY, value),
+  clear: () => sessionStorage.removeItem(TOKEN_KEY),
+}
+
+/** The claims of a JWT, read without verifying it (the server verifies); null when unreadable. */
+export function claimsOf (jwt) {
+  try {
+    const part = jwt.split('.')[1]
+    const json = atob(part.replace(/-/g, '+').replace(/_/g, '/').padEnd(Math.ceil(part.length / 4) * 4, '='))
+    return JSON.parse(json)
+  } catch {
+    return null
+  }
+}
+
+/** Why a token would be refused before asking the server, or null. */
+export function tokenProblem (jwt) {
+  const claims = claimsOf(jwt)
+  if (!claims) return 'That is not a dashboard token (a JWT has three parts separated by dots).'
+  if (typeof claims.exp === 'number' && claims.exp * 1000 <= Date.now()) return 'That token has expired. Make a new one with npm run token.'
+  return null
+}
+
+export class ApiError extends Error {
+  constructor (status, body) {
+    super(describe(status, body))
+    this.status = status
+    this.body = body
+  }
+}
+
+function describe (status, body) {
+  const code = body && (body.reason || body.error)
+  if (status === 429) return 'Too many requests; retrying shortly.'
+  if (status === 503) return 'The service is briefly unavailable; retrying shortly.'
+  if (body && Array.isArray(body.details) && body.details.length) {
+    return body.details.map((d) => `${(d.path || []).join('.') || 'body'}: ${d.message}`).join('; ')
+  }
+  return code ? `${status} ${code.replace(/_/g, ' ')}` : `request failed (${status})`
+}
+
+/** Called when the server refuses the token (expired or revoked): the app returns to sign-in. */
+let onUnauthorized = () => {}
+export function whenUnauthorized (fn) { onUnauthorized = fn }
+
+/** fetch with the token; JSON in and out; 401 signs out; other failures throw ApiError. */
+export async function api (path, { method = 'GET', body, query } = {}) {
+  const url = new URL(path, window.location.origin)
+  for (const [k, v] of Object.entries(query || {})) if (v !== undefined && v !== null && v !== '') url.searchParams.set(k, String(v))
+  const headers = { authorization: `Bearer ${token.get() || ''}` }
+  if (body !== undefined) headers['content-type'] = 'application/json'
+  const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
+  const text = await res.text()
+  let data = null
+  try { data = text ? JSON.parse(text) : null } catch { data = null }
+  if (res.status === 401) {
+    const t = token.get()
+    const expired = t && claimsOf(t)?.exp * 1000 <= Date.now()
+    onUnauthorized(expired ? 'Your token has expired. Sign in with a new one.' : 'The service refused the token. Sign in again.')
+    throw new ApiError(401, data)
+  }
+  if (!res.ok) throw new ApiError(res.status, data)
+  return data
+}
+
+/**
+ * Reads a list and follows `nextCursor` (added to list bodies by paging) while `more(page)` says so,
+ * at most `maxPages` requests. Works the same against a server without paging (one request).
+ */
+export async function listAll (path, key, { query = {}, maxPages = 5, more = () => true } = {}) {
+  const items = []
+  let cursor
+  for (let i = 0; i < maxPages; i++) {
+    const page = await api(path, { query: { ...query, cursor } })
+    const list = page?.[key] || []
+    items.push(...list)
+    cursor = page?.nextCursor
+    if (!cursor || list.length === 0 || !more(list)) break
+  }
+  return items
+}
+
+/**
+ * An agent reference as the API gives it: a plain id today, `{ id, displayName }` objects in the
+ * newer bodies. Always returns `{ id, displayName }` (displayName null when unknown).
+ */
+export function agentRef (value, names) {
+  if (value && typeof value === 'object') return { id: value.id ?? null, displayName: value.displayName ?? names?.get(value.id) ?? null }
+  if (typeof value === 'string') return { id: value, displayName: names?.get(value) ?? null }
+  return { id: null, displayName: null }
+}
+
+/** The agent of an event, alert or session row, whichever field the server used. */
+export function agentOf (row, names) {
+  return agentRef(row?.agent ?? row?.agentId, names)
+}
+
+/** The agents of a session, trace or cluster (ids or objects). */
+export function agentsOf (row, names) {
+  return (row?.agents || []).map((a) => agentRef(a, names))
+}

@@ -1,0 +1,172 @@
+// Entry point: sign-in, the page shell with its navigation, and the hash router.
+import { render } from 'preact'
+import { useEffect, useState, useRef } from 'preact/hooks'
+import { api, token, tokenProblem, whenUnauthorized, claimsOf } from './api.js'
+import { html, ErrorNote } from './ui.js'
+import { Overview } from './pages/overview.js'
+import { AgentsPage, AgentPage } from './pages/agents.js'
+import { LivePage } from './pages/live.js'
+import { SessionsPage, SessionPage, TracesPage, TracePage } from './pages/traces.js'
+import { ErrorsPage } from './pages/errors.js'
+import { AlertsPage } from './pages/alerts.js'
+import { SpendPage } from './pages/spend.js'
+import { KeysPage } from './pages/keys.js'
+
+const NAV = [
+  ['overview', 'Overview'],
+  ['agents', 'Agents'],
+  ['live', 'Live events'],
+  ['sessions', 'Sessions'],
+  ['traces', 'Traces'],
+  ['errors', 'Errors'],
+  ['alerts', 'Alerts'],
+  ['spend', 'Spend'],
+  ['keys', 'API keys'],
+]
+
+/**
+ * `#token=…` (the URL `npm run token` prints): keeps the token for this tab and drops it from the
+ * address bar and window.history at once. True when the URL carried one.
+ */
+function takeTokenFromUrl () {
+  const fromUrl = /^#token=([^&]*)/.exec(window.location.hash)
+  if (!fromUrl) return false
+  token.set(decodeURIComponent(fromUrl[1]))
+  window.history.replaceState(null, '', `${window.location.pathname}${window.location.search}#/overview`)
+  return true
+}
+takeTokenFromUrl()
+
+function currentRoute () {
+  const [path, search] = window.location.hash.replace(/^#\/?/, '').split('?')
+  const parts = path.split('/').map(decodeURIComponent)
+  return { page: parts[0] || 'overview', id: parts.slice(1).join('/') || null, params: new URLSearchParams(search || '') }
+}
+
+function SignIn ({ message, onSignedIn }) {
+  const [value, setValue] = useState('')
+  const [error, setError] = useState(message ? { message } : null)
+  const [busy, setBusy] = useState(false)
+  const field = useRef()
+  useEffect(() => field.current?.focus(), [])
+  const submit = async (e) => {
+    e.preventDefault()
+    const jwt = value.trim().replace(/^Bearer\s+/i, '')
+    const problem = tokenProblem(jwt)
+    if (problem) return setError({ message: problem })
+    setBusy(true)
+    token.set(jwt)
+    try {
+      const me = await api('/v1/me')
+      onSignedIn(me)
+    } catch (err) {
+      token.clear()
+      if (err.status !== 401) setError(err)
+      else setError({ message: 'The service refused that token (invalid, expired or signed by another key).' })
+    } finally {
+      setBusy(false)
+    }
+  }
+  return html`<main class="signin" id="main">
+    <h1>Agent telemetry</h1>
+    <form onSubmit=${submit} aria-describedby="signin-help">
+      <label for="token">Dashboard token</label>
+      <textarea id="token" ref=${field} rows="4" spellcheck="false" autocomplete="off" value=${value}
+        onInput=${(e) => setValue(e.target.value)} placeholder="eyJhbGciOi…"></textarea>
+      <${ErrorNote} error=${error} />
+      <button class="primary" type="submit" disabled=${busy || !value.trim()}>Sign in</button>
+    </form>
+    <p id="signin-help" class="muted">Run <code>npm run token -- your-name</code> and open the URL it prints,
+      or paste the token here. It is kept for this browser tab only.</p>
+  </main>`
+}
+
+function Page ({ route, names, refreshNames }) {
+  const props = { id: route.id, params: route.params, names, refreshNames }
+  switch (route.page) {
+    case 'agents': return route.id ? html`<${AgentPage} ...${props} />` : html`<${AgentsPage} ...${props} />`
+    case 'live': return html`<${LivePage} ...${props} />`
+    case 'sessions': return route.id ? html`<${SessionPage} ...${props} />` : html`<${SessionsPage} ...${props} />`
+    case 'traces': return route.id ? html`<${TracePage} ...${props} />` : html`<${TracesPage} ...${props} />`
+    case 'errors': return html`<${ErrorsPage} ...${props} />`
+    case 'alerts': return html`<${AlertsPage} ...${props} />`
+    case 'spend': return html`<${SpendPage} ...${props} />`
+    case 'keys': return html`<${KeysPage} ...${props} />`
+    default: return html`<${Overview} ...${props} />`
+  }
+}
+
+function Shell ({ me, onSignOut }) {
+  const [route, setRoute] = useState(currentRoute())
+  const [names, setNames] = useState(new Map())
+  const [menuOpen, setMenuOpen] = useState(false)
+  const refreshNames = async () => {
+    try {
+      const { agents = [] } = await api('/v1/me/agents', { query: { limit: 1000 } })
+      setNames(new Map(agents.map((a) => [a.id, a.displayName])))
+    } catch {}
+  }
+  useEffect(() => {
+    refreshNames()
+    const onHash = () => {
+      setRoute(currentRoute())
+      setMenuOpen(false)
+      // Move focus to the new page's heading, as a page load would.
+      window.requestAnimationFrame(() => document.querySelector('main h1')?.focus())
+    }
+    window.addEventListener('hashchange', onHash)
+    return () => window.removeEventListener('hashchange', onHash)
+  }, [])
+  const exp = claimsOf(token.get() || '')?.exp
+  return html`<div class="shell">
+    <a class="skip" href="#main" onClick=${(e) => { e.preventDefault(); document.getElementById('main')?.focus() }}>Skip to content</a>
+    <header class="top">
+      <a class="brand" href="#/overview">Agent telemetry</a>
+      <button class="menu" aria-expanded=${menuOpen} aria-controls="nav" onClick=${() => setMenuOpen(!menuOpen)}>Menu</button>
+      <span class="who" title=${exp ? `token expires ${new Date(exp * 1000).toLocaleString()}` : ''}>${me.handle || me.privyId}</span>
+      <button onClick=${onSignOut}>Sign out</button>
+    </header>
+    <nav id="nav" class=${menuOpen ? 'open' : ''} aria-label="Pages">
+      <ul>${NAV.map(([page, label]) => html`<li><a href=${`#/${page}`} aria-current=${route.page === page ? 'page' : undefined}>${label}</a></li>`)}</ul>
+    </nav>
+    <main id="main" tabindex="-1">
+      <${Page} key=${`${route.page}/${route.id}?${route.params}`} route=${route} names=${names} refreshNames=${refreshNames} />
+    </main>
+  </div>`
+}
+
+function App () {
+  const [me, setMe] = useState(null)
+  const [message, setMessage] = useState(null)
+  const [checking, setChecking] = useState(Boolean(token.get()))
+  useEffect(() => {
+    whenUnauthorized((why) => { token.clear(); setMe(null); setMessage(why) })
+    const check = () => {
+      const jwt = token.get()
+      if (!jwt) return
+      const problem = tokenProblem(jwt)
+      if (problem) { token.clear(); setMe(null); setMessage(problem); return }
+      // Show the pages at once (their reads start now); /v1/me confirms the token meanwhile, and any
+      // 401 returns to sign-in.
+      setMe({ privyId: claimsOf(jwt)?.sub, handle: null })
+      api('/v1/me').then(setMe, (err) => { if (err.status !== 401) setMessage(err.message) }).finally(() => setChecking(false))
+    }
+    check()
+    // A token URL opened in a tab that is already on the dashboard.
+    const onHash = () => { if (takeTokenFromUrl()) check() }
+    window.addEventListener('hashchange', onHash)
+    return () => window.removeEventListener('hashchange', onHash)
+  }, [])
+  // Sign out when the token's expiry passes, rather than on the next failed request.
+  useEffect(() => {
+    const exp = me && claimsOf(token.get() || '')?.exp
+    if (!exp) return
+    const timer = setTimeout(() => { token.clear(); setMe(null); setMessage('Your token has expired. Sign in with a new one.') }, Math.min(exp * 1000 - Date.now(), 2 ** 31 - 1))
+    return () => clearTimeout(timer)
+  }, [me])
+  if (checking && !me) return html`<p class="boot">Signing in…</p>`
+  if (!me) return html`<${SignIn} message=${message} onSignedIn=${(m) => { setMessage(null); setMe(m); if (!window.location.hash.startsWith('#/')) window.location.hash = '#/overview' }} />`
+  return html`<${Shell} me=${me} onSignOut=${() => { token.clear(); setMe(null); setMessage('Signed out.') }} />`
+}
+
+render(html`<${App} />`, document.getElementById('app'))

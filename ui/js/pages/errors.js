@@ -1,0 +1,49 @@
+// Error clusters: counts, first and last seen, latest message, tools; resolve and re-open.
+import { useState } from 'preact/hooks'
+import { api, agentsOf } from '../api.js'
+import { html, useData, useAction, ErrorNote, Loading, Empty, Badge, Time, AgentLink, count } from '../ui.js'
+
+function Cluster ({ c, names, highlight, onChange }) {
+  const action = useAction()
+  const resolved = c.status === 'resolved'
+  const toggle = () => action.run(() => api(`/v1/me/errors/${c.fingerprint}/resolve`, { method: resolved ? 'DELETE' : 'POST' }), onChange)
+  return html`<li class=${`cluster ${highlight ? 'highlight' : ''}`} id=${`fp-${c.fingerprint}`} data-fingerprint=${c.fingerprint}>
+    <div class="cluster-head">
+      <${Badge} tone=${resolved ? 'ok' : 'bad'}>${resolved ? 'resolved' : 'open'}</${Badge}>
+      <strong class="cluster-msg">${c.sampleMessage || '(no message)'}</strong>
+    </div>
+    <p class="muted">
+      × ${count(c.count)} · first <${Time} iso=${c.firstSeen} /> · last <${Time} iso=${c.lastSeen} />
+      ${c.tools?.length ? html` · tools ${c.tools.join(', ')}` : null}
+      · ${agentsOf(c, names).map((a, i) => html`${i ? ', ' : ''}<${AgentLink} agent=${a} />`)}
+      ${resolved && c.resolvedAt ? html` · resolved <${Time} iso=${c.resolvedAt} />` : null}
+      · <code>${c.fingerprint}</code>
+    </p>
+    <button onClick=${toggle} disabled=${action.busy} aria-label=${`${resolved ? 'Re-open' : 'Resolve'}: ${c.sampleMessage || c.fingerprint}`}>${resolved ? 'Re-open' : 'Resolve'}</button>
+    <${ErrorNote} error=${action.error} />
+  </li>`
+}
+
+export function ErrorsPage ({ id, names }) {
+  const [since, setSince] = useState('7d')
+  const [status, setStatus] = useState('all')
+  const { data, error, reload } = useData(() => api('/v1/me/errors', { query: { since } }), [since], 15_000)
+  const clusters = (data?.clusters || []).filter((c) => status === 'all' || c.status === status)
+  const open = (data?.clusters || []).filter((c) => c.status === 'open').length
+  return html`
+    <h1 tabindex="-1">Errors</h1>
+    <form class="filters" onSubmit=${(e) => e.preventDefault()}>
+      <label>Since <select value=${since} onChange=${(e) => setSince(e.target.value)}>
+        <option value="24h">24 hours</option><option value="7d">7 days</option><option value="30d">30 days</option><option value="all">all time</option></select></label>
+      <label>Status <select value=${status} onChange=${(e) => setStatus(e.target.value)}>
+        <option value="all">all</option><option value="open">open</option><option value="resolved">resolved</option></select></label>
+      ${data ? html`<span class="muted">${count(data.clusters.length)} clusters, ${count(open)} open</span>` : null}
+    </form>
+    <${ErrorNote} error=${error} />
+    ${!data
+? html`<${Loading} />`
+: clusters.length === 0
+? html`<${Empty}>No error clusters${status === 'all' ? '' : ` ${status}`} in this window.</${Empty}>`
+: html`
+    <ul class="clusters">${clusters.map((c) => html`<${Cluster} key=${c.fingerprint} c=${c} names=${names} highlight=${c.fingerprint === id} onChange=${reload} />`)}</ul>`}`
+}

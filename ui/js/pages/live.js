@@ -1,0 +1,107 @@
+// Live events: polls every second, adds new events at the top, filters by agent and type.
+import { useEffect, useRef, useState } from 'preact/hooks'
+import { api, agentOf } from '../api.js'
+import { html, ErrorNote, Empty, PrivacyChip, Cost, Time, AgentLink, count, duration } from '../ui.js'
+
+const TYPES = ['decision', 'reasoning', 'tool', 'action', 'tx', 'error']
+const POLL_MS = 1000
+const KEEP = 500
+
+/** Merges a freshly read page (newest first) into what is shown, newest first, without duplicates. */
+export function mergeEvents (shown, fresh) {
+  const seen = new Set(shown.map((e) => e.eventId))
+  const added = fresh.filter((e) => !seen.has(e.eventId))
+  if (added.length === 0) return { list: shown, added }
+  const list = [...added, ...shown].sort((a, b) => (a.timestamp < b.timestamp ? 1 : a.timestamp > b.timestamp ? -1 : a.eventId < b.eventId ? 1 : -1))
+  return { list: list.slice(0, KEEP), added }
+}
+
+function Detail ({ e }) {
+  const rows = [
+    ['Event', html`<code>${e.eventId}</code>`],
+    ['Received', html`<${Time} iso=${e.receivedAt} />`],
+    e.sessionId && ['Session', html`<a href=${`#/sessions/${encodeURIComponent(e.sessionId)}`}>${e.sessionId}</a>`],
+    e.traceId && ['Trace', html`<a href=${`#/traces/${encodeURIComponent(e.traceId)}`}>${e.traceId}</a>`],
+    e.toolsConsidered?.length && ['Tools considered', e.toolsConsidered.join(', ')],
+    e.durationMs !== null && ['Duration', duration(e.durationMs)],
+    ['Tokens', `${count(e.tokens?.inputBase)} in · ${count(e.tokens?.cacheRead)} cache read · ${count(e.tokens?.cacheCreation)} cache write · ${count(e.tokens?.output)} out`],
+    e.errorMessage && ['Error', html`<span class="bad">${e.errorMessage}</span>`],
+    e.reasoning && ['Reasoning', e.reasoning],
+    e.input !== null && e.input !== undefined && ['Input', html`<pre>${typeof e.input === 'string' ? e.input : JSON.stringify(e.input, null, 2)}</pre>`],
+    e.amount && ['Amount', JSON.stringify(e.amount)],
+  ].filter(Boolean)
+  return html`<dl class="detail">${rows.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>`
+}
+
+export function LivePage ({ names, params }) {
+  const [agent, setAgent] = useState(params?.get('agent') || '')
+  const [type, setType] = useState(params?.get('type') || '')
+  const [events, setEvents] = useState(null)
+  const [fresh, setFresh] = useState(new Set())
+  const [paused, setPaused] = useState(false)
+  const [open, setOpen] = useState(null)
+  const [error, setError] = useState(null)
+  const shown = useRef([])
+  useEffect(() => {
+    shown.current = []
+    setEvents(null)
+    if (paused) return
+    let stopped = false
+    let timer
+    const tick = async () => {
+      try {
+        // The server filters by agent; the type filter is applied here (and sent, for servers that know it).
+        const page = await api('/v1/me/events', { query: { limit: 100, agentId: agent || undefined, type: type || undefined } })
+        const list = (page?.events || []).filter((e) => !type || e.type === type)
+        const first = shown.current.length === 0
+        const { list: merged, added } = mergeEvents(shown.current, list)
+        shown.current = merged
+        setEvents(merged)
+        if (!first && added.length) setFresh(new Set(added.map((e) => e.eventId)))
+        setError(null)
+      } catch (err) {
+        if (err.status !== 401) setError(err)
+      }
+      if (!stopped) timer = setTimeout(tick, document.hidden ? POLL_MS * 5 : POLL_MS)
+    }
+    tick()
+    return () => { stopped = true; clearTimeout(timer) }
+  }, [agent, type, paused])
+  const agents = [...names.entries()].sort((a, b) => a[1].localeCompare(b[1]))
+  return html`
+    <h1 tabindex="-1">Live events</h1>
+    <form class="filters" onSubmit=${(e) => e.preventDefault()}>
+      <label>Agent <select value=${agent} onChange=${(e) => setAgent(e.target.value)}>
+        <option value="">All agents</option>
+        ${agents.map(([id, name]) => html`<option value=${id}>${name}</option>`)}
+      </select></label>
+      <label>Type <select value=${type} onChange=${(e) => setType(e.target.value)}>
+        <option value="">All types</option>
+        ${TYPES.map((t) => html`<option value=${t}>${t}</option>`)}
+      </select></label>
+      <button type="button" aria-pressed=${paused} onClick=${() => setPaused(!paused)}>${paused ? 'Resume' : 'Pause'}</button>
+      <span class="muted" role="status">${paused ? 'Paused' : html`<span class="live-dot">live</span> updates every second`}</span>
+    </form>
+    <${ErrorNote} error=${error} />
+    ${events === null && !paused ? html`<p class="muted">Loading…</p>` : null}
+    ${events && events.length === 0 ? html`<${Empty}>No events yet. Send one with an API key (see API keys) and it appears here within a second or two.</${Empty}>` : null}
+    ${events && events.length
+? html`<div class="table-wrap"><table class="events" aria-live="polite" aria-relevant="additions">
+      <thead><tr><th scope="col">Time</th><th scope="col">Agent</th><th scope="col">Type</th><th scope="col">Tool / model</th>
+        <th scope="col">Outcome</th><th scope="col" class="num">Tokens</th><th scope="col" class="num">Cost</th><th scope="col">Privacy</th><th scope="col"><span class="sr-only">Details</span></th></tr></thead>
+      <tbody>${events.map((e) => html`
+        <tr key=${e.eventId} class=${`${fresh.has(e.eventId) ? 'fresh' : ''} ${e.errorFingerprint ? 'row-error' : ''}`} data-event-id=${e.eventId}>
+          <td><${Time} iso=${e.timestamp} /></td>
+          <td><${AgentLink} agent=${agentOf(e, names)} /></td>
+          <td><span class=${`type type-${e.type}`}>${e.type}</span></td>
+          <td>${e.toolExecuted || ''}${e.toolExecuted && e.model ? ' · ' : ''}${e.model ? html`<span class="muted">${e.model}</span>` : ''}</td>
+          <td>${e.outcome || ''}</td>
+          <td class="num">${e.tokens?.total ? count(e.tokens.total) : ''}</td>
+          <td class="num"><${Cost} event=${e} /></td>
+          <td><${PrivacyChip} chip=${e.privacyChip} /></td>
+          <td><button class="small" aria-expanded=${open === e.eventId} onClick=${() => setOpen(open === e.eventId ? null : e.eventId)}>${open === e.eventId ? 'Hide' : 'Details'}</button></td>
+        </tr>
+        ${open === e.eventId ? html`<tr class="detail-row"><td colspan="9"><${Detail} e=${e} /></td></tr>` : null}`)}
+      </tbody></table></div>`
+: null}`
+}

@@ -1,0 +1,187 @@
+// Small shared pieces: formatting, polling, chips, KPI cards, confirmations, and the uPlot wrapper.
+import { html } from 'htm/preact'
+import { useEffect, useRef, useState, useCallback } from 'preact/hooks'
+
+export { html }
+
+const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumFractionDigits: 2 })
+const usdSmall = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumSignificantDigits: 3 })
+const int = new Intl.NumberFormat('en-US')
+
+export function money (n) {
+  if (n === null || n === undefined) return '—'
+  return n !== 0 && Math.abs(n) < 1 ? usdSmall.format(n) : usd.format(n)
+}
+export const count = (n) => (n === null || n === undefined ? '—' : int.format(n))
+export const percent = (r) => (r === null || r === undefined ? '—' : `${(r * 100).toFixed(r > 0 && r < 0.01 ? 2 : 1)} %`)
+export function duration (ms) {
+  if (ms === null || ms === undefined) return '—'
+  if (ms < 1000) return `${Math.round(ms)} ms`
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`
+  if (ms < 3_600_000) return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`
+  return `${Math.floor(ms / 3_600_000)} h ${Math.round((ms % 3_600_000) / 60_000)} min`
+}
+export function when (iso) {
+  if (!iso) return '—'
+  const d = new Date(iso)
+  const today = d.toDateString() === new Date().toDateString()
+  return d.toLocaleString(undefined, today ? { hour: '2-digit', minute: '2-digit', second: '2-digit' } : { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' })
+}
+export function ago (iso) {
+  if (!iso) return 'never'
+  const s = Math.round((Date.now() - Date.parse(iso)) / 1000)
+  if (s < 60) return `${Math.max(s, 0)} s ago`
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`
+  return `${Math.floor(s / 86400)} d ago`
+}
+export const Time = ({ iso }) => html`<time datetime=${iso} title=${iso}>${when(iso)}</time>`
+
+/**
+ * Loads `load()` now and every `everyMs` (when given) while the page is visible; keeps the last
+ * good data when a refresh fails. Returns { data, error, reload }.
+ */
+export function useData (load, deps, everyMs) {
+  const [state, setState] = useState({ data: undefined, error: null })
+  const latest = useRef(load)
+  latest.current = load
+  const reload = useCallback(async () => {
+    try {
+      const data = await latest.current()
+      setState({ data, error: null })
+    } catch (error) {
+      if (error.status !== 401) setState((s) => ({ data: s.data, error }))
+    }
+  }, [])
+  useEffect(() => {
+    let stopped = false
+    let timer
+    const tick = async () => {
+      await reload()
+      if (!stopped && everyMs) timer = setTimeout(tick, document.hidden ? everyMs * 5 : everyMs)
+    }
+    setState({ data: undefined, error: null })
+    tick()
+    return () => { stopped = true; clearTimeout(timer) }
+  }, deps)
+  return { ...state, reload }
+}
+
+/** Runs an API write, reports its error in place, then calls done(result). */
+export function useAction () {
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState(null)
+  const run = async (fn, done) => {
+    setBusy(true)
+    setError(null)
+    try {
+      const result = await fn()
+      if (done) await done(result)
+      return result
+    } catch (err) {
+      if (err.status !== 401) setError(err)
+      return undefined
+    } finally {
+      setBusy(false)
+    }
+  }
+  return { busy, error, run, setError }
+}
+
+export const ErrorNote = ({ error }) => error ? html`<p class="note error" role="alert">${error.message || String(error)}</p>` : null
+export const Loading = ({ what = 'Loading' }) => html`<p class="muted" aria-busy="true">${what}…</p>`
+export const Empty = ({ children }) => html`<p class="empty">${children}</p>`
+
+export function Kpi ({ label, value, hint, tone }) {
+  return html`<div class=${`kpi ${tone || ''}`}><div class="kpi-label">${label}</div><div class="kpi-value">${value}</div>${hint ? html`<div class="kpi-hint">${hint}</div>` : null}</div>`
+}
+
+/** The privacy level of an event as a chip: MIN, STD or FULL. */
+export function PrivacyChip ({ chip }) {
+  if (!chip) return null
+  const title = { MIN: 'minimal: content not stored', STD: 'standard', FULL: 'full content stored' }[chip] || chip
+  return html`<span class=${`chip chip-${chip.toLowerCase()}`} title=${`privacy: ${title}`}>${chip}</span>`
+}
+
+/** Cost, with unpriced models (the service knows no price for them) visibly marked. */
+export function Cost ({ event }) {
+  if (event.costStatus === 'unknown_model') return html`<span class="chip chip-unpriced" title=${`no price known for ${event.model}`}>unpriced</span>`
+  if (event.costStatus === 'no_model') return html`<span class="muted">—</span>`
+  return html`<span>${money(event.costUsd)}</span>`
+}
+
+export const Badge = ({ tone, children }) => html`<span class=${`badge badge-${tone}`}>${children}</span>`
+
+/** A button that asks again in place before doing something that cannot be undone. */
+export function ConfirmButton ({ label, question, confirmLabel, onConfirm, busy }) {
+  const [asking, setAsking] = useState(false)
+  const yes = useRef()
+  useEffect(() => { if (asking) yes.current?.focus() }, [asking])
+  if (!asking) return html`<button class="danger" onClick=${() => setAsking(true)}>${label}</button>`
+  return html`<span class="confirm" role="group" aria-label=${question}>
+    <span>${question}</span>
+    <button class="danger" ref=${yes} disabled=${busy} onClick=${async () => { await onConfirm(); setAsking(false) }}>${confirmLabel || label}</button>
+    <button onClick=${() => setAsking(false)}>Cancel</button>
+  </span>`
+}
+
+function css (name) { return window.getComputedStyle(document.documentElement).getPropertyValue(name).trim() }
+
+/**
+ * A uPlot chart. `data` is uPlot's columns ([xs, ys…]); `series` describes the y series; `bars`
+ * draws bars. The chart follows its container's width. A hidden table carries the same figures for
+ * screen readers.
+ */
+export function Chart ({ data, series, bars, height = 220, label, yFormat = (v) => String(v), xTime = true, xFormat }) {
+  const box = useRef()
+  const plot = useRef()
+  useEffect(() => {
+    const UPlot = window.uPlot
+    if (!UPlot || !box.current) return
+    const width = box.current.clientWidth || 600
+    const stroke = css('--accent')
+    const grid = { stroke: css('--grid'), width: 1 }
+    const axis = { stroke: css('--muted'), grid, ticks: grid }
+    const opts = {
+      width,
+      height,
+      legend: { show: false },
+      cursor: { drag: { x: false, y: false } },
+      scales: {
+        // Bars sit centred on their x value: pad the x range by half a step so the end bars show whole.
+        x: bars ? { time: xTime, range: (u, min, max) => { const step = (u.data[0][1] - u.data[0][0]) || 1; return [min - step / 2, max + step / 2] } } : { time: xTime },
+        // Amounts and counts start at zero, or bars would exaggerate differences.
+        y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] },
+      },
+      axes: [
+        xFormat ? { ...axis, values: (u, vals) => vals.map(xFormat) } : axis,
+        { ...axis, size: 64, values: (u, vals) => vals.map(yFormat) },
+      ],
+      series: [{}, ...series.map((s, i) => ({
+        label: s.label,
+        stroke: s.stroke || (i === 0 ? stroke : css('--danger')),
+        width: 2,
+        fill: bars ? (s.stroke || stroke) + '99' : (s.stroke || stroke) + '22',
+        points: { show: false },
+        paths: bars ? UPlot.paths.bars({ size: [0.7, 40] }) : undefined,
+        value: (u, v) => (v === null ? '—' : yFormat(v)),
+      }))],
+    }
+    plot.current = new UPlot(opts, data, box.current)
+    const ro = new window.ResizeObserver(() => { if (box.current && plot.current) plot.current.setSize({ width: box.current.clientWidth, height }) })
+    ro.observe(box.current)
+    return () => { ro.disconnect(); plot.current?.destroy(); plot.current = null }
+  }, [series.length, bars, height])
+  useEffect(() => { plot.current?.setData(data) }, [data])
+  const points = data[0]?.length || 0
+  const total = series.map((s, i) => (data[i + 1] || []).reduce((a, b) => a + (b || 0), 0))
+  return html`<figure class="chart" data-points=${points}>
+    <div ref=${box} class="chart-box" role="img" aria-label=${`${label}: ${points} points, total ${total.map(yFormat).join(', ')}`}></div>
+    <figcaption>${label}</figcaption>
+  </figure>`
+}
+
+/** A link to an agent, by name when it is known. */
+export const AgentLink = ({ agent }) => agent.id
+  ? html`<a href=${`#/agents/${encodeURIComponent(agent.id)}`}>${agent.displayName || agent.id}</a>`
+  : html`<span class="muted">—</span>`
