@@ -18,6 +18,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { loadLocalSigningKey, signLocalToken } from '../src/storage/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
+import { benchDatabaseUrl, deleteRedisKeys, dropDatabase, verdict } from './bench-support.ts'
 
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, 'batch-connections': { type: 'string', default: '8' } } })
 const duration = Number(values.duration)
@@ -25,7 +26,8 @@ const connections = Number(values.connections)
 const batchConnections = Number(values['batch-connections'])
 const root = fileURLToPath(new URL('..', import.meta.url))
 const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-bench-'))
-const databaseUrl = 'postgres://localhost:5432/agent_telemetry_bench'
+const databaseUrl = benchDatabaseUrl('agent_telemetry_bench')
+const redisPrefix = `bench:${randomBytes(4).toString('hex')}:`
 const children: ChildProcess[] = []
 
 function startProcess(args: string[], env: Record<string, string> = {}): ChildProcess {
@@ -68,6 +70,7 @@ function cpuByThread(pid: number): Map<string, number> {
 }
 
 async function measure(name: string, server: ChildProcess, opts: autocannon.Options, eventsPerRequest = 1, during?: () => void): Promise<Figures> {
+  console.error(`running ${name}: 2 s warm-up, then ${opts.duration} s…`)
   await autocannon({ ...opts, duration: 2 }) // warm-up: JIT, caches, connection pools
   const cpuBefore = cpuMicros(server.pid!)
   const run = autocannon(opts)
@@ -107,7 +110,7 @@ try {
   // BENCH_PROFILE=dir writes a CPU profile of the service (node --cpu-prof) into dir when it exits.
   const service = startProcess([...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), 'src/main.ts'], {
     PORT: String(servicePort), DATA_DIR: dataDir, DATABASE_URL: databaseUrl, ROLES: 'api',
-    REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:`, LOG_LEVEL: 'warn', ME_READS_PER_MINUTE: '100000',
+    REDIS_PREFIX: redisPrefix, LOG_LEVEL: 'warn', ME_READS_PER_MINUTE: '100000',
   })
   await waitFor(`http://127.0.0.1:${barePort}/v1/events`)
   await waitFor(`${base}/health`)
@@ -132,7 +135,7 @@ try {
     ingest: { backlogRows: number; steps: Record<string, { events: number; totalMs: number }> }
     eventLoopDelayMs: { p50: number; p99: number; max: number }
   }
-  const pgTransactions = async () => Number((await db.query(`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = 'agent_telemetry_bench'`)).rows[0].n)
+  const pgTransactions = async () => Number((await db.query(`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = $1`, [new URL(databaseUrl).pathname.slice(1)])).rows[0].n)
 
   // (d): one probe event at a time while (b) runs; visibility = its 202 → the first read of a reader
   // that does not wait for it (the probe agent's public profile counts its events; /v1/me reads would
@@ -200,10 +203,10 @@ try {
   }
   const [a, b, c0, c] = results as [Figures, Figures, Figures, Figures]
   const vis = [...visibility].sort((x, y) => x - y)
-  console.log(`\n(b)/(a) = ${(b.rps / a.rps * 100).toFixed(1)} %  (target ≥ 35 %, aim 50 %; p99 ≤ 25 ms; 0 errors)`)
+  console.log(`\n(b)/(a) = ${(b.rps / a.rps * 100).toFixed(1)} %  (target ≥ 35 %, aim 50 %; p99 ≤ 25 ms; 0 errors) ${verdict(b.rps / a.rps >= 0.35 && b.p99 <= 25 && b.errors === 0 && b.non2xx === 0)}`)
   console.log(`CPU per event, server process, all threads: (b) ${(b.cpuUsPerEvent / a.cpuUsPerEvent).toFixed(1)} × (a); (c) ${(c.cpuUsPerEvent / c0.cpuUsPerEvent).toFixed(1)} × (c0)`)
-  console.log(`(c)/(c0) = ${(c.eventsPerSec! / c0.eventsPerSec! * 100).toFixed(1)} %  (target ≥ 15 %, aim 25 %)`)
-  console.log(`(d) visibility during (b): p50 ${percentile(vis, 50).toFixed(0)} ms, p99 ${percentile(vis, 99).toFixed(0)} ms, max ${vis.at(-1)?.toFixed(0)} ms over ${vis.length} probes  (target p99 ≤ 1000 ms)`)
+  console.log(`(c)/(c0) = ${(c.eventsPerSec! / c0.eventsPerSec! * 100).toFixed(1)} %  (target ≥ 15 %, aim 25 %) ${verdict(c.eventsPerSec! / c0.eventsPerSec! >= 0.15)}`)
+  console.log(`(d) visibility during (b): p50 ${percentile(vis, 50).toFixed(0)} ms, p99 ${percentile(vis, 99).toFixed(0)} ms, max ${vis.at(-1)?.toFixed(0)} ms over ${vis.length} probes  (target p99 ≤ 1000 ms) ${verdict(percentile(vis, 99) <= 1000)}`)
   console.log(`(e) backlog drained ${drainMs.toFixed(0)} ms after (b) stopped (${during.ingest.backlogRows} rows waiting when it stopped)`)
   console.log(`(f) µs per event per step (wall time, waits included):   during (b)       during (c)`)
   for (const [step, after] of Object.entries(stepsAfter)) {
@@ -219,7 +222,16 @@ try {
   console.log(`    CPU µs per event during (b), by thread: ${threadCpu.map(([name, us]) => `${name} ${us.toFixed(0)}`).join(', ')}`)
   console.log(`    Postgres transactions during (b): ${((pgAfter - pgBefore) / duration).toFixed(1)}/s`)
 } finally {
-  for (const child of children) child.kill('SIGTERM')
-  await new Promise((r) => setTimeout(r, 1500))
+  // Wait for the servers to exit (the service ships its log and closes its stores) before cleaning up.
+  await Promise.all(children.map((child) => child.exitCode !== null ? undefined : new Promise<void>((resolve) => {
+    const force = setTimeout(() => child.kill('SIGKILL'), 30_000)
+    child.once('exit', () => { clearTimeout(force); resolve() })
+    child.kill('SIGTERM')
+  })))
   rmSync(dataDir, { recursive: true, force: true })
+  // Leave nothing behind: the service's Redis keys (caches, limits, queues) and the benchmark database.
+  await deleteRedisKeys(redisPrefix)
+    .then((n) => console.error(`cleaned up: ${n} Redis keys under ${redisPrefix}, the data directory, database ${new URL(databaseUrl).pathname.slice(1)}`))
+    .catch((err) => console.error(`could not delete the Redis keys ${redisPrefix}*: ${err.message}`))
+  await dropDatabase(databaseUrl).catch((err) => console.error(`could not drop ${databaseUrl}: ${err.message}`))
 }

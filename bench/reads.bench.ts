@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
+import { benchDatabaseUrl, deleteRedisKeys, dropDatabase } from './bench-support.ts'
 
 const { values } = parseArgs({
   options: {
@@ -23,7 +24,7 @@ const { values } = parseArgs({
 const root = fileURLToPath(new URL('..', import.meta.url))
 const reuse = values['data-dir'] !== undefined
 const dataDir = values['data-dir'] ?? mkdtempSync(join(tmpdir(), 'agent-telemetry-reads-'))
-const env = { ...process.env, DATA_DIR: dataDir, DATABASE_URL: 'postgres://localhost:5432/agent_telemetry_bench', LOG_LEVEL: 'warn' }
+const env = { ...process.env, DATA_DIR: dataDir, DATABASE_URL: benchDatabaseUrl('agent_telemetry_reads_bench'), LOG_LEVEL: 'warn' }
 const user = values.user ?? `reads-${randomBytes(4).toString('hex')}`
 const requests = Number(values.requests)
 
@@ -74,10 +75,16 @@ try {
     }
     times.sort((a, b) => a - b)
     const q = (p: number) => times[Math.min(times.length - 1, Math.ceil(p * times.length) - 1)]!
+    console.error(`${path}: ${requests} requests…`)
     console.log(path.replace(/c[a-z0-9]{24}/, ':id').replace(/seed-[st]-\d+/, ':id').padEnd(60) + q(0.5).toFixed(1).padStart(9) + q(0.95).toFixed(1).padStart(9))
   }
 } finally {
   service.kill('SIGTERM')
   await new Promise((r) => service.once('exit', r))
-  if (!reuse) rmSync(dataDir, { recursive: true, force: true })
+  await deleteRedisKeys(`bench:${user}:`).catch((err) => console.error(`could not delete the Redis keys: ${err.message}`))
+  // A reused store keeps its database (its users and agents live there); a fresh one leaves nothing.
+  if (!reuse) {
+    rmSync(dataDir, { recursive: true, force: true })
+    await dropDatabase(env.DATABASE_URL).catch((err) => console.error(`could not drop the benchmark database: ${err.message}`))
+  }
 }

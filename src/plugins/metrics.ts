@@ -134,4 +134,4 @@ export default fp(async function metrics(app, opts: MetricsOptions) {
     reply.header('content-type', registry.contentType)
     return registry.metrics()
   })
-}, { name: 'metrics', dependencies: ['clickhouse'] })
+}, { name: 'metrics', dependencies: ['repositories'] })

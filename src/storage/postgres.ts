@@ -2,6 +2,7 @@ import pg from 'pg'
 import Postgrator from 'postgrator'
 import { fileURLToPath } from 'node:url'
 import { userInfo } from 'node:os'
+import { basename } from 'node:path'
 
 const MIGRATIONS = fileURLToPath(new URL('../../postgres/*.sql', import.meta.url))
 // An arbitrary constant: the advisory lock that serialises migrations across processes.
@@ -53,7 +54,7 @@ export async function migratePostgres(databaseUrl: string): Promise<string[]> {
       execQuery: (query) => client.query(query),
     })
     const applied = await postgrator.migrate()
-    return applied.map((m) => m.filename)
+    return applied.map((m) => basename(m.filename))
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {})
     await client.end()

@@ -1,0 +1,50 @@
+import pg from 'pg'
+import { Redis } from 'ioredis'
+import { withDefaultUser } from '../src/storage/postgres.ts'
+
+/**
+ * The benchmarks' database: on the server and with the credentials of DATABASE_URL (default
+ * postgres://localhost:5432/…), under the benchmark's own database name, so a run never touches
+ * the service's data.
+ */
+export function benchDatabaseUrl(name: string): string {
+  const url = new URL(process.env.DATABASE_URL ?? 'postgres://localhost:5432/agent_telemetry')
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+/** Drops a benchmark's database (its connections first). */
+export async function dropDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl)
+  const name = url.pathname.slice(1)
+  url.pathname = '/postgres'
+  const admin = new pg.Client({ connectionString: withDefaultUser(url.toString()) })
+  await admin.connect()
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS "${name.replace(/"/g, '')}" WITH (FORCE)`)
+  } finally {
+    await admin.end()
+  }
+}
+
+/** Deletes every Redis key under a benchmark's prefix (REDIS_URL, default the local Redis). */
+export async function deleteRedisKeys(prefix: string): Promise<number> {
+  const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 2 })
+  let deleted = 0
+  try {
+    let cursor = '0'
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000)
+      cursor = next
+      if (keys.length) deleted += await redis.unlink(...keys)
+    } while (cursor !== '0')
+  } finally {
+    redis.disconnect()
+  }
+  return deleted
+}
+
+/** PASS or FAIL, for a figure against its target. */
+export function verdict(ok: boolean): string {
+  return ok ? 'PASS' : 'FAIL'
+}
