@@ -7,14 +7,14 @@ import { withDefaultUser } from '../src/storage/postgres.ts'
  * postgres://localhost:5432/…), under the benchmark's own database name, so a run never touches
  * the service's data.
  */
-export function benchDatabaseUrl(name: string): string {
+export function benchDatabaseUrl (name: string): string {
   const url = new URL(process.env.DATABASE_URL ?? 'postgres://localhost:5432/agent_telemetry')
   url.pathname = `/${name}`
   return url.toString()
 }
 
 /** Drops a benchmark's database (its connections first). */
-export async function dropDatabase(databaseUrl: string): Promise<void> {
+export async function dropDatabase (databaseUrl: string): Promise<void> {
   const url = new URL(databaseUrl)
   const name = url.pathname.slice(1)
   url.pathname = '/postgres'
@@ -28,7 +28,7 @@ export async function dropDatabase(databaseUrl: string): Promise<void> {
 }
 
 /** Deletes every Redis key under a benchmark's prefix (REDIS_URL, default the local Redis). */
-export async function deleteRedisKeys(prefix: string): Promise<number> {
+export async function deleteRedisKeys (prefix: string): Promise<number> {
   const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 2 })
   let deleted = 0
   try {
@@ -45,6 +45,6 @@ export async function deleteRedisKeys(prefix: string): Promise<number> {
 }
 
 /** PASS or FAIL, for a figure against its target. */
-export function verdict(ok: boolean): string {
+export function verdict (ok: boolean): string {
   return ok ? 'PASS' : 'FAIL'
 }

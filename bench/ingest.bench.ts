@@ -30,19 +30,19 @@ const databaseUrl = benchDatabaseUrl('agent_telemetry_bench')
 const redisPrefix = `bench:${randomBytes(4).toString('hex')}:`
 const children: ChildProcess[] = []
 
-function startProcess(args: string[], env: Record<string, string> = {}): ChildProcess {
+function startProcess (args: string[], env: Record<string, string> = {}): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] })
   children.push(child)
   return child
 }
 
-async function waitFor(url: string): Promise<void> {
+async function waitFor (url: string): Promise<void> {
   for (let i = 0; i < 600; i++) {
     try {
       const res = await fetch(url, { method: url.endsWith('/health') ? 'GET' : 'POST', headers: { 'content-type': 'application/json' }, body: url.endsWith('/health') ? undefined : '{}' })
       if (res.status < 500) return
     } catch { /* not up yet */ }
-    await new Promise((r) => setTimeout(r, 100))
+    await new Promise((resolve) => setTimeout(resolve, 100))
   }
   throw new Error(`${url} did not come up`)
 }
@@ -50,13 +50,13 @@ async function waitFor(url: string): Promise<void> {
 interface Figures { name: string; rps: number; p50: number; p99: number; non2xx: number; errors: number; eventsPerSec?: number; cpuUsPerEvent: number }
 
 /** CPU time (user + system, all threads) a process has used, in microseconds, from /proc. */
-function cpuMicros(pid: number): number {
+function cpuMicros (pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100 // utime, stime in clock ticks (100 Hz)
 }
 
 /** CPU time per thread name of a process, in microseconds (the main JS thread is named after the binary). */
-function cpuByThread(pid: number): Map<string, number> {
+function cpuByThread (pid: number): Map<string, number> {
   const out = new Map<string, number>()
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
@@ -69,7 +69,7 @@ function cpuByThread(pid: number): Map<string, number> {
   return out
 }
 
-async function measure(name: string, server: ChildProcess, opts: autocannon.Options, eventsPerRequest = 1, during?: () => void): Promise<Figures> {
+async function measure (name: string, server: ChildProcess, opts: autocannon.Options, eventsPerRequest = 1, during?: () => void): Promise<Figures> {
   console.error(`running ${name}: 2 s warm-up, then ${opts.duration} s…`)
   await autocannon({ ...opts, duration: 2 }) // warm-up: JIT, caches, connection pools
   const cpuBefore = cpuMicros(server.pid!)
@@ -117,12 +117,12 @@ try {
 
   const db = new pg.Client({ connectionString: withDefaultUser(databaseUrl) })
   await db.connect()
-  async function newUser() {
+  async function newUser () {
     const subject = `bench-${randomBytes(4).toString('hex')}`
     const token = await signLocalToken(await loadLocalSigningKey(dataDir), subject)
     const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
     await fetch(`${base}/v1/me`, { headers: auth })
-    await db.query(`UPDATE users SET tier = 'enterprise', burst_per_minute = 1000000000 WHERE privy_id = $1`, [subject])
+    await db.query('UPDATE users SET tier = \'enterprise\', burst_per_minute = 1000000000 WHERE privy_id = $1', [subject])
     const key = await (await fetch(`${base}/v1/me/keys`, { method: 'POST', headers: auth, body: JSON.stringify({ label: 'bench' }) })).json() as { secret: string }
     return { auth, headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' } }
   }
@@ -135,7 +135,7 @@ try {
     ingest: { backlogRows: number; steps: Record<string, { events: number; totalMs: number }> }
     eventLoopDelayMs: { p50: number; p99: number; max: number }
   }
-  const pgTransactions = async () => Number((await db.query(`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = $1`, [new URL(databaseUrl).pathname.slice(1)])).rows[0].n)
+  const pgTransactions = async () => Number((await db.query('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = $1', [new URL(databaseUrl).pathname.slice(1)])).rows[0].n)
 
   // (d): one probe event at a time while (b) runs; visibility = its 202 → the first read of a reader
   // that does not wait for it (the probe agent's public profile counts its events; /v1/me reads would
@@ -147,13 +147,14 @@ try {
   let probing = false
   const probe = async () => {
     probing = true
+    // eslint-disable-next-line no-unmodified-loop-condition -- another task changes it
     while (probing) {
       const before = await publicCount()
       await fetch(`${base}/v1/events`, { method: 'POST', headers: prober.headers, body: JSON.stringify({ agentId: 'probe', reasoning: 'visibility probe' }) })
       const acked = performance.now()
-      while ((await publicCount()) <= before) await new Promise((r) => setTimeout(r, 5))
+      while ((await publicCount()) <= before) await new Promise((resolve) => setTimeout(resolve, 5))
       visibility.push(performance.now() - acked)
-      await new Promise((r) => setTimeout(r, 100))
+      await new Promise((resolve) => setTimeout(resolve, 100))
     }
   }
 
@@ -180,7 +181,7 @@ try {
   const pgAfter = await pgTransactions()
   for (;;) {
     if ((await health()).ingest.backlogRows === 0) break
-    await new Promise((r) => setTimeout(r, 10))
+    await new Promise((resolve) => setTimeout(resolve, 10))
   }
   const drainMs = performance.now() - loadEnded
   await probeDone
@@ -208,7 +209,7 @@ try {
   console.log(`(c)/(c0) = ${(c.eventsPerSec! / c0.eventsPerSec! * 100).toFixed(1)} %  (target ≥ 15 %, aim 25 %) ${verdict(c.eventsPerSec! / c0.eventsPerSec! >= 0.15)}`)
   console.log(`(d) visibility during (b): p50 ${percentile(vis, 50).toFixed(0)} ms, p99 ${percentile(vis, 99).toFixed(0)} ms, max ${vis.at(-1)?.toFixed(0)} ms over ${vis.length} probes  (target p99 ≤ 1000 ms) ${verdict(percentile(vis, 99) <= 1000)}`)
   console.log(`(e) backlog drained ${drainMs.toFixed(0)} ms after (b) stopped (${during.ingest.backlogRows} rows waiting when it stopped)`)
-  console.log(`(f) µs per event per step (wall time, waits included):   during (b)       during (c)`)
+  console.log('(f) µs per event per step (wall time, waits included):   during (b)       during (c)')
   for (const [step, after] of Object.entries(stepsAfter)) {
     const perEvent = (a: { events: number; totalMs: number }, b: { events: number; totalMs: number } | undefined) => {
       const events = a.events - (b?.events ?? 0)
@@ -223,11 +224,13 @@ try {
   console.log(`    Postgres transactions during (b): ${((pgAfter - pgBefore) / duration).toFixed(1)}/s`)
 } finally {
   // Wait for the servers to exit (the service ships its log and closes its stores) before cleaning up.
-  await Promise.all(children.map((child) => child.exitCode !== null ? undefined : new Promise<void>((resolve) => {
-    const force = setTimeout(() => child.kill('SIGKILL'), 30_000)
-    child.once('exit', () => { clearTimeout(force); resolve() })
-    child.kill('SIGTERM')
-  })))
+  await Promise.all(children.map((child) => child.exitCode !== null
+    ? undefined
+    : new Promise<void>((resolve) => {
+      const force = setTimeout(() => child.kill('SIGKILL'), 30_000)
+      child.once('exit', () => { clearTimeout(force); resolve() })
+      child.kill('SIGTERM')
+    })))
   rmSync(dataDir, { recursive: true, force: true })
   // Leave nothing behind: the service's Redis keys (caches, limits, queues) and the benchmark database.
   await deleteRedisKeys(redisPrefix)

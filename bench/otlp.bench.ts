@@ -33,13 +33,13 @@ const EVENTS = 500
 
 let service: ChildProcess | undefined
 
-function cpuMicros(pid: number): number {
+function cpuMicros (pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
 }
 
 /** 512 spans as an agent instrumented with the SDK exports them: per turn an agent span, a chat span and a tool span. */
-function otlpBody(): Buffer {
+function otlpBody (): Buffer {
   const memory = new InMemorySpanExporter()
   const provider = new BasicTracerProvider({ resource: resourceFromAttributes({ 'service.name': 'bench-service' }), spanProcessors: [new SimpleSpanProcessor(memory)] })
   const tracer = provider.getTracer('bench', '1.0.0')
@@ -65,12 +65,12 @@ const event = (i: number) => i % 3 === 1
   ? { agentId: `bench-agent-${i % 8}`, type: 'reasoning', model: 'claude-sonnet-4-5-20250929', durationMs: 900, metadata: { sessionId: 'bench-session', traceId: 'bench-trace', spanId: `s${i}`, parentSpanId: `s${i - 1}`, provider: 'anthropic', tokensBreakdown: { inputBase: 1200, cacheRead: 800, output: 300 } } }
   : { agentId: `bench-agent-${i % 8}`, type: i % 3 === 2 ? 'tool' : 'action', toolExecuted: i % 3 === 2 ? 'search' : undefined, durationMs: 120, metadata: { sessionId: 'bench-session', traceId: 'bench-trace', spanId: `s${i}` } }
 
-async function waitFor(url: string): Promise<void> {
+async function waitFor (url: string): Promise<void> {
   for (let i = 0; i < 600; i++) {
     try {
       if ((await fetch(url)).status < 500) return
     } catch { /* not up yet */ }
-    await new Promise((r) => setTimeout(r, 100))
+    await new Promise((resolve) => setTimeout(resolve, 100))
   }
   throw new Error(`${url} did not come up`)
 }
@@ -92,7 +92,7 @@ try {
   const token = await signLocalToken(await loadLocalSigningKey(dataDir), subject)
   const auth = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
   await fetch(`${base}/v1/me`, { headers: auth })
-  await db.query(`UPDATE users SET tier = 'enterprise', burst_per_minute = 1000000000 WHERE privy_id = $1`, [subject])
+  await db.query('UPDATE users SET tier = \'enterprise\', burst_per_minute = 1000000000 WHERE privy_id = $1', [subject])
   await db.end()
   const key = await (await fetch(`${base}/v1/me/keys`, { method: 'POST', headers: auth, body: JSON.stringify({ label: 'bench' }) })).json() as { secret: string }
 
@@ -135,6 +135,6 @@ try {
   for (const [step, cells] of stepRows) console.log(`    ${step.padEnd(48)}${cells.map((c) => c.padStart(14)).join('')}`)
 } finally {
   service?.kill('SIGTERM')
-  await new Promise((r) => setTimeout(r, 1500))
+  await new Promise((resolve) => setTimeout(resolve, 1500))
   rmSync(dataDir, { recursive: true, force: true })
 }

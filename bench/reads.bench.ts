@@ -40,7 +40,7 @@ try {
   for (let i = 0; ; i++) {
     try { if ((await fetch(`${base}/health`)).ok) break } catch { /* starting */ }
     if (i > 600) throw new Error('service did not start')
-    await new Promise((r) => setTimeout(r, 100))
+    await new Promise((resolve) => setTimeout(resolve, 100))
   }
   const token = execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/token.ts', user], { cwd: root, env }).toString().trim()
   const headers = { authorization: `Bearer ${token}` }
@@ -80,7 +80,7 @@ try {
   }
 } finally {
   service.kill('SIGTERM')
-  await new Promise((r) => service.once('exit', r))
+  await new Promise((resolve) => service.once('exit', resolve))
   await deleteRedisKeys(`bench:${user}:`).catch((err) => console.error(`could not delete the Redis keys: ${err.message}`))
   // A reused store keeps its database (its users and agents live there); a fresh one leaves nothing.
   if (!reuse) {

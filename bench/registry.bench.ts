@@ -10,7 +10,7 @@ import { benchDatabaseUrl, dropDatabase } from './bench-support.ts'
 const databaseUrl = benchDatabaseUrl('agent_telemetry_search_bench')
 const pool = await openPostgres(databaseUrl)
 const repo = new RegistryRepository(pool)
-const { rows } = await pool.query(`SELECT count(*)::int AS n FROM agents WHERE is_public`)
+const { rows } = await pool.query('SELECT count(*)::int AS n FROM agents WHERE is_public')
 if (rows[0].n < 100000) {
   console.error('filling 100,000 public agents (once)…')
   const words = ['swap', 'trader', 'oracle', 'arbitrage', 'lending', 'nft', 'sniper', 'yield', 'bridge', 'market', 'maker', 'liquidity']
@@ -20,7 +20,7 @@ if (rows[0].n < 100000) {
     FROM generate_series(1, 100000) g ON CONFLICT DO NOTHING`, [words])
   await pool.query('ANALYZE agents')
 }
-async function time(label: string, q: Parameters<RegistryRepository['list']>[0]) {
+async function time (label: string, q: Parameters<RegistryRepository['list']>[0]) {
   await repo.list(q); const ts: number[] = []
   for (let i = 0; i < 30; i++) { const t = performance.now(); await repo.list(q); ts.push(performance.now() - t) }
   ts.sort((a, b) => a - b)
@@ -31,7 +31,7 @@ await time('search "arbitrage" (~17k matches)', { limit: 20, offset: 0, filter: 
 await time('search "agent12345" (1 match)', { limit: 20, offset: 0, filter: 'all', search: 'agent12345.sol' })
 await time('search "nomatchxyz"', { limit: 20, offset: 0, filter: 'all', search: 'nomatchxyz' })
 await time('search "yield" + identified + offset 100', { limit: 20, offset: 100, filter: 'identified', search: 'yield' })
-const plan = await pool.query(`EXPLAIN SELECT id FROM agents WHERE is_public AND deleted_at IS NULL AND agent_search_text(display_name, sns_name, enriched) LIKE '%nomatchxyz%'`)
+const plan = await pool.query('EXPLAIN SELECT id FROM agents WHERE is_public AND deleted_at IS NULL AND agent_search_text(display_name, sns_name, enriched) LIKE \'%nomatchxyz%\'')
 console.log('\nplan of a search:\n' + plan.rows.map((r) => r['QUERY PLAN']).join('\n'))
 await pool.end()
 if (process.argv.includes('--clean')) await dropDatabase(databaseUrl)

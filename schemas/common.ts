@@ -56,7 +56,7 @@ export const errorBody = {
 type ErrorResponse<S extends ErrorStatus> = Omit<typeof errorBody, '$id' | 'title' | 'description'> & { description: (typeof ERROR_DESCRIPTIONS)[S] }
 
 /** Error responses for the given statuses, each the one error body with its description; 500 always included. */
-export function errorResponses<const S extends readonly ErrorStatus[]>(...statuses: S): { [K in S[number] | 500]: ErrorResponse<K> } {
+export function errorResponses<const S extends readonly ErrorStatus[]> (...statuses: S): { [K in S[number] | 500]: ErrorResponse<K> } {
   const out: Record<number, unknown> = {}
   const { $id: _id, title: _title, description: _d, ...body } = errorBody
   for (const s of [...statuses, 500 as const]) out[s] = { ...body, description: ERROR_DESCRIPTIONS[s] }

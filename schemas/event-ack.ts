@@ -1,5 +1,5 @@
 export const eventAck = {
-  '$id': 'event-ack.json',
+  $id: 'event-ack.json',
   title: 'EventAck',
   type: 'object',
   required: ['id', 'accepted', 'agentId', 'eventId'],
@@ -7,6 +7,6 @@ export const eventAck = {
     id: { type: 'string', description: 'The event id (same as eventId)' },
     accepted: { type: 'boolean' },
     agentId: { type: 'string', description: 'The resolved agent cuid' },
-    eventId: { type: 'string', pattern: '^evt_' }
-  }
+    eventId: { type: 'string', pattern: '^evt_' },
+  },
 } as const

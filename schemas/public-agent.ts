@@ -1,5 +1,5 @@
 export const publicAgent = {
-  '$id': 'public-agent.json',
+  $id: 'public-agent.json',
   title: 'PublicAgent',
   description: 'An agent as the public surface shows it (GET /v1/agents, /v1/explorer topAgents). Response serialization drops any other field.',
   type: 'object',
@@ -12,7 +12,7 @@ export const publicAgent = {
     source: { type: 'string' },
     metadata: {
       type: 'object',
-      properties: { agentUri: { type: ['string', 'null'] }, feedback_count: { type: ['number', 'null'] } }
+      properties: { agentUri: { type: ['string', 'null'] }, feedback_count: { type: ['number', 'null'] } },
     },
     enriched: {
       type: 'object',
@@ -21,9 +21,9 @@ export const publicAgent = {
         description: { type: ['string', 'null'] },
         image: { type: ['string', 'null'] },
         capabilities: { type: 'array', items: { type: 'string' } },
-        profiled: { type: 'boolean' }
-      }
+        profiled: { type: 'boolean' },
+      },
     },
-    lastSeenAt: { type: ['string', 'null'] }
-  }
+    lastSeenAt: { type: ['string', 'null'] },
+  },
 } as const

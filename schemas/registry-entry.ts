@@ -1,5 +1,5 @@
 export const registryEntry = {
-  '$id': 'registry-entry.json',
+  $id: 'registry-entry.json',
   title: 'RegistryEntry',
   description: 'One public agent in a registry import file (npm run registry:import -- file.json). The file is a JSON array of these, or { "agents": [ ... ] }.',
   type: 'object',
@@ -12,7 +12,7 @@ export const registryEntry = {
       type: 'string',
       minLength: 1,
       maxLength: 120,
-      description: 'defaults to enriched.name, else snsName, else registryId'
+      description: 'defaults to enriched.name, else snsName, else registryId',
     },
     reputationScore: { type: ['number', 'null'] },
     source: { type: 'string', minLength: 1, maxLength: 50, description: 'defaults to registry' },
@@ -25,8 +25,8 @@ export const registryEntry = {
         description: { type: 'string' },
         image: { type: 'string' },
         capabilities: { type: 'array', items: { type: 'string' } },
-        profiled: { type: 'boolean' }
-      }
-    }
-  }
+        profiled: { type: 'boolean' },
+      },
+    },
+  },
 } as const

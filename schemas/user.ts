@@ -1,5 +1,5 @@
 export const user = {
-  '$id': 'user.json',
+  $id: 'user.json',
   title: 'User',
   description: 'The caller, as GET /v1/me and PATCH /v1/me return it.',
   type: 'object',
@@ -11,6 +11,6 @@ export const user = {
     handle: { type: ['string', 'null'] },
     tier: { type: 'string' },
     createdAt: { type: 'string' },
-    usage: { type: 'object', properties: { month: { type: 'string' }, events: { type: 'integer' } } }
-  }
+    usage: { type: 'object', properties: { month: { type: 'string' }, events: { type: 'integer' } } },
+  },
 } as const

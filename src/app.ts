@@ -49,7 +49,7 @@ export interface BuildOptions {
 }
 
 /** Builds the whole service from its plugins; main.ts listens on it, tests inject into it. */
-export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
     bodyLimit: config.bodyLimit,
@@ -114,7 +114,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(ingest({ bodyLimit: config.bodyLimit, batchBodyLimit: config.batchBodyLimit }))
   await app.register(otlp({ bodyLimit: config.batchBodyLimit }))
   app.decorateRequest('settledAt', 0)
-  await app.register(async function me(scope) {
+  await app.register(async function me (scope) {
     scope.addHook('onRequest', scope.authenticateUser)
     // Per user and route: ME_READS_PER_MINUTE for GET, ME_WRITES_PER_MINUTE for the rest.
     scope.addHook('onRequest', rateLimitHook(() => scope.rateLimiter, {

@@ -170,7 +170,7 @@ export class ConfigError extends Error {
 }
 
 /** Reads and validates settings from an environment map; throws ConfigError naming every bad setting. */
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+export function loadConfig (env: Record<string, string | undefined> = process.env): Config {
   const ajv = new Ajv({ useDefaults: true, coerceTypes: true, allErrors: true })
   const validate = ajv.compile(schema)
   const raw: Record<string, unknown> = {}

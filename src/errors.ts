@@ -5,7 +5,7 @@ import type { ErrorDetail } from './schemas.ts'
  * extra fields (reason, details). Thrown anywhere, turned into JSON by the one error handler.
  */
 export class HttpError extends Error {
-  constructor(
+  constructor (
     readonly statusCode: number,
     readonly code: string,
     readonly extra: Record<string, unknown> = {},
@@ -14,7 +14,7 @@ export class HttpError extends Error {
     super(code)
   }
 
-  body(): Record<string, unknown> {
+  body (): Record<string, unknown> {
     return { error: this.code, ...this.extra }
   }
 }

@@ -3,13 +3,13 @@ import { Writable } from 'node:stream'
 const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO ', 40: 'WARN ', 50: 'ERROR', 60: 'FATAL' }
 const OMIT = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'err'])
 
-function show(value: unknown): string {
+function show (value: unknown): string {
   if (typeof value === 'string') return /[\s"=]/.test(value) ? JSON.stringify(value) : value
   return JSON.stringify(value)
 }
 
 /** One JSON log line as `HH:MM:SS.mmm LEVEL message key=value …`, with an error's stack below it. */
-export function prettyLine(json: string): string {
+export function prettyLine (json: string): string {
   let entry: Record<string, unknown>
   try {
     entry = JSON.parse(json) as Record<string, unknown>
@@ -27,10 +27,10 @@ export function prettyLine(json: string): string {
  * A destination for the logger that prints human-readable lines (LOG_FORMAT=pretty, for local runs);
  * the default stays one JSON object per line for log collectors.
  */
-export function prettyStream(out: NodeJS.WritableStream = process.stdout): Writable {
+export function prettyStream (out: NodeJS.WritableStream = process.stdout): Writable {
   let pending = ''
   return new Writable({
-    write(chunk: Buffer, _encoding, done) {
+    write (chunk: Buffer, _encoding, done) {
       pending += chunk.toString('utf8')
       const lines = pending.split('\n')
       pending = lines.pop() ?? ''

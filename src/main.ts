@@ -4,7 +4,7 @@ import { prettyStream } from './log-format.ts'
 import { checkDataDirFree, describeStartupFailure } from './startup-failure.ts'
 
 /** Starts the service: reads settings, builds the app, listens, and closes with grace on a signal. */
-async function main(config: Config): Promise<void> {
+async function main (config: Config): Promise<void> {
   if (!config.clickhouseUrl) checkDataDirFree(config.dataDir)
   const app = await buildApp(config, config.logFormat === 'pretty' ? { logger: { level: config.logLevel, stream: prettyStream() } } : {})
   const roles = Object.entries(config.roles).filter(([, on]) => on).map(([role]) => role)

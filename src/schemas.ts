@@ -22,7 +22,7 @@ export const END_EVENT_TIME_MS = Date.UTC(2300, 0, 1)
  * anything that is not a real date, or whose instant (after its offset) is outside
  * [MIN_EVENT_TIME_MS, END_EVENT_TIME_MS).
  */
-export function parseIsoDateTime(value: string): number {
+export function parseIsoDateTime (value: string): number {
   const m = ISO_DATE_TIME.exec(value)
   if (!m) return NaN
   let text = value.replace(' ', 'T')
@@ -36,7 +36,7 @@ export function parseIsoDateTime(value: string): number {
   return ms
 }
 
-function newAjv(coerce: boolean): Ajv {
+function newAjv (coerce: boolean): Ajv {
   const ajv = new Ajv({
     allErrors: true,
     coerceTypes: coerce ? 'array' : false,
@@ -60,7 +60,7 @@ export const validateEvent = bodyAjv.getSchema('event.json') as ValidateFunction
 
 export interface ErrorDetail { path: (string | number)[]; message: string }
 
-function pathOf(instancePath: string): (string | number)[] {
+function pathOf (instancePath: string): (string | number)[] {
   if (!instancePath) return []
   return instancePath.slice(1).split('/').map((seg) => {
     const key = seg.replace(/~1/g, '/').replace(/~0/g, '~')
@@ -73,7 +73,7 @@ function pathOf(instancePath: string): (string | number)[] {
  * offending value (the missing or unknown key included), `message` says what is wrong. Alternatives
  * (oneOf) are reported once, by the description of the schema that offered them.
  */
-export function toDetails(errors: ErrorObject[] | null | undefined, prefix: (string | number)[] = []): ErrorDetail[] {
+export function toDetails (errors: ErrorObject[] | null | undefined, prefix: (string | number)[] = []): ErrorDetail[] {
   const all = errors ?? []
   const oneOfPaths = new Set(all.filter((e) => e.keyword === 'oneOf').map((e) => e.instancePath))
   const details: ErrorDetail[] = []

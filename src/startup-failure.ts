@@ -10,7 +10,7 @@ export class StartupError extends Error {
 type Failure = Error & { code?: unknown; address?: unknown; port?: unknown; errors?: unknown[]; cause?: unknown }
 
 /** The error and everything it wraps (causes, aggregated errors), outermost first. */
-function chain(err: unknown): Failure[] {
+function chain (err: unknown): Failure[] {
   const out: Failure[] = []
   const walk = (e: unknown, depth: number) => {
     if (!e || typeof e !== 'object' || depth > 8 || out.includes(e as Failure)) return
@@ -22,7 +22,7 @@ function chain(err: unknown): Failure[] {
   return out
 }
 
-function endpoint(url: string | undefined, defaultPort: number): { host: string; port: number; user: string } | null {
+function endpoint (url: string | undefined, defaultPort: number): { host: string; port: number; user: string } | null {
   if (!url) return null
   try {
     const u = new URL(url)
@@ -49,7 +49,7 @@ const NETWORK_WORDS: Record<string, string> = {
  * databases, ports in use, and a DATA_DIR or ingest log held by another process; anything else is
  * reported with its own message.
  */
-export function describeStartupFailure(err: unknown, config: Config): string {
+export function describeStartupFailure (err: unknown, config: Config): string {
   const errors = chain(err)
   const found = errors.find((e) => e instanceof StartupError)
   if (found) return found.message
@@ -114,7 +114,7 @@ export function describeStartupFailure(err: unknown, config: Config): string {
  * Refuses to start when the embedded engine's directory is held by another live process, before the
  * engine prints its own lock error: the engine's status file names the process holding it.
  */
-export function checkDataDirFree(dataDir: string): void {
+export function checkDataDirFree (dataDir: string): void {
   const status = join(dataDir, 'clickhouse', 'status')
   if (!existsSync(status)) return
   const pid = Number(/^PID: (\d+)/m.exec(readFileSync(status, 'utf8'))?.[1])

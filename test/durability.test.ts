@@ -17,11 +17,11 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-durability-'))
 process.once('exit', () => rmSync(dataDir, { recursive: true, force: true }))
 
-async function freePort(): Promise<number> {
+async function freePort (): Promise<number> {
   const server = createServer()
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const port = (server.address() as { port: number }).port
-  await new Promise((r) => server.close(r))
+  await new Promise((resolve) => server.close(resolve))
   return port
 }
 
@@ -36,7 +36,7 @@ const env = {
   LOG_LEVEL: 'warn',
 }
 
-function start(): ChildProcess {
+function start (): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] })
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
@@ -44,7 +44,7 @@ function start(): ChildProcess {
   return child
 }
 
-async function waitHealthy(child: ChildProcess): Promise<void> {
+async function waitHealthy (child: ChildProcess): Promise<void> {
   const deadline = Date.now() + 60_000
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}`)
@@ -53,21 +53,22 @@ async function waitHealthy(child: ChildProcess): Promise<void> {
       if (res.statusCode === 200) return void (await res.body.dump())
       await res.body.dump()
     } catch { /* not listening yet */ }
-    await new Promise((r) => setTimeout(r, 100))
+    await new Promise((resolve) => setTimeout(resolve, 100))
   }
   throw new Error('service did not become healthy')
 }
 
 const exited = (child: ChildProcess) =>
-  new Promise<{ code: number | null; signal: string | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })))
+  new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
 
 /** Concurrent clients sending events until `stop()`; returns the ids that got a 202. */
-function load(secret: string, clients: number) {
+function load (secret: string, clients: number) {
   const accepted: string[] = []
   const statuses = new Map<number, number>()
   let running = true
   const loops = Array.from({ length: clients }, async (_, c) => {
     let i = 0
+    // eslint-disable-next-line no-unmodified-loop-condition -- another task changes it
     while (running) {
       try {
         const res = await request(`${base}/v1/events`, {
@@ -82,7 +83,7 @@ function load(secret: string, clients: number) {
         statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1)
         if (res.statusCode === 202 && body.eventId) accepted.push(body.eventId)
       } catch {
-        await new Promise((r) => setTimeout(r, 20))
+        await new Promise((resolve) => setTimeout(resolve, 20))
       }
     }
   })
@@ -106,7 +107,7 @@ const me = await request(`${base}/v1/me`, { headers: { authorization: `Bearer ${
 const userId = ((await me.body.json()) as { id: string }).id
 const db = new pg.Client({ connectionString: withDefaultUser(TEST_DATABASE_URL) })
 await db.connect()
-await db.query(`UPDATE users SET tier = 'enterprise', burst_per_minute = 100000000 WHERE privy_id = $1`, [subject])
+await db.query('UPDATE users SET tier = \'enterprise\', burst_per_minute = 100000000 WHERE privy_id = $1', [subject])
 await db.end()
 const created = await request(`${base}/v1/me/keys`, {
   method: 'POST',
@@ -119,7 +120,7 @@ const allAccepted: string[] = []
 
 t.test('SIGKILL mid-load loses no acknowledged event', async (t) => {
   const run = load(secret, 24)
-  await new Promise((r) => setTimeout(r, 2500))
+  await new Promise((resolve) => setTimeout(resolve, 2500))
   const gone = exited(child)
   child.kill('SIGKILL')
   t.equal((await gone).signal, 'SIGKILL')
@@ -132,7 +133,7 @@ t.test('SIGTERM mid-load: in-flight requests finish, the process exits 0', async
   child = start()
   await waitHealthy(child)
   const run = load(secret, 24)
-  await new Promise((r) => setTimeout(r, 1500))
+  await new Promise((resolve) => setTimeout(resolve, 1500))
   const gone = exited(child)
   child.kill('SIGTERM')
   const { code } = await gone
@@ -152,7 +153,7 @@ t.test('after a restart the log ships: every event that got a 202 is stored exac
     const res = await request(`${base}/health`)
     backlog = ((await res.body.json()) as { ingest: { backlogRows: number } }).ingest.backlogRows
     if (backlog === 0) break
-    await new Promise((r) => setTimeout(r, 100))
+    await new Promise((resolve) => setTimeout(resolve, 100))
   }
   t.equal(backlog, 0, 'the backlog left by the kill and the stop is shipped')
   const gone = exited(child)

@@ -15,7 +15,7 @@ const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 3000)
 const CONCURRENCY = 6
 
 /** mulberry32: a small, fast PRNG whose whole state is one 32-bit integer. */
-function mulberry32(seed: number): () => number {
+function mulberry32 (seed: number): () => number {
   let a = seed >>> 0
   return () => {
     a = (a + 0x6d2b79f5) >>> 0
@@ -31,11 +31,11 @@ const chance = (p: number) => random() < p
 const pick = <T>(items: readonly T[]): T => items[int(items.length)]!
 
 /** JSON text written as is (number literals JSON.stringify cannot produce, nesting built as text). */
-class Raw { constructor(readonly text: string) {} }
+class Raw { constructor (readonly text: string) {} }
 /** An object as a list of pairs, so keys can repeat or be `__proto__`. */
-class Pairs { constructor(readonly pairs: [string, unknown][]) {} }
+class Pairs { constructor (readonly pairs: [string, unknown][]) {} }
 
-function toJson(v: unknown): string {
+function toJson (v: unknown): string {
   if (v instanceof Raw) return v.text
   if (v instanceof Pairs) return `{${v.pairs.map(([k, x]) => `${JSON.stringify(k)}:${toJson(x)}`).join(',')}}`
   if (Array.isArray(v)) return `[${v.map(toJson).join(',')}]`
@@ -44,7 +44,7 @@ function toJson(v: unknown): string {
   return JSON.stringify(v) ?? 'null'
 }
 
-function deep(levels: number): Raw {
+function deep (levels: number): Raw {
   const array = chance(0.5)
   const open = array ? '[' : '{"d":'
   const close = array ? ']' : '}'
@@ -59,7 +59,7 @@ const TIMESTAMPS = ['2300-01-01T00:00:00Z', '2299-12-31T23:59:59Z', '1970-01-01T
   '+275760-09-13T00:00:00Z', '0000-01-01T00:00:00Z', '2025-13-01T00:00:00Z', '2025-01-01T24:00:00Z', '2025-01-01 10:00', '2025-01-01T10:00:00.1234567891Z',
   '2025-06-01T10:00:00+99:99', 'yesterday']
 
-function randomText(max = 40): string {
+function randomText (max = 40): string {
   const n = int(max)
   let s = ''
   for (let i = 0; i < n; i++) {
@@ -70,7 +70,7 @@ function randomText(max = 40): string {
 }
 
 /** A value that breaks something: a wrong type, an impossible number, bad text, deep nesting. */
-function poison(): unknown {
+function poison (): unknown {
   switch (int(11)) {
     case 0: case 1: return new Raw(pick(NUMBER_LITERALS))
     case 2: case 3: return pick(STRINGS)
@@ -87,7 +87,7 @@ function poison(): unknown {
 const isPlain = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Raw) && !(v instanceof Pairs)
 
 /** One mutation somewhere in the tree: descend at random, then replace, add, remove or repeat a key. */
-function mutateOnce(v: unknown): unknown {
+function mutateOnce (v: unknown): unknown {
   if (isPlain(v)) {
     const keys = Object.keys(v)
     if (keys.length > 0 && chance(0.55)) {
@@ -127,7 +127,7 @@ interface Ctx {
   otherKeyId: string
 }
 
-function event(ctx: Ctx): Record<string, unknown> {
+function event (ctx: Ctx): Record<string, unknown> {
   const e: Record<string, unknown> = { agentId: pick(ctx.agentNames) }
   if (chance(0.7)) e.type = pick(['reasoning', 'tool', 'tx', 'decision', 'action', 'error'])
   if (chance(0.5)) e.reasoning = randomText(80)
@@ -156,7 +156,7 @@ function event(ctx: Ctx): Record<string, unknown> {
   return e
 }
 
-function alertSettings(): Record<string, unknown> {
+function alertSettings (): Record<string, unknown> {
   const body: Record<string, unknown> = {}
   for (const [rule, defaults] of Object.entries(DEFAULT_THRESHOLDS)) {
     if (!chance(0.5)) continue
@@ -174,7 +174,7 @@ interface Req { route: string; method: string; url: string; headers: Record<stri
 
 interface Credentials { key: string; boundKey: string; revokedKey: string; token: string; otherToken: string }
 
-function keyAuth(c: Credentials): Record<string, string> {
+function keyAuth (c: Credentials): Record<string, string> {
   if (chance(0.88)) return { authorization: `Bearer ${chance(0.9) ? c.key : c.boundKey}` }
   return pick<Record<string, string>>([
     {}, { authorization: 'Bearer ' }, { authorization: `Bearer ${c.revokedKey}` }, { authorization: `Bearer ${c.token}` },
@@ -184,7 +184,7 @@ function keyAuth(c: Credentials): Record<string, string> {
   ])
 }
 
-function userAuth(c: Credentials): Record<string, string> {
+function userAuth (c: Credentials): Record<string, string> {
   if (chance(0.85)) return { authorization: `Bearer ${c.token}` }
   if (chance(0.3)) return { authorization: `Bearer ${c.otherToken}` }
   const [h, p] = c.token.split('.')
@@ -203,7 +203,7 @@ const CONTENT_TYPES = ['text/plain', 'application/x-www-form-urlencoded', 'multi
  * (empty, invalid JSON, duplicate keys, a JSON scalar, near the body limit) or sent with another
  * content type.
  */
-function body(valid: () => unknown, limit: number): { payload: string; contentType?: string } {
+function body (valid: () => unknown, limit: number): { payload: string; contentType?: string } {
   const r = random()
   let text: string
   if (r < 0.15) text = toJson(valid())
@@ -241,7 +241,7 @@ const QUERY_VALUES = ['', '-1', '0', '1', '2', '50', '200', '201', '1000', '1001
   'identified', 'unknown', '%00', '%', '%zz', '%E0%A4%A', '%ED%A0%80', '%F0%9F%98%80', '%C0%80', '%FF', '+', '%2B', '%20', '%0A', 'a%26b%3Dc', 'x'.repeat(5000),
   '%27%3B%20DROP%20TABLE%20agents%3B--', '%25', '__proto__', 'constructor', '%5B%5D']
 
-function queryString(params: string[]): string {
+function queryString (params: string[]): string {
   const parts: string[] = []
   const names = [...params, 'unknown', '__proto__', 'constructor', 'limit[]', 'since[0]', '', '%00', 'a%ZZ', '😀']
   for (let n = int(5); n > 0; n--) {
@@ -254,7 +254,7 @@ function queryString(params: string[]): string {
 }
 
 /** A path id: mostly a real one, else odd ones (long, unicode, encoded slashes, NUL, broken escapes). */
-function pathId(real: string[]): string {
+function pathId (real: string[]): string {
   if (real.length > 0 && chance(0.45)) return encodeURIComponent(pick(real))
   return pick([
     () => randomId('c'), () => `c${'a'.repeat(24)}`, () => '0123456789abcdef', () => 'ABCDEF0123456789', () => 'x'.repeat(64), () => 'x'.repeat(65),
@@ -265,7 +265,7 @@ function pathId(real: string[]): string {
   ])()
 }
 
-function buildRequest(ctx: Ctx, c: Credentials, bodyLimit: number): Req {
+function buildRequest (ctx: Ctx, c: Credentials, bodyLimit: number): Req {
   const json = (route: string, method: string, url: string, headers: Record<string, string>, valid: () => unknown, limit = bodyLimit): Req => {
     const b = body(valid, limit)
     return { route, method, url, headers: { ...headers, ...(b.contentType !== undefined ? { 'content-type': b.contentType } : {}) }, payload: b.payload }
@@ -328,7 +328,7 @@ function buildRequest(ctx: Ctx, c: Credentials, bodyLimit: number): Req {
   }
 }
 
-function describe(req: Req, res?: LightMyRequestResponse, err?: unknown): string {
+function describe (req: Req, res?: LightMyRequestResponse, err?: unknown): string {
   const payload = req.payload === undefined ? '(none)' : `${JSON.stringify(req.payload.slice(0, 300))}${req.payload.length > 300 ? `… (${req.payload.length} chars)` : ''}`
   const headers = Object.entries(req.headers).map(([k, v]) => `${k}: ${v.length > 60 ? `${v.slice(0, 60)}… (${v.length})` : v}`).join('; ')
   const answer = res ? `${res.statusCode} ${res.body.slice(0, 300)}` : `threw ${String(err)}`
@@ -336,7 +336,7 @@ function describe(req: Req, res?: LightMyRequestResponse, err?: unknown): string
 }
 
 /** Problems with one answer: a 5xx, or an error that is not JSON with an `error` code. */
-function problemOf(res: LightMyRequestResponse): string | null {
+function problemOf (res: LightMyRequestResponse): string | null {
   if (res.statusCode >= 500) return `status ${res.statusCode}`
   if (res.statusCode >= 400) {
     try {
@@ -353,8 +353,8 @@ function problemOf(res: LightMyRequestResponse): string | null {
 const upstream: Server = createServer((_req, res) => {
   res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ topSellers: [], recentTransfers: [], facilitator: {} }))
 })
-await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r))
-t.teardown(() => new Promise<void>((r) => { upstream.closeAllConnections(); upstream.close(() => r()) }))
+await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
+t.teardown(() => new Promise<void>((resolve) => { upstream.closeAllConnections(); upstream.close(() => resolve()) }))
 const upstreamUrl = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`
 
 const app = await buildTestApp(t, {

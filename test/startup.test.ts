@@ -10,7 +10,7 @@ import { prettyLine } from '../src/log-format.ts'
 const MAIN = new URL('../src/main.ts', import.meta.url).pathname
 
 /** Starts the service with extra settings; resolves with its exit code and output once it exits. */
-function start(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function start (env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'startup-test-'))
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {

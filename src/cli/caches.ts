@@ -20,7 +20,7 @@ export interface CliCaches {
  * The shared caches of the running instances, for a command that changed what they hold in Postgres
  * and must invalidate it. If Redis cannot be reached the invalidations answer false (see warnUntold).
  */
-export async function openCaches(config: Config, pool: pg.Pool): Promise<CliCaches> {
+export async function openCaches (config: Config, pool: pg.Pool): Promise<CliCaches> {
   const log = pino({ level: 'warn' }, pino.destination({ dest: 2, sync: true }))
   // No reconnection: a command does not wait for Redis; the change holds anyway once entries expire.
   const redis = new Redis(config.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null })

@@ -11,7 +11,7 @@ import { openCaches } from './caches.ts'
 import { openPostgres } from '../storage/postgres.ts'
 import { UsersRepository, type Tier } from '../storage/users-repository.ts'
 
-function parse() {
+function parse () {
   try {
     return parseArgs({ allowPositionals: true, options: { burst: { type: 'string' } } })
   } catch (err) {

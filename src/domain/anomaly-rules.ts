@@ -51,7 +51,7 @@ export const DEFAULT_THRESHOLDS: Thresholds = {
 }
 
 /** The user's settings laid over the defaults, rule by rule and field by field. */
-export function mergeThresholds(overrides: Partial<Record<RuleName, Record<string, unknown>>> | null | undefined): Thresholds {
+export function mergeThresholds (overrides: Partial<Record<RuleName, Record<string, unknown>>> | null | undefined): Thresholds {
   const merged = structuredClone(DEFAULT_THRESHOLDS) as unknown as Record<string, Record<string, unknown>>
   for (const [rule, values] of Object.entries(overrides ?? {})) {
     if (merged[rule] && values) Object.assign(merged[rule]!, values)
@@ -61,7 +61,7 @@ export function mergeThresholds(overrides: Partial<Record<RuleName, Record<strin
 
 const round = (n: number, places = 4) => Math.round(n * 10 ** places) / 10 ** places
 
-export function errorRate(a: AgentAggregates, t: Thresholds['error_rate']): Finding | null {
+export function errorRate (a: AgentAggregates, t: Thresholds['error_rate']): Finding | null {
   if (!t.enabled || a.recentTotal === 0) return null
   const rate = a.recentFailed / a.recentTotal
   if (a.recentFailed < t.minFailed || rate < t.minRate) return null
@@ -73,7 +73,7 @@ export function errorRate(a: AgentAggregates, t: Thresholds['error_rate']): Find
   }
 }
 
-export function spendSpike(a: AgentAggregates, t: Thresholds['spend_spike']): Finding | null {
+export function spendSpike (a: AgentAggregates, t: Thresholds['spend_spike']): Finding | null {
   if (!t.enabled) return null
   const hourlyAverage = a.trailingDayCost / 24
   if (a.lastHourCost < t.floorUsd || a.lastHourCost < t.multiplier * hourlyAverage) return null
@@ -85,7 +85,7 @@ export function spendSpike(a: AgentAggregates, t: Thresholds['spend_spike']): Fi
   }
 }
 
-export function latencySpike(a: AgentAggregates, t: Thresholds['latency_spike']): Finding | null {
+export function latencySpike (a: AgentAggregates, t: Thresholds['latency_spike']): Finding | null {
   if (!t.enabled || a.recentP95 === null || a.recentDurations < t.minEvents || a.recentP95 < t.minP95Ms) return null
   if (a.baselineP95 !== null && a.recentP95 < t.multiplier * a.baselineP95) return null
   return {
@@ -97,7 +97,7 @@ export function latencySpike(a: AgentAggregates, t: Thresholds['latency_spike'])
   }
 }
 
-export function silence(a: AgentAggregates, t: Thresholds['silence']): Finding | null {
+export function silence (a: AgentAggregates, t: Thresholds['silence']): Finding | null {
   if (!t.enabled || a.silenceWindowEvents > 0) return null
   if (a.activeHours < t.minActiveHours || a.previousEvents < t.minEvents) return null
   return {
@@ -109,7 +109,7 @@ export function silence(a: AgentAggregates, t: Thresholds['silence']): Finding |
 }
 
 /** Every finding for one agent. */
-export function evaluateAgent(a: AgentAggregates, t: Thresholds): Finding[] {
+export function evaluateAgent (a: AgentAggregates, t: Thresholds): Finding[] {
   return [errorRate(a, t.error_rate), spendSpike(a, t.spend_spike), latencySpike(a, t.latency_spike), silence(a, t.silence)]
     .filter((f): f is Finding => f !== null)
 }

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto'
 // Object keys repeat from event to event: their JSON form is kept rather than written every time.
 const quotedKeys = new Map<string, string>()
 
-function quoteKey(key: string): string {
+function quoteKey (key: string): string {
   let quoted = quotedKeys.get(key)
   if (quoted === undefined) {
     quoted = JSON.stringify(key)
@@ -18,7 +18,7 @@ function quoteKey(key: string): string {
  * and strings as JSON.stringify writes them. Equal payloads give byte-identical output whatever the
  * key order they were sent in. (Recursion is safe: bodies are refused past 32 levels before this runs.)
  */
-export function canonicalJson(value: unknown): string {
+export function canonicalJson (value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null'
   if (Array.isArray(value)) {
     let out = '['
@@ -42,6 +42,6 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** The event's contentHash: SHA-256 (hex) of the canonical JSON of the accepted payload. */
-export function contentHash(payload: unknown): string {
+export function contentHash (payload: unknown): string {
   return createHash('sha256').update(canonicalJson(payload)).digest('hex')
 }

@@ -22,7 +22,7 @@ export interface Page<T> {
 
 const MAX_CURSOR_CHARS = 512
 
-export function encodeCursor(list: CursorList, asOf: number, after: { ms: number; id: string }): string {
+export function encodeCursor (list: CursorList, asOf: number, after: { ms: number; id: string }): string {
   return Buffer.from(JSON.stringify([list, asOf, after.ms, after.id])).toString('base64url')
 }
 
@@ -30,7 +30,7 @@ export function encodeCursor(list: CursorList, asOf: number, after: { ms: number
  * The start of a page: a fresh walk at `now` when there is no cursor, the cursor's position
  * otherwise; null when the cursor is not one this list handed out.
  */
-export function pageStart(list: CursorList, cursor: string | undefined, now: number): PageStart | null {
+export function pageStart (list: CursorList, cursor: string | undefined, now: number): PageStart | null {
   if (cursor === undefined || cursor === '') return { asOf: now, after: null }
   if (cursor.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+$/.test(cursor)) return null
   let value: unknown
@@ -49,12 +49,12 @@ export function pageStart(list: CursorList, cursor: string | undefined, now: num
  * The page out of `limit + 1` rows fetched in order: the first `limit`, and a cursor after the last
  * of them when there was one more.
  */
-export function pageOf<T>(list: CursorList, asOf: number, rows: T[], limit: number, keyOf: (row: T) => { ms: number; id: string }): Page<T> {
+export function pageOf<T> (list: CursorList, asOf: number, rows: T[], limit: number, keyOf: (row: T) => { ms: number; id: string }): Page<T> {
   if (rows.length <= limit) return { items: rows, nextCursor: null }
   const items = rows.slice(0, limit)
   return { items, nextCursor: encodeCursor(list, asOf, keyOf(items[items.length - 1]!)) }
 }
 
-function isInstant(v: unknown): v is number {
+function isInstant (v: unknown): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
 }

@@ -13,7 +13,7 @@ export const CALENDAR_DAYS = 30
 export const zeroTokens = (): Tokens => ({ inputBase: 0, cacheCreation: 0, cacheRead: 0, output: 0, total: 0 })
 
 /** The UTC day (YYYY-MM-DD) holding an instant. */
-export function utcDay(ms: number): string {
+export function utcDay (ms: number): string {
   return new Date(ms).toISOString().slice(0, 10)
 }
 
@@ -21,14 +21,14 @@ export function utcDay(ms: number): string {
  * A cluster is resolved only while none of its events is later than its resolvedAt: a regression
  * shows as open on the very next read, before any job runs.
  */
-export function clusterStatus(lastSeenMs: number, resolvedAtMs: number | undefined | null): 'open' | 'resolved' {
+export function clusterStatus (lastSeenMs: number, resolvedAtMs: number | undefined | null): 'open' | 'resolved' {
   return resolvedAtMs != null && lastSeenMs <= resolvedAtMs ? 'resolved' : 'open'
 }
 
 export interface Figures { events: number; costUsd: number; errors: number }
 
 /** An agent's KPIs from its last 24 h (raw events) and its last 30 days (daily rollup). */
-export function agentKpis(day: Figures | undefined, month: Figures | undefined) {
+export function agentKpis (day: Figures | undefined, month: Figures | undefined) {
   return {
     events24h: day?.events ?? 0,
     cost24h: day?.costUsd ?? 0,
@@ -40,12 +40,12 @@ export function agentKpis(day: Figures | undefined, month: Figures | undefined) 
 }
 
 /** The first day of the `days`-day window ending today (UTC). */
-export function windowStart(now: number, days: number): string {
+export function windowStart (now: number, days: number): string {
   return utcDay(now - (days - 1) * DAY_MS)
 }
 
 /** The 30 days ending today, oldest first, zero-filled where the rollup has no row. */
-export function calendar(now: number, byDay: Map<string, Figures & { tokens: Tokens }>) {
+export function calendar (now: number, byDay: Map<string, Figures & { tokens: Tokens }>) {
   return Array.from({ length: CALENDAR_DAYS }, (_, i) => {
     const day = utcDay(now - (CALENDAR_DAYS - 1 - i) * DAY_MS)
     const d = byDay.get(day)
@@ -54,7 +54,7 @@ export function calendar(now: number, byDay: Map<string, Figures & { tokens: Tok
 }
 
 /** The agent reference shown wherever a record names an agent. */
-export function agentOf(names: ReadonlyMap<string, string>, id: string): AgentName {
+export function agentOf (names: ReadonlyMap<string, string>, id: string): AgentName {
   return { id, displayName: names.get(id) ?? null }
 }
 
@@ -67,7 +67,7 @@ interface GroupEvent {
 }
 
 /** Totals of a session's or trace's events (in time order): span, count, agents, errors, tokens, exact cost. */
-export function groupTotals(list: GroupEvent[], names: ReadonlyMap<string, string>) {
+export function groupTotals (list: GroupEvent[], names: ReadonlyMap<string, string>) {
   const tokens = zeroTokens()
   let nano = 0
   for (const e of list) {
@@ -107,7 +107,7 @@ const metadataValue = (e: { metadata: unknown }, key: string): unknown => {
 }
 
 /** The first value of a metadata key among the events (git, cwd), null when none carries it. */
-export function firstContext(list: { metadata: unknown }[], key: string): unknown {
+export function firstContext (list: { metadata: unknown }[], key: string): unknown {
   for (const e of list) {
     const value = metadataValue(e, key)
     if (value !== undefined && value !== '') return value
@@ -116,7 +116,7 @@ export function firstContext(list: { metadata: unknown }[], key: string): unknow
 }
 
 /** The trace timeline: each event's offset from the trace start, with its denial and wakeup as sent. */
-export function timeline(list: TimelineEvent[], names: ReadonlyMap<string, string>) {
+export function timeline (list: TimelineEvent[], names: ReadonlyMap<string, string>) {
   const start = Date.parse(list[0]!.timestamp)
   const { links } = traceTree(list)
   return list.map((e) => ({
@@ -138,6 +138,6 @@ export function timeline(list: TimelineEvent[], names: ReadonlyMap<string, strin
 }
 
 /** Event ids of a trace's root spans (every event, for a trace without span links). */
-export function timelineRoots(list: TimelineEvent[]): string[] {
+export function timelineRoots (list: TimelineEvent[]): string[] {
   return traceTree(list).roots
 }

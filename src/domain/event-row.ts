@@ -86,13 +86,13 @@ export interface RowContext {
 }
 
 /** The event's time in unix ms: its own timestamp when given, else the receive time. */
-export function eventTime(event: IncomingEvent, receivedAt: number): number {
+export function eventTime (event: IncomingEvent, receivedAt: number): number {
   const t = event.timestamp
   if (t === undefined) return receivedAt
   return typeof t === 'number' ? t : parseIsoDateTime(t)
 }
 
-function jsonOrEmpty(value: unknown): string {
+function jsonOrEmpty (value: unknown): string {
   return value === undefined ? '' : JSON.stringify(value)
 }
 
@@ -100,7 +100,7 @@ function jsonOrEmpty(value: unknown): string {
  * Builds the stored row of an accepted event: ids, times, every spec field, metadata keys lifted into
  * columns, token counts, cost from the price catalogue, error fingerprint and content hash.
  */
-export function buildEventRow(event: IncomingEvent, ctx: RowContext): EventRow {
+export function buildEventRow (event: IncomingEvent, ctx: RowContext): EventRow {
   const meta = event.metadata ?? {}
   const tb = meta.tokensBreakdown ?? {}
   const tokens = {

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto'
  * Normalises an error message so that occurrences of one failure group together: identifiers,
  * numbers, quoted values, addresses and paths become placeholders; case and spacing are folded.
  */
-export function normaliseErrorMessage(message: string): string {
+export function normaliseErrorMessage (message: string): string {
   return message
     .toLowerCase()
     .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<uuid>')
@@ -33,7 +33,7 @@ export interface FingerprintInput {
  * error when its type is `error` or its outcome is `failed`; the fingerprint is the first 16 hex
  * characters of SHA-256 over agent, tool and normalised message.
  */
-export function errorFingerprint(e: FingerprintInput): string {
+export function errorFingerprint (e: FingerprintInput): string {
   if (e.type !== 'error' && e.outcome !== 'failed') return ''
   const normalised = normaliseErrorMessage(e.errorMessage ?? '')
   return createHash('sha256').update(`${e.agentId}\n${e.tool ?? ''}\n${normalised}`).digest('hex').slice(0, 16)

@@ -7,7 +7,7 @@ export const CUID_PATTERN = /^c[a-z0-9]{24}$/
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789'
 
 /** A new record id matching CUID_PATTERN (24 random base-36 characters after the `c`). */
-export function newCuid(): string {
+export function newCuid (): string {
   const bytes = randomBytes(24)
   let id = 'c'
   // 252 = 7 * 36: rejecting bytes above it keeps every character equally likely.
@@ -19,7 +19,7 @@ export function newCuid(): string {
   return id
 }
 
-export function isCuid(value: string): boolean {
+export function isCuid (value: string): boolean {
   return CUID_PATTERN.test(value)
 }
 
@@ -27,7 +27,7 @@ export function isCuid(value: string): boolean {
 // one randomFillSync per character cost about 5 % of the ingestion thread.
 const pool = Buffer.alloc(4096)
 let poolAt = pool.length
-function pooledRandom(): number {
+function pooledRandom (): number {
   if (poolAt >= pool.length) {
     randomFillSync(pool)
     poolAt = 0
@@ -39,6 +39,6 @@ function pooledRandom(): number {
 const ulid = monotonicFactory(pooledRandom)
 
 /** A new event id: `evt_` + a ULID, so ids sort by creation time (monotonic within one process). */
-export function newEventId(now = Date.now()): string {
+export function newEventId (now = Date.now()): string {
   return 'evt_' + ulid(now)
 }

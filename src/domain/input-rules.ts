@@ -19,7 +19,7 @@ export const NOT_FINITE = 'must be a finite number (the literal overflows a 64-b
 export const UNDERFLOW = 'must be representable: the non-zero literal underflows to 0'
 export const UNSAFE_INTEGER = 'must be an integer between -(2^53-1) and 2^53-1 to be kept exactly'
 
-function tooDeep(maxDepth: number): string {
+function tooDeep (maxDepth: number): string {
   return maxDepth === MAX_DEPTH ? TOO_DEEP : `nests objects or arrays more than ${maxDepth} levels deep`
 }
 
@@ -32,7 +32,7 @@ const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): 
  * key), and numbers that are not finite. Iterative, so any depth is safe; paths are relative to
  * `value`.
  */
-export function inputProblems(value: unknown, maxDepth: number = MAX_DEPTH): ErrorDetail[] {
+export function inputProblems (value: unknown, maxDepth: number = MAX_DEPTH): ErrorDetail[] {
   const problems: ErrorDetail[] = []
   if (value === null || typeof value !== 'object') {
     checkScalar(value, [], problems)
@@ -73,13 +73,13 @@ export function inputProblems(value: unknown, maxDepth: number = MAX_DEPTH): Err
 
 interface Container { node: object; parent: Container | null; key: string | number; depth: number }
 
-function pathOf(container: Container): Path {
+function pathOf (container: Container): Path {
   const path: Path = []
   for (let c: Container | null = container; c !== null && c.parent !== null; c = c.parent) path.push(c.key)
   return path.reverse()
 }
 
-function checkScalar(value: unknown, path: Path, problems: ErrorDetail[]): void {
+function checkScalar (value: unknown, path: Path, problems: ErrorDetail[]): void {
   if (typeof value === 'string' && !isWellFormed(value)) problems.push({ path, message: LONE_SURROGATE })
   else if (typeof value === 'number' && !Number.isFinite(value)) problems.push({ path, message: NOT_FINITE })
 }
@@ -97,13 +97,13 @@ const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/
  * suspicious number literal, a surrogate escape, or more than `maxDepth` opening brackets. When this
  * is false, `inputProblems` and `numberLiteralProblems` of the body are certainly empty.
  */
-export function mayBreakInputRules(text: string, maxDepth: number = MAX_DEPTH): boolean {
+export function mayBreakInputRules (text: string, maxDepth: number = MAX_DEPTH): boolean {
   return SUSPICIOUS_NUMBER.test(text) ||
     (text.includes('\\u') && SURROGATE_ESCAPE.test(text)) ||
     hasMoreBrackets(text, maxDepth + 1)
 }
 
-function hasMoreBrackets(text: string, limit: number): boolean {
+function hasMoreBrackets (text: string, limit: number): boolean {
   let n = 0
   for (const open of ['{', '[']) {
     for (let i = text.indexOf(open); i !== -1; i = text.indexOf(open, i + 1)) {
@@ -121,7 +121,7 @@ const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y
  * fraction, no exponent) beyond Number.MAX_SAFE_INTEGER. Paths are from the document's root. A
  * regex test rejects ordinary bodies; only a suspicious one is tokenized.
  */
-export function numberLiteralProblems(text: string): ErrorDetail[] {
+export function numberLiteralProblems (text: string): ErrorDetail[] {
   if (!SUSPICIOUS_NUMBER.test(text)) return []
   const problems: ErrorDetail[] = []
   // The open containers: for an array the next index, for an object the last key read.
@@ -166,7 +166,7 @@ export function numberLiteralProblems(text: string): ErrorDetail[] {
 }
 
 /** The index just past the closing quote of the string starting at `start`. */
-function stringEnd(text: string, start: number): number {
+function stringEnd (text: string, start: number): number {
   let q = text.indexOf('"', start + 1)
   for (;;) {
     let backslashes = 0
@@ -176,7 +176,7 @@ function stringEnd(text: string, start: number): number {
   }
 }
 
-function literalProblem(literal: string, fraction: boolean, exponent: boolean): string | null {
+function literalProblem (literal: string, fraction: boolean, exponent: boolean): string | null {
   // Short literals are exact or harmlessly rounded; only the suspicious ones are converted.
   if (literal.length < 16 && !exponent) return null
   const value = Number(literal)
@@ -187,7 +187,7 @@ function literalProblem(literal: string, fraction: boolean, exponent: boolean): 
 }
 
 /** Merges problem lists, keeping the first detail for each path (the raw scan and the walk both see overflow). */
-export function mergeProblems(...lists: ErrorDetail[][]): ErrorDetail[] {
+export function mergeProblems (...lists: ErrorDetail[][]): ErrorDetail[] {
   const seen = new Set<string>()
   const merged: ErrorDetail[] = []
   for (const list of lists) {

@@ -52,7 +52,7 @@ const StatusType = new protobuf.Type('Status')
 new protobuf.Root().define('google.rpc').add(StatusType)
 
 /** Decodes a request body in its encoding into spans; throws OtlpDecodeError when it cannot be read. */
-export function decodeTraces(body: Buffer, encoding: OtlpEncoding): OtlpSpan[] {
+export function decodeTraces (body: Buffer, encoding: OtlpEncoding): OtlpSpan[] {
   let message: unknown
   if (encoding === 'protobuf') {
     try {
@@ -78,11 +78,11 @@ const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
 
 /** The string with each unpaired UTF-16 surrogate replaced by U+FFFD (String.prototype.toWellFormed). */
-export function wellFormed(s: string): string {
+export function wellFormed (s: string): string {
   return s.replace(LONE_SURROGATE, '\uFFFD')
 }
 
-function repairText(_key: string, value: unknown): unknown {
+function repairText (_key: string, value: unknown): unknown {
   if (typeof value === 'string') return wellFormed(value)
   if (isObject(value) && Object.keys(value).some((k) => wellFormed(k) !== k)) {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [wellFormed(k), v]))
@@ -90,7 +90,7 @@ function repairText(_key: string, value: unknown): unknown {
   return value
 }
 
-function flatten(message: unknown, json: boolean): OtlpSpan[] {
+function flatten (message: unknown, json: boolean): OtlpSpan[] {
   if (!isObject(message)) throw new OtlpDecodeError('the body is not an ExportTraceServiceRequest object')
   const spans: OtlpSpan[] = []
   // Paths are built only for an error message: this loop runs once per span on the hot path.
@@ -121,10 +121,12 @@ function flatten(message: unknown, json: boolean): OtlpSpan[] {
           startMs: nanosToMs(s.startTimeUnixNano),
           endMs: nanosToMs(s.endTimeUnixNano),
           attributes: attributes(s.attributes, path),
-          events: events.length === 0 ? [] : events.map((e, n) => {
-            if (!isObject(e)) throw new OtlpDecodeError(`${path()}.events[${n}] is not an object`)
-            return { name: text(e.name), timeMs: nanosToMs(e.timeUnixNano), attributes: attributes(e.attributes, () => `${path()}.events[${n}]`) }
-          }),
+          events: events.length === 0
+            ? []
+            : events.map((e, n) => {
+              if (!isObject(e)) throw new OtlpDecodeError(`${path()}.events[${n}] is not an object`)
+              return { name: text(e.name), timeMs: nanosToMs(e.timeUnixNano), attributes: attributes(e.attributes, () => `${path()}.events[${n}]`) }
+            }),
           status: { code: int(status.code), message: text(status.message) },
           resource,
           scope,
@@ -135,36 +137,36 @@ function flatten(message: unknown, json: boolean): OtlpSpan[] {
   return spans
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
+function isObject (v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-function list(v: unknown, path: () => string): unknown[] {
+function list (v: unknown, path: () => string): unknown[] {
   if (v === undefined || v === null) return []
   if (!Array.isArray(v)) throw new OtlpDecodeError(`${path()} is not an array`)
   return v
 }
 
-function text(v: unknown): string {
+function text (v: unknown): string {
   return typeof v === 'string' ? v : ''
 }
 
 /** int32 and enum values: protobuf numbers, or JSON numbers. */
-function int(v: unknown): number {
+function int (v: unknown): number {
   return typeof v === 'number' && Number.isInteger(v) ? v : 0
 }
 
 const TWO_32 = 4_294_967_296
 
 /** A protobufjs Long as a number (exact below 2^53, as every value we keep as a number is). */
-function longToNumber(v: Record<string, unknown>): number | null {
+function longToNumber (v: Record<string, unknown>): number | null {
   if (typeof v.low !== 'number' || typeof v.high !== 'number') return null
   if (v.unsigned !== true && v.high < 0) return -((~v.high >>> 0) * TWO_32 + (~v.low >>> 0) + 1)
   return (v.high >>> 0) * TWO_32 + (v.low >>> 0)
 }
 
 /** A 64-bit integer attribute: a protobufjs Long, a JSON string of digits or a JSON number. */
-function int64(v: unknown): number | null {
+function int64 (v: unknown): number | null {
   if (typeof v === 'number') return Number.isFinite(v) ? Math.trunc(v) : null
   if (typeof v === 'string') return /^-?\d{1,20}$/.test(v) ? Number(v) : null
   return isObject(v) ? longToNumber(v) : null
@@ -174,7 +176,7 @@ function int64(v: unknown): number | null {
  * Unix nanoseconds (fixed64) as whole milliseconds, exactly, without BigInt: n = high·2^32 + low
  * = high·4294·10^6 + (high·967296 + low), and the second term is an exact double (< 2^53).
  */
-function nanosToMs(v: unknown): number {
+function nanosToMs (v: unknown): number {
   if (typeof v === 'string') {
     if (!/^\d{1,20}$/.test(v)) return 0
     return v.length > 6 ? Number(v.slice(0, -6)) : 0
@@ -188,7 +190,7 @@ function nanosToMs(v: unknown): number {
 }
 
 /** A trace (16 bytes) or span (8 bytes) id as lowercase hex; '' when absent, all zero or malformed. */
-function id(v: unknown, bytes: number, json: boolean): string {
+function id (v: unknown, bytes: number, json: boolean): string {
   if (json) {
     if (typeof v !== 'string' || v.length !== bytes * 2 || !/^[0-9a-fA-F]+$/.test(v) || /^0+$/.test(v)) return ''
     return v.toLowerCase()
@@ -199,7 +201,7 @@ function id(v: unknown, bytes: number, json: boolean): string {
   return zero ? '' : Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')
 }
 
-function attributes(v: unknown, path: () => string): Attributes {
+function attributes (v: unknown, path: () => string): Attributes {
   const out: Attributes = {}
   for (const kv of list(v, () => `${path()}.attributes`)) {
     if (!isObject(kv) || typeof kv.key !== 'string') throw new OtlpDecodeError(`${path()}.attributes has an entry without a key`)
@@ -213,7 +215,7 @@ const MAX_VALUE_DEPTH = 16
 
 const ANY_VALUE_KEYS = ['stringValue', 'boolValue', 'intValue', 'doubleValue', 'arrayValue', 'kvlistValue', 'bytesValue'] as const
 
-function anyValue(v: unknown, depth: number): AttrValue {
+function anyValue (v: unknown, depth: number): AttrValue {
   if (!isObject(v) || depth > MAX_VALUE_DEPTH) return null
   // A protobufjs message names its set oneof member in `value` (the others read as defaults); JSON has only the set key.
   const kind = typeof v.value === 'string' ? v.value : ANY_VALUE_KEYS.find((k) => v[k] !== undefined && v[k] !== null)
@@ -238,7 +240,7 @@ function anyValue(v: unknown, depth: number): AttrValue {
 }
 
 /** The ExportTraceServiceResponse: empty on full success, with partial_success when spans were refused. */
-export function encodeResponse(encoding: OtlpEncoding, rejectedSpans: number, errorMessage: string): Buffer | string {
+export function encodeResponse (encoding: OtlpEncoding, rejectedSpans: number, errorMessage: string): Buffer | string {
   const partialSuccess = rejectedSpans > 0 ? { rejectedSpans, errorMessage } : undefined
   if (encoding === 'json') {
     return JSON.stringify(partialSuccess ? { partialSuccess: { rejectedSpans: String(rejectedSpans), errorMessage } } : {})
@@ -247,24 +249,24 @@ export function encodeResponse(encoding: OtlpEncoding, rejectedSpans: number, er
 }
 
 /** A google.rpc.Status, the body of an OTLP/HTTP error response, in the request's encoding. */
-export function encodeStatus(encoding: OtlpEncoding, code: number, message: string): Buffer | string {
+export function encodeStatus (encoding: OtlpEncoding, code: number, message: string): Buffer | string {
   if (encoding === 'json') return JSON.stringify({ code, message })
   return Buffer.from(StatusType.encode(StatusType.create({ code, message })).finish())
 }
 
 /** Encodes an ExportTraceServiceRequest given as a plain object (for tests and benchmarks). */
-export function encodeRequest(request: Record<string, unknown>): Buffer {
+export function encodeRequest (request: Record<string, unknown>): Buffer {
   return Buffer.from(RequestType.encode(RequestType.fromObject(request)).finish())
 }
 
 /** Decodes a protobuf google.rpc.Status (for tests and clients). */
-export function decodeStatus(body: Uint8Array): { code: number; message: string } {
+export function decodeStatus (body: Uint8Array): { code: number; message: string } {
   const s = StatusType.toObject(StatusType.decode(body), { defaults: true }) as { code: number; message: string }
   return { code: s.code, message: s.message }
 }
 
 /** Decodes a protobuf ExportTraceServiceResponse (for tests and clients). */
-export function decodeResponse(body: Uint8Array): { rejectedSpans: number; errorMessage: string } | null {
+export function decodeResponse (body: Uint8Array): { rejectedSpans: number; errorMessage: string } | null {
   const r = ResponseType.toObject(ResponseType.decode(body), { longs: Number }) as { partialSuccess?: { rejectedSpans?: number; errorMessage?: string } }
   return r.partialSuccess ? { rejectedSpans: r.partialSuccess.rejectedSpans ?? 0, errorMessage: r.partialSuccess.errorMessage ?? '' } : null
 }

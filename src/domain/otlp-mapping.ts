@@ -26,7 +26,7 @@ const CONTENT_EVENT_PREFIXES = ['gen_ai.content.', 'gen_ai.user.message', 'gen_a
 
 const CONTENT_KEY = new RegExp(`^(${CONTENT_PREFIXES.map((p) => p.replace(/\./g, '\\.')).join('|')})(\\.|$)`)
 
-export function isContentAttribute(key: string): boolean {
+export function isContentAttribute (key: string): boolean {
   return CONTENT_KEY.test(key)
 }
 
@@ -35,7 +35,7 @@ const MAX_TOKENS = 10_000_000_000
 /** What a span was: a model call, a tool execution, an agent run, or anything else. */
 export type SpanRole = 'model' | 'tool' | 'agent' | 'other'
 
-export function spanRole(span: OtlpSpan): SpanRole {
+export function spanRole (span: OtlpSpan): SpanRole {
   const a = span.attributes
   const op = str(a, 'gen_ai.operation.name', 'llm.request.type')
   const traceloop = str(a, 'traceloop.span.kind')
@@ -48,7 +48,7 @@ export function spanRole(span: OtlpSpan): SpanRole {
 }
 
 /** The span as an event, or the reason it is refused (reported in partial_success). */
-export function spanToEvent(span: OtlpSpan): IncomingEvent | string {
+export function spanToEvent (span: OtlpSpan): IncomingEvent | string {
   if (span.traceId === '') return 'span has no valid trace id (16 bytes, not all zero)'
   if (span.spanId === '') return 'span has no valid span id (8 bytes, not all zero)'
   const a = span.attributes
@@ -115,13 +115,14 @@ export function spanToEvent(span: OtlpSpan): IncomingEvent | string {
 }
 
 /** gen_ai.agent.name, else gen_ai.agent.id, else the resource's service.name (the SDK's default included). */
-function agentOf(span: OtlpSpan): string {
+function agentOf (span: OtlpSpan): string {
   const name = str(span.attributes, 'gen_ai.agent.name', 'gen_ai.agent.id') ?? str(span.resource, 'service.name') ?? 'unknown_service'
   // Agent names are stored in Postgres, which refuses NUL characters and unpaired surrogates.
+  // eslint-disable-next-line no-control-regex -- NUL is exactly what has to go
   return cut(wellFormed(name.replace(/\u0000/g, '')).trim(), 120) || 'unknown_service'
 }
 
-function privacyLevel(span: OtlpSpan): 'minimal' | 'standard' | 'full' {
+function privacyLevel (span: OtlpSpan): 'minimal' | 'standard' | 'full' {
   const level = str(span.attributes, PRIVACY_ATTRIBUTE) ?? str(span.resource, PRIVACY_ATTRIBUTE)
   return level !== undefined && PRIVACY_LEVELS.has(level) ? level as 'standard' : 'minimal'
 }
@@ -131,7 +132,7 @@ function privacyLevel(span: OtlpSpan): 'minimal' | 'standard' | 'full' {
  * the uncached input is what remains once they are taken out; an instrumentation that reports an input
  * smaller than its cache counts sent them apart (as Anthropic's API does), and its input is kept whole.
  */
-function tokensOf(a: Attributes): NonNullable<IncomingEvent['metadata']>['tokensBreakdown'] | undefined {
+function tokensOf (a: Attributes): NonNullable<IncomingEvent['metadata']>['tokensBreakdown'] | undefined {
   const input = count(a, 'gen_ai.usage.input_tokens', 'gen_ai.usage.prompt_tokens')
   const output = count(a, 'gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens')
   const cacheRead = count(a, 'gen_ai.usage.cache_read.input_tokens', 'gen_ai.usage.cache_read_input_tokens')
@@ -150,7 +151,7 @@ function tokensOf(a: Attributes): NonNullable<IncomingEvent['metadata']>['tokens
   return out
 }
 
-function contentInput(a: Attributes): IncomingEvent['input'] | undefined {
+function contentInput (a: Attributes): IncomingEvent['input'] | undefined {
   const input: Record<string, unknown> = {}
   const messages = jsonish(a['gen_ai.input.messages']) ?? indexedMessages(a, 'gen_ai.prompt') ?? jsonish(a['ai.prompt.messages'])
   if (messages !== undefined) input.messages = messages
@@ -163,7 +164,7 @@ function contentInput(a: Attributes): IncomingEvent['input'] | undefined {
   return Object.keys(input).length > 0 ? input : undefined
 }
 
-function contentOutput(a: Attributes): string | undefined {
+function contentOutput (a: Attributes): string | undefined {
   const messages = a['gen_ai.output.messages']
   if (messages !== undefined) return typeof messages === 'string' ? messages : JSON.stringify(messages)
   const completions = indexedMessages(a, 'gen_ai.completion')
@@ -175,7 +176,7 @@ function contentOutput(a: Attributes): string | undefined {
 }
 
 /** OpenLLMetry's flattened messages (`gen_ai.prompt.0.role`, `gen_ai.prompt.0.content`, …) as a list. */
-function indexedMessages(a: Attributes, prefix: string): Record<string, AttrValue>[] | undefined {
+function indexedMessages (a: Attributes, prefix: string): Record<string, AttrValue>[] | undefined {
   const byIndex = new Map<number, Record<string, AttrValue>>()
   for (const [key, value] of Object.entries(a)) {
     const m = key.startsWith(`${prefix}.`) ? /^(\d+)\.(.+)$/.exec(key.slice(prefix.length + 1)) : null
@@ -187,19 +188,19 @@ function indexedMessages(a: Attributes, prefix: string): Record<string, AttrValu
   return byIndex.size === 0 ? undefined : [...byIndex.entries()].sort((x, y) => x[0] - y[0]).map(([, v]) => v)
 }
 
-function withoutContent(a: Attributes): Attributes {
+function withoutContent (a: Attributes): Attributes {
   const out: Attributes = {}
   for (const [k, v] of Object.entries(a)) if (!isContentAttribute(k) && k !== PRIVACY_ATTRIBUTE) out[k] = v
   return out
 }
 
-function withoutStack(a: Attributes): Attributes {
+function withoutStack (a: Attributes): Attributes {
   const { 'exception.stacktrace': _stack, ...rest } = a
   return rest
 }
 
 /** A JSON text attribute (the conventions send message lists as JSON strings) parsed, else as it is. */
-function jsonish(v: AttrValue | undefined): unknown {
+function jsonish (v: AttrValue | undefined): unknown {
   if (typeof v !== 'string') return v
   const t = v.trimStart()
   if (t.startsWith('[') || t.startsWith('{')) {
@@ -213,7 +214,7 @@ function jsonish(v: AttrValue | undefined): unknown {
 }
 
 /** The first of these attributes that is a non-empty string. */
-function str(a: Attributes, ...keys: string[]): string | undefined {
+function str (a: Attributes, ...keys: string[]): string | undefined {
   for (const k of keys) {
     const v = a[k]
     if (typeof v === 'string' && v !== '') return v
@@ -222,7 +223,7 @@ function str(a: Attributes, ...keys: string[]): string | undefined {
 }
 
 /** The first of these attributes that is a non-negative number (or a string of digits), as an integer. */
-function count(a: Attributes, ...keys: string[]): number | undefined {
+function count (a: Attributes, ...keys: string[]): number | undefined {
   for (const k of keys) {
     const v = a[k]
     const n = typeof v === 'number' ? v : typeof v === 'string' && /^\d{1,15}$/.test(v) ? Number(v) : NaN
@@ -232,6 +233,6 @@ function count(a: Attributes, ...keys: string[]): number | undefined {
 }
 
 /** At most max UTF-16 units; a surrogate pair split by the cut becomes U+FFFD. */
-function cut(s: string, max: number): string {
+function cut (s: string, max: number): string {
   return s.length <= max ? s : wellFormed(s.slice(0, max))
 }

@@ -61,14 +61,14 @@ const PROVIDER_ALIASES: Record<string, string> = { x_ai: 'x-ai', 'gcp.gen_ai': '
 // while the process runs (the bundled data is fixed), so it is kept. Bounded: model names come from clients.
 const resolutions = new LRUCache<string, Resolved | false>({ max: 10_000 })
 
-function providerId(hint: string | undefined): string | undefined {
+function providerId (hint: string | undefined): string | undefined {
   if (!hint) return undefined
   const key = hint.trim().toLowerCase()
   const id = PROVIDER_ALIASES[key] ?? key
   return findProvider({ providerId: id })?.id
 }
 
-function lookUp(name: string, provider: string | undefined): Resolved | null {
+function lookUp (name: string, provider: string | undefined): Resolved | null {
   const found = calcPrice({}, name, provider === undefined ? undefined : { providerId: provider })
   if (!found) return null
   // Priced from now on against a provider holding only this model: the match is one rule, not thousands.
@@ -79,13 +79,13 @@ function lookUp(name: string, provider: string | undefined): Resolved | null {
 // never reported by us and prices nothing, except `requests_kcount`, a price per 1,000 requests.
 const TOKEN_KEYS = { input_mtok: 'input', cache_read_mtok: 'cacheRead', cache_write_mtok: 'cacheWrite', output_mtok: 'output', output_reasoning_mtok: 'reasoning' } as const
 
-function pico(dollarsPerUnit: number, unitsPerPrice: number): bigint | null {
+function pico (dollarsPerUnit: number, unitsPerPrice: number): bigint | null {
   const p = dollarsPerUnit * (1e12 / unitsPerPrice)
   const rounded = Math.round(p)
   return Number.isFinite(p) && Math.abs(p - rounded) < 1e-6 ? BigInt(rounded) : null
 }
 
-function compilePrices(prices: ModelPrice): CompiledPrices | null {
+function compilePrices (prices: ModelPrice): CompiledPrices | null {
   const out: CompiledPrices = { request: 0n }
   for (const [key, value] of Object.entries(prices)) {
     if (value === undefined) continue
@@ -105,7 +105,7 @@ function compilePrices(prices: ModelPrice): CompiledPrices | null {
   return out
 }
 
-function compile(model: ModelInfo): Schedule | null {
+function compile (model: ModelInfo): Schedule | null {
   if (!Array.isArray(model.prices)) {
     const prices = compilePrices(model.prices)
     return prices && [{ from: -Infinity, prices }]
@@ -124,7 +124,7 @@ function compile(model: ModelInfo): Schedule | null {
 }
 
 /** The per-token price for a request whose whole input is `inputTotal` tokens (a tier applies above its start). */
-function rate(price: PicoPrice, inputTotal: number): bigint {
+function rate (price: PicoPrice, inputTotal: number): bigint {
   let p = price.base
   for (const tier of price.tiers) if (inputTotal > tier.start) p = tier.price
   return p
@@ -135,7 +135,7 @@ function rate(price: PicoPrice, inputTotal: number): bigint {
  * split into the parts that have their own price (cache reads, cache writes), the rest is input; the
  * reasoning part of the output likewise; tiers are chosen by the whole input.
  */
-function picoCost(prices: CompiledPrices, t: TokenCounts, inputTotal: number): bigint {
+function picoCost (prices: CompiledPrices, t: TokenCounts, inputTotal: number): bigint {
   const cacheRead = prices.cacheRead ? t.cacheRead : 0
   const cacheWrite = prices.cacheWrite ? t.cacheCreation : 0
   const reasoning = prices.reasoning ? Math.min(t.reasoning ?? 0, t.output) : 0
@@ -156,7 +156,7 @@ function picoCost(prices: CompiledPrices, t: TokenCounts, inputTotal: number): b
  * for `provider/model` names (LiteLLM, OpenRouter, Vercel AI SDK gateways) by the part after the
  * prefix, with the prefix as provider when the catalogue knows it.
  */
-export function resolveModel(model: string, providerHint?: string): Resolved | null {
+export function resolveModel (model: string, providerHint?: string): Resolved | null {
   const key = `${providerHint ?? ''}\u0000${model}`
   const cached = resolutions.get(key)
   if (cached !== undefined) return cached || null
@@ -174,12 +174,12 @@ export function resolveModel(model: string, providerHint?: string): Resolved | n
 }
 
 /** The catalogue's provider and model id for a model name (for display and tests), or null when unknown. */
-export function catalogueEntry(model: string, providerHint?: string): { provider: string; model: string } | null {
+export function catalogueEntry (model: string, providerHint?: string): { provider: string; model: string } | null {
   const r = resolveModel(model, providerHint)
   return r && { provider: r.provider.id, model: r.provider.models[0]!.id }
 }
 
-export function nanoToUsd(nano: number): string {
+export function nanoToUsd (nano: number): string {
   const whole = Math.floor(nano / 1e9)
   const frac = String(nano - whole * 1e9).padStart(9, '0')
   return `${whole}.${frac}`
@@ -188,7 +188,7 @@ export function nanoToUsd(nano: number): string {
 const NO_COST = '0.000000000'
 
 /** Our token counts in the catalogue's usage terms: input_tokens is the *total* input. */
-export function catalogueUsage(tokens: TokenCounts): Usage {
+export function catalogueUsage (tokens: TokenCounts): Usage {
   const usage: Usage = {
     input_tokens: tokens.inputBase + tokens.cacheCreation + tokens.cacheRead,
     cache_write_tokens: tokens.cacheCreation,
@@ -209,7 +209,7 @@ export function catalogueUsage(tokens: TokenCounts): Usage {
  * 50 µs a call, is used only for prices the integer path does not handle). Unknown or missing model:
  * cost 0 and a status saying why.
  */
-export function costOf(model: string | undefined, tokens: TokenCounts, query: PriceQuery = {}): Cost {
+export function costOf (model: string | undefined, tokens: TokenCounts, query: PriceQuery = {}): Cost {
   if (!model) return { usd: NO_COST, nanoUsd: 0, status: 'no_model' }
   const resolved = resolveModel(model, query.provider)
   if (!resolved) return { usd: NO_COST, nanoUsd: 0, status: 'unknown_model' }

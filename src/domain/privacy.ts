@@ -3,6 +3,6 @@ export type PrivacyChip = 'MIN' | 'STD' | 'FULL'
 
 const CHIPS: Record<string, PrivacyChip> = { minimal: 'MIN', standard: 'STD', full: 'FULL' }
 
-export function privacyChip(level: string | null | undefined): PrivacyChip | null {
+export function privacyChip (level: string | null | undefined): PrivacyChip | null {
   return (level && CHIPS[level]) || null
 }

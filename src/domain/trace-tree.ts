@@ -17,7 +17,7 @@ export interface TreeLinks {
  * which becomes a root, so every event appears exactly once. Events from POST /v1/events without
  * metadata.spanId / parentSpanId are all roots: the timeline stays flat.
  */
-export function traceTree(events: TreeInput[]): { roots: string[]; links: Map<string, TreeLinks> } {
+export function traceTree (events: TreeInput[]): { roots: string[]; links: Map<string, TreeLinks> } {
   const bySpan = new Map<string, string>()
   for (const e of events) if (e.spanId && !bySpan.has(e.spanId)) bySpan.set(e.spanId, e.eventId)
   const links = new Map<string, TreeLinks>(events.map((e) => [e.eventId, { parentEventId: null, children: [], depth: 0 }]))

@@ -3,7 +3,7 @@ import type { AnomalyService, EvaluationResult } from '../services/anomaly-servi
 import type { AnomalyJobData } from './anomaly.queue.ts'
 
 /** The thin processor: one job, one call into the anomaly service, at the job's processing time. */
-export function anomalyProcessor(service: AnomalyService, clock: () => number = Date.now) {
+export function anomalyProcessor (service: AnomalyService, clock: () => number = Date.now) {
   return async (job: Job<AnomalyJobData>): Promise<EvaluationResult> => {
     const data = job.data
     if (data.kind === 'agent') return service.evaluateUser(data.userId, clock(), [data.agentId])

@@ -21,6 +21,6 @@ export const ANOMALY_JOB_OPTIONS: JobsOptions = {
   removeOnFail: { count: 1000 },
 }
 
-export function agentCheckOptions(agentId: string): JobsOptions {
+export function agentCheckOptions (agentId: string): JobsOptions {
   return { ...ANOMALY_JOB_OPTIONS, deduplication: { id: `agent:${agentId}`, ttl: AGENT_CHECK_DEBOUNCE_MS } }
 }

@@ -7,7 +7,7 @@ export interface MaintenanceTasks {
 }
 
 /** The thin processor: one job, one task. */
-export function maintenanceProcessor(tasks: MaintenanceTasks) {
+export function maintenanceProcessor (tasks: MaintenanceTasks) {
   return async (job: Job<MaintenanceJobData>): Promise<unknown> => {
     return job.data.kind === 'names' ? tasks.copyNames() : tasks.cleanPostgres()
   }

@@ -35,7 +35,7 @@ export interface AnalyticsSqlOptions {
  * port. Registered after the clickhouse plugin, so it closes first: running analyst queries finish
  * before the engine's last connection goes.
  */
-export default fp(async function analyticsSql(app, opts: AnalyticsSqlOptions) {
+export default fp(async function analyticsSql (app, opts: AnalyticsSqlOptions) {
   if (!opts.enabled) {
     app.decorate('analyticsSql', null)
     return
@@ -45,7 +45,7 @@ export default fp(async function analyticsSql(app, opts: AnalyticsSqlOptions) {
   let server: Server | undefined
   app.decorate('analyticsSql', {
     passwordFile: file,
-    async listen() {
+    async listen () {
       server = createAnalyticsHttpServer({ engine, password, log: app.log })
       const s = server
       await new Promise<void>((resolve, reject) => {

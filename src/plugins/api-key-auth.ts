@@ -20,11 +20,11 @@ declare module 'fastify' {
  * API-key identity for ingestion: SHA-256 of the secret → in-process LRU (CACHE_TTL_MS) → Redis
  * (SHARED_CACHE_TTL_SECONDS) → Postgres. A revocation is pushed to every instance at once.
  */
-export default fp(async function apiKeyAuth(app, opts: { cacheTtlMs: number; sharedCacheTtlSeconds: number }) {
+export default fp(async function apiKeyAuth (app, opts: { cacheTtlMs: number; sharedCacheTtlSeconds: number }) {
   const keys = new KeyResolver(app.keys, { ...app.sharedCacheBase, localTtlMs: opts.cacheTtlMs, sharedTtlSeconds: opts.sharedCacheTtlSeconds })
 
   app.decorateRequest('apiKey', null as unknown as KeyIdentity)
-  app.decorate('authenticateKey', async function authenticateKey(request: FastifyRequest) {
+  app.decorate('authenticateKey', async function authenticateKey (request: FastifyRequest) {
     const header = request.headers.authorization
     const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null
     if (!match) throw unauthorized('missing_bearer')
@@ -35,7 +35,7 @@ export default fp(async function apiKeyAuth(app, opts: { cacheTtlMs: number; sha
     if (identity.revoked) throw unauthorized('revoked_key')
     request.apiKey = identity
   })
-  app.decorate('forgetKey', async function forgetKey(secretHash: string) {
+  app.decorate('forgetKey', async function forgetKey (secretHash: string) {
     await keys.forget(secretHash)
   })
 }, { name: 'api-key-auth', dependencies: ['postgres', 'redis'] })

@@ -16,7 +16,7 @@ export interface ClickHouseOptions {
 }
 
 /** Creates the database named in a server URL when missing (the embedded engine uses `default`). */
-export async function ensureServerDatabase(url: string): Promise<void> {
+export async function ensureServerDatabase (url: string): Promise<void> {
   const parsed = new URL(url)
   const database = parsed.pathname.slice(1)
   if (!database) return
@@ -34,7 +34,7 @@ export async function ensureServerDatabase(url: string): Promise<void> {
  * ClickHouse: the embedded engine or a server, migrated at start. Events reach it through the
  * ingestion plugin's shipper, which closes before this plugin does.
  */
-export default fp(async function clickhouse(app, opts: ClickHouseOptions) {
+export default fp(async function clickhouse (app, opts: ClickHouseOptions) {
   if (opts.url) await ensureServerDatabase(opts.url)
   let handle: ReturnType<typeof openClickHouse> | undefined
   try {

@@ -5,7 +5,7 @@ import fastifyCors from '@fastify/cors'
 export const API_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
 
 /** Cross-origin access for the dashboard origins only; any other origin gets no CORS headers. */
-export default fp(async function cors(app, opts: { origins: string[] }) {
+export default fp(async function cors (app, opts: { origins: string[] }) {
   const allowed = new Set(opts.origins)
   await app.register(fastifyCors, {
     origin: (origin, cb) => cb(null, origin !== undefined && allowed.has(origin)),

@@ -13,7 +13,7 @@ declare module 'fastify' {
 }
 
 /** What the /v1/me dashboard reads: one service over the ClickHouse aggregates and the Postgres state. */
-export default fp(async function dashboardData(app) {
+export default fp(async function dashboardData (app) {
   const service = new DashboardService(app.dashboard, app.agents, app.errorClusters, app.alerts)
   app.decorate('dashboardService', service)
   app.decorate('alertsService', new AlertsService(app.alerts))

@@ -15,7 +15,7 @@ const OUTAGE_SQLSTATE_CLASSES = ['08', '53', '57']
 const OUTAGE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Connection is closed\.|Command timed out|Client has encountered a connection error|Stream isn't writeable)/
 
 /** A failure to reach Postgres or Redis in time (not a bug): the caller should retry, so it is a 503. */
-function isStoreOutage(err: { code?: unknown; name?: string; message?: string }): boolean {
+function isStoreOutage (err: { code?: unknown; name?: string; message?: string }): boolean {
   const code = typeof err.code === 'string' ? err.code : ''
   if (OUTAGE_CODES.has(code)) return true
   if (/^[0-9A-Z]{5}$/.test(code) && OUTAGE_SQLSTATE_CLASSES.includes(code.slice(0, 2))) return true
@@ -31,7 +31,7 @@ const INVALID_TEXT_CODES = new Set(['22021', '22P05', '22P02'])
  * Errors Fastify answers before a route is found (the `frameworkErrors` server option): our JSON
  * bodies instead of Fastify's own, which echo the URL back.
  */
-export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+export function frameworkErrors (err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   switch (err.code) {
     case 'FST_ERR_MAX_PARAM_LENGTH':
       reply.code(414).send({ error: 'uri_too_long', message: 'a path parameter is too long' })
@@ -50,7 +50,7 @@ export function frameworkErrors(err: FastifyError, request: FastifyRequest, repl
  * 400 validation_failed with details; body problems get their own codes; anything else is a 500
  * whose body says nothing about internals (the log has the stack, keyed by request id).
  */
-export default fp(async function errors(app) {
+export default fp(async function errors (app) {
   app.setValidatorCompiler(({ schema, httpPart }) => {
     // A body schema marked x-validated-by is there for the OpenAPI document: its route validates the body itself
     // (the ingestion pipeline, in a timed step, after the API key and before the burst limit).
@@ -58,7 +58,7 @@ export default fp(async function errors(app) {
     return (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema)
   })
 
-  app.setErrorHandler(function handle(err: FastifyError | HttpError, request, reply) {
+  app.setErrorHandler(function handle (err: FastifyError | HttpError, request, reply) {
     if (err instanceof HttpError) {
       if (err.statusCode >= 500) request.log.warn({ code: err.code }, 'request refused: %s', err.code)
       return reply.code(err.statusCode).headers(err.headers).send(err.body())

@@ -28,7 +28,7 @@ export interface IngestionOptions { cacheTtlMs: number; sharedCacheTtlSeconds: n
  * and the coalesced side effects. On close: wait for ingestion calls under way, ship what the log
  * holds (for at most INGEST_DRAIN_TIMEOUT_MS; the rest ships at the next start), then close the log.
  */
-export default fp(async function ingestion(app, opts: IngestionOptions) {
+export default fp(async function ingestion (app, opts: IngestionOptions) {
   const log = IngestLog.open({
     dir: opts.ingest.logDir,
     maxBytes: opts.ingest.logMaxBytes,

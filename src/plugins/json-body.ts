@@ -35,10 +35,10 @@ const found = new WeakMap<FastifyRequest, Found>()
  * costs a few regex tests on its text; only a suspicious one is walked. Problems outside the route's
  * `jsonItems` refuse the request with 400 validation_failed before validation or any handler runs.
  */
-export default fp(async function jsonBody(app) {
+export default fp(async function jsonBody (app) {
   const parse = app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error')
 
-  app.decorateRequest('inputProblemsOf', function inputProblemsOf(this: FastifyRequest, i: number) {
+  app.decorateRequest('inputProblemsOf', function inputProblemsOf (this: FastifyRequest, i: number) {
     return found.get(this)?.items.get(i) ?? []
   })
 
@@ -62,7 +62,7 @@ export default fp(async function jsonBody(app) {
   })
 }, { name: 'json-body', dependencies: ['errors'] })
 
-function check(request: FastifyRequest, text: string, body: unknown): Found {
+function check (request: FastifyRequest, text: string, body: unknown): Found {
   const numbers = numberLiteralProblems(text)
   const itemsKey = request.routeOptions.config.jsonItems
   const items = itemsKey !== undefined && isObject(body) ? body[itemsKey] : undefined
@@ -85,6 +85,6 @@ function check(request: FastifyRequest, text: string, body: unknown): Found {
   return { body: mergeProblems(rest, envelope), items: byItem }
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
+function isObject (value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value)
 }

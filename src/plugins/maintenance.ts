@@ -32,7 +32,7 @@ const SCHEDULER_REFRESH_MS = 60_000
  * retention settings; in the worker role, BullMQ schedulers copy names to ClickHouse and clean old
  * Postgres rows.
  */
-export default fp(async function maintenance(app, opts: MaintenanceOptions) {
+export default fp(async function maintenance (app, opts: MaintenanceOptions) {
   const changed = await applyRetentionTtl(app.clickhouse, opts.retention)
   if (changed.length) app.log.info({ tables: changed, retention: opts.retention }, 'ClickHouse retention (TTL) set')
   const copier = new NamesCopier(app.db, app.clickhouse)

@@ -1,3 +1,4 @@
+/* eslint-disable no-new -- prom-client metrics register themselves with the registry they are given */
 import fp from 'fastify-plugin'
 import { timingSafeEqual, createHash } from 'node:crypto'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
@@ -13,7 +14,7 @@ export interface MetricsOptions {
 const QUEUE_COUNT_TIMEOUT_MS = 1000
 const PREFIX = 'agent_telemetry_'
 
-function sameToken(expected: string, presented: string): boolean {
+function sameToken (expected: string, presented: string): boolean {
   return timingSafeEqual(createHash('sha256').update(expected).digest(), createHash('sha256').update(presented).digest())
 }
 
@@ -24,7 +25,7 @@ function sameToken(expected: string, presented: string): boolean {
  * and the process metrics (CPU, memory, handles, event-loop delay, GC). Gauges are read at scrape
  * time from the components' own stats, so nothing is counted twice.
  */
-export default fp(async function metrics(app, opts: MetricsOptions) {
+export default fp(async function metrics (app, opts: MetricsOptions) {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry, prefix: PREFIX, eventLoopMonitoringPrecision: 10 })
 
@@ -86,7 +87,7 @@ export default fp(async function metrics(app, opts: MetricsOptions) {
     name: `${PREFIX}events_accepted_total`,
     help: 'Events written to the ingest log (acknowledged with 202) since start',
     registers: [registry],
-    collect() { this.set(app.ingestion.steps.snapshot().log?.events ?? 0) },
+    collect () { this.set(app.ingestion.steps.snapshot().log?.events ?? 0) },
   })
   const backlog = (pick: (s: ReturnType<typeof app.ingestLog.stats>) => number) => function (this: Gauge) {
     this.set(pick(app.ingestLog.stats()))
@@ -104,7 +105,7 @@ export default fp(async function metrics(app, opts: MetricsOptions) {
     name: `${PREFIX}shipper_inserts_failing`,
     help: '1 while the shipper retries a failing ClickHouse insert',
     registers: [registry],
-    collect() { this.set(app.shipper.status.retrying ? 1 : 0) },
+    collect () { this.set(app.shipper.status.retrying ? 1 : 0) },
   })
 
   const queues = (): Array<Queue> => [app.anomalyQueue, app.maintenance?.queue].filter((q): q is Queue => Boolean(q))
@@ -113,7 +114,7 @@ export default fp(async function metrics(app, opts: MetricsOptions) {
     help: 'BullMQ jobs by queue and state (failed: failed jobs kept, the last 100-1000)',
     labelNames: ['queue', 'state'] as const,
     registers: [registry],
-    async collect() {
+    async collect () {
       this.reset()
       for (const queue of queues()) {
         const counts = await Promise.race([

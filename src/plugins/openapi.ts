@@ -17,7 +17,7 @@ Names in snake case (\`by_agent\`, \`by_model\`, \`by_day\`) and \`total\` are f
  * served from this process: no CDN). Both are public, like the API's shape itself. Registered before
  * the routes, so that it sees each of them.
  */
-export default fp(async function openapi(app) {
+export default fp(async function openapi (app) {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

@@ -11,7 +11,7 @@ declare module 'fastify' {
 }
 
 /** Postgres: creates the database if missing and migrates it; the repositories are built in plugins/repositories.ts. */
-export default fp(async function postgres(app, opts: { databaseUrl: string; timeouts: PostgresTimeouts }) {
+export default fp(async function postgres (app, opts: { databaseUrl: string; timeouts: PostgresTimeouts }) {
   const pool = await openPostgres(opts.databaseUrl, opts.timeouts, (applied) => {
     if (applied.length) app.log.info({ applied }, 'Postgres migrations applied')
   })

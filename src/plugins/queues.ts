@@ -23,7 +23,7 @@ export interface QueuesOptions { redisUrl: string; prefix: string; worker: boole
  * BullMQ: the anomaly queue (every role enqueues debounced agent checks) and, in the worker role, its
  * worker and the tick scheduler. Jobs are idempotent, so a retried or duplicated job is harmless.
  */
-export default fp(async function queues(app, opts: QueuesOptions) {
+export default fp(async function queues (app, opts: QueuesOptions) {
   const anomaly = new AnomalyService(app.agents, app.alerts, app.anomalyReads, app.errorClusters, app.log)
   const connection = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
   connection.on('error', (err) => app.log.error({ err }, 'queue Redis connection error'))

@@ -14,8 +14,8 @@ export interface RouteLimit {
  * The one way a route declares a request rate limit: an onRequest hook that takes one unit from the
  * request's bucket (GCRA in Redis) and answers 429 rate_limited + Retry-After when none is left.
  */
-export function rateLimitHook(limiter: () => RateLimiter, opts: RouteLimit): onRequestAsyncHookHandler {
-  return async function rateLimit(request) {
+export function rateLimitHook (limiter: () => RateLimiter, opts: RouteLimit): onRequestAsyncHookHandler {
+  return async function rateLimit (request) {
     const limit = typeof opts.limit === 'function' ? opts.limit(request) : opts.limit
     const { admitted, retryAfterMs } = await limiter().take(opts.bucket(request), limit, 1, opts.windowMs ?? 60_000)
     if (admitted === 0) throw rateLimited(retryAfterMs / 1000)

@@ -16,7 +16,7 @@ declare module 'fastify' {
 }
 
 /** Redis: one command connection (auto-pipelined), one subscriber for cache invalidation. */
-export default fp(async function redis(app, opts: { url: string; prefix: string; commandTimeoutMs: number }) {
+export default fp(async function redis (app, opts: { url: string; prefix: string; commandTimeoutMs: number }) {
   // A command timeout, so a stalled Redis fails requests (503) instead of holding them.
   const client = new Redis(opts.url, { enableAutoPipelining: true, maxRetriesPerRequest: 2, commandTimeout: opts.commandTimeoutMs, lazyConnect: true })
   const subscriber = new Redis(opts.url, { lazyConnect: true })

@@ -25,7 +25,7 @@ declare module 'fastify' {
 }
 
 /** Every repository, built once here over the store clients; services and routes take them from the instance. */
-export default fp(async function repositories(app) {
+export default fp(async function repositories (app) {
   app.decorate('users', new UsersRepository(app.db))
   app.decorate('keys', new KeysRepository(app.db))
   app.decorate('agents', new AgentsRepository(app.db))

@@ -9,7 +9,7 @@ import type { Socket } from 'node:net'
  * still not been fully received `requestTimeoutMs` later is destroyed; requests already received
  * keep their answers, and idle connections are closed by Fastify at once.
  */
-export default fp(async function requestDeadline(app, opts: { requestTimeoutMs: number }) {
+export default fp(async function requestDeadline (app, opts: { requestTimeoutMs: number }) {
   const sockets = new Set<Socket>()
   const current = new WeakMap<Socket, IncomingMessage>()
   app.server.on('connection', (socket: Socket) => {

@@ -24,7 +24,7 @@ const PROVIDER_ALGORITHMS = ['ES256', 'RS256']
  * issuer and audience; otherwise against the local signing key under DATA_DIR. Exactly one of the
  * two is loaded, so local tokens are never accepted when a provider is configured.
  */
-export default fp(async function userAuth(app, opts: { auth: Config['auth']; dataDir: string; cacheTtlMs: number }) {
+export default fp(async function userAuth (app, opts: { auth: Config['auth']; dataDir: string; cacheTtlMs: number }) {
   let key: JWTVerifyGetKey | Awaited<ReturnType<typeof loadLocalSigningKey>>['publicKey']
   let issuer: string
   let audience: string
@@ -47,7 +47,7 @@ export default fp(async function userAuth(app, opts: { auth: Config['auth']; dat
   const users = new LRUCache<string, User>({ max: 10_000, ttl: opts.cacheTtlMs })
 
   app.decorateRequest('user', null as unknown as User)
-  app.decorate('authenticateUser', async function authenticateUser(request: FastifyRequest) {
+  app.decorate('authenticateUser', async function authenticateUser (request: FastifyRequest) {
     const header = request.headers.authorization
     const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null
     if (!match) throw unauthorized('missing_bearer')

@@ -11,7 +11,7 @@ const CONTENT_TYPES: Record<OtlpEncoding, string> = { protobuf: 'application/x-p
 // gRPC codes carried in the Status of an error response (OTLP clients only log them).
 const GRPC_CODES: Record<number, number> = { 400: 3, 401: 16, 403: 7, 404: 5, 408: 4, 410: 5, 413: 8, 414: 3, 415: 3, 429: 8, 500: 13, 503: 14 }
 
-function encodingOf(request: FastifyRequest): OtlpEncoding {
+function encodingOf (request: FastifyRequest): OtlpEncoding {
   return (request.headers['content-type'] ?? '').toLowerCase().startsWith('application/json') ? 'json' : 'protobuf'
 }
 

@@ -22,10 +22,10 @@ export type AlertAction = keyof typeof TRANSITIONS
  * answers the alert unchanged; a transition from a state that does not allow it is a 409.
  */
 export class AlertsService {
-  constructor(private readonly alerts: AlertsRepository) {}
+  constructor (private readonly alerts: AlertsRepository) {}
 
   /** Newest first; `count` adds the counts per status. */
-  async list(userId: string, settledAt: number, q: { status: AlertStatus | 'all'; count: boolean; limit: number; cursor?: string | undefined }) {
+  async list (userId: string, settledAt: number, q: { status: AlertStatus | 'all'; count: boolean; limit: number; cursor?: string | undefined }) {
     const start = startOf('alerts', q.cursor, settledAt)
     const rows = await this.alerts.list(userId, q.status, q.limit + 1, start.after)
     const page = pageOf('alerts', start.asOf, rows, q.limit, (a) => ({ ms: Date.parse(a.createdAt), id: a.id }))
@@ -33,7 +33,7 @@ export class AlertsService {
     return q.count ? { ...body, counts: await this.alerts.counts(userId) } : body
   }
 
-  async transition(userId: string, id: string, action: AlertAction, snoozeHours?: number): Promise<Alert> {
+  async transition (userId: string, id: string, action: AlertAction, snoozeHours?: number): Promise<Alert> {
     const { from, to } = TRANSITIONS[action]
     const result = await this.alerts.transition(userId, id, [...from], to, snoozeHours)
     if (!result) throw notFound()
@@ -41,12 +41,12 @@ export class AlertsService {
     return result.alert
   }
 
-  async settings(userId: string) {
+  async settings (userId: string) {
     const overrides = await this.alerts.thresholds(userId)
     return { thresholds: mergeThresholds(overrides) as unknown as RuleFields, overrides: overrides as RuleFields }
   }
 
-  async replaceSettings(userId: string, overrides: RuleFields) {
+  async replaceSettings (userId: string, overrides: RuleFields) {
     await this.alerts.setThresholds(userId, overrides)
     return { thresholds: mergeThresholds(overrides) as unknown as RuleFields, overrides }
   }

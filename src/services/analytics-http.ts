@@ -35,7 +35,7 @@ const HTTP_PARAMETERS = new Set([
 const VERSION = '26.7'
 
 /** HTTP status of an engine error, as ClickHouse's HTTP handler chooses it. */
-export function httpStatusOf(code: number): number {
+export function httpStatusOf (code: number): number {
   if (code === 516 || code === 194 || code === 192) return 401
   if (code === 164 || code === 497 || code === 446 || code === 291) return 403
   if ([60, 46, 47, 81, 16].includes(code)) return 404
@@ -44,7 +44,7 @@ export function httpStatusOf(code: number): number {
   return 500
 }
 
-function contentType(format: string): string {
+function contentType (format: string): string {
   if (/^JSON/.test(format)) return 'application/json; charset=UTF-8'
   if (/^CSV/.test(format)) return 'text/csv; charset=UTF-8; header=absent'
   if (/^(TabSeparated|TSV)/.test(format)) return 'text/tab-separated-values; charset=UTF-8'
@@ -52,7 +52,7 @@ function contentType(format: string): string {
   return 'text/plain; charset=UTF-8'
 }
 
-function credentials(req: IncomingMessage, url: URL): { user: string; password: string } {
+function credentials (req: IncomingMessage, url: URL): { user: string; password: string } {
   const header = req.headers.authorization
   if (header?.startsWith('Basic ')) {
     const decoded = Buffer.from(header.slice(6), 'base64').toString('utf8')
@@ -64,7 +64,7 @@ function credentials(req: IncomingMessage, url: URL): { user: string; password: 
   return { user: url.searchParams.get('user') ?? 'default', password: url.searchParams.get('password') ?? '' }
 }
 
-async function readBody(req: IncomingMessage, limit: number): Promise<string> {
+async function readBody (req: IncomingMessage, limit: number): Promise<string> {
   const encoding = String(req.headers['content-encoding'] ?? '').toLowerCase()
   let stream: Readable = req
   if (encoding === 'gzip') stream = req.pipe(createGunzip())
@@ -81,7 +81,7 @@ async function readBody(req: IncomingMessage, limit: number): Promise<string> {
   return Buffer.concat(chunks).toString('utf8')
 }
 
-function sendError(res: ServerResponse, err: AnalyticsError, queryId: string): void {
+function sendError (res: ServerResponse, err: AnalyticsError, queryId: string): void {
   if (res.headersSent) {
     res.destroy()
     return
@@ -96,7 +96,7 @@ function sendError(res: ServerResponse, err: AnalyticsError, queryId: string): v
   res.end(body)
 }
 
-function compress(body: Buffer, accept: string): { body: Buffer; encoding?: string } {
+function compress (body: Buffer, accept: string): { body: Buffer; encoding?: string } {
   if (/\bgzip\b/.test(accept)) return { body: gzipSync(body), encoding: 'gzip' }
   if (/\bbr\b/.test(accept)) return { body: brotliCompressSync(body), encoding: 'br' }
   if (/\bdeflate\b/.test(accept)) return { body: deflateSync(body), encoding: 'deflate' }
@@ -104,7 +104,7 @@ function compress(body: Buffer, accept: string): { body: Buffer; encoding?: stri
 }
 
 /** Builds the HTTP server of the analysts' SQL port; listening and closing are the caller's. */
-export function createAnalyticsHttpServer(opts: AnalyticsHttpOptions): Server {
+export function createAnalyticsHttpServer (opts: AnalyticsHttpOptions): Server {
   const maxQueryBytes = opts.maxQueryBytes ?? 1024 * 1024
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://analytics')

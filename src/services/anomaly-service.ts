@@ -17,7 +17,7 @@ export interface EvaluationResult { evaluatedAgents: number; raised: number; upd
  * twice (or concurrently) for the same state leaves one open alert per agent and rule.
  */
 export class AnomalyService {
-  constructor(
+  constructor (
     private readonly agents: AgentsRepository,
     private readonly alerts: AlertsRepository,
     private readonly anomalies: AnomalyRepository,
@@ -26,7 +26,7 @@ export class AnomalyService {
   ) {}
 
   /** Evaluates one user's agents (all recently seen ones, or the given ones) at `nowMs`. */
-  async evaluateUser(userId: string, nowMs: number, agentIds?: string[]): Promise<EvaluationResult> {
+  async evaluateUser (userId: string, nowMs: number, agentIds?: string[]): Promise<EvaluationResult> {
     const candidates = agentIds ?? (await this.agents.activeSince(nowMs - CANDIDATE_MS, userId)).get(userId) ?? []
     const result = await this.evaluate(new Map([[userId, candidates]]), nowMs)
     return this.addRegressions(userId, result)
@@ -37,7 +37,7 @@ export class AnomalyService {
    * ClickHouse query per distinct set of windows, so users on the defaults share one), then checks
    * the resolved clusters of every user that has some.
    */
-  async tick(nowMs: number): Promise<EvaluationResult> {
+  async tick (nowMs: number): Promise<EvaluationResult> {
     await this.alerts.wakeSnoozed()
     const active = await this.agents.activeSince(nowMs - CANDIDATE_MS)
     const result = await this.evaluate(active, nowMs)
@@ -52,7 +52,7 @@ export class AnomalyService {
     return result
   }
 
-  private async evaluate(candidates: Map<string, string[]>, nowMs: number): Promise<EvaluationResult> {
+  private async evaluate (candidates: Map<string, string[]>, nowMs: number): Promise<EvaluationResult> {
     const users = [...candidates.keys()]
     const overrides = await this.alerts.thresholdsFor(users)
     const thresholds = new Map(users.map((u) => [u, mergeThresholds(overrides.get(u))]))
@@ -86,7 +86,7 @@ export class AnomalyService {
    * Raises a regression alert for each resolved cluster of the user that has a later event, and
    * clears acknowledged regression alerts whose cluster is quiet again.
    */
-  private async addRegressions(userId: string, result: EvaluationResult): Promise<EvaluationResult> {
+  private async addRegressions (userId: string, result: EvaluationResult): Promise<EvaluationResult> {
     const resolved = await this.clusters.allResolved(userId)
     const hidden = resolved.size > 0 ? await this.agents.hiddenIds(userId) : []
     const states = resolved.size > 0 ? await this.anomalies.clusterStates(userId, resolved, hidden) : []

@@ -15,7 +15,7 @@ import type { ErrorClustersRepository } from '../storage/error-clusters-reposito
 export interface DashboardReader extends Reader { names: ReadonlyMap<string, string>; settledAt: number }
 
 /** Where the requested page of a list starts; a cursor this list did not hand out is a 400. */
-export function startOf(list: CursorList, cursor: string | undefined, settledAt: number): PageStart {
+export function startOf (list: CursorList, cursor: string | undefined, settledAt: number): PageStart {
   const start = pageStart(list, cursor, settledAt)
   if (!start) throw invalidCursor()
   return start
@@ -29,7 +29,7 @@ type Query = { limit?: string | undefined; since?: string | undefined; agentId?:
  * Lenient query values (limit, since, agentId) are interpreted here, by the spec's rules.
  */
 export class DashboardService {
-  constructor(
+  constructor (
     private readonly dashboard: DashboardRepository,
     private readonly agents: AgentsRepository,
     private readonly clusters: ErrorClustersRepository,
@@ -37,17 +37,17 @@ export class DashboardService {
   ) {}
 
   /** The user as a reader: their soft-deleted agents (hidden from every read) and every agent's name. */
-  async readerOf(userId: string, settledAt: number): Promise<DashboardReader> {
+  async readerOf (userId: string, settledAt: number): Promise<DashboardReader> {
     const all = await this.agents.namesOf(userId)
     return { userId, settledAt, hidden: all.filter((a) => a.deleted).map((a) => a.id), names: new Map(all.map((a) => [a.id, a.displayName])) }
   }
 
-  private withAgent(r: DashboardReader, e: DashboardEvent) {
+  private withAgent (r: DashboardReader, e: DashboardEvent) {
     return { ...e, agent: agentOf(r.names, e.agentId) }
   }
 
   /** limit clamps to 1..1000 (default 50); since and agentId that do not fit are dropped. */
-  async events(r: DashboardReader, q: Query) {
+  async events (r: DashboardReader, q: Query) {
     const start = startOf('events', q.cursor, r.settledAt)
     const page = await this.dashboard.events(r, {
       limit: clampInt(q.limit, 1, 1000, 50),
@@ -59,7 +59,7 @@ export class DashboardService {
   }
 
   /** limit clamps to 1..100 (default 20). */
-  async sessions(r: DashboardReader, q: Query) {
+  async sessions (r: DashboardReader, q: Query) {
     const page = await this.dashboard.sessions(r, { limit: clampInt(q.limit, 1, 100, 20), start: startOf('sessions', q.cursor, r.settledAt) })
     return { sessions: page.items.map((s) => this.summary(r, s)), nextCursor: page.nextCursor }
   }
@@ -69,20 +69,20 @@ export class DashboardService {
     return { ...rest, eventCount: events, agents: agents.map((id) => agentOf(r.names, id)) }
   }
 
-  async session(r: DashboardReader, id: string) {
+  async session (r: DashboardReader, id: string) {
     const list = await this.dashboard.eventsOf(r, 'session_id', id)
     if (list.length === 0) throw notFound()
     return { sessionId: id, ...groupTotals(list, r.names), events: list.map((e) => this.withAgent(r, e)) }
   }
 
   /** since: 24h | 7d | 30d | all (default 7d; anything else is dropped); limit clamps to 1..200 (default 50). */
-  async traces(r: DashboardReader, q: Query) {
+  async traces (r: DashboardReader, q: Query) {
     const start = startOf('traces', q.cursor, r.settledAt)
     const page = await this.dashboard.traces(r, { limit: clampInt(q.limit, 1, 200, 50), sinceMs: sinceBound(q.since, start.asOf, '7d'), start })
     return { traces: page.items.map((s) => this.summary(r, s)), nextCursor: page.nextCursor }
   }
 
-  async trace(r: DashboardReader, traceId: string) {
+  async trace (r: DashboardReader, traceId: string) {
     const list = await this.dashboard.eventsOf(r, 'trace_id', traceId)
     if (list.length === 0) throw notFound()
     const cwd = firstContext(list, 'cwd')
@@ -97,7 +97,7 @@ export class DashboardService {
     }
   }
 
-  private present(r: DashboardReader, c: ClusterAggregate, resolvedAt: number | undefined) {
+  private present (r: DashboardReader, c: ClusterAggregate, resolvedAt: number | undefined) {
     const { lastSeenMs, agents, ...rest } = c
     return {
       ...rest,
@@ -108,7 +108,7 @@ export class DashboardService {
   }
 
   /** since: 24h | 7d | 30d | all (default 7d; anything else is dropped). Up to 500 clusters, latest first. */
-  async errorClusters(r: DashboardReader, q: Query) {
+  async errorClusters (r: DashboardReader, q: Query) {
     const list = await this.dashboard.clusters(r, { sinceMs: sinceBound(q.since, Date.now(), '7d'), limit: 500 })
     const resolved = await this.clusters.resolvedAt(r.userId, list.map((c) => c.fingerprint))
     return { clusters: list.map((c) => this.present(r, c, resolved.get(c.fingerprint))) }
@@ -118,7 +118,7 @@ export class DashboardService {
    * Resolves or re-opens one of the caller's clusters. A handled regression alert of the cluster is
    * cleared, so its next regression opens a new one.
    */
-  async setResolved(r: DashboardReader, fingerprint: string, resolved: boolean) {
+  async setResolved (r: DashboardReader, fingerprint: string, resolved: boolean) {
     const [found] = await this.dashboard.clusters(r, { sinceMs: 0, fingerprint, limit: 1 })
     if (!found) throw notFound()
     const at = await this.clusters.setResolved(r.userId, found.fingerprint, resolved)
@@ -127,7 +127,7 @@ export class DashboardService {
   }
 
   /** days: 1..365: the window is today (UTC) and the days - 1 before it. */
-  async spendSummary(r: DashboardReader, days: number) {
+  async spendSummary (r: DashboardReader, days: number) {
     const from = windowStart(Date.now(), days)
     const [total, byAgent, byModel, byDay] = await Promise.all([
       this.dashboard.spend(r, 'total', from),
@@ -150,7 +150,7 @@ export class DashboardService {
   }
 
   /** KPIs of all the reader's agents, or of one: 24 h from raw events, 30 days from the daily rollup. */
-  private async kpis(r: DashboardReader, now: number, agentId?: string) {
+  private async kpis (r: DashboardReader, now: number, agentId?: string) {
     const [day, month] = await Promise.all([
       this.dashboard.agentWindow(r, now - DAY_MS, agentId),
       this.dashboard.spend(r, 'agent_id', windowStart(now, CALENDAR_DAYS), agentId),
@@ -160,7 +160,7 @@ export class DashboardService {
   }
 
   /** limit clamps to 1..1000 (default 100); newest agent first. */
-  async agentList(r: DashboardReader, q: Query) {
+  async agentList (r: DashboardReader, q: Query) {
     const limit = clampInt(q.limit, 1, 1000, 100)
     const start = startOf('agents', q.cursor, r.settledAt)
     const [owned, kpisOf] = await Promise.all([this.agents.pageOwned(r.userId, limit + 1, start.after), this.kpis(r, Date.now())])
@@ -168,7 +168,7 @@ export class DashboardService {
     return { agents: page.items.map((a) => ({ ...a, kpis: kpisOf(a.id) })), nextCursor: page.nextCursor }
   }
 
-  async agentProfile(r: DashboardReader, id: string) {
+  async agentProfile (r: DashboardReader, id: string) {
     const profile = await this.agents.profileOwned(r.userId, id)
     if (!profile) throw notFound()
     const now = Date.now()
@@ -190,13 +190,13 @@ export class DashboardService {
     }
   }
 
-  private async sessionsOf(r: DashboardReader, agentId: string) {
+  private async sessionsOf (r: DashboardReader, agentId: string) {
     const page = await this.dashboard.sessions(r, { limit: 5, agentId, start: { asOf: r.settledAt, after: null } })
     return page.items.map((s) => this.summary(r, s))
   }
 
   /** Renames, publishes or unpublishes the owner's agent. */
-  async updateAgent(userId: string, id: string, change: { displayName?: string | undefined; isPublic?: boolean | undefined }): Promise<OwnedAgentProfile> {
+  async updateAgent (userId: string, id: string, change: { displayName?: string | undefined; isPublic?: boolean | undefined }): Promise<OwnedAgentProfile> {
     const updated = await this.agents.update(userId, id, { displayName: change.displayName?.trim(), isPublic: change.isPublic })
     if (updated === 'taken') throw conflict('display_name_taken')
     if (!updated) throw notFound()

@@ -17,15 +17,15 @@ export class HealthReport {
   private static readonly RESOLUTION_MS = 10
   private readonly loopDelay = monitorEventLoopDelay({ resolution: HealthReport.RESOLUTION_MS })
 
-  constructor(private readonly log: IngestLog, private readonly shipper: EventShipper, private readonly steps: StepTimings, private readonly degradedAfterMs: number) {
+  constructor (private readonly log: IngestLog, private readonly shipper: EventShipper, private readonly steps: StepTimings, private readonly degradedAfterMs: number) {
     this.loopDelay.enable()
   }
 
-  close(): void {
+  close (): void {
     this.loopDelay.disable()
   }
 
-  now() {
+  now () {
     const stats = this.log.stats()
     const now = Date.now()
     const oldestAgeMs = stats.oldestAppendedAt === null ? null : Math.max(0, Math.round(now - stats.oldestAppendedAt))

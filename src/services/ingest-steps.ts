@@ -51,7 +51,7 @@ export class StepTimings {
     }
   }
 
-  snapshot(): Record<IngestStep, StepFigures> {
+  snapshot (): Record<IngestStep, StepFigures> {
     const out = {} as Record<IngestStep, StepFigures>
     for (const [step, f] of this.figures) {
       out[step] = { ...f, totalMs: round(f.totalMs), usPerEvent: f.events ? round((f.totalMs * 1000) / f.events) : 0 }
@@ -59,7 +59,7 @@ export class StepTimings {
     return out
   }
 
-  private record(step: IngestStep, events: number, ms: number): void {
+  private record (step: IngestStep, events: number, ms: number): void {
     const f = this.figures.get(step)!
     f.calls++
     f.events += events
@@ -67,6 +67,6 @@ export class StepTimings {
   }
 }
 
-function round(n: number): number {
+function round (n: number): number {
   return Math.round(n * 1000) / 1000
 }

@@ -24,7 +24,7 @@ export type EventAck = {
 /** Ingestion burst limits per minute by tier; a user's burst_per_minute overrides them. */
 export const TIER_BURST_PER_MINUTE: Record<Tier, number> = { free: 60, pro: 600, enterprise: 6000 }
 
-export function burstLimit(key: { tier: Tier; burstPerMinute: number | null }): number {
+export function burstLimit (key: { tier: Tier; burstPerMinute: number | null }): number {
   return key.burstPerMinute ?? TIER_BURST_PER_MINUTE[key.tier]
 }
 
@@ -43,7 +43,7 @@ export interface IngestCaller {
   source: { kind: 'api_key'; keyId: string } | { kind: 'dashboard_test' }
 }
 
-export function callerOfKey(key: KeyIdentity): IngestCaller {
+export function callerOfKey (key: KeyIdentity): IngestCaller {
   return { userId: key.userId, tier: key.tier, burstPerMinute: key.burstPerMinute, agentId: key.agentId, source: { kind: 'api_key', keyId: key.keyId } }
 }
 
@@ -70,7 +70,7 @@ export class IngestionService {
   private receiveFloor = 0
   readonly steps = new StepTimings()
 
-  constructor(
+  constructor (
     private readonly agents: AgentResolver,
     private readonly ingestLog: IngestLog,
     private readonly shipper: EventShipper,
@@ -81,7 +81,7 @@ export class IngestionService {
   ) {}
 
   /** Ingests one event; resolves with its acknowledgement once it is in the ingest log, or throws its refusal. */
-  async ingestOne(caller: IngestCaller, event: unknown): Promise<EventAck> {
+  async ingestOne (caller: IngestCaller, event: unknown): Promise<EventAck> {
     const [result] = await this.run(caller, [event], true)
     if (result instanceof HttpError) throw result
     const { status: _accepted, ...ack } = result!
@@ -92,7 +92,7 @@ export class IngestionService {
    * Ingests up to 500 events; each gets the result it would have got alone (202 ack or error).
    * `inputProblemsOf(i)` gives the input-rule problems of event i, found by the JSON body parser.
    */
-  async ingestBatch(caller: IngestCaller, events: unknown[], inputProblemsOf: ProblemsOf = () => []): Promise<BatchResult[]> {
+  async ingestBatch (caller: IngestCaller, events: unknown[], inputProblemsOf: ProblemsOf = () => []): Promise<BatchResult[]> {
     const results = await this.run(caller, events, false, inputProblemsOf)
     return results.map((r) => (r instanceof HttpError ? { status: r.statusCode, ...r.body() } : r as BatchResult))
   }
@@ -101,7 +101,7 @@ export class IngestionService {
    * Ingests events mapped from OTLP spans (src/domain/otlp-mapping.ts), as a batch of any size: each
    * gets its acknowledgement or the error it alone would have got. A full log still throws (503).
    */
-  async ingestSpans(caller: IngestCaller, events: IncomingEvent[]): Promise<(HttpError | EventAck)[]> {
+  async ingestSpans (caller: IngestCaller, events: IncomingEvent[]): Promise<(HttpError | EventAck)[]> {
     const results = await this.run(caller, events, false, () => [], 'otlp')
     return results.map((r) => {
       if (r instanceof HttpError) return r
@@ -111,11 +111,11 @@ export class IngestionService {
   }
 
   /** Resolves once no ingestion call is under way (shutdown waits for this before draining the log). */
-  async idle(): Promise<void> {
+  async idle (): Promise<void> {
     if (this.active > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve))
   }
 
-  private async run(caller: IngestCaller, events: unknown[], single: boolean, inputProblemsOf: ProblemsOf = () => [], source: EventSource = 'events'): Promise<IngestResult[]> {
+  private async run (caller: IngestCaller, events: unknown[], single: boolean, inputProblemsOf: ProblemsOf = () => [], source: EventSource = 'events'): Promise<IngestResult[]> {
     this.active++
     try {
       return await this.pipeline(caller, events, single, inputProblemsOf, source)
@@ -124,7 +124,7 @@ export class IngestionService {
     }
   }
 
-  private async pipeline(caller: IngestCaller, events: unknown[], single: boolean, inputProblemsOf: ProblemsOf, source: EventSource): Promise<IngestResult[]> {
+  private async pipeline (caller: IngestCaller, events: unknown[], single: boolean, inputProblemsOf: ProblemsOf, source: EventSource): Promise<IngestResult[]> {
     const results: IngestResult[] = new Array(events.length)
     const valid = this.steps.runSync('schema', events.length, () => {
       const ok: number[] = []
@@ -158,7 +158,7 @@ export class IngestionService {
    * acknowledged (and so in the log) or refused. A read that takes its snapshot here and then waits
    * for read-your-writes sees every row of the snapshot.
    */
-  settledBefore(): number {
+  settledBefore (): number {
     const now = Date.now()
     let oldest = Infinity
     for (const t of this.inFlight.keys()) if (t < oldest) oldest = t
@@ -168,7 +168,7 @@ export class IngestionService {
     return now
   }
 
-  private async store(caller: IngestCaller, events: unknown[], admitted: number[], receivedAt: number, results: IngestResult[], source: EventSource): Promise<IngestResult[]> {
+  private async store (caller: IngestCaller, events: unknown[], admitted: number[], receivedAt: number, results: IngestResult[], source: EventSource): Promise<IngestResult[]> {
     const resolved = await this.steps.run('resolve', admitted.length, async () => {
       const out: { index: number; agent: AgentRef }[] = []
       for (const i of admitted) {
@@ -197,7 +197,7 @@ export class IngestionService {
   }
 
   /** Schema validation, and an agent to send for. A single event's failure names the body, as route validation does. */
-  private check(caller: IngestCaller, event: unknown, single: boolean): HttpError | null {
+  private check (caller: IngestCaller, event: unknown, single: boolean): HttpError | null {
     if (!validateEvent(event)) {
       const details = toDetails(validateEvent.errors)
       return single ? new HttpError(400, 'validation_failed', { message: 'the body is not valid', details }) : validationFailed(details)
@@ -209,7 +209,7 @@ export class IngestionService {
   }
 
   /** The event's agent; check() has already made sure an unbound caller names one. */
-  private async agentFor(caller: IngestCaller, event: IncomingEvent): Promise<AgentRef> {
+  private async agentFor (caller: IngestCaller, event: IncomingEvent): Promise<AgentRef> {
     if (caller.agentId !== null) {
       const bound = await this.agents.resolve(caller.userId, caller.agentId)
       if (bound.kind === 'forbidden') throw forbidden('key_agent_not_owned')
@@ -226,7 +226,7 @@ export class IngestionService {
     return resolution.agent
   }
 
-  private recordActivity(caller: IngestCaller, prepared: Prepared[]): void {
+  private recordActivity (caller: IngestCaller, prepared: Prepared[]): void {
     const now = Date.now()
     if (caller.source.kind === 'api_key') this.activity.keyUsed(caller.source.keyId, now)
     this.activity.eventsAccepted(caller.userId, now, prepared.length)
@@ -239,6 +239,6 @@ export class IngestionService {
   }
 }
 
-function ackOf(row: EventRow): EventAck {
+function ackOf (row: EventRow): EventAck {
   return { id: row.event_id, accepted: true, agentId: row.agent_id, eventId: row.event_id }
 }

@@ -20,9 +20,9 @@ export interface ExportOutcome {
  * by the exporter; otherwise refused spans are reported in partial_success (which exporters do not retry).
  */
 export class OtlpService {
-  constructor(private readonly ingestion: IngestionService) {}
+  constructor (private readonly ingestion: IngestionService) {}
 
-  async export(caller: IngestCaller, body: Buffer, encoding: OtlpEncoding): Promise<ExportOutcome> {
+  async export (caller: IngestCaller, body: Buffer, encoding: OtlpEncoding): Promise<ExportOutcome> {
     const { events, refusals } = this.ingestion.steps.runSync('decode', (r) => r.events.length + r.refusals.length, () => {
       let spans
       try {
@@ -53,7 +53,7 @@ export class OtlpService {
 }
 
 /** The one refusal answering a request none of whose spans was accepted. */
-function shared(refusals: HttpError[]): HttpError {
+function shared (refusals: HttpError[]): HttpError {
   const limited = refusals.filter((r) => r.statusCode === 429)
   if (limited.length > 0) return limited.reduce((a, b) => (Number(b.headers['retry-after']) > Number(a.headers['retry-after']) ? b : a))
   const status = refusals[0]!.statusCode
@@ -65,7 +65,7 @@ function shared(refusals: HttpError[]): HttpError {
 }
 
 /** "3 of 512 spans refused: 2 rate_limited (retry after 4 s); 1 invalid_span (span has no valid trace id …)". */
-function summary(refusals: HttpError[], total: number): string {
+function summary (refusals: HttpError[], total: number): string {
   if (refusals.length === 0) return ''
   const groups = new Map<string, { n: number; sample: HttpError }>()
   for (const r of refusals) {
@@ -78,7 +78,7 @@ function summary(refusals: HttpError[], total: number): string {
   return `${refusals.length} of ${total} spans refused: ${parts.join('; ')}`
 }
 
-function describe(e: HttpError): string {
+function describe (e: HttpError): string {
   const details = e.extra.details as { path: (string | number)[]; message: string }[] | undefined
   const said = e.extra.reason ?? e.extra.message ?? (details?.[0] ? `${details[0].path.join('.')} ${details[0].message}` : undefined)
   const retry = e.headers['retry-after'] ? `retry after ${e.headers['retry-after']} s` : undefined

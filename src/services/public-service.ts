@@ -7,14 +7,14 @@ const DAY_MS = 86_400_000
 
 /** The public surface's reads: registry counts, listing, profiles and the explorer page, cached where the README says. */
 export class PublicService {
-  constructor(
+  constructor (
     private readonly registry: RegistryRepository,
     private readonly events: PublicEventsRepository,
     private readonly cache: ResponseCache,
     private readonly opts: { statsCacheSeconds: number; explorerCacheSeconds: number },
   ) {}
 
-  stats() {
+  stats () {
     return this.cache.get('stats', this.opts.statsCacheSeconds, async () => {
       const now = Date.now()
       const [counts, events24h] = await Promise.all([
@@ -29,13 +29,13 @@ export class PublicService {
     })
   }
 
-  async list(q: { limit: number; offset: number; search?: string | undefined; filter: ListFilter }) {
+  async list (q: { limit: number; offset: number; search?: string | undefined; filter: ListFilter }) {
     const { agents, total } = await this.registry.list({ ...q, search: q.search?.trim() || undefined })
     return { agents, total, offset: q.offset }
   }
 
   /** A public agent with its KPIs (events of the agent; last event time, else lastSeenAt); null when not public. */
-  async profile(identifier: string) {
+  async profile (identifier: string) {
     const found = await this.registry.find(identifier)
     if (!found) return null
     const kpis = found.ownerId ? await this.events.agentKpis({ ownerId: found.ownerId, id: found.agent.id }) : { eventCount: 0, lastEventAt: null }
@@ -47,7 +47,7 @@ export class PublicService {
     }
   }
 
-  explorer() {
+  explorer () {
     return this.cache.get('explorer', this.opts.explorerCacheSeconds, async () => {
       const now = Date.now()
       const [topAgents, collections, active] = await Promise.all([this.registry.top(10), this.registry.collections(20), this.registry.activeOwned(1000)])
@@ -67,7 +67,7 @@ export class PublicService {
   }
 
   /** Drops the cached figures that a change of the registry (an agent published or hidden) makes stale. */
-  async registryChanged(): Promise<void> {
+  async registryChanged (): Promise<void> {
     await this.cache.forget('stats', 'explorer')
   }
 }

@@ -7,7 +7,7 @@ import type { EventAck, IngestionService } from './ingestion-service.ts'
  * The dashboard's synthetic event: through the same ingest path (validation, burst limit, ingest log)
  * to the placeholder agent `test-agent`, created on first use, private.
  */
-export async function sendTestEvent(agents: AgentsRepository, ingestion: IngestionService, user: User): Promise<EventAck> {
+export async function sendTestEvent (agents: AgentsRepository, ingestion: IngestionService, user: User): Promise<EventAck> {
   const resolution = await agents.testAgent(user.id)
   if (resolution.kind === 'deleted') throw agentDeleted()
   if (resolution.kind !== 'ok') throw new Error('test agent resolution failed')

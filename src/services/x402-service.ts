@@ -18,7 +18,7 @@ export type ChainResult =
 /** Stale copies are kept this long, to be served while an upstream is down. */
 const STALE_KEEP_SECONDS = 24 * 3600
 
-function parseChainData(body: unknown): ChainData | null {
+function parseChainData (body: unknown): ChainData | null {
   if (!body || typeof body !== 'object') return null
   const b = body as Record<string, unknown>
   if (!Array.isArray(b.topSellers) || !Array.isArray(b.recentTransfers) || !b.facilitator || typeof b.facilitator !== 'object' || Array.isArray(b.facilitator)) return null
@@ -32,14 +32,14 @@ function parseChainData(body: unknown): ChainData | null {
 export class X402Service {
   private readonly flights = new SingleFlight<ChainResult>()
 
-  constructor(
+  constructor (
     private readonly upstreams: Record<string, string>,
     private readonly cache: ResponseCache,
     private readonly opts: { timeoutMs: number; freshSeconds: number },
     private readonly log: FastifyBaseLogger,
   ) {}
 
-  get configured(): boolean {
+  get configured (): boolean {
     return Object.keys(this.upstreams).length > 0
   }
 
@@ -47,7 +47,7 @@ export class X402Service {
    * Every configured chain; throws 503 x402_not_configured without upstreams, and 502
    * upstream_unavailable (with a detail per chain) when no chain has data.
    */
-  async available(): Promise<Record<string, ChainResult>> {
+  async available (): Promise<Record<string, ChainResult>> {
     if (!this.configured) throw new HttpError(503, 'x402_not_configured', { message: 'no x402 upstream is configured (X402_BASE_URL, X402_SOLANA_URL)' })
     const chains = await this.all()
     if (Object.values(chains).every((c) => c.status === 'unavailable')) {
@@ -59,16 +59,16 @@ export class X402Service {
     return chains
   }
 
-  async all(): Promise<Record<string, ChainResult>> {
+  async all (): Promise<Record<string, ChainResult>> {
     const entries = await Promise.all(Object.keys(this.upstreams).map(async (chain) => [chain, await this.chain(chain)] as const))
     return Object.fromEntries(entries)
   }
 
-  private chain(chain: string): Promise<ChainResult> {
+  private chain (chain: string): Promise<ChainResult> {
     return this.flights.run(chain, () => this.load(chain))
   }
 
-  private async load(chain: string): Promise<ChainResult> {
+  private async load (chain: string): Promise<ChainResult> {
     const cacheName = `x402:${chain}`
     const raw = await this.cache.getRaw(cacheName)
     const cached = raw ? (JSON.parse(raw) as { fetchedAt: number; data: ChainData }) : null
@@ -102,7 +102,7 @@ export class X402Service {
     return { status: 'unavailable', reason }
   }
 
-  private present(status: 'fresh' | 'stale', fetchedAt: number, data: ChainData, now: number): ChainResult {
+  private present (status: 'fresh' | 'stale', fetchedAt: number, data: ChainData, now: number): ChainResult {
     return { status, fetchedAt: new Date(fetchedAt).toISOString(), ageSeconds: Math.floor((now - fetchedAt) / 1000), ...data }
   }
 }

@@ -16,7 +16,7 @@ export class ActivityRecorder {
   private timer: NodeJS.Timeout | undefined
   private flushing: Promise<void> = Promise.resolve()
 
-  constructor(
+  constructor (
     private readonly keysRepo: KeysRepository,
     private readonly agentsRepo: AgentsRepository,
     private readonly usersRepo: UsersRepository,
@@ -24,17 +24,17 @@ export class ActivityRecorder {
     private readonly intervalMs = 1000,
   ) {}
 
-  start(): void {
+  start (): void {
     this.timer = setInterval(() => void this.flush(), this.intervalMs)
     this.timer.unref()
   }
 
-  keyUsed(keyId: string, at: number): void {
+  keyUsed (keyId: string, at: number): void {
     const prev = this.keys.get(keyId)
     if (prev === undefined || at > prev) this.keys.set(keyId, at)
   }
 
-  agentSeen(agentId: string, at: number, framework: string | null): void {
+  agentSeen (agentId: string, at: number, framework: string | null): void {
     const prev = this.agents.get(agentId)
     if (!prev) this.agents.set(agentId, { lastSeenAt: at, framework })
     else {
@@ -43,7 +43,7 @@ export class ActivityRecorder {
     }
   }
 
-  eventsAccepted(userId: string, at: number, n: number): void {
+  eventsAccepted (userId: string, at: number, n: number): void {
     const month = monthOf(at)
     const byMonth = this.usage.get(userId) ?? new Map<string, number>()
     byMonth.set(month, (byMonth.get(month) ?? 0) + n)
@@ -51,7 +51,7 @@ export class ActivityRecorder {
   }
 
   /** Writes what has gathered; concurrent calls queue behind each other. */
-  flush(): Promise<void> {
+  flush (): Promise<void> {
     this.flushing = this.flushing.then(async () => {
       const keys = this.keys
       const agents = this.agents
@@ -79,7 +79,7 @@ export class ActivityRecorder {
     return this.flushing
   }
 
-  async close(): Promise<void> {
+  async close (): Promise<void> {
     clearInterval(this.timer)
     await this.flush()
   }

@@ -9,12 +9,12 @@ import { SharedCache, type SharedCacheOptions } from './shared-cache.ts'
 export class AgentResolver {
   private readonly cache: SharedCache<Resolution>
 
-  constructor(private readonly agents: Pick<AgentsRepository, 'resolve'>, cache: Omit<SharedCacheOptions, 'name'>) {
+  constructor (private readonly agents: Pick<AgentsRepository, 'resolve'>, cache: Omit<SharedCacheOptions, 'name'>) {
     this.cache = new SharedCache({ ...cache, name: 'agent' })
   }
 
   /** `AgentsRepository.resolve` through the cache. */
-  async resolve(ownerId: string, ref: string): Promise<Resolution> {
+  async resolve (ownerId: string, ref: string): Promise<Resolution> {
     // The repository never answers null (an unknown reference creates an agent).
     return (await this.cache.get([ownerId, ref], () => this.agents.resolve(ownerId, ref)))!
   }
@@ -24,12 +24,12 @@ export class AgentResolver {
    * needs, since only the owner's own references resolve by display name, and other owners'
    * references to it by cuid or snsName stay forbidden either way.
    */
-  forgetOwner(ownerId: string): Promise<boolean> {
+  forgetOwner (ownerId: string): Promise<boolean> {
     return this.cache.invalidate(ownerId)
   }
 
   /** Forgets every resolution, on every instance. */
-  forgetAll(): Promise<boolean> {
+  forgetAll (): Promise<boolean> {
     return this.cache.invalidateAll()
   }
 }

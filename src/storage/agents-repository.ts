@@ -21,7 +21,7 @@ export type Resolution =
   | { kind: 'deleted'; agent: AgentRef }
   | { kind: 'forbidden'; reason: 'agent_not_owned' }
 
-function toRef(r: Record<string, any>): AgentRef {
+function toRef (r: Record<string, any>): AgentRef {
   return {
     id: r.id,
     ownerId: r.owner_id,
@@ -47,7 +47,7 @@ export type OwnedAgentProfile = {
 
 const PROFILE_COLUMNS = 'id, display_name, sns_name, registry_id, framework, is_public, source, last_seen_at, created_at'
 
-function toProfile(r: Record<string, any>): OwnedAgentProfile {
+function toProfile (r: Record<string, any>): OwnedAgentProfile {
   return {
     id: r.id,
     displayName: r.display_name,
@@ -65,14 +65,14 @@ const REF_COLUMNS = 'id, owner_id, sns_name, display_name, deleted_at, framework
 
 /** Agents in Postgres. */
 export class AgentsRepository {
-  constructor(private readonly db: pg.Pool) {}
+  constructor (private readonly db: pg.Pool) {}
 
   /**
    * Resolves an event's agentId for an owner, in the spec's order: cuid (primary key), then snsName,
    * then the owner's displayName, else a new agent named by it. A cuid or snsName of an agent the
    * owner does not own is forbidden. Concurrent first events naming one new agent create one row.
    */
-  async resolve(ownerId: string, ref: string): Promise<Resolution> {
+  async resolve (ownerId: string, ref: string): Promise<Resolution> {
     const found = await this.findByRef(ownerId, ref)
     if (found) return judge(ownerId, found, false)
     const { rows } = await this.db.query(
@@ -88,7 +88,7 @@ export class AgentsRepository {
     return judge(ownerId, winner, false)
   }
 
-  private async findByRef(ownerId: string, ref: string): Promise<AgentRef | null> {
+  private async findByRef (ownerId: string, ref: string): Promise<AgentRef | null> {
     const { rows } = await this.db.query(
       `/* svc:agent_resolve */ SELECT ${REF_COLUMNS},
          CASE WHEN id = $2 THEN 1 WHEN sns_name = $2 THEN 2 ELSE 3 END AS rank
@@ -104,24 +104,24 @@ export class AgentsRepository {
    * The dashboard's placeholder agent for synthetic test events: private, marked with an owner
    * wallet built from the user id, created on first use.
    */
-  async testAgent(ownerId: string): Promise<Resolution> {
+  async testAgent (ownerId: string): Promise<Resolution> {
     const resolution = await this.resolve(ownerId, TEST_AGENT_NAME)
     if (resolution.kind === 'ok') {
       await this.db.query(
-        `/* svc:agent_test_marker */ UPDATE agents SET owner_wallet = $2, is_public = false WHERE id = $1 AND owner_wallet IS NULL`,
+        '/* svc:agent_test_marker */ UPDATE agents SET owner_wallet = $2, is_public = false WHERE id = $1 AND owner_wallet IS NULL',
         [resolution.agent.id, testWallet(ownerId)],
       )
     }
     return resolution
   }
 
-  async getById(id: string): Promise<AgentRef | null> {
+  async getById (id: string): Promise<AgentRef | null> {
     const { rows } = await this.db.query(`/* svc:agent_get */ SELECT ${REF_COLUMNS} FROM agents WHERE id = $1`, [id])
     return rows[0] ? toRef(rows[0]) : null
   }
 
   /** The owner's live (not deleted) agent, or null. */
-  async getOwned(ownerId: string, id: string): Promise<AgentRef | null> {
+  async getOwned (ownerId: string, id: string): Promise<AgentRef | null> {
     const { rows } = await this.db.query(
       `/* svc:agent_get_owned */ SELECT ${REF_COLUMNS} FROM agents WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`,
       [id, ownerId],
@@ -130,7 +130,7 @@ export class AgentsRepository {
   }
 
   /** The owner's live agents as the dashboard shows them, most recently seen first. */
-  async listOwned(ownerId: string): Promise<OwnedAgentProfile[]> {
+  async listOwned (ownerId: string): Promise<OwnedAgentProfile[]> {
     const { rows } = await this.db.query(
       `/* svc:agents_owned */ SELECT ${PROFILE_COLUMNS} FROM agents WHERE owner_id = $1 AND deleted_at IS NULL
        ORDER BY last_seen_at DESC NULLS LAST, created_at DESC, id`,
@@ -143,7 +143,7 @@ export class AgentsRepository {
    * A page of the owner's live agents, newest first. The order is by creation, which never changes,
    * so a walk over pages hands out each agent once even while agents are seen or renamed.
    */
-  async pageOwned(ownerId: string, limit: number, after: { ms: number; id: string } | null): Promise<OwnedAgentProfile[]> {
+  async pageOwned (ownerId: string, limit: number, after: { ms: number; id: string } | null): Promise<OwnedAgentProfile[]> {
     const { rows } = await this.db.query(
       `/* svc:agents_owned_page */ SELECT ${PROFILE_COLUMNS} FROM agents WHERE owner_id = $1 AND deleted_at IS NULL
          AND ($3::bigint IS NULL OR (date_trunc('milliseconds', created_at), id) < ('epoch'::timestamptz + $3::bigint * interval '1 millisecond', $4::text))
@@ -153,7 +153,7 @@ export class AgentsRepository {
     return rows.map(toProfile)
   }
 
-  async profileOwned(ownerId: string, id: string): Promise<OwnedAgentProfile | null> {
+  async profileOwned (ownerId: string, id: string): Promise<OwnedAgentProfile | null> {
     const { rows } = await this.db.query(
       `/* svc:agent_profile */ SELECT ${PROFILE_COLUMNS} FROM agents WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`,
       [id, ownerId],
@@ -162,7 +162,7 @@ export class AgentsRepository {
   }
 
   /** Live agents seen since a time, by owner (the candidates of an anomaly tick). */
-  async activeSince(sinceMs: number, ownerId?: string): Promise<Map<string, string[]>> {
+  async activeSince (sinceMs: number, ownerId?: string): Promise<Map<string, string[]>> {
     const { rows } = await this.db.query(
       `/* svc:agents_active */ SELECT owner_id, id FROM agents
        WHERE deleted_at IS NULL AND owner_id IS NOT NULL AND last_seen_at >= to_timestamp($1 / 1000.0)
@@ -175,18 +175,18 @@ export class AgentsRepository {
   }
 
   /** Ids of the owner's soft-deleted agents: their events are hidden from every read. */
-  async hiddenIds(ownerId: string): Promise<string[]> {
+  async hiddenIds (ownerId: string): Promise<string[]> {
     const { rows } = await this.db.query(
-      `/* svc:agents_hidden */ SELECT id FROM agents WHERE owner_id = $1 AND deleted_at IS NOT NULL`,
+      '/* svc:agents_hidden */ SELECT id FROM agents WHERE owner_id = $1 AND deleted_at IS NOT NULL',
       [ownerId],
     )
     return rows.map((r) => r.id)
   }
 
   /** Every agent of the owner, deleted ones included, with its name: reads hide the deleted and name the rest. */
-  async namesOf(ownerId: string): Promise<{ id: string; displayName: string; deleted: boolean }[]> {
+  async namesOf (ownerId: string): Promise<{ id: string; displayName: string; deleted: boolean }[]> {
     const { rows } = await this.db.query(
-      `/* svc:agents_names */ SELECT id, display_name, deleted_at IS NOT NULL AS deleted FROM agents WHERE owner_id = $1`,
+      '/* svc:agents_names */ SELECT id, display_name, deleted_at IS NOT NULL AS deleted FROM agents WHERE owner_id = $1',
       [ownerId],
     )
     return rows.map((r) => ({ id: r.id, displayName: r.display_name, deleted: r.deleted }))
@@ -196,7 +196,7 @@ export class AgentsRepository {
    * Renames, publishes or unpublishes the owner's live agent (fields left undefined keep their value);
    * null when there is none; 'taken' when the owner already has that name.
    */
-  async update(ownerId: string, id: string, change: { displayName?: string | undefined; isPublic?: boolean | undefined }): Promise<OwnedAgentProfile | null | 'taken'> {
+  async update (ownerId: string, id: string, change: { displayName?: string | undefined; isPublic?: boolean | undefined }): Promise<OwnedAgentProfile | null | 'taken'> {
     try {
       const { rows } = await this.db.query(
         `/* svc:agent_update */ UPDATE agents SET display_name = COALESCE($3, display_name), is_public = COALESCE($4, is_public)
@@ -212,9 +212,9 @@ export class AgentsRepository {
   }
 
   /** Soft-deletes the owner's agent; false when the owner has no such live agent. */
-  async softDelete(ownerId: string, id: string): Promise<boolean> {
+  async softDelete (ownerId: string, id: string): Promise<boolean> {
     const { rowCount } = await this.db.query(
-      `/* svc:agent_delete */ UPDATE agents SET deleted_at = now() WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL`,
+      '/* svc:agent_delete */ UPDATE agents SET deleted_at = now() WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL',
       [id, ownerId],
     )
     return rowCount === 1
@@ -224,7 +224,7 @@ export class AgentsRepository {
    * Applies coalesced activity in one statement: lastSeenAt moves forward only, and framework is
    * filled only where it is still null.
    */
-  async recordActivity(activity: Map<string, { lastSeenAt: number; framework: string | null }>): Promise<void> {
+  async recordActivity (activity: Map<string, { lastSeenAt: number; framework: string | null }>): Promise<void> {
     if (activity.size === 0) return
     const ids: string[] = []
     const seen: number[] = []
@@ -246,7 +246,7 @@ export class AgentsRepository {
   }
 }
 
-function judge(ownerId: string, agent: AgentRef, created: boolean): Resolution {
+function judge (ownerId: string, agent: AgentRef, created: boolean): Resolution {
   if (agent.ownerId !== ownerId) return { kind: 'forbidden', reason: 'agent_not_owned' }
   if (agent.deleted) return { kind: 'deleted', agent }
   return { kind: 'ok', agent, created }

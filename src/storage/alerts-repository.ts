@@ -32,14 +32,13 @@ export interface RaiseInput {
   figures: Record<string, unknown>
 }
 
-
 // A snooze that has ended reads as active even before the scheduled tick writes it back.
-const STATUS = `CASE WHEN a.status = 'snoozed' AND a.snoozed_until <= now() THEN 'active' ELSE a.status END`
+const STATUS = 'CASE WHEN a.status = \'snoozed\' AND a.snoozed_until <= now() THEN \'active\' ELSE a.status END'
 const COLUMNS = `a.id, a.agent_id, g.display_name AS agent_name, (g.deleted_at IS NOT NULL) AS agent_deleted, a.rule, a.severity, a.message, a.figures,
   ${STATUS} AS status, CASE WHEN ${STATUS} = 'snoozed' THEN a.snoozed_until END AS snoozed_until, a.trigger_count,
   a.created_at, a.updated_at, a.last_triggered_at, a.acknowledged_at, a.cleared_at`
 
-function toAlert(r: Record<string, any>): Alert {
+function toAlert (r: Record<string, any>): Alert {
   return {
     id: r.id,
     agentId: r.agent_id,
@@ -62,14 +61,14 @@ function toAlert(r: Record<string, any>): Alert {
 
 /** Alerts and alert settings in Postgres. Every method that takes a user id is scoped to that user. */
 export class AlertsRepository {
-  constructor(private readonly db: pg.Pool) {}
+  constructor (private readonly db: pg.Pool) {}
 
   /**
    * Raises an alert or, when the agent already has an open one for the rule, updates it (figures,
    * message, severity, count) without touching its status. Safe under concurrent evaluations: the
    * partial unique index admits one open alert per (agent, rule).
    */
-  async raise(input: RaiseInput): Promise<{ id: string; created: boolean }> {
+  async raise (input: RaiseInput): Promise<{ id: string; created: boolean }> {
     const { rows } = await this.db.query(
       `/* svc:alert_raise */ INSERT INTO alerts (id, user_id, agent_id, rule, severity, message, figures)
        VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -83,7 +82,7 @@ export class AlertsRepository {
   }
 
   /** Clears acknowledged open alerts of these agents whose rule no longer fires. */
-  async clearQuiet(agentIds: string[], firing: Set<string>, rules: string[]): Promise<number> {
+  async clearQuiet (agentIds: string[], firing: Set<string>, rules: string[]): Promise<number> {
     if (agentIds.length === 0) return 0
     const { rows } = await this.db.query(
       `/* svc:alert_open */ SELECT id, agent_id, rule FROM alerts
@@ -92,7 +91,7 @@ export class AlertsRepository {
     )
     const quiet = rows.filter((r) => !firing.has(`${r.agent_id}\u0000${r.rule}`)).map((r) => r.id)
     if (quiet.length === 0) return 0
-    const res = await this.db.query(`/* svc:alert_clear */ UPDATE alerts SET cleared_at = now(), updated_at = now() WHERE id = ANY($1) AND cleared_at IS NULL`, [quiet])
+    const res = await this.db.query('/* svc:alert_clear */ UPDATE alerts SET cleared_at = now(), updated_at = now() WHERE id = ANY($1) AND cleared_at IS NULL', [quiet])
     return res.rowCount ?? 0
   }
 
@@ -100,7 +99,7 @@ export class AlertsRepository {
    * Clears the user's acknowledged regression alerts whose cluster is not regressing now (resolved
    * again, or re-opened by hand), so that its next regression opens a new, active alert.
    */
-  async clearQuietRegressions(userId: string, firing: string[]): Promise<number> {
+  async clearQuietRegressions (userId: string, firing: string[]): Promise<number> {
     const res = await this.db.query(
       `/* svc:alert_clear_regressions */ UPDATE alerts SET cleared_at = now(), updated_at = now()
        WHERE user_id = $1 AND rule LIKE 'regression:%' AND status = 'acknowledged' AND cleared_at IS NULL AND NOT (rule = ANY($2))`,
@@ -110,7 +109,7 @@ export class AlertsRepository {
   }
 
   /** Clears the user's acknowledged regression alert of one cluster (it was resolved or re-opened by hand). */
-  async clearRegression(userId: string, fingerprint: string): Promise<void> {
+  async clearRegression (userId: string, fingerprint: string): Promise<void> {
     await this.db.query(
       `/* svc:alert_clear_regression */ UPDATE alerts SET cleared_at = now(), updated_at = now()
        WHERE user_id = $1 AND rule = $2 AND status = 'acknowledged' AND cleared_at IS NULL`,
@@ -119,7 +118,7 @@ export class AlertsRepository {
   }
 
   /** Writes back snoozes that have ended (reads already show them active). */
-  async wakeSnoozed(): Promise<number> {
+  async wakeSnoozed (): Promise<number> {
     const res = await this.db.query(
       `/* svc:alert_wake */ UPDATE alerts SET status = 'active', snoozed_until = NULL, updated_at = now()
        WHERE status = 'snoozed' AND snoozed_until <= now()`,
@@ -131,7 +130,7 @@ export class AlertsRepository {
    * A page of the user's alerts, newest first. The order is by creation, which never changes (a
    * re-triggered alert keeps its place), so a walk over pages hands out each alert once.
    */
-  async list(userId: string, status: AlertStatus | 'all', limit: number, after: { ms: number; id: string } | null = null): Promise<Alert[]> {
+  async list (userId: string, status: AlertStatus | 'all', limit: number, after: { ms: number; id: string } | null = null): Promise<Alert[]> {
     const { rows } = await this.db.query(
       `/* svc:alert_list */ SELECT ${COLUMNS} FROM alerts a JOIN agents g ON g.id = a.agent_id
        WHERE a.user_id = $1 AND ($2 = 'all' OR ${STATUS} = $2)
@@ -142,7 +141,7 @@ export class AlertsRepository {
     return rows.map(toAlert)
   }
 
-  async counts(userId: string): Promise<Record<AlertStatus | 'total', number>> {
+  async counts (userId: string): Promise<Record<AlertStatus | 'total', number>> {
     const { rows } = await this.db.query(
       `/* svc:alert_counts */ SELECT ${STATUS} AS status, count(*)::int AS n FROM alerts a WHERE a.user_id = $1 GROUP BY 1`,
       [userId],
@@ -155,7 +154,7 @@ export class AlertsRepository {
     return counts
   }
 
-  async get(userId: string, id: string): Promise<Alert | null> {
+  async get (userId: string, id: string): Promise<Alert | null> {
     const { rows } = await this.db.query(
       `/* svc:alert_get */ SELECT ${COLUMNS} FROM alerts a JOIN agents g ON g.id = a.agent_id WHERE a.id = $1 AND a.user_id = $2`,
       [id, userId],
@@ -167,7 +166,7 @@ export class AlertsRepository {
    * Moves the caller's alert from one of `from` to `to`; null when the alert is not theirs; the
    * current alert unchanged (changed false) when its status is not one of `from`.
    */
-  async transition(userId: string, id: string, from: AlertStatus[], to: AlertStatus, snoozeHours?: number): Promise<{ alert: Alert; changed: boolean } | null> {
+  async transition (userId: string, id: string, from: AlertStatus[], to: AlertStatus, snoozeHours?: number): Promise<{ alert: Alert; changed: boolean } | null> {
     const res = await this.db.query(
       `/* svc:alert_transition */ UPDATE alerts a SET status = $4, updated_at = now(),
          snoozed_until = CASE WHEN $4 = 'snoozed' THEN now() + make_interval(hours => $5::int) END,
@@ -180,19 +179,19 @@ export class AlertsRepository {
     return { alert, changed: (res.rowCount ?? 0) > 0 }
   }
 
-  async thresholds(userId: string): Promise<Record<string, Record<string, unknown>>> {
-    const { rows } = await this.db.query(`/* svc:alert_settings_get */ SELECT thresholds FROM alert_settings WHERE user_id = $1`, [userId])
+  async thresholds (userId: string): Promise<Record<string, Record<string, unknown>>> {
+    const { rows } = await this.db.query('/* svc:alert_settings_get */ SELECT thresholds FROM alert_settings WHERE user_id = $1', [userId])
     return rows[0]?.thresholds ?? {}
   }
 
   /** Overrides of many users at once (users without settings are absent). */
-  async thresholdsFor(userIds: string[]): Promise<Map<string, Record<string, Record<string, unknown>>>> {
+  async thresholdsFor (userIds: string[]): Promise<Map<string, Record<string, Record<string, unknown>>>> {
     if (userIds.length === 0) return new Map()
-    const { rows } = await this.db.query(`/* svc:alert_settings_many */ SELECT user_id, thresholds FROM alert_settings WHERE user_id = ANY($1)`, [userIds])
+    const { rows } = await this.db.query('/* svc:alert_settings_many */ SELECT user_id, thresholds FROM alert_settings WHERE user_id = ANY($1)', [userIds])
     return new Map(rows.map((r) => [r.user_id, r.thresholds]))
   }
 
-  async setThresholds(userId: string, thresholds: Record<string, unknown>): Promise<void> {
+  async setThresholds (userId: string, thresholds: Record<string, unknown>): Promise<void> {
     await this.db.query(
       `/* svc:alert_settings_set */ INSERT INTO alert_settings (user_id, thresholds) VALUES ($1, $2)
        ON CONFLICT (user_id) DO UPDATE SET thresholds = EXCLUDED.thresholds, updated_at = now()`,

@@ -15,7 +15,7 @@ export interface AnalystPassword {
  * ANALYST_PASSWORD when set; otherwise the password generated on first start into
  * DATA_DIR/analyst-password (mode 0600) and read back on every later start.
  */
-export function loadAnalystPassword(dataDir: string, configured: string | undefined): AnalystPassword {
+export function loadAnalystPassword (dataDir: string, configured: string | undefined): AnalystPassword {
   if (configured) return { password: configured, file: undefined }
   const file = join(dataDir, 'analyst-password')
   mkdirSync(dataDir, { recursive: true })
@@ -29,7 +29,7 @@ export function loadAnalystPassword(dataDir: string, configured: string | undefi
 }
 
 /** Compares a presented password with the expected one in constant time. */
-export function passwordMatches(expected: string, presented: string): boolean {
+export function passwordMatches (expected: string, presented: string): boolean {
   const a = createHash('sha256').update(expected).digest()
   const b = createHash('sha256').update(presented).digest()
   return timingSafeEqual(a, b)

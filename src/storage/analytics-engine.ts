@@ -46,7 +46,7 @@ export interface AnalyticsResult {
 
 /** An engine error in ClickHouse's shape (code, type, message), as the HTTP interface reports it. */
 export class AnalyticsError extends Error {
-  constructor(readonly code: number, readonly type: string, message: string) {
+  constructor (readonly code: number, readonly type: string, message: string) {
     super(message)
   }
 }
@@ -71,12 +71,12 @@ const CAPPED: Record<string, keyof AnalyticsCaps> = {
 }
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
-function literal(s: string): string {
+function literal (s: string): string {
   return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`
 }
 
 /** Maps a chDB error (`Code: N. DB::Exception: … (TYPE)`) to an AnalyticsError. */
-export function toAnalyticsError(err: unknown): AnalyticsError {
+export function toAnalyticsError (err: unknown): AnalyticsError {
   if (err instanceof AnalyticsError) return err
   const message = err instanceof Error ? err.message : String(err)
   const m = /Code: (\d+)\. (?:.*DB::Exception: )?(.*?)\s*\(([A-Z0-9_]{3,})\)(?: \(version [^)]*\))?[.\s]*$/s.exec(message)
@@ -87,12 +87,12 @@ export function toAnalyticsError(err: unknown): AnalyticsError {
   return new AnalyticsError(1001, 'STD_EXCEPTION', message)
 }
 
-function refuse(message: string): AnalyticsError {
+function refuse (message: string): AnalyticsError {
   return new AnalyticsError(164, 'READONLY', message)
 }
 
 /** The functions and table functions named in an `EXPLAIN AST` listing: `[name, isTableFunction]`. */
-export function functionsInAst(ast: string): Array<[string, boolean]> {
+export function functionsInAst (ast: string): Array<[string, boolean]> {
   const found: Array<[string, boolean]> = []
   const stack: Array<{ depth: number; node: string }> = []
   for (const line of ast.split('\n')) {
@@ -114,16 +114,16 @@ export class AnalyticsEngine {
   private readonly inFlight = new Set<Promise<unknown>>()
   private closed = false
 
-  private constructor(private readonly SessionCtor: SessionClass, private readonly path: string, readonly caps: AnalyticsCaps) {}
+  private constructor (private readonly SessionCtor: SessionClass, private readonly path: string, readonly caps: AnalyticsCaps) {}
 
   /** Opens the analysts' side of the embedded engine whose data lives at `path` (chdb is loaded here, only in embedded mode). */
-  static async open(path: string, caps: AnalyticsCaps): Promise<AnalyticsEngine> {
+  static async open (path: string, caps: AnalyticsCaps): Promise<AnalyticsEngine> {
     const chdb = await import('chdb')
     return new AnalyticsEngine(chdb.Session, path, caps)
   }
 
   /** Runs one analyst query; throws AnalyticsError with the engine's code and type. */
-  async run(query: AnalyticsQuery): Promise<AnalyticsResult> {
+  async run (query: AnalyticsQuery): Promise<AnalyticsResult> {
     if (this.closed) throw new AnalyticsError(210, 'NETWORK_ERROR', 'the service is shutting down')
     if (this.running >= this.caps.maxConcurrentQueries) {
       throw new AnalyticsError(202, 'TOO_MANY_SIMULTANEOUS_QUERIES',
@@ -140,7 +140,7 @@ export class AnalyticsEngine {
     }
   }
 
-  private setup(query: AnalyticsQuery, withSettings: boolean): string {
+  private setup (query: AnalyticsQuery, withSettings: boolean): string {
     const statements: string[] = []
     for (const [name, value] of Object.entries(query.params)) {
       if (!NAME.test(name)) throw new AnalyticsError(457, 'BAD_QUERY_PARAMETER', `Invalid query parameter name: ${name}`)
@@ -179,7 +179,7 @@ export class AnalyticsEngine {
   }
 
   /** Checks the query with the engine's parser; returns the statement to run and its output format. */
-  private async check(session: Session, query: AnalyticsQuery): Promise<{ statement: string; format: string }> {
+  private async check (session: Session, query: AnalyticsQuery): Promise<{ statement: string; format: string }> {
     let formatted: string
     try {
       formatted = (await session.queryAsync(`SELECT formatQuery(${literal(query.sql)})`, { format: 'TSVRaw' })).text().trim()
@@ -210,7 +210,7 @@ export class AnalyticsEngine {
     return { statement, format }
   }
 
-  private async execute(query: AnalyticsQuery): Promise<AnalyticsResult> {
+  private async execute (query: AnalyticsQuery): Promise<AnalyticsResult> {
     const guard = new this.SessionCtor(this.path)
     let runner: Session | undefined
     try {
@@ -242,7 +242,7 @@ export class AnalyticsEngine {
   }
 
   /** Refuses new queries and waits for those running. */
-  async close(): Promise<void> {
+  async close (): Promise<void> {
     this.closed = true
     await Promise.allSettled([...this.inFlight])
   }

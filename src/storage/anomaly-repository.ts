@@ -9,13 +9,13 @@ export interface Regression { fingerprint: string; agentId: string; lastSeenMs: 
 
 /** The ClickHouse reads of anomaly evaluation: per-agent aggregates over the last day or so. */
 export class AnomalyRepository {
-  constructor(private readonly ch: ClickHouseClient) {}
+  constructor (private readonly ch: ClickHouseClient) {}
 
   /**
    * Per-agent aggregates at time `nowMs` (windows end at `nowMs`) for many users' agents in one
    * query: the pairs are (user id, agent id), the leading columns of the events sort key.
    */
-  async aggregates(agents: { userId: string; agentId: string }[], nowMs: number, w: AnomalyWindows): Promise<(AgentAggregates & { userId: string })[]> {
+  async aggregates (agents: { userId: string; agentId: string }[], nowMs: number, w: AnomalyWindows): Promise<(AgentAggregates & { userId: string })[]> {
     if (agents.length === 0) return []
     const rs = await this.ch.query({
       query: `/* svc:anomaly_aggregates */
@@ -60,7 +60,7 @@ export class AnomalyRepository {
   }
 
   /** The latest event time, count and sample of each of the given clusters (the service decides which regressed). */
-  async clusterStates(userId: string, resolved: Map<string, number>, hidden: string[]): Promise<Regression[]> {
+  async clusterStates (userId: string, resolved: Map<string, number>, hidden: string[]): Promise<Regression[]> {
     if (resolved.size === 0) return []
     const rs = await this.ch.query({
       query: `/* svc:anomaly_regressions */ SELECT error_fingerprint AS fp, argMax(agent_id, last_ts) AS agent,

@@ -18,7 +18,7 @@ export interface ClickHouseHandle {
 
 const shared = new Map<string, { client: ClickHouseClient; refs: number }>()
 
-export function openClickHouse(target: ClickHouseTarget): ClickHouseHandle {
+export function openClickHouse (target: ClickHouseTarget): ClickHouseHandle {
   if (target.url) {
     const client = createClient({
       url: target.url,
@@ -47,7 +47,7 @@ export function openClickHouse(target: ClickHouseTarget): ClickHouseHandle {
   return {
     client: held.client,
     embedded: true,
-    async release() {
+    async release () {
       if (released) return
       released = true
       if (--held.refs === 0) {
@@ -61,7 +61,7 @@ export function openClickHouse(target: ClickHouseTarget): ClickHouseHandle {
 const MIGRATIONS_DIR = new URL('../../clickhouse/', import.meta.url)
 
 /** The statements of one migration file: split on a semicolon that ends a line. */
-export function splitStatements(sql: string): string[] {
+export function splitStatements (sql: string): string[] {
   return sql
     .split(/;\s*(?:\n|$)/)
     .map((s) => s.replace(/^\s*--.*$/gm, '').trim())
@@ -73,7 +73,7 @@ export function splitStatements(sql: string): string[] {
  * version `upTo` when given, which tests use to build a store as an older release left it).
  * Statements are written IF NOT EXISTS, so two processes racing at start cannot break anything.
  */
-export async function migrateClickHouse(client: ClickHouseClient, opts: { upTo?: number } = {}): Promise<string[]> {
+export async function migrateClickHouse (client: ClickHouseClient, opts: { upTo?: number } = {}): Promise<string[]> {
   await client.command({
     query: `/* svc:migrate */ CREATE TABLE IF NOT EXISTS schema_migrations
       (version UInt32, name String, applied_at DateTime DEFAULT now())

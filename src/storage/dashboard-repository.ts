@@ -45,17 +45,17 @@ const EVENT_COLUMNS = `event_id, agent_id, toUnixTimestamp64Milli(ts) AS ts_ms, 
   error_message, metadata, session_id, trace_id, privacy_level, tokens_input_base, tokens_cache_creation, tokens_cache_read,
   tokens_output, toString(cost_usd) AS cost, cost_status, error_fingerprint, content_hash, span_id, parent_span_id`
 
-const TOKEN_SUMS = `sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) AS t_cw, sum(tokens_cache_read) AS t_cr, sum(tokens_output) AS t_out`
+const TOKEN_SUMS = 'sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) AS t_cw, sum(tokens_cache_read) AS t_cr, sum(tokens_output) AS t_out'
 
 const orNull = (s: string) => (s === '' ? null : s)
 const parseJson = (s: string) => (s === '' ? null : JSON.parse(s))
 
-export function tokensOf(r: Record<string, any>, names = ['t_in', 't_cw', 't_cr', 't_out']): TokenTotals {
+export function tokensOf (r: Record<string, any>, names = ['t_in', 't_cw', 't_cr', 't_out']): TokenTotals {
   const [a, b, c, d] = names.map((n) => Number(r[n] ?? 0)) as [number, number, number, number]
   return { inputBase: a, cacheCreation: b, cacheRead: c, output: d, total: a + b + c + d }
 }
 
-function toEvent(r: Record<string, any>): DashboardEvent {
+function toEvent (r: Record<string, any>): DashboardEvent {
   return {
     eventId: r.event_id,
     agentId: r.agent_id,
@@ -113,7 +113,7 @@ export interface SpendRow {
  * sort key) and drops the user's soft-deleted agents.
  */
 export class DashboardRepository {
-  constructor(private readonly ch: ClickHouseClient) {}
+  constructor (private readonly ch: ClickHouseClient) {}
 
   private async rows<T = Record<string, any>>(query: string, params: Record<string, unknown>): Promise<T[]> {
     const rs = await this.ch.query({ query, query_params: params, format: 'JSONEachRow' })
@@ -125,7 +125,7 @@ export class DashboardRepository {
    * day, a week, then the whole range) so that the common case reads only recent granules. Only events
    * received by `asOf` count, so a walk over pages reads one fixed history.
    */
-  async events(r: Reader, opts: { limit: number; sinceMs: number; agentId?: string | undefined; start: PageStart }): Promise<Page<DashboardEvent>> {
+  async events (r: Reader, opts: { limit: number; sinceMs: number; agentId?: string | undefined; start: PageStart }): Promise<Page<DashboardEvent>> {
     const { asOf, after } = opts.start
     const top = after ? after.ms : asOf
     let rows: Record<string, any>[] = []
@@ -152,7 +152,7 @@ export class DashboardRepository {
    * that is not, so once a window yields enough ids they are the next ones, and only those groups are
    * aggregated in full. Groups are ordered by their last event, then id.
    */
-  private async grouped(r: Reader, column: 'session_id' | 'trace_id', opts: { limit: number; sinceMs: number; agentId?: string | undefined; start: PageStart }) {
+  private async grouped (r: Reader, column: 'session_id' | 'trace_id', opts: { limit: number; sinceMs: number; agentId?: string | undefined; start: PageStart }) {
     const name = column === 'session_id' ? 'sessions' : 'traces'
     const { asOf, after } = opts.start
     const scope = `user_id = {u:String} AND ${column} != '' AND agent_id NOT IN {hidden:Array(String)}
@@ -190,7 +190,7 @@ export class DashboardRepository {
     return { rows, asOf }
   }
 
-  async sessions(r: Reader, opts: { limit: number; agentId?: string; start: PageStart }): Promise<Page<SessionSummary>> {
+  async sessions (r: Reader, opts: { limit: number; agentId?: string; start: PageStart }): Promise<Page<SessionSummary>> {
     const { rows, asOf } = await this.grouped(r, 'session_id', { ...opts, sinceMs: 0 })
     const list = rows.map((x) => ({
       sessionId: x.id as string, start: iso(x.start_ms), end: iso(x.end_ms), durationMs: Number(x.end_ms) - Number(x.start_ms),
@@ -199,7 +199,7 @@ export class DashboardRepository {
     return pageOf('sessions', asOf, list, opts.limit, (s) => ({ ms: Date.parse(s.end), id: s.sessionId }))
   }
 
-  async traces(r: Reader, opts: { limit: number; sinceMs: number; start: PageStart }): Promise<Page<TraceSummary>> {
+  async traces (r: Reader, opts: { limit: number; sinceMs: number; start: PageStart }): Promise<Page<TraceSummary>> {
     const { rows, asOf } = await this.grouped(r, 'trace_id', opts)
     const list = rows.map((x) => ({
       traceId: x.id as string, start: iso(x.start_ms), end: iso(x.end_ms), durationMs: Number(x.end_ms) - Number(x.start_ms),
@@ -209,7 +209,7 @@ export class DashboardRepository {
   }
 
   /** All events of one session or trace of the user, in time order (empty when it is not theirs). */
-  async eventsOf(r: Reader, column: 'session_id' | 'trace_id', id: string): Promise<DashboardEvent[]> {
+  async eventsOf (r: Reader, column: 'session_id' | 'trace_id', id: string): Promise<DashboardEvent[]> {
     const rows = await this.rows(
       `/* svc:me_${column === 'session_id' ? 'session' : 'trace'}_events */ SELECT ${EVENT_COLUMNS} FROM events
        WHERE user_id = {u:String} AND ${column} = {id:String} AND agent_id NOT IN {hidden:Array(String)}
@@ -223,7 +223,7 @@ export class DashboardRepository {
    * Error clusters from the hourly rollup: `since` is rounded down to the hour, so a window may
    * include up to an hour more than asked. First/last seen are exact event times.
    */
-  async clusters(r: Reader, opts: { sinceMs: number; fingerprint?: string; agentId?: string; limit: number }): Promise<ClusterAggregate[]> {
+  async clusters (r: Reader, opts: { sinceMs: number; fingerprint?: string; agentId?: string; limit: number }): Promise<ClusterAggregate[]> {
     const rows = await this.rows(
       `/* svc:me_errors */ SELECT error_fingerprint AS fp, sum(events) AS n,
          toUnixTimestamp64Milli(min(first_ts)) AS first_ms, toUnixTimestamp64Milli(max(last_ts)) AS last_ms,
@@ -242,7 +242,7 @@ export class DashboardRepository {
   }
 
   /** Spend rollup grouped by agent, model or day since a day (UTC, inclusive). */
-  async spend(r: Reader, by: 'agent_id' | 'model' | 'day' | 'total', fromDay: string, agentId?: string): Promise<SpendRow[]> {
+  async spend (r: Reader, by: 'agent_id' | 'model' | 'day' | 'total', fromDay: string, agentId?: string): Promise<SpendRow[]> {
     const key = by === 'total' ? "''" : by === 'day' ? 'toString(day)' : by
     const rows = await this.rows(
       `/* svc:me_spend_by_${by} */ SELECT ${key} AS key, toString(sum(cost_usd)) AS cost, sum(events) AS n, sum(errors) AS errors,
@@ -256,7 +256,7 @@ export class DashboardRepository {
   }
 
   /** Events, cost and errors per agent since a time, from raw events (for windows that are not whole days). */
-  async agentWindow(r: Reader, sinceMs: number, agentId?: string): Promise<Map<string, { events: number; costUsd: number; errors: number }>> {
+  async agentWindow (r: Reader, sinceMs: number, agentId?: string): Promise<Map<string, { events: number; costUsd: number; errors: number }>> {
     const rows = await this.rows(
       `/* svc:me_agents_window */ SELECT agent_id, count() AS n, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
        FROM events WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64})
@@ -267,4 +267,3 @@ export class DashboardRepository {
     return new Map(rows.map((x) => [x.agent_id, { events: Number(x.n), costUsd: Number(x.cost), errors: Number(x.errors) }]))
   }
 }
-

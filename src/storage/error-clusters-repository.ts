@@ -2,10 +2,10 @@ import type pg from 'pg'
 
 /** Resolution state of a user's error clusters, in Postgres. */
 export class ErrorClustersRepository {
-  constructor(private readonly db: pg.Pool) {}
+  constructor (private readonly db: pg.Pool) {}
 
   /** resolvedAt (ms) per fingerprint, for the fingerprints asked about. */
-  async resolvedAt(userId: string, fingerprints: string[]): Promise<Map<string, number>> {
+  async resolvedAt (userId: string, fingerprints: string[]): Promise<Map<string, number>> {
     if (fingerprints.length === 0) return new Map()
     const { rows } = await this.db.query(
       `/* svc:clusters_state */ SELECT fingerprint, resolved_at FROM error_clusters
@@ -16,21 +16,21 @@ export class ErrorClustersRepository {
   }
 
   /** Every resolved cluster of the user: fingerprint → resolvedAt (ms). */
-  async allResolved(userId: string): Promise<Map<string, number>> {
+  async allResolved (userId: string): Promise<Map<string, number>> {
     const { rows } = await this.db.query(
-      `/* svc:clusters_resolved */ SELECT fingerprint, resolved_at FROM error_clusters WHERE user_id = $1 AND resolved_at IS NOT NULL`,
+      '/* svc:clusters_resolved */ SELECT fingerprint, resolved_at FROM error_clusters WHERE user_id = $1 AND resolved_at IS NOT NULL',
       [userId],
     )
     return new Map(rows.map((r) => [r.fingerprint, new Date(r.resolved_at).getTime()]))
   }
 
   /** Users that have at least one resolved cluster (candidates for regression checks). */
-  async usersWithResolved(): Promise<string[]> {
-    const { rows } = await this.db.query(`/* svc:clusters_users */ SELECT DISTINCT user_id FROM error_clusters WHERE resolved_at IS NOT NULL`)
+  async usersWithResolved (): Promise<string[]> {
+    const { rows } = await this.db.query('/* svc:clusters_users */ SELECT DISTINCT user_id FROM error_clusters WHERE resolved_at IS NOT NULL')
     return rows.map((r) => r.user_id)
   }
 
-  async setResolved(userId: string, fingerprint: string, resolved: boolean): Promise<number | null> {
+  async setResolved (userId: string, fingerprint: string, resolved: boolean): Promise<number | null> {
     const { rows } = await this.db.query(
       `/* svc:clusters_set */ INSERT INTO error_clusters (user_id, fingerprint, resolved_at, updated_at)
        VALUES ($1, $2, CASE WHEN $3 THEN now() END, now())

@@ -43,7 +43,7 @@ const CONVERSION_ERROR_CODES = new Set([
 const READING_INPUT = /while reading the value of key|\(at row \d+\)|Cannot parse input/i
 
 /** A ClickHouse server error (its code is a number, as text) saying the rows themselves cannot be stored. */
-export function isRowRefusal(err: unknown): boolean {
+export function isRowRefusal (err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code
   if (typeof code !== 'string' || !/^\d+$/.test(code)) return false
   const n = Number(code)
@@ -80,21 +80,21 @@ export class EventShipper {
   private state: ShipperStatus = { retrying: null }
   private lastRetryLog = 0
 
-  constructor(
+  constructor (
     private readonly log: IngestLog,
     private readonly insert: InsertBlock,
     private readonly opts: ShipperOptions,
     private readonly logger: FastifyBaseLogger,
   ) {}
 
-  start(): void {
+  start (): void {
     if (!this.loopDone) this.loopDone = this.loop()
   }
 
-  get status(): ShipperStatus { return this.state }
+  get status (): ShipperStatus { return this.state }
 
   /** Rows were appended: ship them. */
-  notify(): void {
+  notify (): void {
     const wake = this.wake
     this.wake = null
     if (wake) wake()
@@ -102,7 +102,7 @@ export class EventShipper {
   }
 
   /** Remembers that `userId` was acknowledged up to `position` on this instance. */
-  acknowledged(userId: string, position: number): void {
+  acknowledged (userId: string, position: number): void {
     if ((this.acknowledgedByUser.get(userId) ?? 0) < position) this.acknowledgedByUser.set(userId, position)
     this.notify()
   }
@@ -111,21 +111,21 @@ export class EventShipper {
    * Resolves once everything this instance acknowledged to `userId` is in ClickHouse, or after
    * `timeoutMs`; says which.
    */
-  async waitForUser(userId: string, timeoutMs: number): Promise<boolean> {
+  async waitForUser (userId: string, timeoutMs: number): Promise<boolean> {
     const position = this.acknowledgedByUser.get(userId)
     if (position === undefined || position <= this.log.shipped) return true
     return this.waitFor(position, timeoutMs)
   }
 
   /** Ships what is waiting, for at most `timeoutMs`; true when the log was emptied. */
-  drain(timeoutMs: number): Promise<boolean> {
+  drain (timeoutMs: number): Promise<boolean> {
     this.notify()
     this.cutShort?.()
     return this.waitFor(this.log.lastPosition, timeoutMs)
   }
 
   /** Stops after the insert under way (waiting for it at most `timeoutMs`). */
-  async stop(timeoutMs: number): Promise<void> {
+  async stop (timeoutMs: number): Promise<void> {
     this.stopping = true
     this.notify()
     this.interrupt?.()
@@ -135,7 +135,7 @@ export class EventShipper {
     clearTimeout(timer)
   }
 
-  private waitFor(position: number, timeoutMs: number): Promise<boolean> {
+  private waitFor (position: number, timeoutMs: number): Promise<boolean> {
     if (position <= this.log.shipped) return Promise.resolve(true)
     return new Promise<boolean>((resolve) => {
       const waiter = {
@@ -154,7 +154,7 @@ export class EventShipper {
     })
   }
 
-  private async loop(): Promise<void> {
+  private async loop (): Promise<void> {
     let backoffMs = 100
     while (!this.stopping) {
       try {
@@ -186,7 +186,7 @@ export class EventShipper {
   }
 
   /** Inserts rows as one block; on a row refusal, halves it until the refused rows are isolated. */
-  private async ship(rows: LogRow[]): Promise<void> {
+  private async ship (rows: LogRow[]): Promise<void> {
     const range: PositionRange = { from: rows[0]!.position, to: rows[rows.length - 1]!.position }
     await this.log.beginInsert(range)
     try {
@@ -210,13 +210,13 @@ export class EventShipper {
   }
 
   /** Marks rows shipped; waiters are told once the log has recorded it (and trimmed what it covers). */
-  private advance(position: number): void {
+  private advance (position: number): void {
     this.log.markShipped(position)
       .catch((err) => this.logger.error({ err, position }, 'could not record shipped rows in the ingest log; they will be re-sent and deduplicated'))
       .finally(() => this.wakeWaiters())
   }
 
-  private wakeWaiters(): void {
+  private wakeWaiters (): void {
     const shipped = this.log.shipped
     if (this.waiters.length) {
       const still: typeof this.waiters = []
@@ -228,7 +228,7 @@ export class EventShipper {
     }
   }
 
-  private noteFailure(err: unknown): void {
+  private noteFailure (err: unknown): void {
     const now = Date.now()
     const message = String((err as Error)?.message ?? err).slice(0, 500)
     const e = err as { type?: unknown; code?: unknown } | null
@@ -251,7 +251,7 @@ export class EventShipper {
   }
 
   /** Waits for new rows, unless some arrived since the loop last looked (a notify while it was busy). */
-  private idle(): Promise<void> {
+  private idle (): Promise<void> {
     if (this.stopping || this.notifiedWhileBusy) {
       this.notifiedWhileBusy = false
       return Promise.resolve()
@@ -263,7 +263,7 @@ export class EventShipper {
    * Sleeps. New rows do not cut it short; stopping does, and so does a reader waiting for its rows
    * when `forReaders` (the pause between inserts, but not the backoff after a failure).
    */
-  private pause(ms: number, forReaders = false): Promise<void> {
+  private pause (ms: number, forReaders = false): Promise<void> {
     if (this.stopping || (forReaders && this.waiters.length > 0)) return Promise.resolve()
     return new Promise((resolve) => {
       const done = () => {

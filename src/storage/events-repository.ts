@@ -22,7 +22,7 @@ void everyColumnSent
  * An event row as one JSONCompactEachRow line (values in INSERT_COLUMNS order): the form rows take in
  * the ingest log and in inserts. Arrays in column order parse 20-45 % faster in the engine than objects.
  */
-export function eventLine(r: EventRow): string {
+export function eventLine (r: EventRow): string {
   // Spelled out in INSERT_COLUMNS order (a test checks it): building the array by column name cost
   // several times more on the ingestion thread.
   return JSON.stringify([
@@ -37,14 +37,14 @@ export function eventLine(r: EventRow): string {
 
 /** Events in ClickHouse. */
 export class EventsRepository {
-  constructor(private readonly ch: ClickHouseClient) {}
+  constructor (private readonly ch: ClickHouseClient) {}
 
   /**
    * Inserts a block of rows already serialised by `eventLine`, under a deduplication token: a block
    * sent again with the same token is dropped by ClickHouse, in `events` and in every rollup its
    * views feed (clickhouse/005). The settings travel in the statement, never as session settings.
    */
-  async insertBlock(body: string, token: string): Promise<void> {
+  async insertBlock (body: string, token: string): Promise<void> {
     if (!/^[\w:.-]+$/.test(token)) throw new Error(`invalid deduplication token ${token}`)
     const result = await this.ch.exec({
       query: `INSERT INTO events (${INSERT_COLUMNS.join(', ')}) SETTINGS insert_deduplication_token = '${token}', ` +
@@ -56,12 +56,12 @@ export class EventsRepository {
   }
 
   /** Inserts rows straight into the store, bypassing any ingest log (seeding and tests). */
-  async insert(rows: EventRow[]): Promise<void> {
+  async insert (rows: EventRow[]): Promise<void> {
     await this.insertBlock(rows.map(eventLine).join('\n') + '\n', `direct:${randomUUID()}`)
   }
 
   /** Which of these event ids are stored (for durability checks). */
-  async existingIds(eventIds: string[]): Promise<Set<string>> {
+  async existingIds (eventIds: string[]): Promise<Set<string>> {
     if (eventIds.length === 0) return new Set()
     const rs = await this.ch.query({
       query: '/* svc:events_exist */ SELECT event_id FROM events WHERE event_id IN {ids:Array(String)}',
@@ -72,7 +72,7 @@ export class EventsRepository {
   }
 
   /** A stored event by id, scoped to its owner, as stored (for tests and support). */
-  async getRow(userId: string, eventId: string): Promise<Record<string, unknown> | null> {
+  async getRow (userId: string, eventId: string): Promise<Record<string, unknown> | null> {
     const rs = await this.ch.query({
       query: `/* svc:event_row */ SELECT *, toUnixTimestamp64Milli(ts) AS ts_ms, toUnixTimestamp64Milli(received_at) AS received_ms
               FROM events WHERE user_id = {user:String} AND event_id = {id:String} LIMIT 1`,
@@ -95,9 +95,9 @@ const pairs = (agents: OwnedAgent[]) => agents.map((a) => new TupleParam([a.owne
 
 /** Public aggregates: counts and metadata only, never event content. */
 export class PublicEventsRepository {
-  constructor(private readonly ch: ClickHouseClient) {}
+  constructor (private readonly ch: ClickHouseClient) {}
 
-  async countSince(sinceMs: number, excludeAgents: string[]): Promise<number> {
+  async countSince (sinceMs: number, excludeAgents: string[]): Promise<number> {
     const rs = await this.ch.query({
       query: `/* svc:public_events_since */ SELECT count() AS n FROM events
               WHERE ts >= fromUnixTimestamp64Milli({since:Int64}) AND agent_id NOT IN {excluded:Array(String)}`,
@@ -107,7 +107,7 @@ export class PublicEventsRepository {
     return Number((await rs.json<{ n: string }>())[0]?.n ?? 0)
   }
 
-  async agentKpis(agent: OwnedAgent): Promise<{ eventCount: number; lastEventAt: string | null }> {
+  async agentKpis (agent: OwnedAgent): Promise<{ eventCount: number; lastEventAt: string | null }> {
     const rs = await this.ch.query({
       query: `/* svc:public_agent_kpis */ SELECT count() AS n, toUnixTimestamp64Milli(max(ts)) AS last FROM events
               WHERE user_id = {owner:String} AND agent_id = {agent:String}`,
@@ -119,7 +119,7 @@ export class PublicEventsRepository {
     return { eventCount: n, lastEventAt: n > 0 ? new Date(Number(row!.last)).toISOString() : null }
   }
 
-  async recentActivity(agents: OwnedAgent[], limit: number): Promise<PublicActivity[]> {
+  async recentActivity (agents: OwnedAgent[], limit: number): Promise<PublicActivity[]> {
     if (agents.length === 0) return []
     const rs = await this.ch.query({
       query: `/* svc:public_recent_activity */ SELECT agent_id, type, tool_executed, outcome, toUnixTimestamp64Milli(ts) AS at
@@ -133,7 +133,7 @@ export class PublicEventsRepository {
     }))
   }
 
-  async paymentStats(agents: OwnedAgent[], nowMs: number): Promise<PaymentStat[]> {
+  async paymentStats (agents: OwnedAgent[], nowMs: number): Promise<PaymentStat[]> {
     if (agents.length === 0) return []
     const rs = await this.ch.query({
       query: `/* svc:public_payments */ SELECT amount_token AS token,

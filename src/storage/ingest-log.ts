@@ -54,7 +54,7 @@ const openPaths = new Set<string>()
  * is kept; the caller may retry after `retryAfterSeconds` (the HTTP layer answers 503 with Retry-After).
  */
 export class IngestLogRefused extends Error {
-  constructor(readonly reason: 'ingest_log_full' | 'ingest_log_unavailable', readonly retryAfterSeconds = 5) {
+  constructor (readonly reason: 'ingest_log_full' | 'ingest_log_unavailable', readonly retryAfterSeconds = 5) {
     super(reason === 'ingest_log_full' ? 'the ingest backlog is full, retry with backoff' : 'the ingest log cannot be written, retry with backoff')
     this.name = 'IngestLogRefused'
   }
@@ -64,7 +64,7 @@ export const logUnavailable = (retryAfterSeconds = 5) => new IngestLogRefused('i
 export const logFull = (retryAfterSeconds = 5) => new IngestLogRefused('ingest_log_full', retryAfterSeconds)
 
 /** Encodes an entry: a checksum over everything after it, so a damaged entry is recognised. */
-function encodeEntry(lines: string[], appendedAt: number): Buffer {
+function encodeEntry (lines: string[], appendedAt: number): Buffer {
   const payload = Buffer.from(lines.join('\n'), 'utf8')
   const buf = Buffer.allocUnsafe(HEADER_BYTES + payload.length)
   buf.writeUInt32LE(lines.length, 4)
@@ -77,14 +77,14 @@ function encodeEntry(lines: string[], appendedAt: number): Buffer {
 interface EntryHeader { rows: number; appendedAt: number }
 
 /** An entry's header, unchecked (for entries known to be whole: written by this process or already read). */
-function entryHeader(buf: Uint8Array): EntryHeader | null {
+function entryHeader (buf: Uint8Array): EntryHeader | null {
   if (buf.length < HEADER_BYTES) return null
   const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength)
   return { rows: b.readUInt32LE(4), appendedAt: b.readDoubleLE(8) }
 }
 
 /** An entry's rows, or null when its checksum or its row count does not match (a damaged entry). */
-function decodeEntry(buf: Uint8Array): (EntryHeader & { lines: string[] }) | null {
+function decodeEntry (buf: Uint8Array): (EntryHeader & { lines: string[] }) | null {
   const header = entryHeader(buf)
   if (!header) return null
   const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength)
@@ -93,9 +93,8 @@ function decodeEntry(buf: Uint8Array): (EntryHeader & { lines: string[] }) | nul
   return lines.length === header.rows ? { ...header, lines } : null
 }
 
-
 /** When a process started (clock ticks since boot, from /proc), so a reused pid is not taken for the owner. */
-function processStart(pid: number): string | null {
+function processStart (pid: number): string | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
     return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null
@@ -109,7 +108,7 @@ function processStart(pid: number): string | null {
  * is gone, or whose pid now belongs to a process started at another time (after a crash or reboot),
  * is stale and taken over.
  */
-function lockDirectory(dir: string): () => void {
+function lockDirectory (dir: string): () => void {
   const path = join(dir, 'LOCK')
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
@@ -163,7 +162,7 @@ export class IngestLog {
   /** The chain of trims: each runs after the previous one. */
   private trimming: Promise<void> = Promise.resolve()
 
-  private constructor(
+  private constructor (
     private readonly env: RootDatabase,
     private readonly entries: Database<Buffer, number>,
     private readonly meta: Database<ShipState, string>,
@@ -189,7 +188,7 @@ export class IngestLog {
   }
 
   /** Opens (creating if needed) the log under `dir`; one owner per directory. */
-  static open(opts: IngestLogOptions): IngestLog {
+  static open (opts: IngestLogOptions): IngestLog {
     mkdirSync(opts.dir, { recursive: true })
     if (openPaths.has(opts.dir)) throw new Error(`the ingest log ${opts.dir} is already open in this process`)
     const unlock = lockDirectory(opts.dir)
@@ -211,17 +210,17 @@ export class IngestLog {
     }
   }
 
-  get logId(): string { return this.state.logId }
-  get shipped(): number { return this.state.shipped }
-  get inflight(): PositionRange | null { return this.state.inflight }
+  get logId (): string { return this.state.logId }
+  get shipped (): number { return this.state.shipped }
+  get inflight (): PositionRange | null { return this.state.inflight }
   /** The position of the last row committed (appends under way and failed ones are not counted). */
-  get lastPosition(): number { return this.lastCommitted }
+  get lastPosition (): number { return this.lastCommitted }
 
   /**
    * Appends rows as one entry; resolves with the position of the last row once the entry is synced
    * to disk. Refuses (503 + Retry-After) when the log holds its maximum size.
    */
-  async append(lines: string[]): Promise<number> {
+  async append (lines: string[]): Promise<number> {
     if (this.closed) throw logFull()
     const entry = encodeEntry(lines, Date.now())
     if (this.bytes + entry.length > this.maxBytes) throw logFull()
@@ -244,7 +243,7 @@ export class IngestLog {
    * Writes every waiting append in one transaction, awaits its synced commit, and repeats while more
    * arrived meanwhile: under load many requests share one commit and one fdatasync.
    */
-  private async commitPending(): Promise<void> {
+  private async commitPending (): Promise<void> {
     this.committing = true
     while (this.pending.length > 0) {
       const batch = this.pending
@@ -272,7 +271,7 @@ export class IngestLog {
     this.committing = false
   }
 
-  private keepInTail(batch: { key: number; entry: Buffer; lines: string[] }[]): void {
+  private keepInTail (batch: { key: number; entry: Buffer; lines: string[] }[]): void {
     if (this.tailOff) return
     for (const p of batch) {
       this.tail.push({ key: p.key, lines: p.lines, bytes: p.entry.length })
@@ -282,7 +281,7 @@ export class IngestLog {
   }
 
   /** Stops keeping entries in memory until the shipper has caught up (see markShipped). */
-  private dropTail(): void {
+  private dropTail (): void {
     this.tail = []
     this.tailBytes = 0
     this.tailOff = true
@@ -293,12 +292,12 @@ export class IngestLog {
    * the in-memory tail when it holds position `after + 1`, else from disk, where entries that cannot
    * be decoded are quarantined whole and skipped.
    */
-  async read(after: number, maxRows: number, maxBytes: number, upTo = Infinity): Promise<LogRow[]> {
+  async read (after: number, maxRows: number, maxBytes: number, upTo = Infinity): Promise<LogRow[]> {
     const head = this.tail[0]
     if (head && head.key <= after + 1) return collectRows(this.tail, after, maxRows, maxBytes, upTo)
     const damaged: { key: number; value: Buffer }[] = []
     const entries = this.entries
-    function* decoded(start: number): Generator<{ key: number; lines: string[] }> {
+    function * decoded (start: number): Generator<{ key: number; lines: string[] }> {
       for (const { key, value } of entries.getRange({ start })) {
         const entry = decodeEntry(value)
         if (entry) yield { key, lines: entry.lines }
@@ -310,12 +309,12 @@ export class IngestLog {
   }
 
   /** The rows of a recorded range, exactly as they were first read (for a replay after a crash). */
-  readRange(range: PositionRange): Promise<LogRow[]> {
+  readRange (range: PositionRange): Promise<LogRow[]> {
     return this.read(range.from - 1, Infinity, Infinity, range.to)
   }
 
   /** Records the range about to be inserted; resolves once that is synced. */
-  async beginInsert(range: PositionRange): Promise<void> {
+  async beginInsert (range: PositionRange): Promise<void> {
     this.state = { ...this.state, inflight: range }
     await this.meta.put('state', this.state)
   }
@@ -325,7 +324,7 @@ export class IngestLog {
    * wholly below it; resolves when both are done. The shipper does not wait for it before its next
    * insert: LMDB commits in call order, so the next `beginInsert` cannot be durable before it.
    */
-  markShipped(position: number): Promise<unknown> {
+  markShipped (position: number): Promise<unknown> {
     this.state = { ...this.state, shipped: Math.max(this.state.shipped, position), inflight: null }
     const state = this.state
     let shippedEntries = 0
@@ -347,7 +346,7 @@ export class IngestLog {
    * 16-20 ms). An entry's row count is read from its header; damaged entries never get here, the
    * read that meets one quarantines and removes it.
    */
-  private async trim(): Promise<void> {
+  private async trim (): Promise<void> {
     for (;;) {
       let removed = 0
       let more = false
@@ -368,7 +367,7 @@ export class IngestLog {
   }
 
   /** Keeps rows the engine refused, with the reason, so an operator can inspect or replay them. */
-  async quarantineRows(rows: LogRow[], reason: string): Promise<void> {
+  async quarantineRows (rows: LogRow[], reason: string): Promise<void> {
     const at = new Date().toISOString()
     await this.quarantine.transaction(() => {
       for (const row of rows) this.quarantine.putSync(row.position, { position: row.position, line: row.line, reason, at })
@@ -376,7 +375,7 @@ export class IngestLog {
     this.quarantinedCount += rows.length
   }
 
-  quarantined(limit = 100): QuarantinedRow[] {
+  quarantined (limit = 100): QuarantinedRow[] {
     return listQuarantine(this.quarantine, limit)
   }
 
@@ -384,7 +383,7 @@ export class IngestLog {
    * The quarantine of a log directory, read without taking the log (LMDB allows readers beside its
    * owner), for an operator: `npm run ingest:quarantine`.
    */
-  static readQuarantine(dir: string, limit = 1000): QuarantinedRow[] {
+  static readQuarantine (dir: string, limit = 1000): QuarantinedRow[] {
     const env = open({ path: dir, readOnly: true, maxDbs: 4 })
     try {
       return listQuarantine(env.openDB<QuarantinedRow, number>('quarantine', { encoding: 'msgpack' }), limit)
@@ -393,7 +392,7 @@ export class IngestLog {
     }
   }
 
-  stats(): LogStats {
+  stats (): LogStats {
     const waiting = this.lastCommitted - this.state.shipped
     let oldestAppendedAt: number | null = null
     if (waiting > 0) {
@@ -404,7 +403,7 @@ export class IngestLog {
     return { rows: Math.max(0, waiting), bytes: this.bytes, oldestAppendedAt, quarantined: this.quarantinedCount }
   }
 
-  async close(): Promise<void> {
+  async close (): Promise<void> {
     if (this.closed) return
     this.closed = true
     await this.trimming
@@ -414,12 +413,13 @@ export class IngestLog {
   }
 
   /** The key of the entry holding `position`, or `position` itself when no entry starts at or below it. */
-  private entryStart(position: number): number {
+  private entryStart (position: number): number {
+    // eslint-disable-next-line no-unreachable-loop -- the first key, if there is one
     for (const key of this.entries.getKeys({ start: position, reverse: true, limit: 1 })) return key
     return position
   }
 
-  private async settle(rows: LogRow[], damaged: { key: number; value: Buffer }[]): Promise<LogRow[]> {
+  private async settle (rows: LogRow[], damaged: { key: number; value: Buffer }[]): Promise<LogRow[]> {
     for (const { key, value } of damaged) {
       await this.quarantineRows([{ position: key, line: value.toString('base64') }], `damaged log entry at position ${key} (${value.length} bytes), kept as base64`)
       this.onDamaged?.({ position: key, bytes: value.length })
@@ -430,7 +430,7 @@ export class IngestLog {
   }
 }
 
-function listQuarantine(quarantine: Database<QuarantinedRow, number>, limit: number): QuarantinedRow[] {
+function listQuarantine (quarantine: Database<QuarantinedRow, number>, limit: number): QuarantinedRow[] {
   return [...quarantine.getRange({ limit }).map(({ value }) => value)]
 }
 
@@ -438,7 +438,7 @@ function listQuarantine(quarantine: Database<QuarantinedRow, number>, limit: num
  * Rows of `entries` (in key order) from position `after + 1` through `upTo`, up to the row and byte
  * caps; at least one row when there is one.
  */
-function collectRows(entries: Iterable<{ key: number; lines: string[] }>, after: number, maxRows: number, maxBytes: number, upTo: number): LogRow[] {
+function collectRows (entries: Iterable<{ key: number; lines: string[] }>, after: number, maxRows: number, maxBytes: number, upTo: number): LogRow[] {
   const rows: LogRow[] = []
   let bytes = 0
   for (const { key, lines } of entries) {

@@ -10,7 +10,7 @@ export class InvalidationBus {
   private readonly handlers = new Map<string, ((id: string) => void)[]>()
   private readonly channel: string
 
-  constructor(private readonly publisher: Redis, private readonly subscriber: Redis, prefix: string, log: FastifyBaseLogger) {
+  constructor (private readonly publisher: Redis, private readonly subscriber: Redis, prefix: string, log: FastifyBaseLogger) {
     this.channel = `${prefix}invalidate`
     subscriber.on('message', (channel: string, message: string) => {
       if (channel !== this.channel) return
@@ -27,17 +27,17 @@ export class InvalidationBus {
     })
   }
 
-  async start(): Promise<void> {
+  async start (): Promise<void> {
     await this.subscriber.subscribe(this.channel)
   }
 
-  on(topic: string, handler: (id: string) => void): void {
+  on (topic: string, handler: (id: string) => void): void {
     const list = this.handlers.get(topic) ?? []
     list.push(handler)
     this.handlers.set(topic, list)
   }
 
-  async publish(topic: string, id: string): Promise<void> {
+  async publish (topic: string, id: string): Promise<void> {
     await this.publisher.publish(this.channel, `${topic}:${id}`)
   }
 }

@@ -7,12 +7,12 @@ import type { Tier } from './users-repository.ts'
 export const KEY_PREFIX_LENGTH = 12
 
 /** SHA-256 (hex) of a key secret: the only form in which a secret is stored or cached. */
-export function hashSecret(secret: string): string {
+export function hashSecret (secret: string): string {
   return createHash('sha256').update(secret).digest('hex')
 }
 
 /** A new secret: `vk_` + 32 random bytes in base64url (43 characters). */
-export function newSecret(): string {
+export function newSecret (): string {
   return 'vk_' + randomBytes(32).toString('base64url')
 }
 
@@ -39,8 +39,7 @@ export interface KeyIdentity {
   burstPerMinute: number | null
 }
 
-
-function toListing(r: Record<string, any>): ApiKeyListing {
+function toListing (r: Record<string, any>): ApiKeyListing {
   return {
     id: r.id,
     keyPrefix: r.key_prefix,
@@ -53,9 +52,9 @@ function toListing(r: Record<string, any>): ApiKeyListing {
 
 /** API keys in Postgres. Secrets never touch this table; only their hashes do. */
 export class KeysRepository {
-  constructor(private readonly db: pg.Pool) {}
+  constructor (private readonly db: pg.Pool) {}
 
-  async create(userId: string, label: string, agentId: string | null): Promise<CreatedApiKey> {
+  async create (userId: string, label: string, agentId: string | null): Promise<CreatedApiKey> {
     const secret = newSecret()
     const { rows } = await this.db.query(
       `/* svc:key_create */ INSERT INTO api_keys (id, user_id, agent_id, label, key_prefix, secret_sha256)
@@ -66,16 +65,16 @@ export class KeysRepository {
   }
 
   /** The caller's keys that are not revoked, newest first. */
-  async list(userId: string): Promise<ApiKeyListing[]> {
+  async list (userId: string): Promise<ApiKeyListing[]> {
     const { rows } = await this.db.query(
-      `/* svc:key_list */ SELECT * FROM api_keys WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id`,
+      '/* svc:key_list */ SELECT * FROM api_keys WHERE user_id = $1 AND revoked_at IS NULL ORDER BY created_at DESC, id',
       [userId],
     )
     return rows.map(toListing)
   }
 
   /** Revokes the caller's key; returns its hash, or null when the caller has no such live key. */
-  async revoke(userId: string, keyId: string): Promise<string | null> {
+  async revoke (userId: string, keyId: string): Promise<string | null> {
     const { rows } = await this.db.query(
       `/* svc:key_revoke */ UPDATE api_keys SET revoked_at = now()
        WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL RETURNING secret_sha256`,
@@ -84,7 +83,7 @@ export class KeysRepository {
     return rows[0]?.secret_sha256 ?? null
   }
 
-  async findByHash(secretHash: string): Promise<KeyIdentity | null> {
+  async findByHash (secretHash: string): Promise<KeyIdentity | null> {
     const { rows } = await this.db.query(
       `/* svc:key_lookup */ SELECT k.id, k.user_id, k.agent_id, k.revoked_at, u.tier, u.burst_per_minute
        FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.secret_sha256 = $1`,
@@ -103,16 +102,16 @@ export class KeysRepository {
   }
 
   /** Secret hashes of the user's live keys. */
-  async liveHashesOf(userId: string): Promise<string[]> {
+  async liveHashesOf (userId: string): Promise<string[]> {
     const { rows } = await this.db.query(
-      `/* svc:key_hashes_of_user */ SELECT secret_sha256 FROM api_keys WHERE user_id = $1 AND revoked_at IS NULL`,
+      '/* svc:key_hashes_of_user */ SELECT secret_sha256 FROM api_keys WHERE user_id = $1 AND revoked_at IS NULL',
       [userId],
     )
     return rows.map((r) => r.secret_sha256)
   }
 
   /** Records last use for many keys in one statement (times only move forward). */
-  async touch(lastUsed: Map<string, number>): Promise<void> {
+  async touch (lastUsed: Map<string, number>): Promise<void> {
     if (lastUsed.size === 0) return
     await this.db.query(
       `/* svc:key_touch */ UPDATE api_keys k SET last_used_at = GREATEST(k.last_used_at, v.t)

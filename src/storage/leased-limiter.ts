@@ -34,13 +34,13 @@ export class LeasedLimiter {
   private readonly pools = new Map<string, Pool>()
   private readonly sweeper: NodeJS.Timeout
 
-  constructor(private readonly shared: RateLimiter, private readonly opts: LeaseOptions) {
+  constructor (private readonly shared: RateLimiter, private readonly opts: LeaseOptions) {
     this.sweeper = setInterval(() => void this.returnStale(Date.now() - opts.leaseMs), Math.max(50, opts.leaseMs / 2))
     this.sweeper.unref()
   }
 
   /** Takes up to n units from `bucket` (limit per minute); admits as many as fit, in order. */
-  async take(bucket: string, limit: number, n: number): Promise<Admission> {
+  async take (bucket: string, limit: number, n: number): Promise<Admission> {
     let pool = this.pools.get(bucket)
     if (!pool || pool.limit !== limit) {
       if (pool) void this.giveBack(bucket, pool)
@@ -55,7 +55,7 @@ export class LeasedLimiter {
     }
   }
 
-  private async takeFrom(pool: Pool, bucket: string, limit: number, n: number): Promise<Admission> {
+  private async takeFrom (pool: Pool, bucket: string, limit: number, n: number): Promise<Admission> {
     for (;;) {
       if (pool.tokens >= n) {
         pool.tokens -= n
@@ -96,12 +96,12 @@ export class LeasedLimiter {
   }
 
   /** Gives every held token back (at shutdown). */
-  async close(): Promise<void> {
+  async close (): Promise<void> {
     clearInterval(this.sweeper)
     await this.returnStale(Infinity)
   }
 
-  private async returnStale(leasedBefore: number): Promise<void> {
+  private async returnStale (leasedBefore: number): Promise<void> {
     const returns: Promise<void>[] = []
     for (const [bucket, pool] of this.pools) {
       if (pool.leasing || pool.leasedAt > leasedBefore) continue
@@ -111,7 +111,7 @@ export class LeasedLimiter {
     await Promise.all(returns)
   }
 
-  private async giveBack(bucket: string, pool: Pool): Promise<void> {
+  private async giveBack (bucket: string, pool: Pool): Promise<void> {
     const unused = pool.tokens
     pool.tokens = 0
     // A refund that fails leaves tokens spent: the caller is limited a little early, never late.

@@ -15,7 +15,7 @@ export interface LocalSigningKey {
   publicKey: Key
 }
 
-function keyPath(dataDir: string): string {
+function keyPath (dataDir: string): string {
   return join(dataDir, 'auth', 'local-signing-key.json')
 }
 
@@ -23,7 +23,7 @@ function keyPath(dataDir: string): string {
  * The local ES256 key pair under DATA_DIR/auth, created on first use with file mode 0600. It is used
  * only when no identity provider is configured, and its public half is never served.
  */
-export async function loadLocalSigningKey(dataDir: string): Promise<LocalSigningKey> {
+export async function loadLocalSigningKey (dataDir: string): Promise<LocalSigningKey> {
   const path = keyPath(dataDir)
   if (!existsSync(path)) {
     const { privateKey } = await generateKeyPair(LOCAL_ALG, { extractable: true })
@@ -45,7 +45,7 @@ export async function loadLocalSigningKey(dataDir: string): Promise<LocalSigning
 }
 
 /** Signs a dashboard token for a subject with the local key (what `npm run token` prints). */
-export async function signLocalToken(key: LocalSigningKey, subject: string, ttlSeconds = 3600): Promise<string> {
+export async function signLocalToken (key: LocalSigningKey, subject: string, ttlSeconds = 3600): Promise<string> {
   return new SignJWT({})
     .setProtectedHeader({ alg: LOCAL_ALG })
     .setSubject(subject)

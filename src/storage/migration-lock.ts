@@ -12,7 +12,7 @@ const MAX_WAIT_MS = 15 * 60_000
  * applied. Polls with pg_try_advisory_lock rather than waiting inside one statement, which the pool's
  * statement timeout would cancel during a long migration.
  */
-export async function withPostgresLock<T>(pool: pg.Pool, key: number, fn: () => Promise<T>, onWait?: () => void): Promise<T> {
+export async function withPostgresLock<T> (pool: pg.Pool, key: number, fn: () => Promise<T>, onWait?: () => void): Promise<T> {
   const client = await pool.connect()
   let locked = false
   try {

@@ -23,7 +23,7 @@ const SOURCES: Source[] = [
     columns: `id AS agent_id, coalesce(owner_id, '') AS user_id, display_name, coalesce(sns_name, '') AS sns_name,
       deleted_at IS NOT NULL AS deleted`,
   },
-  { pgTable: 'users', chTable: 'user_handles', columns: `id AS user_id, coalesce(handle, '') AS handle` },
+  { pgTable: 'users', chTable: 'user_handles', columns: 'id AS user_id, coalesce(handle, \'\') AS handle' },
 ]
 
 /**
@@ -32,16 +32,16 @@ const SOURCES: Source[] = [
  * since the newest version already in ClickHouse (minus a safety overlap); idempotent.
  */
 export class NamesCopier {
-  constructor(private readonly db: pg.Pool, private readonly clickhouse: ClickHouseClient) {}
+  constructor (private readonly db: pg.Pool, private readonly clickhouse: ClickHouseClient) {}
 
   /** Copies what changed; returns the rows written per ClickHouse table. */
-  async copyChanged(): Promise<Record<string, number>> {
+  async copyChanged (): Promise<Record<string, number>> {
     const written: Record<string, number> = {}
     for (const source of SOURCES) written[source.chTable] = await this.copy(source)
     return written
   }
 
-  private async copy(source: Source): Promise<number> {
+  private async copy (source: Source): Promise<number> {
     const rs = await this.clickhouse.query({
       query: `/* svc:names_watermark */ SELECT toString(toUnixTimestamp64Micro(max(changed_at))) AS us FROM ${source.chTable}`,
       format: 'JSONEachRow',

@@ -12,14 +12,14 @@ const MIGRATION_LOCK = 738_201_117
  * A connection string with a user name: like libpq, a URL without one means the operating-system
  * user (node-postgres would read $USER, which services and CI often do not set).
  */
-export function withDefaultUser(databaseUrl: string): string {
+export function withDefaultUser (databaseUrl: string): string {
   const url = new URL(databaseUrl)
   if (!url.username) url.username = userInfo().username
   return url.toString()
 }
 
 /** Creates the database named in the URL when it does not exist yet (connecting to `postgres`). */
-export async function ensureDatabase(databaseUrl: string): Promise<void> {
+export async function ensureDatabase (databaseUrl: string): Promise<void> {
   const url = new URL(withDefaultUser(databaseUrl))
   const name = decodeURIComponent(url.pathname.slice(1))
   if (!name) throw new Error('DATABASE_URL names no database')
@@ -42,7 +42,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
 }
 
 /** Applies postgres/NNN.do.*.sql migrations not applied yet, one process at a time; returns the files applied. */
-export async function migratePostgres(databaseUrl: string): Promise<string[]> {
+export async function migratePostgres (databaseUrl: string): Promise<string[]> {
   const client = new pg.Client({ connectionString: withDefaultUser(databaseUrl) })
   await client.connect()
   try {
@@ -76,7 +76,7 @@ const queryCounts = new WeakMap<pg.Pool, { sent: number }>()
  * those bounds instead of holding them; without (command-line tools), statements may run as long as
  * they need.
  */
-export function createPool(databaseUrl: string, timeouts?: PostgresTimeouts): pg.Pool {
+export function createPool (databaseUrl: string, timeouts?: PostgresTimeouts): pg.Pool {
   const pool = new pg.Pool({
     connectionString: withDefaultUser(databaseUrl),
     max: 10,
@@ -98,12 +98,12 @@ export function createPool(databaseUrl: string, timeouts?: PostgresTimeouts): pg
 }
 
 /** Queries sent through `pool.query` since the pool was created. */
-export function queriesSent(pool: pg.Pool): number {
+export function queriesSent (pool: pg.Pool): number {
   return queryCounts.get(pool)?.sent ?? 0
 }
 
 /** Creates the database if missing, applies the migrations, and opens a pool: what every entry point does first. */
-export async function openPostgres(databaseUrl: string, timeouts?: PostgresTimeouts, onMigrated?: (applied: string[]) => void): Promise<pg.Pool> {
+export async function openPostgres (databaseUrl: string, timeouts?: PostgresTimeouts, onMigrated?: (applied: string[]) => void): Promise<pg.Pool> {
   await ensureDatabase(databaseUrl)
   const applied = await migratePostgres(databaseUrl)
   onMigrated?.(applied)

@@ -52,19 +52,19 @@ declare module 'ioredis' {
 }
 
 export class RateLimiter {
-  constructor(private readonly redis: Redis, private readonly prefix: string) {
+  constructor (private readonly redis: Redis, private readonly prefix: string) {
     redis.defineCommand('gcra', { numberOfKeys: 1, lua: GCRA })
     redis.defineCommand('gcraRefund', { numberOfKeys: 1, lua: GCRA_REFUND })
   }
 
   /** Takes up to n units from `bucket`, whose limit is `limit` units per `windowMs`. */
-  async take(bucket: string, limit: number, n = 1, windowMs = 60_000): Promise<Admission> {
+  async take (bucket: string, limit: number, n = 1, windowMs = 60_000): Promise<Admission> {
     const [admitted, retryAfterMs] = await this.redis.gcra(`${this.prefix}rl:${bucket}`, windowMs / limit, limit, n)
     return { admitted: Number(admitted), retryAfterMs: Number(retryAfterMs) }
   }
 
   /** Gives back n units taken from `bucket` and not used (the same limit and window as the take). */
-  async refund(bucket: string, limit: number, n: number, windowMs = 60_000): Promise<void> {
+  async refund (bucket: string, limit: number, n: number, windowMs = 60_000): Promise<void> {
     if (n > 0) await this.redis.gcraRefund(`${this.prefix}rl:${bucket}`, windowMs / limit, n)
   }
 }

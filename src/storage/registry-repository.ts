@@ -22,7 +22,7 @@ export interface ListQuery { limit: number; offset: number; search?: string | un
 const str = (v: unknown) => (typeof v === 'string' ? v : null)
 
 /** Only whitelisted keys leave: the registry's metadata and enrichment may hold anything. */
-export function toPublicAgent(r: Record<string, any>): PublicAgent {
+export function toPublicAgent (r: Record<string, any>): PublicAgent {
   const m = r.metadata ?? {}
   const e = r.enriched ?? {}
   return {
@@ -48,8 +48,8 @@ const PUBLIC = 'is_public AND deleted_at IS NULL'
 const COLUMNS = 'id, sns_name, display_name, registry_id, reputation_score, source, metadata, enriched, last_seen_at, owner_id, created_at, framework'
 const FILTERS: Record<ListFilter, string> = {
   all: '',
-  identified: ` AND (enriched ->> 'profiled') = 'true'`,
-  unknown: ` AND (enriched ->> 'profiled') IS DISTINCT FROM 'true'`,
+  identified: ' AND (enriched ->> \'profiled\') = \'true\'',
+  unknown: ' AND (enriched ->> \'profiled\') IS DISTINCT FROM \'true\'',
 }
 
 /** One entry of a registry import file (see README: "Registry import"). */
@@ -66,13 +66,13 @@ export interface RegistryEntry {
 
 /** The public registry of agents, read from Postgres. Only public, live agents are ever returned. */
 export class RegistryRepository {
-  constructor(private readonly db: pg.Pool) {}
+  constructor (private readonly db: pg.Pool) {}
 
   /**
    * A page of the listing and the total. The page and the count are two queries run together: a
    * window count over the page query would make Postgres rank every public agent to return twenty.
    */
-  async list(q: ListQuery): Promise<{ agents: PublicAgent[]; total: number }> {
+  async list (q: ListQuery): Promise<{ agents: PublicAgent[]; total: number }> {
     const params: unknown[] = []
     let where = PUBLIC + FILTERS[q.filter]
     if (q.search) {
@@ -91,7 +91,7 @@ export class RegistryRepository {
   }
 
   /** A public, live agent by cuid, snsName or registryId; with its owner id for KPI queries (never shown). */
-  async find(identifier: string): Promise<{ agent: PublicAgent; ownerId: string | null; createdAt: string; framework: string | null } | null> {
+  async find (identifier: string): Promise<{ agent: PublicAgent; ownerId: string | null; createdAt: string; framework: string | null } | null> {
     const { rows } = await this.db.query(
       `/* svc:registry_find */ SELECT ${COLUMNS} FROM agents
        WHERE ${PUBLIC} AND (id = $1 OR sns_name = $1 OR registry_id = $1) LIMIT 1`,
@@ -101,7 +101,7 @@ export class RegistryRepository {
     return r ? { agent: toPublicAgent(r), ownerId: r.owner_id, createdAt: iso(r.created_at), framework: r.framework } : null
   }
 
-  async counts(): Promise<{ total: number; identified: number }> {
+  async counts (): Promise<{ total: number; identified: number }> {
     const { rows } = await this.db.query(
       `/* svc:registry_counts */ SELECT count(*)::int AS total, count(*) FILTER (WHERE (enriched ->> 'profiled') = 'true')::int AS identified
        FROM agents WHERE ${PUBLIC}`,
@@ -109,7 +109,7 @@ export class RegistryRepository {
     return rows[0]
   }
 
-  async top(limit: number): Promise<PublicAgent[]> {
+  async top (limit: number): Promise<PublicAgent[]> {
     const { rows } = await this.db.query(
       `/* svc:registry_top */ SELECT ${COLUMNS} FROM agents WHERE ${PUBLIC} ORDER BY reputation_score DESC NULLS LAST, id LIMIT $1`,
       [limit],
@@ -118,7 +118,7 @@ export class RegistryRepository {
   }
 
   /** Public agents grouped by source, largest first. */
-  async collections(limit: number): Promise<{ source: string; agents: number; identified: number }[]> {
+  async collections (limit: number): Promise<{ source: string; agents: number; identified: number }[]> {
     const { rows } = await this.db.query(
       `/* svc:registry_collections */ SELECT source, count(*)::int AS agents,
          count(*) FILTER (WHERE (enriched ->> 'profiled') = 'true')::int AS identified
@@ -129,7 +129,7 @@ export class RegistryRepository {
   }
 
   /** Public agents that have an owner (only those have events), most recently seen first. */
-  async activeOwned(limit: number): Promise<{ id: string; ownerId: string; displayName: string; snsName: string | null }[]> {
+  async activeOwned (limit: number): Promise<{ id: string; ownerId: string; displayName: string; snsName: string | null }[]> {
     const { rows } = await this.db.query(
       `/* svc:registry_active */ SELECT id, owner_id, display_name, sns_name FROM agents
        WHERE ${PUBLIC} AND owner_id IS NOT NULL ORDER BY last_seen_at DESC NULLS LAST LIMIT $1`,
@@ -139,13 +139,13 @@ export class RegistryRepository {
   }
 
   /** Ids of soft-deleted agents (their events are hidden from public aggregates). */
-  async deletedIds(): Promise<string[]> {
-    const { rows } = await this.db.query(`/* svc:agents_deleted */ SELECT id FROM agents WHERE deleted_at IS NOT NULL`)
+  async deletedIds (): Promise<string[]> {
+    const { rows } = await this.db.query('/* svc:agents_deleted */ SELECT id FROM agents WHERE deleted_at IS NOT NULL')
     return rows.map((r) => r.id)
   }
 
   /** Inserts or updates one registry agent, keyed by registryId. */
-  async upsert(e: RegistryEntry): Promise<'inserted' | 'updated'> {
+  async upsert (e: RegistryEntry): Promise<'inserted' | 'updated'> {
     const displayName = e.displayName ?? (typeof e.enriched?.name === 'string' ? e.enriched.name : null) ?? e.snsName ?? e.registryId
     const { rows } = await this.db.query(
       `/* svc:registry_upsert */ INSERT INTO agents (id, owner_id, sns_name, display_name, registry_id, reputation_score, source, metadata, enriched, is_public)
@@ -161,7 +161,7 @@ export class RegistryRepository {
   }
 
   /** Records a waitlist address; the same address (any case) twice keeps one row. */
-  async joinWaitlist(email: string, source: string | null, metadata: Record<string, unknown>): Promise<void> {
+  async joinWaitlist (email: string, source: string | null, metadata: Record<string, unknown>): Promise<void> {
     await this.db.query(
       `/* svc:waitlist_join */ INSERT INTO waitlist (email, source, metadata) VALUES ($1, $2, $3)
        ON CONFLICT ((lower(email))) DO NOTHING`,

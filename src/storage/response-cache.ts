@@ -8,7 +8,7 @@ import { SingleFlight } from './single-flight.ts'
 export class ResponseCache {
   private readonly flights = new SingleFlight<unknown>()
 
-  constructor(private readonly redis: Redis, private readonly prefix: string) {}
+  constructor (private readonly redis: Redis, private readonly prefix: string) {}
 
   async get<T>(name: string, ttlSeconds: number, compute: () => Promise<T>): Promise<T> {
     const key = `${this.prefix}cache:${name}`
@@ -22,15 +22,15 @@ export class ResponseCache {
   }
 
   /** Drops cached responses, so the next read computes them afresh. */
-  async forget(...names: string[]): Promise<void> {
+  async forget (...names: string[]): Promise<void> {
     await this.redis.del(...names.map((name) => `${this.prefix}cache:${name}`))
   }
 
-  async getRaw(name: string): Promise<string | null> {
+  async getRaw (name: string): Promise<string | null> {
     return this.redis.get(`${this.prefix}cache:${name}`)
   }
 
-  async setRaw(name: string, value: string, ttlSeconds: number): Promise<void> {
+  async setRaw (name: string, value: string, ttlSeconds: number): Promise<void> {
     await this.redis.set(`${this.prefix}cache:${name}`, value, 'EX', ttlSeconds)
   }
 }

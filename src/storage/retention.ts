@@ -23,7 +23,7 @@ const TTL_TABLES = [
 /** Rows deleted per Postgres statement, so a large clean-up never holds locks for long. */
 const DELETE_BATCH = 5000
 
-function ttlExpression(column: string, days: number): string {
+function ttlExpression (column: string, days: number): string {
   return `toDateTime(${column}) + toIntervalDay(${days})`
 }
 
@@ -34,7 +34,7 @@ function ttlExpression(column: string, days: number): string {
  * once (materialize_ttl_after_modify = 0), so a start never stalls on a large table.
  * Returns the tables changed.
  */
-export async function applyRetentionTtl(client: ClickHouseClient, days: RetentionDays): Promise<string[]> {
+export async function applyRetentionTtl (client: ClickHouseClient, days: RetentionDays): Promise<string[]> {
   const changed: string[] = []
   for (const { table, column, kind } of TTL_TABLES) {
     const rs = await client.query({
@@ -62,7 +62,7 @@ export async function applyRetentionTtl(client: ClickHouseClient, days: Retentio
  * Deletes cleared alerts and waitlist sign-ups older than their retention, in batches. Idempotent:
  * a second run deletes nothing more. Returns the rows deleted per table.
  */
-export async function cleanPostgres(db: pg.Pool, days: RetentionDays): Promise<{ alerts: number; waitlist: number }> {
+export async function cleanPostgres (db: pg.Pool, days: RetentionDays): Promise<{ alerts: number; waitlist: number }> {
   const deleted = { alerts: 0, waitlist: 0 }
   const rounds = async (sql: string, keepDays: number) => {
     if (keepDays <= 0) return 0

@@ -105,7 +105,7 @@ export class SharedCache<T> {
   private redisFailing = false
   private lastWarning = -Infinity
 
-  constructor(private readonly opts: SharedCacheOptions) {
+  constructor (private readonly opts: SharedCacheOptions) {
     this.local = new LRUCache({ max: opts.max ?? 100_000, ttl: Math.max(opts.localTtlMs, 1) })
     this.keyPrefix = `${opts.prefix}sc:${opts.name}:`
     this.topic = `cache-${opts.name}`
@@ -120,7 +120,7 @@ export class SharedCache<T> {
   }
 
   /** The value for a key: from this process, else from Redis, else from `load` (null: there is none). */
-  async get(key: CacheKey, load: () => Promise<T | null>): Promise<T | null> {
+  async get (key: CacheKey, load: () => Promise<T | null>): Promise<T | null> {
     const [scope, id] = typeof key === 'string' ? [key, ''] : key
     const localKey = `${scope}\u0000${id}`
     const hit = this.local.get(localKey)
@@ -132,18 +132,18 @@ export class SharedCache<T> {
    * Drops one scope's entries here, in Redis and on every process sharing the Redis. Never throws;
    * false when Redis could not be told (retried when it is back, while this process lives).
    */
-  async invalidate(scope: string): Promise<boolean> {
+  async invalidate (scope: string): Promise<boolean> {
     this.dropLocal(scope)
     return this.publishInvalidation(scope)
   }
 
   /** Drops every entry of this cache, everywhere; false as for `invalidate`. */
-  async invalidateAll(): Promise<boolean> {
+  async invalidateAll (): Promise<boolean> {
     this.dropLocal('*')
     return this.publishInvalidation('*')
   }
 
-  private async readThrough(scope: string, id: string, localKey: string, load: () => Promise<T | null>): Promise<T | null> {
+  private async readThrough (scope: string, id: string, localKey: string, load: () => Promise<T | null>): Promise<T | null> {
     const started = this.generation
     const keys = [this.allVersionKey(), this.scopeVersionKey(scope), this.entryKey(scope, id)] as const
     let versions: [string, string] | null = null
@@ -166,11 +166,11 @@ export class SharedCache<T> {
     return value
   }
 
-  private keepLocal(started: number, localKey: string, value: T | null): void {
+  private keepLocal (started: number, localKey: string, value: T | null): void {
     if (started === this.generation) this.local.set(localKey, { value: value ?? MISSING })
   }
 
-  private dropLocal(scope: string): void {
+  private dropLocal (scope: string): void {
     this.generation++
     if (scope === '*') {
       this.local.clear()
@@ -183,7 +183,7 @@ export class SharedCache<T> {
     this.loading.forget((key) => key.startsWith(start))
   }
 
-  private async publishInvalidation(scope: string): Promise<boolean> {
+  private async publishInvalidation (scope: string): Promise<boolean> {
     const key = scope === '*' ? this.allVersionKey() : this.scopeVersionKey(scope)
     // A fresh random token rather than INCR: a version key that expired and was created again can
     // never come back to a value an old entry carries. It outlives every entry written under the
@@ -197,7 +197,7 @@ export class SharedCache<T> {
     return published
   }
 
-  private async flushPending(): Promise<void> {
+  private async flushPending (): Promise<void> {
     for (const scope of [...this.pending]) {
       await this.publishInvalidation(scope)
       if (this.pending.has(scope)) return // Redis failed again; the next recovery retries.
@@ -215,7 +215,7 @@ export class SharedCache<T> {
     }
     let timer: NodeJS.Timeout | undefined
     try {
-      const timeout = new Promise<never>((_, reject) => {
+      const timeout = new Promise<never>((_resolve, reject) => {
         timer = setTimeout(() => reject(new Error(`Redis did not answer within ${this.redisTimeoutMs} ms`)), this.redisTimeoutMs)
       })
       const result = await Promise.race([command(), timeout])
@@ -233,7 +233,7 @@ export class SharedCache<T> {
     }
   }
 
-  private redisFailed(err: unknown): void {
+  private redisFailed (err: unknown): void {
     if (Date.now() >= this.skipRedisUntil) this.skipRedisUntil = Date.now() + RETRY_REDIS_MS
     this.redisFailing = true
     if (Date.now() - this.lastWarning < WARN_EVERY_MS) return
@@ -241,21 +241,21 @@ export class SharedCache<T> {
     this.opts.log.warn({ err, cache: this.opts.name }, 'shared cache: Redis unreachable, reading from the source until it is back')
   }
 
-  private allVersionKey(): string {
+  private allVersionKey (): string {
     return `${this.keyPrefix}v`
   }
 
-  private scopeVersionKey(scope: string): string {
+  private scopeVersionKey (scope: string): string {
     return `${this.keyPrefix}v:${scope}`
   }
 
-  private entryKey(scope: string, id: string): string {
+  private entryKey (scope: string, id: string): string {
     // The scope's length keeps ('a:b', 'c') and ('a', 'b:c') apart.
     return `${this.keyPrefix}e:${scope.length}:${scope}:${id}`
   }
 }
 
-function parseStored<T>(json: string): Stored<T> | null {
+function parseStored<T> (json: string): Stored<T> | null {
   try {
     return JSON.parse(json) as Stored<T>
   } catch {

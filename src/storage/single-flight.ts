@@ -6,7 +6,7 @@
 export class SingleFlight<T> {
   private readonly running = new Map<string, Promise<T>>()
 
-  run(key: string, work: () => Promise<T>): Promise<T> {
+  run (key: string, work: () => Promise<T>): Promise<T> {
     const current = this.running.get(key)
     if (current) return current
     const started = work().finally(() => {
@@ -17,7 +17,7 @@ export class SingleFlight<T> {
   }
 
   /** Lets the next call for the keys matching `which` start a new run (a run under way still settles for its callers). */
-  forget(which: (key: string) => boolean = () => true): void {
+  forget (which: (key: string) => boolean = () => true): void {
     for (const key of [...this.running.keys()]) if (which(key)) this.running.delete(key)
   }
 }

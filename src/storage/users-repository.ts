@@ -16,14 +16,14 @@ export interface User {
 }
 
 /** The first day (UTC) of the month holding a time, as `YYYY-MM-01`. */
-export function monthOf(ms: number): string {
+export function monthOf (ms: number): string {
   const d = new Date(ms)
   return `${d.getUTCFullYear()}-${String(d.getUTCMonth() + 1).padStart(2, '0')}-01`
 }
 
 const COLUMNS = 'id, privy_id, email, wallet, handle, tier, burst_per_minute, created_at'
 
-function toUser(r: Record<string, any>): User {
+function toUser (r: Record<string, any>): User {
   return {
     id: r.id,
     privyId: r.privy_id,
@@ -38,10 +38,10 @@ function toUser(r: Record<string, any>): User {
 
 /** Users in Postgres, keyed by the identity provider's subject. */
 export class UsersRepository {
-  constructor(private readonly db: pg.Pool) {}
+  constructor (private readonly db: pg.Pool) {}
 
   /** The user for a subject, created on first sight (race-safe: one row per subject). */
-  async upsertBySubject(subject: string, claims: { email?: string | undefined } = {}): Promise<User> {
+  async upsertBySubject (subject: string, claims: { email?: string | undefined } = {}): Promise<User> {
     const { rows } = await this.db.query(
       `/* svc:user_upsert */ INSERT INTO users (id, privy_id, email) VALUES ($1, $2, $3)
        ON CONFLICT (privy_id) DO UPDATE SET email = COALESCE(users.email, EXCLUDED.email)
@@ -52,7 +52,7 @@ export class UsersRepository {
   }
 
   /** Sets the handle; 'taken' when another user holds it (case-insensitively). */
-  async updateHandle(userId: string, handle: string): Promise<User | 'taken'> {
+  async updateHandle (userId: string, handle: string): Promise<User | 'taken'> {
     try {
       const { rows } = await this.db.query(
         `/* svc:user_handle */ UPDATE users SET handle = $2 WHERE id = $1 RETURNING ${COLUMNS}`,
@@ -66,7 +66,7 @@ export class UsersRepository {
   }
 
   /** Adds accepted-event counts, keyed `userId` → month (`YYYY-MM-01`) → count, in one statement. */
-  async addUsage(counts: Map<string, Map<string, number>>): Promise<void> {
+  async addUsage (counts: Map<string, Map<string, number>>): Promise<void> {
     const users: string[] = []
     const months: string[] = []
     const events: number[] = []
@@ -87,17 +87,17 @@ export class UsersRepository {
   }
 
   /** Accepted events of a user in the calendar month (UTC) holding `at`. Advisory: not enforced. */
-  async monthlyUsage(userId: string, at = new Date()): Promise<{ month: string; events: number }> {
+  async monthlyUsage (userId: string, at = new Date()): Promise<{ month: string; events: number }> {
     const month = monthOf(at.getTime())
     const { rows } = await this.db.query(
-      `/* svc:usage_get */ SELECT events FROM usage_monthly WHERE user_id = $1 AND month = $2`,
+      '/* svc:usage_get */ SELECT events FROM usage_monthly WHERE user_id = $1 AND month = $2',
       [userId, month],
     )
     return { month, events: Number(rows[0]?.events ?? 0) }
   }
 
   /** Sets a user's tier and burst override, creating the user if the subject is new. */
-  async setTier(subject: string, tier: Tier, burstPerMinute: number | null): Promise<User> {
+  async setTier (subject: string, tier: Tier, burstPerMinute: number | null): Promise<User> {
     const user = await this.upsertBySubject(subject)
     const { rows } = await this.db.query(
       `/* svc:user_tier */ UPDATE users SET tier = $2, burst_per_minute = $3 WHERE id = $1 RETURNING ${COLUMNS}`,

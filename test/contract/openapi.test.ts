@@ -64,7 +64,7 @@ const validators = new Map<string, ValidateFunction>()
 const openapiPath = (url: string) => url.replace(/:([A-Za-z]+)/g, '{$1}')
 
 /** Checks a response body against the document's schema for the route, method and status. */
-function checked(t: Test, method: string, url: string, route: string, res: { statusCode: number; body: string; json: () => unknown }) {
+function checked (t: Test, method: string, url: string, route: string, res: { statusCode: number; body: string; json: () => unknown }) {
   const op = doc.paths[openapiPath(route)]?.[method.toLowerCase()]
   t.ok(op, `${method} ${route} is in the document`)
   const response = op?.responses[String(res.statusCode)]

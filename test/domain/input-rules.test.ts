@@ -6,7 +6,7 @@ import {
 import { parseIsoDateTime } from '../../src/schemas.ts'
 
 /** `levels` objects, one inside the other: the innermost is `levels - 1` levels below the root. */
-function nested(levels: number, inner = '1'): string {
+function nested (levels: number, inner = '1'): string {
   let text = inner
   for (let i = 0; i < levels; i++) text = `{"m":${text}}`
   return text

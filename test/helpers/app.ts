@@ -15,12 +15,12 @@ export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://lo
 export const TEST_DATA_DIR = mkdtempSync(join(tmpdir(), 'agent-telemetry-test-'))
 process.once('exit', () => rmSync(TEST_DATA_DIR, { recursive: true, force: true }))
 
-export function randomId(prefix = ''): string {
+export function randomId (prefix = ''): string {
   return prefix + randomBytes(6).toString('hex')
 }
 
 /** Settings for a test instance; refuses any database that is not a test database. */
-export function testConfig(overrides: Record<string, string> = {}): Config {
+export function testConfig (overrides: Record<string, string> = {}): Config {
   const env = {
     DATABASE_URL: TEST_DATABASE_URL,
     REDIS_PREFIX: `test:${randomId()}:`,
@@ -39,7 +39,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
 
 interface Teardown { teardown(fn: () => unknown): void }
 
-export async function buildTestApp(t: Teardown, overrides: Record<string, string> = {}): Promise<FastifyInstance> {
+export async function buildTestApp (t: Teardown, overrides: Record<string, string> = {}): Promise<FastifyInstance> {
   const app = await buildApp(testConfig(overrides), { logger: false })
   t.teardown(() => app.close())
   await app.ready()
@@ -56,7 +56,7 @@ export interface TestUser {
 }
 
 /** A fresh user with a dashboard token, optionally on a tier or with a burst override. */
-export async function newUser(app: FastifyInstance, opts: { tier?: Tier; burst?: number } = {}): Promise<TestUser> {
+export async function newUser (app: FastifyInstance, opts: { tier?: Tier; burst?: number } = {}): Promise<TestUser> {
   const subject = randomId('user-')
   const token = await signLocalToken(await loadLocalSigningKey(TEST_DATA_DIR), subject)
   const auth = { authorization: `Bearer ${token}` }
@@ -68,7 +68,7 @@ export async function newUser(app: FastifyInstance, opts: { tier?: Tier; burst?:
     token,
     id: me.json().id,
     auth,
-    async createKey(label = 'test', agentId?: string) {
+    async createKey (label = 'test', agentId?: string) {
       const res = await app.inject({ method: 'POST', url: '/v1/me/keys', headers: auth, payload: agentId ? { label, agentId } : { label } })
       if (res.statusCode !== 201) throw new Error(`POST /v1/me/keys: ${res.statusCode} ${res.body}`)
       return { id: res.json().id, secret: res.json().secret }
@@ -77,7 +77,7 @@ export async function newUser(app: FastifyInstance, opts: { tier?: Tier; burst?:
 }
 
 /** POSTs one event with a key. */
-export function sendEvent(app: FastifyInstance, secret: string, payload: unknown) {
+export function sendEvent (app: FastifyInstance, secret: string, payload: unknown) {
   return app.inject({
     method: 'POST',
     url: '/v1/events',
@@ -87,6 +87,6 @@ export function sendEvent(app: FastifyInstance, secret: string, payload: unknown
 }
 
 /** Waits until everything the app acknowledged is in ClickHouse (the shipper runs behind the 202). */
-export async function shipped(app: FastifyInstance, timeoutMs = 10_000): Promise<void> {
+export async function shipped (app: FastifyInstance, timeoutMs = 10_000): Promise<void> {
   if (!(await app.shipper.drain(timeoutMs))) throw new Error(`the ingest log was not shipped within ${timeoutMs} ms`)
 }

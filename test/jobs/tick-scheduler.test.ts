@@ -5,7 +5,7 @@ import { buildTestApp } from '../helpers/app.ts'
 
 const worker = await buildTestApp(t, { ROLES: 'api,worker', ANOMALY_EVERY_MS: '1000' })
 
-async function until<T>(what: () => Promise<T | undefined | false>, ms: number): Promise<T | undefined> {
+async function until<T> (what: () => Promise<T | undefined | false>, ms: number): Promise<T | undefined> {
   const deadline = Date.now() + ms
   while (Date.now() < deadline) {
     const found = await what()

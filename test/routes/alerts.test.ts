@@ -4,7 +4,7 @@ import { buildTestApp, newUser, randomId, sendEvent, shipped, type TestUser } fr
 const prefix = `test:${randomId()}:`
 const app = await buildTestApp(t, { REDIS_PREFIX: prefix })
 
-async function fixture() {
+async function fixture () {
   const user = await newUser(app, { tier: 'enterprise', burst: 100000 })
   const key = await user.createKey()
   const batch = async (events: Record<string, unknown>[]) => {
@@ -20,7 +20,7 @@ const failures = (agentId: string, n: number, extra: Record<string, unknown> = {
   Array.from({ length: n }, () => ({ agentId, outcome: 'failed', toolExecuted: 'http', errorMessage: 'upstream 502', ...extra }))
 
 /** One evaluation of the user's recently seen agents, as the scheduled tick does for every user. */
-async function evaluate(user: TestUser, at = Date.now()) {
+async function evaluate (user: TestUser, at = Date.now()) {
   await shipped(app)
   await app.activity.flush()
   return app.anomaly.evaluateUser(user.id, at)
@@ -94,7 +94,7 @@ t.test('a resolved error cluster with a newer event raises a regression alert', 
   t.equal((await post(user, `/v1/me/errors/${cluster.fingerprint}/resolve`)).statusCode, 200)
   await evaluate(user)
   t.same((await list(user)).alerts, [], 'resolved and quiet: nothing')
-  await new Promise((r) => setTimeout(r, 5))
+  await new Promise((resolve) => setTimeout(resolve, 5))
   await batch(failures(name, 1, { errorMessage: 'disk full on /var/data' }))
   await evaluate(user)
   const [alert] = (await list(user)).alerts
@@ -106,7 +106,7 @@ t.test('a resolved error cluster with a newer event raises a regression alert', 
   await post(user, `/v1/me/alerts/${alert.id}/acknowledge`)
   await post(user, `/v1/me/errors/${cluster.fingerprint}/resolve`)
   t.match((await list(user)).alerts[0], { id: alert.id, status: 'acknowledged', clearedAt: String }, 'resolving the cluster again clears it')
-  await new Promise((r) => setTimeout(r, 5))
+  await new Promise((resolve) => setTimeout(resolve, 5))
   await batch(failures(name, 1, { errorMessage: 'disk full on /var/data' }))
   await evaluate(user)
   const again = (await list(user)).alerts
@@ -152,7 +152,7 @@ t.test('lifecycle: acknowledge, unacknowledge, snooze and its end; bad input; is
   for (const hours of ['0', '169', 'abc', '1.5']) {
     t.equal((await post(user, `/v1/me/alerts/${id}/snooze?hours=${hours}`)).statusCode, 400, `hours=${hours}`)
   }
-  await app.db.query(`UPDATE alerts SET snoozed_until = now() - interval '1 second' WHERE id = $1`, [id])
+  await app.db.query('UPDATE alerts SET snoozed_until = now() - interval \'1 second\' WHERE id = $1', [id])
   t.equal((await list(user)).alerts[0].status, 'active', 'a snooze that has ended reads as active')
   const tickResult = await app.anomaly.tick(Date.now())
   t.ok(tickResult.evaluatedAgents >= 1, 'the tick evaluates every recently active user')
@@ -243,7 +243,7 @@ t.test('with the worker role, events lead to an alert through BullMQ without wai
   while (Date.now() < deadline) {
     alerts = (await worker.inject({ url: '/v1/me/alerts', headers: user.auth })).json().alerts
     if (alerts.length) break
-    await new Promise((r) => setTimeout(r, 200))
+    await new Promise((resolve) => setTimeout(resolve, 200))
   }
   t.equal(alerts.length, 1)
   t.equal(alerts[0]?.rule, 'error_rate')

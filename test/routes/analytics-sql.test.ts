@@ -31,7 +31,7 @@ for (const model of ['gpt-4o', 'gpt-4o', 'claude-sonnet-4-5']) {
 await shipped(app)
 
 /** The ClickHouse error a promise rejects with (throws, failing the test, when it resolves or fails otherwise). */
-async function refusal(p: Promise<unknown>): Promise<ClickHouseError> {
+async function refusal (p: Promise<unknown>): Promise<ClickHouseError> {
   try {
     await p
   } catch (err) {

@@ -5,7 +5,7 @@ import { costOf } from '../../src/domain/pricing.ts'
 const app = await buildTestApp(t)
 const get = (user: TestUser, url: string) => app.inject({ method: 'GET', url, headers: user.auth })
 
-async function fixture() {
+async function fixture () {
   const user = await newUser(app, { tier: 'enterprise' })
   const key = await user.createKey()
   const send = async (payload: Record<string, unknown>) => {
@@ -100,7 +100,7 @@ t.test('error clusters: resolve, re-open by a later event at once, re-open by DE
 
   await send({ agentId: 'err-a', outcome: 'failed', toolExecuted: 'http', errorMessage: 'timeout after 9ms', timestamp: '2020-01-01T00:00:00Z' })
   t.equal((await get(user, '/v1/me/errors?since=all')).json().clusters[0].status, 'resolved', 'an event older than resolvedAt does not re-open')
-  await new Promise((r) => setTimeout(r, 5))
+  await new Promise((resolve) => setTimeout(resolve, 5))
   await send({ agentId: 'err-a', outcome: 'failed', toolExecuted: 'http', errorMessage: 'timeout after 7ms' })
   const reopened = (await get(user, '/v1/me/errors')).json().clusters[0]
   t.equal(reopened.status, 'open', 'a later event re-opens it on the next read')

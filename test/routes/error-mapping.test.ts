@@ -28,7 +28,7 @@ const admin = new pg.Client({ connectionString: withDefaultUser(TEST_DATABASE_UR
 await admin.connect()
 t.teardown(() => admin.end())
 
-function urlFor(database: string, user?: string): string {
+function urlFor (database: string, user?: string): string {
   const url = new URL(TEST_DATABASE_URL)
   url.pathname = `/${database}`
   if (user) url.username = user
@@ -118,9 +118,9 @@ t.test('in local-key mode every token of a foreign algorithm or malformed header
   const { d: _d, ...publicJwk } = localJwk
   const publicKeyAsHmacSecret = new TextEncoder().encode(JSON.stringify(publicJwk))
   const tokens: Record<string, string> = {
-    'RS256': await claims().setProtectedHeader({ alg: 'RS256' }).sign(rsa.privateKey),
+    RS256: await claims().setProtectedHeader({ alg: 'RS256' }).sign(rsa.privateKey),
     'RS256 with its key embedded in the header': await claims().setProtectedHeader({ alg: 'RS256', jwk: await exportJWK(rsa.publicKey) }).sign(rsa.privateKey),
-    'ES384': await claims().setProtectedHeader({ alg: 'ES384' }).sign(es384.privateKey),
+    ES384: await claims().setProtectedHeader({ alg: 'ES384' }).sign(es384.privateKey),
     'ES256 from another key': await claims().setProtectedHeader({ alg: 'ES256' }).sign(otherEc.privateKey),
     'HS256 keyed with the public key': await claims().setProtectedHeader({ alg: 'HS256' }).sign(publicKeyAsHmacSecret),
     'alg none': `${b64({ alg: 'none', typ: 'JWT' })}.${b64(payload)}.`,

@@ -5,7 +5,7 @@ import { newCuid } from '../../src/domain/ids.ts'
 // No periodic flush during these tests: they flush by hand to see what was coalesced.
 const app = await buildTestApp(t, { ACTIVITY_FLUSH_MS: '60000' })
 
-async function agentRow(id: string) {
+async function agentRow (id: string) {
   const { rows } = await app.db.query('SELECT * FROM agents WHERE id = $1', [id])
   return rows[0]
 }

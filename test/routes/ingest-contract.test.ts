@@ -5,7 +5,7 @@ import { buildTestApp, newUser, randomId, sendEvent, shipped, type TestUser } fr
 // The ingest contract (README "Ingestion"): a 202 means the event is synced to the instance's ingest
 // log; the shipper puts it in ClickHouse exactly once, whether ClickHouse is up or not.
 
-async function storedCount(app: FastifyInstance, userId: string): Promise<{ n: number; distinct: number; spend: number }> {
+async function storedCount (app: FastifyInstance, userId: string): Promise<{ n: number; distinct: number; spend: number }> {
   const rs = await app.clickhouse.query({
     query: `SELECT count() AS n, uniqExact(event_id) AS distinct,
               (SELECT sum(events) FROM spend_daily WHERE user_id = {u:String}) AS spend
@@ -20,7 +20,7 @@ async function storedCount(app: FastifyInstance, userId: string): Promise<{ n: n
 const health = async (app: FastifyInstance) => (await app.inject({ url: '/health' })).json()
 
 /** Takes the events table away, as an outage of the store would, until the returned function puts it back. */
-async function breakClickHouse(app: FastifyInstance, t: { teardown(fn: () => unknown): void }): Promise<() => Promise<void>> {
+async function breakClickHouse (app: FastifyInstance, t: { teardown(fn: () => unknown): void }): Promise<() => Promise<void>> {
   await app.clickhouse.command({ query: 'RENAME TABLE events TO events_away' })
   let restored = false
   const restore = async () => {

@@ -61,7 +61,7 @@ t.test('invalid events do not spend the burst', async (t) => {
   t.equal((await sendEvent(app, key.secret, { agentId: 'a' })).statusCode, 202)
 })
 
-function sendBatch(secret: string, events: unknown[]) {
+function sendBatch (secret: string, events: unknown[]) {
   return app.inject({
     method: 'POST', url: '/v1/events/batch',
     headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },

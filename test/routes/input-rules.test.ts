@@ -6,17 +6,17 @@ import { MAX_DEPTH } from '../../src/domain/input-rules.ts'
 const app = await buildTestApp(t)
 
 /** POSTs a body exactly as written (number literals that JSON.stringify could not produce). */
-function postRaw(app: FastifyInstance, secret: string, url: string, body: string) {
+function postRaw (app: FastifyInstance, secret: string, url: string, body: string) {
   return app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, payload: body })
 }
 
-function deep(levels: number): string {
+function deep (levels: number): string {
   let text = '1'
   for (let i = 0; i < levels; i++) text = `{"m":${text}}`
   return text
 }
 
-async function setup() {
+async function setup () {
   const user = await newUser(app)
   const key = await user.createKey()
   return { user, key, agentId: randomId('agent-') }
@@ -32,14 +32,14 @@ t.test('regression: a lone surrogate in a value or a key is a 400 naming its pat
     [{ agentId, amount: { token: 'T\ud800', value: 1 } }, ['amount', 'token']],
     [{ agentId, model: '\ud800' }, ['model']],
     [{ agentId, metadata: { note: 'a\ud800' } }, ['metadata', 'note']],
-    [{ agentId, input: { context: { ['k\ud800']: 1 } } }, ['input', 'context', 'k\ud800']],
+    [{ agentId, input: { context: { 'k\ud800': 1 } } }, ['input', 'context', 'k\ud800']],
   ]
   for (const [payload, path] of cases) {
     const res = await sendEvent(app, key.secret, payload)
     t.equal(res.statusCode, 400, JSON.stringify(path))
     t.same(res.json(), { error: 'validation_failed', details: [{ path, message: LONE }] })
   }
-  const pair = await sendEvent(app, key.secret, { agentId, reasoning: 'ok 😀', metadata: { ['é😀']: 'ü' } })
+  const pair = await sendEvent(app, key.secret, { agentId, reasoning: 'ok 😀', metadata: { 'é😀': 'ü' } })
   t.equal(pair.statusCode, 202, 'surrogate pairs are fine')
   const nul = await sendEvent(app, key.secret, { agentId, reasoning: 'a\u0000b' })
   t.equal(nul.statusCode, 202, 'NUL in event text is stored as sent (ClickHouse keeps it)')
@@ -127,7 +127,7 @@ t.test('regression: timestamps outside [1970-01-01Z, 2300-01-01Z) are refused, t
     const res = await sendEvent(app, key.secret, { agentId, timestamp })
     t.equal(res.statusCode, 202, String(timestamp))
     await shipped(app)
-  const row = await app.events.getRow(user.id, res.json().eventId)
+    const row = await app.events.getRow(user.id, res.json().eventId)
     t.equal(Number(row!.ts_ms), typeof timestamp === 'number' ? timestamp : Date.parse(timestamp), 'stored at the instant sent')
   }
 })

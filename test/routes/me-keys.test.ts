@@ -68,7 +68,7 @@ t.test('revocation reaches another instance sharing the Redis at once', async (t
       t.same(res.json(), { error: 'unauthorized', reason: 'revoked_key' })
       break
     }
-    await new Promise((r) => setTimeout(r, 20))
+    await new Promise((resolve) => setTimeout(resolve, 20))
   }
   t.equal(status, 401, 'refused on the other instance within 1 s')
   const list = await app.inject({ method: 'GET', url: '/v1/me/keys', headers: user.auth })

@@ -50,8 +50,8 @@ t.test('an identity provider: ES256 and RS256 accepted; expired, wrong issuer or
     res.setHeader('content-type', 'application/json')
     res.end(JSON.stringify(jwks))
   })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  t.teardown(() => new Promise<void>((r) => server.close(() => r())))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
   const port = (server.address() as { port: number }).port
   const app = await buildTestApp(t, { AUTH_JWKS_URL: `http://127.0.0.1:${port}/jwks`, AUTH_ISSUER: 'https://idp.test', AUTH_AUDIENCE: 'dashboard' })
 
@@ -83,9 +83,9 @@ t.test('an identity provider: ES256 and RS256 accepted; expired, wrong issuer or
 t.test('an unreachable identity provider is a 503, not a 401 or a 500', async (t) => {
   const { createServer: netServer } = await import('node:net')
   const probe = netServer()
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r))
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
   const port = (probe.address() as { port: number }).port
-  await new Promise((r) => probe.close(r))
+  await new Promise((resolve) => probe.close(resolve))
   const app = await buildTestApp(t, { AUTH_JWKS_URL: `http://127.0.0.1:${port}/jwks`, AUTH_ISSUER: 'https://idp.test', AUTH_AUDIENCE: 'dashboard' })
   const { privateKey } = await generateKeyPair('ES256')
   const token = await new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: 'k' }).setSubject('x').setIssuer('https://idp.test')

@@ -5,7 +5,7 @@ const TOKEN = 'metrics-token-for-tests'
 const app = await buildTestApp(t, { METRICS_TOKEN: TOKEN })
 
 /** The value of one sample line (name with labels, as printed), or undefined. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+function sample (text: string, name: string, labels: Record<string, string> = {}): number | undefined {
   for (const line of text.split('\n')) {
     if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue
     if (!Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) continue

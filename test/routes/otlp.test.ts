@@ -18,7 +18,7 @@ await app.listen({ port: 0, host: '127.0.0.1' })
 const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
 
 /** A small instrumented program: a tracer whose finished spans are kept, to be exported on demand. */
-function instrumented(resource: Attributes) {
+function instrumented (resource: Attributes) {
   const memory = new InMemorySpanExporter()
   const provider = new BasicTracerProvider({ resource: resourceFromAttributes(resource), spanProcessors: [new SimpleSpanProcessor(memory)] })
   const tracer = provider.getTracer('test-instrumentation', '1.0.0')
@@ -26,20 +26,20 @@ function instrumented(resource: Attributes) {
     tracer,
     spans: () => memory.getFinishedSpans(),
     /** Starts a span, as a child of `parent` when given (explicit context: no context manager is registered). */
-    span(name: string, attributes: Attributes, parent?: Span): Span {
+    span (name: string, attributes: Attributes, parent?: Span): Span {
       return tracer.startSpan(name, { attributes }, parent ? trace.setSpan(context.active(), parent) : undefined)
     },
   }
 }
 
 /** Exports spans with a real OTLP exporter over HTTP; resolves with the export result. */
-function exportWith(exporter: ProtoExporter | JsonExporter, spans: ReadableSpan[]): Promise<{ code: number; error?: Error }> {
+function exportWith (exporter: ProtoExporter | JsonExporter, spans: ReadableSpan[]): Promise<{ code: number; error?: Error }> {
   return new Promise((resolve) => exporter.export(spans, resolve))
 }
 
 const get = (user: TestUser, url: string) => app.inject({ url, headers: user.auth })
 
-async function userWithKey(opts: { burst?: number } = {}) {
+async function userWithKey (opts: { burst?: number } = {}) {
   const user = await newUser(app, { tier: 'enterprise', burst: opts.burst ?? 100_000 })
   const key = await user.createKey()
   return { user, key, headers: { authorization: `Bearer ${key.secret}` } }
@@ -225,7 +225,7 @@ t.test('OpenLLMetry fixture (deprecated names, traceloop kinds) and a Vercel AI 
 })
 
 /** A serialized export request of one span with these attributes. */
-function requestOf(attributes: Attributes, encoding: 'protobuf' | 'json', service = randomId('raw-')): Buffer {
+function requestOf (attributes: Attributes, encoding: 'protobuf' | 'json', service = randomId('raw-')): Buffer {
   const otel = instrumented({ 'service.name': service })
   otel.span('raw', attributes).end()
   const serializer = encoding === 'protobuf' ? ProtobufTraceSerializer : JsonTraceSerializer
@@ -348,4 +348,3 @@ t.test('a full ingest log answers 503 with Retry-After', async (t) => {
   t.match(res!.headers['retry-after'], /^\d+$/)
   t.match(decodeStatus(res!.rawPayload), { code: 14, message: /unavailable \(ingest_log_full\)/ })
 })
-

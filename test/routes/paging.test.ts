@@ -17,7 +17,7 @@ t.test('cursors: a round trip, and anything another list or nobody handed out is
 })
 
 /** Ordered by creation time, newest first, then id descending: the agents' and alerts' paging order. */
-function newestFirst(rows: Record<string, any>[]): boolean {
+function newestFirst (rows: Record<string, any>[]): boolean {
   return rows.every((r, i) => {
     if (i === 0) return true
     const prev = rows[i - 1]!
@@ -26,7 +26,7 @@ function newestFirst(rows: Record<string, any>[]): boolean {
   })
 }
 
-async function sendBatch(app: FastifyInstance, secret: string, events: unknown[]) {
+async function sendBatch (app: FastifyInstance, secret: string, events: unknown[]) {
   const res = await app.inject({
     method: 'POST',
     url: '/v1/events/batch',
@@ -39,7 +39,7 @@ async function sendBatch(app: FastifyInstance, secret: string, events: unknown[]
 }
 
 /** Follows nextCursor from the first page to the last; returns every page's body. */
-async function walk(app: FastifyInstance, user: TestUser, path: string, key: string): Promise<Record<string, any>[][]> {
+async function walk (app: FastifyInstance, user: TestUser, path: string, key: string): Promise<Record<string, any>[][]> {
   const pages: Record<string, any>[][] = []
   let cursor: string | null = null
   do {
@@ -77,6 +77,7 @@ t.test('paging walks a 5,000-event history exactly once while new events stream 
   let streaming = true
   const streamed: string[] = []
   const stream = (async () => {
+    // eslint-disable-next-line no-unmodified-loop-condition -- another task changes it
     for (let i = 0; streaming; i++) {
       const mid = new Date(now - DAY - (i % 100) * 60_000).toISOString()
       const res = await sendEvent(app, secret, { agentId: 'pager-0', type: 'decision', timestamp: i % 2 ? mid : undefined, metadata: { sessionId: `s-${i % 40}`, traceId: `tr-${i % 40}` } })

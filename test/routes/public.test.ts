@@ -13,8 +13,8 @@ const upstream: Server = createServer((req, res) => {
   if (mode === 'slow') return void setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(body), 1500)
   res.writeHead(200, { 'content-type': 'application/json' }).end(body)
 })
-await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r))
-t.teardown(() => new Promise<void>((r) => { upstream.closeAllConnections(); upstream.close(() => r()) }))
+await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve))
+t.teardown(() => new Promise<void>((resolve) => { upstream.closeAllConnections(); upstream.close(() => resolve()) }))
 const upstreamUrl = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`
 
 const app = await buildTestApp(t, {
@@ -26,7 +26,7 @@ const app = await buildTestApp(t, {
 })
 
 /** Public agents whose names carry a token no other test uses, so listings can be scoped by search. */
-async function importAgents(token: string, n: number, extra: (i: number) => Record<string, unknown> = () => ({})) {
+async function importAgents (token: string, n: number, extra: (i: number) => Record<string, unknown> = () => ({})) {
   const ids: string[] = []
   for (let i = 0; i < n; i++) {
     await app.registry.upsert({
@@ -36,7 +36,7 @@ async function importAgents(token: string, n: number, extra: (i: number) => Reco
       ...extra(i),
     })
   }
-  const { rows } = await app.db.query(`SELECT id FROM agents WHERE sns_name LIKE $1 ORDER BY reputation_score DESC`, [`${token}-%`])
+  const { rows } = await app.db.query('SELECT id FROM agents WHERE sns_name LIKE $1 ORDER BY reputation_score DESC', [`${token}-%`])
   for (const r of rows) ids.push(r.id)
   return ids
 }
@@ -177,7 +177,7 @@ t.test('GET /v1/x402: fresh, cached, stale with an age when the upstream fails, 
   await app.inject({ url: '/v1/x402' })
   t.equal(hits, 2, 'within the freshness window the cache answers')
 
-  await new Promise((r) => setTimeout(r, 1100))
+  await new Promise((resolve) => setTimeout(resolve, 1100))
   mode = 'fail'
   const stale = await app.inject({ url: '/v1/x402' })
   t.equal(stale.statusCode, 200)

@@ -13,7 +13,7 @@ const a = await buildTestApp(t, settings)
 const b = await buildTestApp(t, settings)
 
 /** Resolves once `app` has been told over the bus to drop `scope` from its `cache` (key or agent). */
-function told(app: FastifyInstance, cache: 'key' | 'agent', scope: string): Promise<void> {
+function told (app: FastifyInstance, cache: 'key' | 'agent', scope: string): Promise<void> {
   return new Promise((resolve) => app.bus.on(`cache-${cache}`, (id) => {
     if (id === scope) resolve()
   }))

@@ -17,7 +17,7 @@ class StallingProxy {
   private sockets = new Set<Socket>()
   private server: Server
 
-  constructor(private target: { host: string; port: number }) {
+  constructor (private target: { host: string; port: number }) {
     this.server = createServer((client) => {
       const upstream = connect(this.target.port, this.target.host)
       for (const [from, to] of [[client, upstream], [upstream, client]] as const) {
@@ -32,18 +32,18 @@ class StallingProxy {
     })
   }
 
-  async listen(): Promise<number> {
+  async listen (): Promise<number> {
     this.server.listen(0, '127.0.0.1')
     await once(this.server, 'listening')
     return (this.server.address() as AddressInfo).port
   }
 
-  resume(): void {
+  resume (): void {
     this.stalled = false
     for (const deliver of this.held.splice(0)) deliver()
   }
 
-  async close(): Promise<void> {
+  async close (): Promise<void> {
     for (const s of this.sockets) s.destroy()
     await new Promise((resolve) => this.server.close(resolve))
   }
@@ -91,7 +91,7 @@ app.get('/test/fresh-connection', async () => {
 })
 await app.ready()
 
-async function timed(run: () => Promise<{ statusCode: number; headers: Record<string, unknown> }>) {
+async function timed (run: () => Promise<{ statusCode: number; headers: Record<string, unknown> }>) {
   const started = Date.now()
   const res = await run()
   return { res, ms: Date.now() - started }
@@ -136,7 +136,7 @@ t.test('a stalled Redis answers 503 + Retry-After within REDIS_COMMAND_TIMEOUT_M
 })
 
 /** Sends raw bytes on a real socket and resolves with what the server sent back and when it closed. */
-async function rawRequest(port: number, bytes: string): Promise<{ answer: string; ms: number }> {
+async function rawRequest (port: number, bytes: string): Promise<{ answer: string; ms: number }> {
   const socket = connect(port, '127.0.0.1')
   const started = Date.now()
   let answer = ''

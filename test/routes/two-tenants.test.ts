@@ -14,11 +14,11 @@ const B_AGENTS = 8
 const B_MAX_EVENTS = 7000
 const BODY_LIMIT = 1_048_576
 
-function post(app: FastifyInstance, secret: string, url: string, body: string) {
+function post (app: FastifyInstance, secret: string, url: string, body: string) {
   return app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, payload: body })
 }
 
-function deep(levels: number): string {
+function deep (levels: number): string {
   return '{"d":'.repeat(levels) + '1' + '}'.repeat(levels)
 }
 
@@ -51,7 +51,7 @@ const poisons = (agentId: string, i: number): Poison[] => [
 ]
 
 /** Huge poisons (every few requests): at the body limit, with a lone surrogate, just under the limit, and over it. */
-function hugePoison(agentId: string, i: number): Poison {
+function hugePoison (agentId: string, i: number): Poison {
   const room = BODY_LIMIT - 100
   switch (i % 3) {
     case 0: return { name: 'huge string with a lone surrogate at the end', text: `{"agentId":"${agentId}","reasoning":"${'x'.repeat(room)}${LONE}"}`, status: 400 }
@@ -60,7 +60,7 @@ function hugePoison(agentId: string, i: number): Poison {
   }
 }
 
-async function storedIds(app: FastifyInstance, userId: string): Promise<string[]> {
+async function storedIds (app: FastifyInstance, userId: string): Promise<string[]> {
   const rs = await app.clickhouse.query({
     query: 'SELECT event_id FROM events WHERE user_id = {u:String}',
     query_params: { u: userId },

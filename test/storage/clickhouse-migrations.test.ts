@@ -19,7 +19,7 @@ t.test('statements split on a semicolon that ends a line, never inside a comment
 
 // The columns of events as release 2 had them: the columns clickhouse/006 added are left out.
 const RELEASE_2_COLUMNS = INSERT_COLUMNS.slice(0, INSERT_COLUMNS.indexOf('span_id'))
-async function insertAsRelease2(rows: EventRow[]): Promise<void> {
+async function insertAsRelease2 (rows: EventRow[]): Promise<void> {
   await ch.insert({ table: 'events', values: rows.map((r) => Object.fromEntries(RELEASE_2_COLUMNS.map((c) => [c, r[c]]))), format: 'JSONEachRow' })
 }
 

@@ -19,12 +19,12 @@ const events = new EventsRepository(handle.client)
 const logger = pino({ level: 'silent' })
 const caps = { maxRows: 1000, maxBytes: 1 << 24, minIntervalMs: 0 }
 
-function line(userId: string, extra: Record<string, unknown> = {}): string {
+function line (userId: string, extra: Record<string, unknown> = {}): string {
   const event = { agentId: 'a', model: 'gpt-4o', metadata: { tokensBreakdown: { output: 1000 } }, ...extra }
   return eventLine(buildEventRow(event as never, { eventId: newEventId(), userId, agentId: 'agent-1', receivedAt: Date.now() }))
 }
 
-async function countFor(userId: string): Promise<{ events: number; distinct: number; spendEvents: number; clusterEvents: number; errors: number }> {
+async function countFor (userId: string): Promise<{ events: number; distinct: number; spendEvents: number; clusterEvents: number; errors: number }> {
   const q = async (sql: string) => Number((await (await handle.client.query({ query: sql, query_params: { u: userId }, format: 'JSONEachRow' })).json<{ n: string }>())[0]?.n ?? 0)
   return {
     events: await q('SELECT count() AS n FROM events WHERE user_id = {u:String}'),
@@ -76,7 +76,8 @@ t.test('a crash between the insert and the log trim replays the same block, dedu
     await new Promise(() => {})
   }, caps, logger)
   dying.start()
-  while (landed === 0) await new Promise((r) => setTimeout(r, 10))
+  // eslint-disable-next-line no-unmodified-loop-condition -- another task changes it
+  while (landed === 0) await new Promise((resolve) => setTimeout(resolve, 10))
   await dying.stop(50)
   t.same(log.inflight, { from: 1, to: 30 }, 'the block\'s range was recorded before its insert')
   await log.close()
@@ -224,7 +225,7 @@ t.test('regression: an insert that wrote events but failed in a view is retried 
   shipper.start()
   await log.append(Array.from({ length: 7 }, () => line(user)))
   shipper.notify()
-  while (attempts.length < 2) await new Promise((r) => setTimeout(r, 20))
+  while (attempts.length < 2) await new Promise((resolve) => setTimeout(resolve, 20))
   t.ok(shipper.status.retrying, 'the failure is an outage: retried, not quarantined')
   // Whether the refused insert left its `events` part behind depends on which sink of the insert
   // pipeline finished first; either way it is all or nothing, and the outcome below must not differ.

@@ -62,7 +62,7 @@ t.test('tokens leased and not used go back to the shared bucket after the lease 
   for (let i = 0; i < 3; i++) t.equal((await a.take(bucket, 100, 1)).admitted, 1)
   const held = await b.take(bucket, 100, 100)
   t.ok(held.admitted <= 100 - 23 - 15, `B cannot use the tokens A holds (${held.admitted})`)
-  await new Promise((r) => setTimeout(r, 500))
+  await new Promise((resolve) => setTimeout(resolve, 500))
   const afterReturn = await b.take(bucket, 100, 100)
   t.ok(afterReturn.admitted >= 15, `after A gave back its unused tokens, B gets them (${afterReturn.admitted})`)
   t.ok(23 + held.admitted + afterReturn.admitted <= 101, `never more than the limit in all (${23 + held.admitted + afterReturn.admitted})`)

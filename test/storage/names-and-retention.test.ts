@@ -12,17 +12,17 @@ const port = await app.analyticsSql!.listen()
 const analyst = createClient({ url: `http://127.0.0.1:${port}`, username: 'analyst', password: PASSWORD, log: { level: ClickHouseLogLevel.OFF } })
 t.teardown(() => analyst.close())
 
-async function rows<T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> {
+async function rows<T> (query: string, params: Record<string, unknown> = {}): Promise<T[]> {
   const rs = await analyst.query({ query, query_params: params, format: 'JSONEachRow' })
   return rs.json<T>()
 }
 
-function example(name: string): string {
+function example (name: string): string {
   return readFileSync(new URL(`../../clickhouse/examples/${name}.sql`, import.meta.url), 'utf8')
 }
 
 /** Polls until check() returns true (generous: the machine may be loaded). */
-async function until(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+async function until (check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('condition not met in time')
@@ -130,7 +130,7 @@ t.test('old cleared alerts and waitlist sign-ups are deleted; recent ones and op
   const open = await mk(null, 'silence')
   const oldEmail = `${randomId('old-')}@example.com`
   const newEmail = `${randomId('new-')}@example.com`
-  await app.db.query(`INSERT INTO waitlist (email, created_at) VALUES ($1, now() - interval '1000 days'), ($2, now())`, [oldEmail, newEmail])
+  await app.db.query('INSERT INTO waitlist (email, created_at) VALUES ($1, now() - interval \'1000 days\'), ($2, now())', [oldEmail, newEmail])
 
   const first = await cleanPostgres(app.db, { events: 90, rollups: 0, alerts: 90, waitlist: 730 })
   t.ok(first.alerts >= 1 && first.waitlist >= 1, JSON.stringify(first))

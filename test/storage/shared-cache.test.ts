@@ -11,7 +11,7 @@ const silent = pino({ level: 'silent' })
 interface Instance { cache: SharedCache<string>; bus: InvalidationBus; redis: Redis }
 
 /** One process's view: its own Redis connections, bus and cache, sharing Redis under `prefix`. */
-async function instance(t: { teardown(fn: () => unknown): void }, prefix: string, opts: Partial<SharedCacheOptions> = {}): Promise<Instance> {
+async function instance (t: { teardown(fn: () => unknown): void }, prefix: string, opts: Partial<SharedCacheOptions> = {}): Promise<Instance> {
   const redis = new Redis(REDIS_URL, { enableAutoPipelining: true })
   const subscriber = new Redis(REDIS_URL)
   const bus = new InvalidationBus(redis, subscriber, prefix, silent)
@@ -25,14 +25,14 @@ async function instance(t: { teardown(fn: () => unknown): void }, prefix: string
 }
 
 /** Resolves when the instance has been told of an invalidation of `scope` (its cache's handler ran first). */
-function told(i: Instance, scope: string): Promise<void> {
+function told (i: Instance, scope: string): Promise<void> {
   return new Promise((resolve) => i.bus.on('cache-test', (id) => {
     if (id === scope) resolve()
   }))
 }
 
 /** A loader that counts its calls. */
-function loader(value: string | null) {
+function loader (value: string | null) {
   const fn = async () => {
     fn.calls++
     return value
@@ -169,7 +169,7 @@ t.test('with Redis down lookups go to the loader, warn once, and invalidations d
   const startedAt = Date.now()
   for (let i = 0; i < 5; i++) {
     t.equal(await cache.get('k', load), 'from-postgres')
-    await new Promise((r) => setTimeout(r, 5))
+    await new Promise((resolve) => setTimeout(resolve, 5))
   }
   t.ok(Date.now() - startedAt < 1000, 'no lookup waits for Redis')
   t.equal(load.calls, 5, 'each lookup past the local TTL reached the loader')
