@@ -26,6 +26,8 @@ function sameToken (expected: string, presented: string): boolean {
  * time from the components' own stats, so nothing is counted twice.
  */
 export default fp(async function metrics (app, opts: MetricsOptions) {
+  // Without a token nothing can read the metrics: collect none (no hook on every response).
+  if (!opts.token) return
   const registry = new Registry()
   collectDefaultMetrics({ register: registry, prefix: PREFIX, eventLoopMonitoringPrecision: 10 })
 
@@ -127,7 +129,6 @@ export default fp(async function metrics (app, opts: MetricsOptions) {
     },
   })
 
-  if (!opts.token) return
   const token = opts.token
   app.get('/metrics', async (request, reply) => {
     const header = request.headers.authorization ?? ''
