@@ -52,6 +52,12 @@ async function run () {
   const page = await browser.context.newPage()
   const pageErrors: string[] = []
   page.on('pageerror', (err) => pageErrors.push(err.message))
+  // Every call the UI makes to the API, to hold against the published contract at the end.
+  const apiCalls = new Set<string>()
+  page.on('request', (req) => {
+    const url = new URL(req.url())
+    if (url.pathname.startsWith('/v1/')) apiCalls.add(`${req.method()} ${url.pathname}`)
+  })
   page.setDefaultTimeout(30_000)
   const visit = (hash: string) => page.evaluate((h) => { location.hash = h }, hash)
   const heading = (p: Page, name: string) => p.getByRole('heading', { level: 1, name })
@@ -192,5 +198,19 @@ async function run () {
     }
     await page.locator('.kpi').first().waitFor()
     t.same(pageErrors, [])
+  })
+
+  t.test('the UI calls only operations of the published API contract', async (t) => {
+    const doc = await (await fetch(`${base}/openapi.json`)).json() as { paths: Record<string, Record<string, unknown>> }
+    const operations = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => ({
+      method: method.toUpperCase(),
+      pattern: new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+    })))
+    t.ok(apiCalls.size >= 10, `${apiCalls.size} distinct calls seen`)
+    for (const call of apiCalls) {
+      const [method, path] = call.split(' ') as [string, string]
+      t.ok(operations.some((o) => o.method === method && o.pattern.test(path)), `${call} is documented`)
+      t.ok(path.startsWith('/v1/me') || path.startsWith('/v1/agents'), `${call} is on the public API`)
+    }
   })
 }
