@@ -12,6 +12,8 @@ export interface AnalyticsSqlPort {
   listen(): Promise<number>
   /** Where the password is kept when generated (undefined when ANALYST_PASSWORD is set). */
   passwordFile: string | undefined
+  /** Analyst queries running now (each counts from its arrival; at most ANALYTICS_MAX_CONCURRENT_QUERIES). */
+  running(): number
 }
 
 declare module 'fastify' {
@@ -45,6 +47,7 @@ export default fp(async function analyticsSql (app, opts: AnalyticsSqlOptions) {
   let server: Server | undefined
   app.decorate('analyticsSql', {
     passwordFile: file,
+    running: () => engine.running,
     async listen () {
       server = createAnalyticsHttpServer({ engine, password, log: app.log })
       const s = server

@@ -110,9 +110,14 @@ export function functionsInAst (ast: string): Array<[string, boolean]> {
 type SessionClass = typeof Session
 
 export class AnalyticsEngine {
-  private running = 0
+  private active = 0
   private readonly inFlight = new Set<Promise<unknown>>()
   private closed = false
+
+  /** Queries running now. */
+  get running (): number {
+    return this.active
+  }
 
   private constructor (private readonly SessionCtor: SessionClass, private readonly path: string, readonly caps: AnalyticsCaps) {}
 
@@ -125,18 +130,18 @@ export class AnalyticsEngine {
   /** Runs one analyst query; throws AnalyticsError with the engine's code and type. */
   async run (query: AnalyticsQuery): Promise<AnalyticsResult> {
     if (this.closed) throw new AnalyticsError(210, 'NETWORK_ERROR', 'the service is shutting down')
-    if (this.running >= this.caps.maxConcurrentQueries) {
+    if (this.active >= this.caps.maxConcurrentQueries) {
       throw new AnalyticsError(202, 'TOO_MANY_SIMULTANEOUS_QUERIES',
         `Too many simultaneous queries. Maximum: ${this.caps.maxConcurrentQueries}`)
     }
-    this.running++
+    this.active++
     const work = this.execute(query)
     this.inFlight.add(work)
     try {
       return await work
     } finally {
       this.inFlight.delete(work)
-      this.running--
+      this.active--
     }
   }
 

@@ -209,3 +209,21 @@ t.test('functionsInAst tells table functions from functions', async (t) => {
   const ast = 'SelectWithUnionQuery (children 1)\n ExpressionList (children 1)\n  SelectQuery (children 2)\n   ExpressionList (children 1)\n    Function FILE (children 1)\n   TablesInSelectQuery (children 1)\n    TablesInSelectQueryElement (children 1)\n     TableExpression (children 1)\n      Function url (alias a) (children 1)\n       ExpressionList (children 1)\n        Function concat (children 1)\n'
   t.same(functionsInAst(ast), [['file', false], ['url', true], ['concat', false]])
 })
+
+t.test('over ANALYTICS_MAX_CONCURRENT_QUERIES a query is refused at once with 503; the running ones finish', async (t) => {
+  // Four slow queries hold every slot (the cap is 4 in this file); they are counted the moment each
+  // request arrives, so the fifth is sent once the engine reports four running.
+  const slow = () => client.query({ query: 'SELECT sum(number) AS s FROM numbers(500000000)', format: 'JSONEachRow' })
+    .then(async (rs) => (await rs.json<{ s: string }>())[0]!.s)
+  const holders = Array.from({ length: 4 }, () => slow().catch((err: unknown) => err))
+  const deadline = Date.now() + 20_000
+  while (app.analyticsSql!.running() < 4 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5))
+  t.equal(app.analyticsSql!.running(), 4, 'four queries running')
+  const res = await fetch(`${url}/?query=${encodeURIComponent('SELECT 1')}`, { headers: { authorization: `Basic ${Buffer.from(`analyst:${PASSWORD}`).toString('base64')}` } })
+  const results = await Promise.all(holders)
+  t.equal(res.status, 503, 'refused while every slot is taken')
+  t.match(await res.text(), /TOO_MANY_SIMULTANEOUS_QUERIES/)
+  t.same(results.map(String), Array(4).fill('124999999750000000'), 'the queries holding the slots finished with their answer')
+  const after = await client.query({ query: 'SELECT 1 AS one', format: 'JSONEachRow' })
+  t.same(await after.json(), [{ one: 1 }], 'a slot is free again once they finished')
+})
