@@ -12,4 +12,14 @@ export const apiKey = {
     lastUsedAt: { type: ['string', 'null'] },
     secret: { type: 'string', description: 'vk_ + 32 random bytes (base64url); only in the creation response' },
   },
+  required: ['id', 'keyPrefix', 'label', 'agentId', 'createdAt', 'lastUsedAt'],
+} as const
+
+/** The answer of POST /v1/me/keys: the key and, this once, its secret. */
+export const createdApiKey = {
+  ...apiKey,
+  $id: 'created-api-key.json',
+  title: 'CreatedApiKey',
+  description: 'The key just created (POST /v1/me/keys), with its secret: shown this once, stored only as a hash.',
+  required: [...apiKey.required, 'secret'],
 } as const

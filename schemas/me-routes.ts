@@ -1,7 +1,7 @@
 /** Request and response schemas of the `/v1/me` routes (dashboard token). */
 import { agentProfile, cluster, dashboardEvent, ownedAgent, ownedAgentWithKpis, sessionDetail, sessionSummary, spendSummary, traceDetail, traceSummary } from './dashboard.ts'
 import { alert, alertSettings, alertSettingsBody, alertStatus } from './alert.ts'
-import { apiKey } from './api-key.ts'
+import { apiKey, createdApiKey } from './api-key.ts'
 import { eventAck } from './event-ack.ts'
 import { user } from './user.ts'
 import { cursorParam, dashboardAuth, errorResponses, nextCursor, noContent } from './common.ts'
@@ -56,7 +56,7 @@ export const createKey = {
       agentId: { type: 'string', pattern: '^c[a-z0-9]{24}$', description: 'binds the key to this agent of the caller' },
     },
   },
-  response: { 201: apiKey, ...writeErrors },
+  response: { 201: createdApiKey, ...writeErrors },
 } as const
 
 export const revokeKey = {

@@ -6,10 +6,10 @@ import { eventAck } from '../schemas/event-ack.ts'
 import { errorBody } from '../schemas/common.ts'
 import { registryEntry } from '../schemas/registry-entry.ts'
 import { publicAgent } from '../schemas/public-agent.ts'
-import { apiKey } from '../schemas/api-key.ts'
+import { apiKey, createdApiKey } from '../schemas/api-key.ts'
 import { user } from '../schemas/user.ts'
 
-export const sharedSchemas = [event, eventBatch, eventAck, errorBody, registryEntry, publicAgent, apiKey, user]
+export const sharedSchemas = [event, eventBatch, eventAck, errorBody, registryEntry, publicAgent, apiKey, createdApiKey, user]
 
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?$/
 
