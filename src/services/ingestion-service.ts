@@ -92,9 +92,15 @@ export class IngestionService {
    * Ingests up to 500 events; each gets the result it would have got alone (202 ack or error).
    * `inputProblemsOf(i)` gives the input-rule problems of event i, found by the JSON body parser.
    */
-  async ingestBatch (caller: IngestCaller, events: unknown[], inputProblemsOf: ProblemsOf = () => []): Promise<BatchResult[]> {
+  async ingestBatch (caller: IngestCaller, events: unknown[], inputProblemsOf: ProblemsOf = () => []): Promise<{ results: BatchResult[]; retryAfter: string | null }> {
     const results = await this.run(caller, events, false, inputProblemsOf)
-    return results.map((r) => (r instanceof HttpError ? { status: r.statusCode, ...r.body() } : r as BatchResult))
+    // The longest wait any refused event was told, for the whole answer's Retry-After.
+    let retryAfter: string | null = null
+    for (const r of results) {
+      const after = r instanceof HttpError ? r.headers['retry-after'] : undefined
+      if (after !== undefined && (retryAfter === null || Number(after) > Number(retryAfter))) retryAfter = after
+    }
+    return { results: results.map((r) => (r instanceof HttpError ? { status: r.statusCode, ...r.body() } : r as BatchResult)), retryAfter }
   }
 
   /**

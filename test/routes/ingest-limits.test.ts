@@ -101,6 +101,9 @@ t.test('batch: the burst admits what fits and refuses the rest with 429', async 
   t.equal(res.statusCode, 207)
   t.same(res.json().results.map((r: { status: number }) => r.status), [202, 202, 202, 429, 429])
   t.equal(res.json().results[3].error, 'rate_limited')
+  t.match(res.headers['retry-after'], /^[1-9]\d*$/, 'the answer says when the refused events fit')
+  const fits = await sendBatch((await (await newUser(app, { burst: 3 })).createKey()).secret, [{ agentId: 'b' }])
+  t.equal(fits.headers['retry-after'], undefined, 'no Retry-After when nothing was refused for the rate')
 })
 
 t.test('batch limits: 500 events and 5 MiB', async (t) => {
