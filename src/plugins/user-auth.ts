@@ -69,7 +69,8 @@ export default fp(async function userAuth (app, opts: { auth: Config['auth']; da
         request.log.error({ err }, 'identity provider keys unreachable')
         throw new HttpError(503, 'auth_unavailable', { message: 'identity provider keys unreachable, retry later' }, { 'retry-after': '5' })
       }
-      throw unauthorized('invalid_token')
+      // jose checks the time claims only once the signature holds, so saying "expired" reveals nothing to a forger.
+      throw unauthorized(err instanceof joseErrors.JWTExpired ? 'token_expired' : 'invalid_token')
     }
     let user = users.get(subject)
     if (!user) {

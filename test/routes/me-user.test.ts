@@ -74,6 +74,7 @@ t.test('an identity provider: ES256 and RS256 accepted; expired, wrong issuer or
     const res = await me(token)
     t.equal(res.statusCode, 401, name)
     t.equal(res.json().error, 'unauthorized', name)
+    t.equal(res.json().reason, name === 'expired' ? 'token_expired' : 'invalid_token', `${name}: the reason`)
   }
   const localUser = await newUser(local)
   t.equal((await me(localUser.token)).statusCode, 401, 'a local token is refused once a provider is configured')
