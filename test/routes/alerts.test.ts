@@ -76,7 +76,10 @@ t.test('spend spike, latency spike and silence rules fire from real events', asy
     ...Array.from({ length: 25 }, () => ({ agentId: slow, durationMs: 6000 })),
   ])
   const quiet = randomId('quiet-')
-  const [q] = await batch(Array.from({ length: 60 }, (_, i) => ({ agentId: quiet, timestamp: now - 2 * h - (i % 15) * h - i * 1000 })))
+  // 15 distinct hours, each event a minute or less from the middle of its hour (so none crosses into
+  // the next hour whatever the time of day), the latest 2.5-3.5 h ago.
+  const middle = Math.floor(now / h) * h - 3 * h + 30 * 60_000
+  const [q] = await batch(Array.from({ length: 60 }, (_, i) => ({ agentId: quiet, timestamp: middle - (i % 15) * h - i * 1000 })))
   await evaluate(user)
   const alerts = (await list(user)).alerts
   const rules = Object.fromEntries(alerts.map((a: { rule: string; agentId: string }) => [a.rule, a]))
