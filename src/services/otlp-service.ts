@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache'
 import { decodeTraces, OtlpDecodeError, type OtlpEncoding } from '../domain/otlp-codec.ts'
 import { spanToEvent } from '../domain/otlp-mapping.ts'
 import type { IncomingEvent } from '../domain/event-row.ts'
@@ -20,6 +21,13 @@ export interface ExportOutcome {
  * by the exporter; otherwise refused spans are reported in partial_success (which exporters do not retry).
  */
 export class OtlpService {
+  /**
+   * Spans this instance accepted (or is accepting) lately, by user, trace and span id: an exporter that
+   * re-sends an export (its answer was lost or late) does not store its spans twice. A re-send that
+   * reaches another instance, or arrives after a restart or past this many spans, is stored again.
+   */
+  private readonly recentSpans = new LRUCache<string, true>({ max: RECENT_SPANS })
+
   constructor (private readonly ingestion: IngestionService) {}
 
   async export (caller: IngestCaller, body: Buffer, encoding: OtlpEncoding): Promise<ExportOutcome> {
@@ -40,16 +48,46 @@ export class OtlpService {
       }
       return { events, refusals }
     })
-    let accepted = 0
-    if (events.length > 0) {
-      for (const result of await this.ingestion.ingestSpans(caller, events)) {
-        if (result instanceof HttpError) refusals.push(result)
-        else accepted++
+    // Spans already accepted (a re-sent export, or the same span twice in one) are answered as accepted and not stored again.
+    const fresh: IncomingEvent[] = []
+    const keys: (string | null)[] = []
+    let repeated = 0
+    for (const event of events) {
+      const key = spanKey(caller.userId, event)
+      if (key !== null && this.recentSpans.has(key)) {
+        repeated++
+        continue
       }
+      if (key !== null) this.recentSpans.set(key, true)
+      fresh.push(event)
+      keys.push(key)
+    }
+    let accepted = 0
+    if (fresh.length > 0) {
+      const results = await this.ingestion.ingestSpans(caller, fresh).catch((err: unknown) => {
+        for (const key of keys) if (key !== null) this.recentSpans.delete(key)
+        throw err
+      })
+      results.forEach((result, i) => {
+        if (result instanceof HttpError) {
+          refusals.push(result)
+          if (keys[i] !== null) this.recentSpans.delete(keys[i]!)
+        } else {
+          accepted++
+        }
+      })
     }
     if (accepted === 0 && refusals.length > 0) throw shared(refusals)
-    return { acceptedSpans: accepted, rejectedSpans: refusals.length, errorMessage: summary(refusals, accepted + refusals.length) }
+    const total = repeated + accepted + refusals.length
+    return { acceptedSpans: repeated + accepted, rejectedSpans: refusals.length, errorMessage: summary(refusals, total) }
   }
+}
+
+const RECENT_SPANS = 200_000
+
+function spanKey (userId: string, event: IncomingEvent): string | null {
+  const { traceId, spanId } = event.metadata ?? {}
+  return typeof traceId === 'string' && typeof spanId === 'string' ? `${userId}\u0000${traceId}\u0000${spanId}` : null
 }
 
 /** The one refusal answering a request none of whose spans was accepted. */

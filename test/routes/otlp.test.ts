@@ -348,3 +348,25 @@ t.test('a full ingest log answers 503 with Retry-After', async (t) => {
   t.match(res!.headers['retry-after'], /^\d+$/)
   t.match(decodeStatus(res!.rawPayload), { code: 14, message: /unavailable \(ingest_log_full\)/ })
 })
+
+t.test('an export sent again (its answer was lost) does not store its spans twice, nor double the spend', async (t) => {
+  const { user, headers } = await userWithKey()
+  const otel = instrumented({ 'service.name': randomId('resend-') })
+  const root = otel.span('invoke_agent planner', { 'gen_ai.operation.name': 'invoke_agent' })
+  otel.span('chat gpt-4o', { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'gpt-4o', 'gen_ai.usage.input_tokens': 1000, 'gen_ai.usage.output_tokens': 100 }, root).end()
+  root.end()
+  const spans = otel.spans()
+  const body = Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!)
+  const protobuf = { ...headers, 'content-type': 'application/x-protobuf' }
+  for (let i = 0; i < 3; i++) {
+    const res = await post(protobuf, body)
+    t.equal(res.statusCode, 200, `export ${i + 1} answered 200`)
+    t.equal(decodeResponse(res.rawPayload), null, `export ${i + 1}: full success (no partial_success)`)
+  }
+  const traceId = spans[0]!.spanContext().traceId
+  const detail = (await get(user, `/v1/me/traces/${traceId}`)).json()
+  t.equal(detail.eventCount, 2, 'each span once')
+  const spend = (await get(user, '/v1/me/spend-summary?days=1')).json()
+  t.equal(spend.total.eventCount, 2)
+  t.equal(Math.round(spend.total.costUsd * 1e9), (1000 * 2.5 + 100 * 10) * NANO_PER_MTOK, 'gpt-4o priced once: 1,000 in at $2.50/Mtok, 100 out at $10/Mtok')
+})
