@@ -48,3 +48,17 @@ export async function deleteRedisKeys (prefix: string): Promise<number> {
 export function verdict (ok: boolean): string {
   return ok ? 'PASS' : 'FAIL'
 }
+
+/**
+ * Resolves once `url` answers below 500 (a server that is up), polling every 100 ms for a minute;
+ * `init` sets the request (a route that only takes a POST).
+ */
+export async function waitForUp (url: string, init?: RequestInit): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    try {
+      if ((await fetch(url, init)).status < 500) return
+    } catch { /* not up yet */ }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`${url} did not come up`)
+}

@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { loadLocalSigningKey, signLocalToken } from '../src/storage/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchDatabaseUrl, deleteRedisKeys, dropDatabase, verdict } from './bench-support.ts'
+import { benchDatabaseUrl, deleteRedisKeys, dropDatabase, verdict, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, 'batch-connections': { type: 'string', default: '8' } } })
 const duration = Number(values.duration)
@@ -34,17 +34,6 @@ function startProcess (args: string[], env: Record<string, string> = {}): ChildP
   const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] })
   children.push(child)
   return child
-}
-
-async function waitFor (url: string): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    try {
-      const res = await fetch(url, { method: url.endsWith('/health') ? 'GET' : 'POST', headers: { 'content-type': 'application/json' }, body: url.endsWith('/health') ? undefined : '{}' })
-      if (res.status < 500) return
-    } catch { /* not up yet */ }
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`${url} did not come up`)
 }
 
 interface Figures { name: string; rps: number; p50: number; p99: number; non2xx: number; errors: number; eventsPerSec?: number; cpuUsPerEvent: number }
@@ -112,8 +101,8 @@ try {
     PORT: String(servicePort), DATA_DIR: dataDir, DATABASE_URL: databaseUrl, ROLES: 'api',
     REDIS_PREFIX: redisPrefix, LOG_LEVEL: 'warn', ME_READS_PER_MINUTE: '100000',
   })
-  await waitFor(`http://127.0.0.1:${barePort}/v1/events`)
-  await waitFor(`${base}/health`)
+  await waitForUp(`http://127.0.0.1:${barePort}/v1/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+  await waitForUp(`${base}/health`)
 
   const db = new pg.Client({ connectionString: withDefaultUser(databaseUrl) })
   await db.connect()

@@ -21,6 +21,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources'
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer'
 import { loadLocalSigningKey, signLocalToken } from '../src/storage/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
+import { waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '8' } } })
 const duration = Number(values.duration)
@@ -65,16 +66,6 @@ const event = (i: number) => i % 3 === 1
   ? { agentId: `bench-agent-${i % 8}`, type: 'reasoning', model: 'claude-sonnet-4-5-20250929', durationMs: 900, metadata: { sessionId: 'bench-session', traceId: 'bench-trace', spanId: `s${i}`, parentSpanId: `s${i - 1}`, provider: 'anthropic', tokensBreakdown: { inputBase: 1200, cacheRead: 800, output: 300 } } }
   : { agentId: `bench-agent-${i % 8}`, type: i % 3 === 2 ? 'tool' : 'action', toolExecuted: i % 3 === 2 ? 'search' : undefined, durationMs: 120, metadata: { sessionId: 'bench-session', traceId: 'bench-trace', spanId: `s${i}` } }
 
-async function waitFor (url: string): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    try {
-      if ((await fetch(url)).status < 500) return
-    } catch { /* not up yet */ }
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`${url} did not come up`)
-}
-
 type Steps = Record<string, { events: number; totalMs: number }>
 
 try {
@@ -85,7 +76,7 @@ try {
     env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: databaseUrl, ROLES: 'api', REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:`, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   })
-  await waitFor(`${base}/health`)
+  await waitForUp(`${base}/health`)
   const db = new pg.Client({ connectionString: withDefaultUser(databaseUrl) })
   await db.connect()
   const subject = `bench-${randomBytes(4).toString('hex')}`

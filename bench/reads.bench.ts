@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
-import { benchDatabaseUrl, deleteRedisKeys, dropDatabase } from './bench-support.ts'
+import { benchDatabaseUrl, deleteRedisKeys, dropDatabase, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({
   options: {
@@ -37,11 +37,7 @@ const service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
 })
 try {
   const base = `http://127.0.0.1:${port}`
-  for (let i = 0; ; i++) {
-    try { if ((await fetch(`${base}/health`)).ok) break } catch { /* starting */ }
-    if (i > 600) throw new Error('service did not start')
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
+  await waitForUp(`${base}/health`)
   const token = execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/token.ts', user], { cwd: root, env }).toString().trim()
   const headers = { authorization: `Bearer ${token}` }
   const json = async (path: string) => (await fetch(base + path, { headers })).json() as Promise<any>

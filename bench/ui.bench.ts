@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
 import { launchChromium } from '../test/helpers/browser.ts'
+import { waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({
   options: {
@@ -33,11 +34,7 @@ const service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
 })
 try {
   const base = `http://127.0.0.1:${port}`
-  for (let i = 0; ; i++) {
-    try { if ((await fetch(`${base}/health`)).ok) break } catch { /* starting */ }
-    if (i > 600) throw new Error('service did not start')
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
+  await waitForUp(`${base}/health`)
   const token = execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/token.ts', user], { cwd: root, env: { ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim()
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
   const { secret } = await (await fetch(`${base}/v1/me/keys`, { method: 'POST', headers, body: JSON.stringify({ label: 'bench' }) })).json() as { secret: string }

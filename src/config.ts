@@ -1,5 +1,6 @@
 import { Ajv } from 'ajv'
 import { resolve } from 'node:path'
+import type { AnalyticsCaps } from './storage/analytics-engine.ts'
 
 /**
  * Every setting of the service, validated once at start. Nothing else reads process.env.
@@ -83,14 +84,7 @@ export interface Config {
   analytics: {
     port: number | null
     password: string | undefined
-    caps: {
-      maxExecutionSeconds: number
-      maxMemoryBytes: number
-      maxResultRows: number
-      maxResultBytes: number
-      maxThreads: number
-      maxConcurrentQueries: number
-    }
+    caps: AnalyticsCaps
   }
 }
 
