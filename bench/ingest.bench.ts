@@ -20,7 +20,9 @@ import { loadLocalSigningKey, signLocalToken } from '../src/storage/local-signin
 import { withDefaultUser } from '../src/storage/postgres.ts'
 import { benchDatabaseUrl, deleteRedisKeys, dropDatabase, verdict, waitForUp } from './bench-support.ts'
 
-const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, 'batch-connections': { type: 'string', default: '8' } } })
+const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, 'batch-connections': { type: 'string', default: '8' }, runs: { type: 'string', default: 'a,b,c0,c' } } })
+// --runs picks some of the runs (e.g. --runs b to profile the single-event path alone); ratios need both sides.
+const runs = new Set(values.runs.split(','))
 const duration = Number(values.duration)
 const connections = Number(values.connections)
 const batchConnections = Number(values['batch-connections'])
@@ -89,6 +91,13 @@ const event = (i: number) => ({
   metadata: { sessionId: 'bench-session', traceId: 'bench-trace', privacyLevel: 'standard', tokensBreakdown: { inputBase: 1200, cacheCreation: 0, cacheRead: 800, output: 300 } },
 })
 
+/** The machine's CPU time so far from /proc/stat, in clock ticks: busy (user, nice, system, irq, softirq) and all. */
+function machineTicks (): { busy: number; total: number } {
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number) as number[]
+  const busy = user! + nice! + system! + irq! + softirq!
+  return { busy, total: busy + idle! + iowait! + steal! }
+}
+
 const percentile = (sorted: number[], p: number) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN
 
 try {
@@ -147,70 +156,94 @@ try {
     }
   }
 
-  const results: Figures[] = []
-  results.push(await measure('(a) bare Fastify 202', bare, { url: `http://127.0.0.1:${barePort}/v1/events`, method: 'POST', headers, body: single, connections, duration }))
+  const results: Partial<Record<'a' | 'b' | 'c0' | 'c', Figures>> = {}
+  if (runs.has('a')) results.a = (await measure('(a) bare Fastify 202', bare, { url: `http://127.0.0.1:${barePort}/v1/events`, method: 'POST', headers, body: single, connections, duration }))
 
   // Figures of the measured run only: taken when it starts (after the warm-up), and when it ends.
   let stepsBefore: Record<string, { events: number; totalMs: number }> = {}
   let threadsBefore = new Map<string, number>()
   let pgBefore = 0
   let probeDone: Promise<void> = Promise.resolve()
-  results.push(await measure('(b) POST /v1/events', service, { url: `${base}/v1/events`, method: 'POST', headers, body: single, connections, duration }, 1, () => {
-    threadsBefore = cpuByThread(service.pid!)
-    probeDone = (async () => {
-      stepsBefore = (await health()).ingest.steps // also starts a new event-loop delay window
-      pgBefore = await pgTransactions()
-      await probe()
-    })()
-  }))
-  const threadsAfter = cpuByThread(service.pid!)
-  const loadEnded = performance.now()
-  probing = false
-  const during = await health()
-  const pgAfter = await pgTransactions()
-  for (;;) {
-    if ((await health()).ingest.backlogRows === 0) break
-    await new Promise((resolve) => setTimeout(resolve, 10))
+  let threadsAfter = new Map<string, number>()
+  let drainMs = NaN
+  let during = await health()
+  let pgAfter = 0
+  let machineBefore = machineTicks()
+  let loadGenBefore = process.cpuUsage()
+  let machineBusy = NaN
+  let loadGenCpu = NaN
+  if (runs.has('b')) {
+    results.b = (await measure('(b) POST /v1/events', service, { url: `${base}/v1/events`, method: 'POST', headers, body: single, connections, duration }, 1, () => {
+      threadsBefore = cpuByThread(service.pid!)
+      machineBefore = machineTicks()
+      loadGenBefore = process.cpuUsage()
+      probeDone = (async () => {
+        stepsBefore = (await health()).ingest.steps // also starts a new event-loop delay window
+        pgBefore = await pgTransactions()
+        await probe()
+      })()
+    }))
+    threadsAfter = cpuByThread(service.pid!)
+    const machineAfter = machineTicks()
+    const loadGen = process.cpuUsage(loadGenBefore)
+    loadGenCpu = loadGen.user + loadGen.system
+    machineBusy = (100 * (machineAfter.busy - machineBefore.busy)) / Math.max(1, machineAfter.total - machineBefore.total)
+    const loadEnded = performance.now()
+    probing = false
+    during = await health()
+    pgAfter = await pgTransactions()
+    for (;;) {
+      if ((await health()).ingest.backlogRows === 0) break
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    drainMs = performance.now() - loadEnded
+    await probeDone
   }
-  const drainMs = performance.now() - loadEnded
-  await probeDone
   const stepsAfter = during.ingest.steps
 
-  results.push(await measure(`(c0) bare batch x500, ${batchConnections} conns`, bare, { url: `http://127.0.0.1:${barePort}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration }, 500))
+  if (runs.has('c0')) results.c0 = (await measure(`(c0) bare batch x500, ${batchConnections} conns`, bare, { url: `http://127.0.0.1:${barePort}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration }, 500))
   let batchStepsBefore: Record<string, { events: number; totalMs: number }> = {}
-  results.push(await measure(`(c) batch x500, ${batchConnections} conns`, service, { url: `${base}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration }, 500, () => {
-    void health().then((h) => { batchStepsBefore = h.ingest.steps })
-  }))
+  if (runs.has('c')) {
+    results.c = (await measure(`(c) batch x500, ${batchConnections} conns`, service, { url: `${base}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration }, 500, () => {
+      void health().then((h) => { batchStepsBefore = h.ingest.steps })
+    }))
+  }
   const batchStepsAfter = (await health()).ingest.steps
   await db.end()
 
   console.log(`\ningestion benchmark — ${new Date().toISOString()} — ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} — node ${process.version} — ${duration}s per run`)
   console.log('run'.padEnd(34) + 'req/s'.padStart(10) + 'p50 ms'.padStart(9) + 'p99 ms'.padStart(9) + 'non-2xx'.padStart(9) + 'errors'.padStart(8) + 'events/s'.padStart(11) + 'CPU µs/event'.padStart(14))
-  for (const f of results) {
+  for (const f of Object.values(results)) {
     console.log(f.name.padEnd(34) + f.rps.toFixed(0).padStart(10) + String(f.p50).padStart(9) + String(f.p99).padStart(9) +
       String(f.non2xx).padStart(9) + String(f.errors).padStart(8) + (f.eventsPerSec ? f.eventsPerSec.toFixed(0) : '').padStart(11) +
       f.cpuUsPerEvent.toFixed(1).padStart(14))
   }
-  const [a, b, c0, c] = results as [Figures, Figures, Figures, Figures]
+  const { a, b, c0, c } = results
   const vis = [...visibility].sort((x, y) => x - y)
-  console.log(`\n(b)/(a) = ${(b.rps / a.rps * 100).toFixed(1)} %  (target ≥ 35 %, aim 50 %; p99 ≤ 25 ms; 0 errors) ${verdict(b.rps / a.rps >= 0.35 && b.p99 <= 25 && b.errors === 0 && b.non2xx === 0)}`)
-  console.log(`CPU per event, server process, all threads: (b) ${(b.cpuUsPerEvent / a.cpuUsPerEvent).toFixed(1)} × (a); (c) ${(c.cpuUsPerEvent / c0.cpuUsPerEvent).toFixed(1)} × (c0)`)
-  console.log(`(c)/(c0) = ${(c.eventsPerSec! / c0.eventsPerSec! * 100).toFixed(1)} %  (target ≥ 15 %, aim 25 %) ${verdict(c.eventsPerSec! / c0.eventsPerSec! >= 0.15)}`)
-  console.log(`(d) visibility during (b): p50 ${percentile(vis, 50).toFixed(0)} ms, p99 ${percentile(vis, 99).toFixed(0)} ms, max ${vis.at(-1)?.toFixed(0)} ms over ${vis.length} probes  (target p99 ≤ 1000 ms) ${verdict(percentile(vis, 99) <= 1000)}`)
-  console.log(`(e) backlog drained ${drainMs.toFixed(0)} ms after (b) stopped (${during.ingest.backlogRows} rows waiting when it stopped)`)
+  if (a && b) console.log(`\n(b)/(a) = ${(b.rps / a.rps * 100).toFixed(1)} %  (target ≥ 35 %, aim 50 %; p99 ≤ 25 ms; 0 errors) ${verdict(b.rps / a.rps >= 0.35 && b.p99 <= 25 && b.errors === 0 && b.non2xx === 0)}`)
+  if (a && b) console.log(`CPU per event, server process, all threads: (b) ${(b.cpuUsPerEvent / a.cpuUsPerEvent).toFixed(1)} × (a)`)
+  if (c0 && c) console.log(`CPU per event, server process, all threads: (c) ${(c.cpuUsPerEvent / c0.cpuUsPerEvent).toFixed(1)} × (c0)`)
+  if (c0 && c) console.log(`(c)/(c0) = ${(c.eventsPerSec! / c0.eventsPerSec! * 100).toFixed(1)} %  (target ≥ 15 %, aim 25 %) ${verdict(c.eventsPerSec! / c0.eventsPerSec! >= 0.15)}`)
+  if (b) {
+    console.log(`(d) visibility during (b): p50 ${percentile(vis, 50).toFixed(0)} ms, p99 ${percentile(vis, 99).toFixed(0)} ms, max ${vis.at(-1)?.toFixed(0)} ms over ${vis.length} probes  (target p99 ≤ 1000 ms) ${verdict(percentile(vis, 99) <= 1000)}`)
+    console.log(`(e) backlog drained ${drainMs.toFixed(0)} ms after (b) stopped (${during.ingest.backlogRows} rows waiting when it stopped)`)
+  }
   console.log('(f) µs per event per step (wall time, waits included):   during (b)       during (c)')
   for (const [step, after] of Object.entries(stepsAfter)) {
-    const perEvent = (a: { events: number; totalMs: number }, b: { events: number; totalMs: number } | undefined) => {
-      const events = a.events - (b?.events ?? 0)
-      return (events ? ((a.totalMs - (b?.totalMs ?? 0)) * 1000) / events : 0).toFixed(1).padStart(10) + ' µs'
+    const perEvent = (a: { events: number; totalMs: number } | undefined, b: { events: number; totalMs: number } | undefined) => {
+      const events = (a?.events ?? 0) - (b?.events ?? 0)
+      return (events ? (((a?.totalMs ?? 0) - (b?.totalMs ?? 0)) * 1000) / events : 0).toFixed(1).padStart(10) + ' µs'
     }
-    console.log(`    ${step.padEnd(8)} ${perEvent(after, stepsBefore[step]).padStart(30)} ${perEvent(batchStepsAfter[step]!, batchStepsBefore[step]).padStart(16)}`)
+    console.log(`    ${step.padEnd(8)} ${(b ? perEvent(after, stepsBefore[step]) : '').padStart(30)} ${(c ? perEvent(batchStepsAfter[step], batchStepsBefore[step]) : '').padStart(16)}`)
   }
-  console.log(`    event-loop delay during (b): p50 ${during.eventLoopDelayMs.p50} ms, p99 ${during.eventLoopDelayMs.p99} ms, max ${during.eventLoopDelayMs.max} ms`)
-  const bEvents = b.rps * duration
-  const threadCpu = [...threadsAfter].map(([name, us]) => [name, (us - (threadsBefore.get(name) ?? 0)) / bEvents] as const).filter(([, us]) => us >= 1).sort((x, y) => y[1] - x[1])
-  console.log(`    CPU µs per event during (b), by thread: ${threadCpu.map(([name, us]) => `${name} ${us.toFixed(0)}`).join(', ')}`)
-  console.log(`    Postgres transactions during (b): ${((pgAfter - pgBefore) / duration).toFixed(1)}/s`)
+  if (b) {
+    console.log(`    event-loop delay during (b): p50 ${during.eventLoopDelayMs.p50} ms, p99 ${during.eventLoopDelayMs.p99} ms, max ${during.eventLoopDelayMs.max} ms`)
+    const bEvents = b.rps * duration
+    const threadCpu = [...threadsAfter].map(([name, us]) => [name, (us - (threadsBefore.get(name) ?? 0)) / bEvents] as const).filter(([, us]) => us >= 1).sort((x, y) => y[1] - x[1])
+    console.log(`    CPU µs per event during (b), by thread: ${threadCpu.map(([name, us]) => `${name} ${us.toFixed(0)}`).join(', ')}`)
+    console.log(`    machine CPU during (b): ${machineBusy.toFixed(0)} % busy (of ${cpus().length} cores; steal counts as idle) (load generator included), ${(loadGenCpu / (b.rps * duration)).toFixed(0)} µs of the load generator's CPU per request`)
+    console.log(`    Postgres transactions during (b): ${((pgAfter - pgBefore) / duration).toFixed(1)}/s`)
+  }
 } finally {
   // Wait for the servers to exit (the service ships its log and closes its stores) before cleaning up.
   await Promise.all(children.map((child) => child.exitCode !== null

@@ -6,14 +6,32 @@ import { KeyResolver } from '../storage/key-resolver.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** onRequest hook for ingestion: checks the API key and sets request.apiKey. */
-    authenticateKey: (request: FastifyRequest) => Promise<void>
+    /**
+     * Checks the request's API key and sets request.apiKey; throws 401. Synchronous when this
+     * process holds the key's identity (the usual case under load), else a promise.
+     */
+    authenticateKey: (request: FastifyRequest) => void | Promise<void>
     /** Drops a key from the caches of this instance, Redis and every other instance (never throws). */
     forgetKey: (secretHash: string) => Promise<void>
   }
   interface FastifyRequest {
     apiKey: KeyIdentity
   }
+}
+
+/** The secret of an `Authorization: Bearer vk_…` header; throws 401 without one. */
+function bearerSecret (header: string | undefined): string {
+  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null
+  if (!match) throw unauthorized('missing_bearer')
+  const secret = match[1]!
+  if (!secret.startsWith('vk_')) throw unauthorized('invalid_key')
+  return secret
+}
+
+function accept (request: FastifyRequest, identity: KeyIdentity | null): void {
+  if (!identity) throw unauthorized('invalid_key')
+  if (identity.revoked) throw unauthorized('revoked_key')
+  request.apiKey = identity
 }
 
 /**
@@ -24,16 +42,11 @@ export default fp(async function apiKeyAuth (app, opts: { cacheTtlMs: number; sh
   const keys = new KeyResolver(app.keys, { ...app.sharedCacheBase, localTtlMs: opts.cacheTtlMs, sharedTtlSeconds: opts.sharedCacheTtlSeconds })
 
   app.decorateRequest('apiKey', null as unknown as KeyIdentity)
-  app.decorate('authenticateKey', async function authenticateKey (request: FastifyRequest) {
-    const header = request.headers.authorization
-    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null
-    if (!match) throw unauthorized('missing_bearer')
-    const secret = match[1]!
-    if (!secret.startsWith('vk_')) throw unauthorized('invalid_key')
-    const identity = await keys.find(hashSecret(secret))
-    if (!identity) throw unauthorized('invalid_key')
-    if (identity.revoked) throw unauthorized('revoked_key')
-    request.apiKey = identity
+  app.decorate('authenticateKey', function authenticateKey (request: FastifyRequest): void | Promise<void> {
+    const secretHash = hashSecret(bearerSecret(request.headers.authorization))
+    const held = keys.peek(secretHash)
+    if (held !== undefined) return accept(request, held)
+    return keys.find(secretHash).then((identity) => accept(request, identity))
   })
   app.decorate('forgetKey', async function forgetKey (secretHash: string) {
     await keys.forget(secretHash)

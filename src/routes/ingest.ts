@@ -8,7 +8,7 @@ import { postBatch, postEvent } from '../../schemas/ingest-routes.ts'
  * schema step, the same for one event or 500), not by the route, so both run the same steps.
  */
 const ingest = (opts: { bodyLimit: number; batchBodyLimit: number }): FastifyPluginAsyncJsonSchemaToTs => async (app) => {
-  const authenticate = (request: FastifyRequest) => app.ingestion.steps.run('key', 1, () => app.authenticateKey(request))
+  const authenticate = app.ingestion.steps.hook('key', (request: FastifyRequest) => app.authenticateKey(request))
 
   app.post('/v1/events', { bodyLimit: opts.bodyLimit, onRequest: authenticate, schema: postEvent }, async (request, reply) => {
     const ack = await app.ingestion.ingestOne(callerOfKey(request.apiKey), request.body)

@@ -51,6 +51,28 @@ export class StepTimings {
     }
   }
 
+  /**
+   * A request hook in Fastify's callback style, timed as `step` (one event): no promise at all when
+   * `check` answers synchronously, as the key check does when this process holds the key.
+   */
+  hook<R>(step: IngestStep, check: (request: R) => void | Promise<void>): (request: R, reply: unknown, done: (err?: Error) => void) => void {
+    return (request, _reply, done) => {
+      const started = performance.now()
+      const finish = (err?: unknown) => {
+        this.record(step, 1, performance.now() - started)
+        done(err as Error | undefined)
+      }
+      let pending: void | Promise<void>
+      try {
+        pending = check(request)
+      } catch (err) {
+        return finish(err)
+      }
+      if (pending === undefined) return finish()
+      pending.then(() => finish(), finish)
+    }
+  }
+
   snapshot (): Record<IngestStep, StepFigures> {
     const out = {} as Record<IngestStep, StepFigures>
     for (const [step, f] of this.figures) {

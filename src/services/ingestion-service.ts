@@ -4,7 +4,7 @@ import { agentDeleted, forbidden, HttpError, rateLimited, validationFailed } fro
 import { toDetails, validateEvent, type ErrorDetail } from '../schemas.ts'
 import type { ActivityRecorder } from '../storage/activity-recorder.ts'
 import type { AgentResolver } from '../storage/agent-resolver.ts'
-import type { AgentRef } from '../storage/agents-repository.ts'
+import type { AgentRef, Resolution } from '../storage/agents-repository.ts'
 import type { EventShipper } from '../storage/event-shipper.ts'
 import { eventLine } from '../storage/events-repository.ts'
 import type { IngestLog } from '../storage/ingest-log.ts'
@@ -74,7 +74,11 @@ export class IngestionService {
     private readonly agents: AgentResolver,
     private readonly ingestLog: IngestLog,
     private readonly shipper: EventShipper,
-    private readonly limiter: { take(bucket: string, limit: number, n: number): Promise<Admission> },
+    private readonly limiter: {
+      take(bucket: string, limit: number, n: number): Promise<Admission>
+      /** Admits all n from what this instance holds, without waiting, or answers undefined (then take). */
+      tryTake?(bucket: string, limit: number, n: number): Admission | undefined
+    },
     private readonly activity: ActivityRecorder,
     /** Told of every agent that just had events acknowledged (schedules its debounced anomaly check). */
     private readonly onAgentActive: (userId: string, agentId: string) => void = () => {},
@@ -144,7 +148,10 @@ export class IngestionService {
     })
     if (valid.length === 0) return results
 
-    const admission = await this.steps.run('burst', valid.length, () => this.limiter.take(`user:${caller.userId}`, burstLimit(caller), valid.length))
+    const bucket = `user:${caller.userId}`
+    const limit = burstLimit(caller)
+    const admission = this.steps.runSync('burst', (held) => (held ? valid.length : 0), () => this.limiter.tryTake?.(bucket, limit, valid.length)) ??
+      await this.steps.run('burst', valid.length, () => this.limiter.take(bucket, limit, valid.length))
     const admitted = valid.slice(0, admission.admitted)
     for (const i of valid.slice(admission.admitted)) results[i] = rateLimited(admission.retryAfterMs / 1000)
 
@@ -175,18 +182,27 @@ export class IngestionService {
   }
 
   private async store (caller: IngestCaller, events: unknown[], admitted: number[], receivedAt: number, results: IngestResult[], source: EventSource): Promise<IngestResult[]> {
-    const resolved = await this.steps.run('resolve', admitted.length, async () => {
-      const out: { index: number; agent: AgentRef }[] = []
+    // Agents this process holds resolve without waiting (the usual case); the others are looked up.
+    const resolved: { index: number; agent: AgentRef }[] = []
+    const toLookUp = this.steps.runSync('resolve', (rest) => admitted.length - rest.length, () => {
+      const rest: number[] = []
       for (const i of admitted) {
-        try {
-          out.push({ index: i, agent: await this.agentFor(caller, events[i] as IncomingEvent) })
-        } catch (err) {
-          if (!(err instanceof HttpError)) throw err
-          results[i] = err
-        }
+        const event = events[i] as IncomingEvent
+        const held = this.agents.peek(caller.userId, caller.agentId ?? event.agentId!)
+        if (held === undefined) rest.push(i)
+        else this.settleAgent(caller, event, i, held, resolved, results)
       }
-      return out
+      return rest
     })
+    if (toLookUp.length > 0) {
+      await this.steps.run('resolve', toLookUp.length, async () => {
+        for (const i of toLookUp) {
+          const event = events[i] as IncomingEvent
+          this.settleAgent(caller, event, i, await this.agents.resolve(caller.userId, caller.agentId ?? event.agentId!), resolved, results)
+        }
+      })
+      resolved.sort((a, b) => a.index - b.index)
+    }
     if (resolved.length === 0) return results
 
     const prepared = this.steps.runSync('row', resolved.length, () => resolved.map(({ index, agent }): Prepared => {
@@ -214,22 +230,24 @@ export class IngestionService {
     return null
   }
 
-  /** The event's agent; check() has already made sure an unbound caller names one. */
-  private async agentFor (caller: IngestCaller, event: IncomingEvent): Promise<AgentRef> {
-    if (caller.agentId !== null) {
-      const bound = await this.agents.resolve(caller.userId, caller.agentId)
-      if (bound.kind === 'forbidden') throw forbidden('key_agent_not_owned')
-      const ref = event.agentId
-      if (ref !== undefined && ref !== bound.agent.id && ref !== bound.agent.snsName && ref !== bound.agent.displayName) {
-        throw forbidden('key_bound_to_other_agent')
-      }
-      if (bound.kind === 'deleted') throw agentDeleted()
-      return bound.agent
+  /**
+   * Event i's agent from the resolution of its reference (the caller's bound agent, else the event's
+   * agentId, which check() made sure an unbound caller names): into `resolved`, or its refusal into `results`.
+   */
+  private settleAgent (caller: IngestCaller, event: IncomingEvent, i: number, resolution: Resolution, resolved: { index: number; agent: AgentRef }[], results: IngestResult[]): void {
+    if (resolution.kind === 'forbidden') {
+      results[i] = forbidden(caller.agentId !== null ? 'key_agent_not_owned' : resolution.reason)
+      return
     }
-    const resolution = await this.agents.resolve(caller.userId, event.agentId!)
-    if (resolution.kind === 'forbidden') throw forbidden(resolution.reason)
-    if (resolution.kind === 'deleted') throw agentDeleted()
-    return resolution.agent
+    const ref = event.agentId
+    const agent = resolution.agent
+    if (caller.agentId !== null && ref !== undefined && ref !== agent.id && ref !== agent.snsName && ref !== agent.displayName) {
+      results[i] = forbidden('key_bound_to_other_agent')
+    } else if (resolution.kind === 'deleted') {
+      results[i] = agentDeleted()
+    } else {
+      resolved.push({ index: i, agent })
+    }
   }
 
   private recordActivity (caller: IngestCaller, prepared: Prepared[]): void {

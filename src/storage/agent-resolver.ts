@@ -19,6 +19,11 @@ export class AgentResolver {
     return (await this.cache.get([ownerId, ref], () => this.agents.resolve(ownerId, ref)))!
   }
 
+  /** The resolution if this process holds it, else undefined (then `resolve`). */
+  peek (ownerId: string, ref: string): Resolution | undefined {
+    return this.cache.peek([ownerId, ref]) ?? undefined
+  }
+
   /**
    * Forgets one owner's resolutions, on every instance: what a rename or delete of one of its agents
    * needs, since only the owner's own references resolve by display name, and other owners'

@@ -148,8 +148,13 @@ export class IngestLog {
   private bytes = 0
   private quarantinedCount = 0
   private closed = false
-  /** Appends waiting for the next commit (group commit: one LMDB transaction and one sync for all). */
-  private pending: { key: number; entry: Buffer; lines: string[]; resolve: () => void; reject: (err: unknown) => void }[] = []
+  /**
+   * Appends waiting for the next commit (group commit: they become one entry, written in one LMDB
+   * transaction with one sync). Their positions are contiguous, in order.
+   */
+  private pending: { lines: string[]; appendedAt: number; resolve: () => void; reject: (err: unknown) => void }[] = []
+  /** Bytes of the entry the pending appends will make (estimated from the lines' lengths until encoded). */
+  private pendingBytes = 0
   private committing = false
   /**
    * The newest committed entries, kept in memory so the shipper need not read back and decode what
@@ -222,21 +227,19 @@ export class IngestLog {
    */
   async append (lines: string[]): Promise<number> {
     if (this.closed) throw logFull()
-    const entry = encodeEntry(lines, Date.now())
-    if (this.bytes + entry.length > this.maxBytes) throw logFull()
-    const first = this.next
+    // The entry's size as encoded: UTF-8 may take more bytes than the lines have characters; the
+    // count is made exact when the commit encodes the entry.
+    let size = lines.length
+    for (const line of lines) size += line.length
+    if (this.bytes + this.pendingBytes + size > this.maxBytes) throw logFull()
+    const last = this.next + lines.length - 1
     this.next += lines.length
-    this.bytes += entry.length
-    try {
-      await new Promise<void>((resolve, reject) => {
-        this.pending.push({ key: first, entry, lines, resolve, reject })
-        if (!this.committing) void this.commitPending()
-      })
-    } catch (err) {
-      this.bytes -= entry.length
-      throw err
-    }
-    return first + lines.length - 1
+    this.pendingBytes += size
+    await new Promise<void>((resolve, reject) => {
+      this.pending.push({ lines, appendedAt: Date.now(), resolve, reject })
+      if (!this.committing) void this.commitPending()
+    })
+    return last
   }
 
   /**
@@ -248,35 +251,39 @@ export class IngestLog {
     while (this.pending.length > 0) {
       const batch = this.pending
       this.pending = []
-      // Every put's promise is awaited: a failed commit (disk full) rejects them all, and an
-      // unawaited rejection would end the process.
-      const outcomes = await Promise.allSettled(batch.map((p) => this.entries.put(p.key, p.entry)))
-      const failure = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
-      if (!failure) {
-        this.lastCommitted = Math.max(this.lastCommitted, batch[batch.length - 1]!.key + batch[batch.length - 1]!.lines.length - 1)
-        this.keepInTail(batch)
-        for (const p of batch) p.resolve()
+      this.pendingBytes = 0
+      // One entry for the whole batch, keyed by its first position (one put: LMDB's cost per put
+      // is paid once per commit rather than once per request).
+      let rows = 0
+      for (const p of batch) rows += p.lines.length
+      const key = this.next - rows // every position handed out so far is in this batch or committed before it
+      const lines = batch.length === 1 ? batch[0]!.lines : batch.flatMap((p) => p.lines)
+      const entry = encodeEntry(lines, batch[0]!.appendedAt)
+      this.bytes += entry.length
+      try {
+        await this.entries.put(key, entry)
+      } catch (err) {
+        this.bytes -= entry.length
+        // The tail must stay a contiguous run: these positions are a hole now.
+        this.dropTail()
+        this.onCommitFailed?.(err)
+        // LMDB rejects the write with a generic error and the transaction's real one (ENOSPC, EIO)
+        // later, on `commitError`: handled here, else it would be an unhandled rejection.
+        ;(err as { commitError?: Promise<unknown> })?.commitError?.catch((cause) => this.onCommitFailed?.(cause))
+        for (const p of batch) p.reject(logUnavailable())
         continue
       }
-      // The tail must stay a contiguous run: these positions are a hole now.
-      this.dropTail()
-      this.onCommitFailed?.(failure.reason)
-      // LMDB rejects the writes with a generic error and the transaction's real one (ENOSPC, EIO)
-      // later, on `commitError`: handled here, else it would be an unhandled rejection.
-      for (const o of outcomes) {
-        if (o.status === 'rejected') (o.reason as { commitError?: Promise<unknown> })?.commitError?.catch((cause) => this.onCommitFailed?.(cause))
-      }
-      for (const p of batch) p.reject(logUnavailable())
+      this.lastCommitted = Math.max(this.lastCommitted, key + rows - 1)
+      this.keepInTail({ key, lines, bytes: entry.length })
+      for (const p of batch) p.resolve()
     }
     this.committing = false
   }
 
-  private keepInTail (batch: { key: number; entry: Buffer; lines: string[] }[]): void {
+  private keepInTail (entry: { key: number; lines: string[]; bytes: number }): void {
     if (this.tailOff) return
-    for (const p of batch) {
-      this.tail.push({ key: p.key, lines: p.lines, bytes: p.entry.length })
-      this.tailBytes += p.entry.length
-    }
+    this.tail.push(entry)
+    this.tailBytes += entry.bytes
     if (this.tailBytes > TAIL_MAX_BYTES) this.dropTail()
   }
 

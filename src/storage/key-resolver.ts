@@ -17,6 +17,11 @@ export class KeyResolver {
     return this.cache.get(secretHash, () => this.keys.findByHash(secretHash))
   }
 
+  /** The identity if this process holds it (null: no such key), undefined when `find` must ask further. */
+  peek (secretHash: string): KeyIdentity | null | undefined {
+    return this.cache.peek(secretHash)
+  }
+
   /** Forgets one key on every instance (after a revocation). False when Redis could not be told. */
   forget (secretHash: string): Promise<boolean> {
     return this.cache.invalidate(secretHash)

@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { createHash, randomBytes } from 'node:crypto'
+import { hash, randomBytes } from 'node:crypto'
 import { newCuid } from '../domain/ids.ts'
 import { iso, isoOrNull } from './timestamps.ts'
 import type { Tier } from './users-repository.ts'
@@ -8,7 +8,7 @@ export const KEY_PREFIX_LENGTH = 12
 
 /** SHA-256 (hex) of a key secret: the only form in which a secret is stored or cached. */
 export function hashSecret (secret: string): string {
-  return createHash('sha256').update(secret).digest('hex')
+  return hash('sha256', secret, 'hex')
 }
 
 /** A new secret: `vk_` + 32 random bytes in base64url (43 characters). */

@@ -39,6 +39,38 @@ export class LeasedLimiter {
     this.sweeper.unref()
   }
 
+  /**
+   * Takes all n units from the tokens this instance holds for `bucket`, without waiting; undefined
+   * when it holds too few (then `take`, which leases more).
+   */
+  tryTake (bucket: string, limit: number, n: number): Admission | undefined {
+    const pool = this.pools.get(bucket)
+    if (!pool || pool.limit !== limit || pool.tokens < n) return undefined
+    pool.tokens -= n
+    pool.served += n
+    // Fewer left than were served since the last lease: lease the next slice now, in the background,
+    // so that requests do not wait for Redis when these run out.
+    if (pool.tokens < pool.served && !pool.leasing) this.prefetch(pool, bucket, limit)
+    return { admitted: n, retryAfterMs: 0 }
+  }
+
+  private prefetch (pool: Pool, bucket: string, limit: number): void {
+    if (pool.refusedUntil > Date.now()) return
+    // Twice what was served since the last lease (slices grow with demand), keeping what this
+    // instance holds within maxShare × limit.
+    const want = Math.min(2 * pool.served, Math.floor(limit * this.opts.maxShare) - pool.tokens)
+    if (want <= 0) return
+    const lease = this.shared.take(bucket, limit, want).then((got) => {
+      pool.tokens += got.admitted
+      pool.leasedAt = Date.now()
+      pool.served = 0
+      if (got.admitted < want) pool.refusedUntil = Date.now() + got.retryAfterMs
+    })
+    pool.leasing = lease.finally(() => { pool.leasing = null })
+    // A failed lease leaves the next request without tokens to lease (and answer) for itself.
+    pool.leasing.catch(() => {})
+  }
+
   /** Takes up to n units from `bucket` (limit per minute); admits as many as fit, in order. */
   async take (bucket: string, limit: number, n: number): Promise<Admission> {
     let pool = this.pools.get(bucket)

@@ -129,6 +129,16 @@ export class SharedCache<T> {
   }
 
   /**
+   * What this process holds for a key, without waiting (the ingestion hot path's synchronous
+   * lookup): the value, null when there is none, undefined when this process does not know (`get`).
+   */
+  peek (key: CacheKey): T | null | undefined {
+    const hit = this.local.get(typeof key === 'string' ? `${key}\u0000` : `${key[0]}\u0000${key[1]}`)
+    if (hit === undefined) return undefined
+    return hit.value === MISSING ? null : hit.value
+  }
+
+  /**
    * Drops one scope's entries here, in Redis and on every process sharing the Redis. Never throws;
    * false when Redis could not be told (retried when it is back, while this process lives).
    */
