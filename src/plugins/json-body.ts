@@ -56,9 +56,10 @@ export default fp(async function jsonBody (app) {
     done(error, body)
   })
 
-  app.addHook('preValidation', async (request) => {
+  // Callback style: no promise for the ordinary body, which has no entry.
+  app.addHook('preValidation', (request, _reply, done) => {
     const problems = found.get(request)?.body
-    if (problems && problems.length > 0) throw validationFailed(problems)
+    done(problems && problems.length > 0 ? validationFailed(problems) : undefined)
   })
 }, { name: 'json-body', dependencies: ['errors'] })
 

@@ -53,3 +53,19 @@ t.test('another origin gets no CORS headers on any method', async (t) => {
     t.notOk(res.headers['access-control-allow-methods'], method)
   }
 })
+
+t.test('a request without Origin gets Vary: Origin and no CORS headers; an OPTIONS without a dashboard origin is an unknown route', async (t) => {
+  const res = await app.inject({ url: '/health' })
+  t.equal(res.headers.vary, 'Origin', 'caches key the answer on Origin')
+  t.notOk(res.headers['access-control-allow-origin'])
+  const dash = await app.inject({ url: '/health', headers: { origin: 'https://dash.example' } })
+  t.equal(dash.headers['access-control-allow-origin'], 'https://dash.example')
+  t.equal(dash.headers['access-control-expose-headers'], 'Retry-After', 'a browser may read Retry-After')
+  t.equal(dash.headers.vary, 'Origin')
+  for (const headers of [{}, { origin: 'https://evil.example', 'access-control-request-method': 'POST' }]) {
+    const res = await app.inject({ method: 'OPTIONS', url: '/v1/events', headers })
+    t.equal(res.statusCode, 404, JSON.stringify(headers))
+    t.equal(res.json().error, 'not_found')
+    t.notOk(res.headers['access-control-allow-methods'])
+  }
+})

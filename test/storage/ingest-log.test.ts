@@ -61,6 +61,26 @@ t.test('appends get consecutive positions; read, ship and trim; the state surviv
   t.equal(await again.append([line(user)]), 4, 'positions continue after a reopen')
 })
 
+t.test('appends that wait for the same commit share one entry: positions in call order, rows read back in order, after a reopen too', async (t) => {
+  const dir = logDir()
+  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const user = randomId('u-')
+  const sent = Array.from({ length: 40 }, (_, i) => [line(user, { reasoning: `append ${i}` }), line(user, { reasoning: `append ${i} second` })])
+  const lasts = await Promise.all(sent.map((lines) => log.append(lines)))
+  t.same(lasts, sent.map((_, i) => 2 * i + 2), 'each append is told the position of its last row, in call order')
+  const rows = await log.read(0, 1000, 1 << 24)
+  t.same(rows.map((r) => r.line), sent.flat(), 'the rows read back in position order')
+  const env = open({ path: dir, readOnly: true, maxDbs: 4 })
+  const stored = env.openDB('entries', { encoding: 'binary' }).getCount()
+  await env.close()
+  t.ok(stored < sent.length / 4, `${sent.length} concurrent appends were written as ${stored} entries`)
+  await log.close()
+  const reopened = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  t.teardown(() => reopened.close())
+  t.same((await reopened.read(0, 1000, 1 << 24)).map((r) => r.line), sent.flat(), 'read from disk after a reopen, the same rows in the same order')
+  t.equal(await reopened.append([line(user)]), 81, 'positions go on after the last one')
+})
+
 t.test('a crash between the insert and the log trim replays the same block, deduplicated in events and rollups', async (t) => {
   const dir = logDir()
   const user = randomId('crash-')

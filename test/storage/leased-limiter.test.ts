@@ -49,6 +49,44 @@ t.test('two instances under concurrent load never admit more than the limit, and
   t.ok(admitted >= limit - 2 * 0.05 * limit, `${admitted} admitted: at most one slice per instance held back`)
 })
 
+t.test('a steady stream is served from leased tokens without waiting: the next slice is leased before they run out', async (t) => {
+  // The shared bucket, counting what is leased from it.
+  let leases = 0
+  let leased = 0
+  const counting = {
+    take: (bucket: string, limit: number, n: number) => {
+      leases++
+      return sharedA.take(bucket, limit, n).then((got) => { leased += got.admitted; return got })
+    },
+    refund: (bucket: string, limit: number, n: number) => sharedA.refund(bucket, limit, n),
+  } as unknown as RateLimiter
+  const maxShare = 0.05
+  const limit = 1_000_000
+  const limiter = new LeasedLimiter(counting, { leaseMs: 1000, maxShare })
+  t.teardown(() => limiter.close())
+  const bucket = randomId('stream-')
+  let served = 0
+  let waited = 0
+  // Requests arrive in groups of 10 between turns of the event loop, as they do on a busy server.
+  const serve = async (requests: number) => {
+    for (let i = 0; i < requests; i++) {
+      if (!limiter.tryTake(bucket, limit, 1)) {
+        waited++
+        t.equal((await limiter.take(bucket, limit, 1)).admitted, 1)
+      }
+      served++
+      if (i % 10 === 9) await new Promise((resolve) => setTimeout(resolve, 1))
+    }
+  }
+  await serve(500) // slices grow with demand
+  const leasesBefore = leases
+  waited = 0
+  await serve(2000)
+  t.ok(waited <= 2, `${waited} of 2,000 requests waited for a lease once the slices matched the demand`)
+  t.ok(leases > leasesBefore, `the stream went on leasing slices ahead (${leases - leasesBefore} leases)`)
+  t.ok(leased - served <= maxShare * limit, `at most maxShare × limit held beyond what was served (${leased - served})`)
+})
+
 t.test('tokens leased and not used go back to the shared bucket after the lease time', async (t) => {
   const a = new LeasedLimiter(sharedA, { leaseMs: 200, maxShare: 0.5 })
   const b = new LeasedLimiter(sharedB, { leaseMs: 200, maxShare: 0.5 })
