@@ -19,8 +19,21 @@ function quoteKey (key: string): string {
  * and strings as JSON.stringify writes them. Equal payloads give byte-identical output whatever the
  * key order they were sent in. (Recursion is safe: bodies are refused past 32 levels before this runs.)
  */
+// A string JSON writes as it is, between quotes: no quote, backslash, control character or surrogate
+// (JSON.stringify escapes lone surrogates; strings with any surrogate take its path).
+const PLAIN_STRING = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/
+
+function scalarJson (value: unknown): string {
+  switch (typeof value) {
+    case 'string': return PLAIN_STRING.test(value) ? '"' + value + '"' : JSON.stringify(value)
+    case 'number': return Number.isFinite(value) ? String(value) : 'null'
+    case 'boolean': return value ? 'true' : 'false'
+    default: return JSON.stringify(value) ?? 'null'
+  }
+}
+
 export function canonicalJson (value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null'
+  if (value === null || typeof value !== 'object') return scalarJson(value)
   if (Array.isArray(value)) {
     let out = '['
     for (let i = 0; i < value.length; i++) {

@@ -16,6 +16,19 @@ t.test('canonical JSON sorts keys at every depth and drops whitespace', async (t
   t.equal(contentHash({}), '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a', 'SHA-256 of "{}"')
 })
 
+t.test('canonical JSON writes every scalar exactly as JSON.stringify does', async (t) => {
+  const scalars: unknown[] = [
+    '', 'plain', 'say "hi"', 'back\\slash', 'tab\there', 'nul\u0000', 'unit\u001f', 'del\u007f', 'line\u2028sep',
+    'emoji 😀', 'lone \ud800 high', 'lone \udfff low', 'é ü 日本',
+    0, -0, 1.5, -2e-7, 1e21, 123456789012345680000, Number.MAX_SAFE_INTEGER, true, false, null,
+  ]
+  scalars.forEach((value, i) => {
+    // Named by index: some of the values would break the test output's lines.
+    t.equal(canonicalJson(value), JSON.stringify(value), `scalar ${i}`)
+    t.equal(canonicalJson({ k: value }), `{"k":${JSON.stringify(value)}}`, `scalar ${i} in an object`)
+  })
+})
+
 // Expected costs are computed here from the providers' published list prices (USD per million tokens;
 // $1/Mtok is 1,000 nano-dollars per token), not read back from the catalogue the code uses.
 const NANO_PER_MTOK = 1000
