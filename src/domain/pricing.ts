@@ -139,16 +139,17 @@ function picoCost (prices: CompiledPrices, t: TokenCounts, inputTotal: number): 
   const cacheRead = prices.cacheRead ? t.cacheRead : 0
   const cacheWrite = prices.cacheWrite ? t.cacheCreation : 0
   const reasoning = prices.reasoning ? Math.min(t.reasoning ?? 0, t.output) : 0
-  let total = prices.request
-  const add = (price: PicoPrice | undefined, tokens: number) => {
-    if (price && tokens > 0) total += BigInt(tokens) * rate(price, inputTotal)
-  }
-  add(prices.input, inputTotal - cacheRead - cacheWrite)
-  add(prices.cacheRead, cacheRead)
-  add(prices.cacheWrite, cacheWrite)
-  add(prices.output, t.output - reasoning)
-  add(prices.reasoning, reasoning)
-  return total
+  return prices.request +
+    partCost(prices.input, inputTotal - cacheRead - cacheWrite, inputTotal) +
+    partCost(prices.cacheRead, cacheRead, inputTotal) +
+    partCost(prices.cacheWrite, cacheWrite, inputTotal) +
+    partCost(prices.output, t.output - reasoning, inputTotal) +
+    partCost(prices.reasoning, reasoning, inputTotal)
+}
+
+// A function of its own, not a closure made on every call: this runs for every ingested event.
+function partCost (price: PicoPrice | undefined, tokens: number, inputTotal: number): bigint {
+  return price && tokens > 0 ? BigInt(tokens) * rate(price, inputTotal) : 0n
 }
 
 /**
@@ -187,6 +188,12 @@ export function nanoToUsd (nano: number): string {
 
 const NO_COST = '0.000000000'
 
+/** The prices in force at `at`: the first entry (in the order the catalogue tries them) that started by then, else the last. */
+function scheduledPrices (schedule: NonNullable<Resolved['schedule']>, at: number): CompiledPrices {
+  for (const entry of schedule) if (at >= entry.from) return entry.prices
+  return schedule[schedule.length - 1]!.prices
+}
+
 /** Our token counts in the catalogue's usage terms: input_tokens is the *total* input. */
 export function catalogueUsage (tokens: TokenCounts): Usage {
   const usage: Usage = {
@@ -216,7 +223,7 @@ export function costOf (model: string | undefined, tokens: TokenCounts, query: P
   const at = query.at ?? Date.now()
   let nano: number
   if (resolved.schedule) {
-    const prices = resolved.schedule.find((entry) => at >= entry.from)?.prices ?? resolved.schedule[resolved.schedule.length - 1]!.prices
+    const prices = scheduledPrices(resolved.schedule, at)
     const inputTotal = tokens.inputBase + tokens.cacheCreation + tokens.cacheRead
     // Half a nano-dollar and up rounds up.
     nano = Number((picoCost(prices, tokens, inputTotal) + 500n) / 1000n)

@@ -186,9 +186,16 @@ export class IngestionService {
     const resolved: { index: number; agent: AgentRef }[] = []
     const toLookUp = this.steps.runSync('resolve', (rest) => admitted.length - rest.length, () => {
       const rest: number[] = []
+      // A batch names few agents: each reference is looked up once per request.
+      const seen = new Map<string, Resolution | undefined>()
       for (const i of admitted) {
         const event = events[i] as IncomingEvent
-        const held = this.agents.peek(caller.userId, caller.agentId ?? event.agentId!)
+        const ref = caller.agentId ?? event.agentId!
+        let held = seen.get(ref)
+        if (held === undefined && !seen.has(ref)) {
+          held = this.agents.peek(caller.userId, ref)
+          seen.set(ref, held)
+        }
         if (held === undefined) rest.push(i)
         else this.settleAgent(caller, event, i, held, resolved, results)
       }
