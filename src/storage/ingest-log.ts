@@ -227,6 +227,7 @@ export class IngestLog {
    */
   async append (lines: string[]): Promise<number> {
     if (this.closed) throw logFull()
+    if (lines.length === 0) return this.next - 1 // nothing to keep (an empty entry would share the next one's key)
     // The entry's size as encoded: UTF-8 may take more bytes than the lines have characters; the
     // count is made exact when the commit encodes the entry.
     let size = lines.length

@@ -127,9 +127,10 @@ export class LeasedLimiter {
     }
   }
 
-  /** Gives every held token back (at shutdown). */
+  /** Gives every held token back (at shutdown), after the leases under way have landed. */
   async close (): Promise<void> {
     clearInterval(this.sweeper)
+    await Promise.allSettled([...this.pools.values()].map((pool) => pool.leasing))
     await this.returnStale(Infinity)
   }
 

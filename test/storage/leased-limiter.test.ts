@@ -105,3 +105,16 @@ t.test('tokens leased and not used go back to the shared bucket after the lease 
   t.ok(afterReturn.admitted >= 15, `after A gave back its unused tokens, B gets them (${afterReturn.admitted})`)
   t.ok(23 + held.admitted + afterReturn.admitted <= 101, `never more than the limit in all (${23 + held.admitted + afterReturn.admitted})`)
 })
+
+t.test('closing gives back the tokens of a lease still under way when it closes', async (t) => {
+  const limit = 1000
+  const a = new LeasedLimiter(sharedA, { leaseMs: 60_000, maxShare: 0.5 })
+  const bucket = randomId('closing-')
+  t.equal((await a.take(bucket, limit, 1)).admitted, 1)
+  t.equal((await a.take(bucket, limit, 1)).admitted, 1, 'the second lease is sized by what the first served')
+  t.ok(a.tryTake(bucket, limit, 1), 'served from the slice held, which leaves fewer than were served: the next slice is leased ahead')
+  await a.close()
+  // Only the 3 served are spent: everything leased beyond them went back to the shared bucket.
+  const rest = await sharedB.take(bucket, limit, limit)
+  t.ok(rest.admitted >= limit - 3, `${rest.admitted} of ${limit} left after 3 were served`)
+})
