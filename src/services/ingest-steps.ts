@@ -81,6 +81,11 @@ export class StepTimings {
     return out
   }
 
+  /** Records one run of `step` over `events` events that started at `started` (performance.now()) and ends now. */
+  recordSince (step: IngestStep, events: number, started: number): void {
+    this.record(step, events, performance.now() - started)
+  }
+
   private record (step: IngestStep, events: number, ms: number): void {
     const f = this.figures.get(step)!
     f.calls++

@@ -150,8 +150,11 @@ export class IngestionService {
 
     const bucket = `user:${caller.userId}`
     const limit = burstLimit(caller)
-    const admission = this.steps.runSync('burst', (held) => (held ? valid.length : 0), () => this.limiter.tryTake?.(bucket, limit, valid.length)) ??
-      await this.steps.run('burst', valid.length, () => this.limiter.take(bucket, limit, valid.length))
+    // From tokens this instance holds when it can (no promise), else leasing more.
+    const burstStarted = performance.now()
+    let admission = this.limiter.tryTake?.(bucket, limit, valid.length)
+    if (admission) this.steps.recordSince('burst', valid.length, burstStarted)
+    else admission = await this.steps.run('burst', valid.length, () => this.limiter.take(bucket, limit, valid.length))
     const admitted = valid.slice(0, admission.admitted)
     for (const i of valid.slice(admission.admitted)) results[i] = rateLimited(admission.retryAfterMs / 1000)
 
@@ -184,32 +187,17 @@ export class IngestionService {
   private async store (caller: IngestCaller, events: unknown[], admitted: number[], receivedAt: number, results: IngestResult[], source: EventSource): Promise<IngestResult[]> {
     // Agents this process holds resolve without waiting (the usual case); the others are looked up.
     const resolved: { index: number; agent: AgentRef }[] = []
-    const toLookUp = this.steps.runSync('resolve', (rest) => admitted.length - rest.length, () => {
-      const rest: number[] = []
-      // A batch names few agents: each reference is looked up once per request.
-      const seen = new Map<string, Resolution | undefined>()
-      for (const i of admitted) {
+    const resolveStarted = performance.now()
+    const toLookUp = this.resolveHeld(caller, events, admitted, resolved, results)
+    try {
+      for (const i of toLookUp) {
         const event = events[i] as IncomingEvent
-        const ref = caller.agentId ?? event.agentId!
-        let held = seen.get(ref)
-        if (held === undefined && !seen.has(ref)) {
-          held = this.agents.peek(caller.userId, ref)
-          seen.set(ref, held)
-        }
-        if (held === undefined) rest.push(i)
-        else this.settleAgent(caller, event, i, held, resolved, results)
+        this.settleAgent(caller, event, i, await this.agents.resolve(caller.userId, caller.agentId ?? event.agentId!), resolved, results)
       }
-      return rest
-    })
-    if (toLookUp.length > 0) {
-      await this.steps.run('resolve', toLookUp.length, async () => {
-        for (const i of toLookUp) {
-          const event = events[i] as IncomingEvent
-          this.settleAgent(caller, event, i, await this.agents.resolve(caller.userId, caller.agentId ?? event.agentId!), resolved, results)
-        }
-      })
-      resolved.sort((a, b) => a.index - b.index)
+    } finally {
+      this.steps.recordSince('resolve', admitted.length, resolveStarted)
     }
+    if (toLookUp.length > 0) resolved.sort((a, b) => a.index - b.index)
     if (resolved.length === 0) return results
 
     const prepared = this.steps.runSync('row', resolved.length, () => resolved.map(({ index, agent }): Prepared => {
@@ -223,6 +211,28 @@ export class IngestionService {
     this.recordActivity(caller, prepared)
     for (const p of prepared) results[p.index] = { status: 202, ...ackOf(p.row) }
     return results
+  }
+
+  /**
+   * Settles the admitted events whose agent reference this process holds (no waiting); answers the
+   * indexes of those whose reference must be looked up.
+   */
+  private resolveHeld (caller: IngestCaller, events: unknown[], admitted: number[], resolved: { index: number; agent: AgentRef }[], results: IngestResult[]): number[] {
+    const rest: number[] = []
+    // A batch names few agents: each reference is looked up once per request.
+    const seen = new Map<string, Resolution | undefined>()
+    for (const i of admitted) {
+      const event = events[i] as IncomingEvent
+      const ref = caller.agentId ?? event.agentId!
+      let held = seen.get(ref)
+      if (held === undefined && !seen.has(ref)) {
+        held = this.agents.peek(caller.userId, ref)
+        seen.set(ref, held)
+      }
+      if (held === undefined) rest.push(i)
+      else this.settleAgent(caller, event, i, held, resolved, results)
+    }
+    return rest
   }
 
   /** Schema validation, and an agent to send for. A single event's failure names the body, as route validation does. */

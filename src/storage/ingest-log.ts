@@ -45,6 +45,8 @@ export interface LogStats {
 }
 
 const HEADER_BYTES = 16 // crc32 (u32) | rows (u32) | appendedAt (f64)
+/** Appends waiting for one commit are merged into entries of up to this size. */
+const MERGED_ENTRY_BYTES = 4 * 1024 * 1024
 const TAIL_MAX_BYTES = 64 * 1024 * 1024
 const TRIM_BATCH = 256
 const openPaths = new Set<string>()
@@ -152,8 +154,8 @@ export class IngestLog {
    * Appends waiting for the next commit (group commit: they become one entry, written in one LMDB
    * transaction with one sync). Their positions are contiguous, in order.
    */
-  private pending: { lines: string[]; appendedAt: number; resolve: () => void; reject: (err: unknown) => void }[] = []
-  /** Bytes of the entry the pending appends will make (estimated from the lines' lengths until encoded). */
+  private pending: PendingAppend[] = []
+  /** Bytes the pending appends will take (as separate entries: at least what the merged ones take). */
   private pendingBytes = 0
   private committing = false
   /**
@@ -228,16 +230,14 @@ export class IngestLog {
   async append (lines: string[]): Promise<number> {
     if (this.closed) throw logFull()
     if (lines.length === 0) return this.next - 1 // nothing to keep (an empty entry would share the next one's key)
-    // The entry's size as encoded: UTF-8 may take more bytes than the lines have characters; the
-    // count is made exact when the commit encodes the entry.
-    let size = lines.length
-    for (const line of lines) size += line.length
+    let size = HEADER_BYTES + lines.length // the entry's size if written alone: header, rows, newlines
+    for (const line of lines) size += Buffer.byteLength(line)
     if (this.bytes + this.pendingBytes + size > this.maxBytes) throw logFull()
     const last = this.next + lines.length - 1
     this.next += lines.length
     this.pendingBytes += size
     await new Promise<void>((resolve, reject) => {
-      this.pending.push({ lines, appendedAt: Date.now(), resolve, reject })
+      this.pending.push({ lines, bytes: size, appendedAt: Date.now(), resolve, reject })
       if (!this.committing) void this.commitPending()
     })
     return last
@@ -245,7 +245,9 @@ export class IngestLog {
 
   /**
    * Writes every waiting append in one transaction, awaits its synced commit, and repeats while more
-   * arrived meanwhile: under load many requests share one commit and one fdatasync.
+   * arrived meanwhile: under load many requests share one commit and one fdatasync. The waiting
+   * appends are written as few entries (up to MERGED_ENTRY_BYTES each; an append never spans two):
+   * LMDB's cost per put is paid per entry, not per request.
    */
   private async commitPending (): Promise<void> {
     this.committing = true
@@ -253,29 +255,41 @@ export class IngestLog {
       const batch = this.pending
       this.pending = []
       this.pendingBytes = 0
-      // One entry for the whole batch, keyed by its first position (one put: LMDB's cost per put
-      // is paid once per commit rather than once per request).
       let rows = 0
       for (const p of batch) rows += p.lines.length
-      const key = this.next - rows // every position handed out so far is in this batch or committed before it
-      const lines = batch.length === 1 ? batch[0]!.lines : batch.flatMap((p) => p.lines)
-      const entry = encodeEntry(lines, batch[0]!.appendedAt)
-      this.bytes += entry.length
+      // Every position handed out so far is in this batch or committed before it.
+      const first = this.next - rows
+      let written: { key: number; lines: string[]; bytes: number }[] = []
       try {
-        await this.entries.put(key, entry)
+        written = mergeAppends(batch, first)
+        const puts: Promise<boolean>[] = []
+        for (const e of written) {
+          const entry = encodeEntry(e.lines, batch[0]!.appendedAt)
+          e.bytes = entry.length
+          this.bytes += entry.length
+          puts.push(this.entries.put(e.key, entry))
+        }
+        // Every put is awaited, failed or not: an unawaited rejection would end the process.
+        const outcomes = await Promise.allSettled(puts)
+        const failure = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
+        if (failure) {
+          // LMDB rejects the writes with a generic error and the transaction's real one (ENOSPC, EIO)
+          // later, on `commitError`: handled here, else it would be an unhandled rejection.
+          for (const o of outcomes) {
+            if (o.status === 'rejected') (o.reason as { commitError?: Promise<unknown> })?.commitError?.catch((cause) => this.onCommitFailed?.(cause))
+          }
+          throw failure.reason
+        }
       } catch (err) {
-        this.bytes -= entry.length
+        for (const e of written) this.bytes -= e.bytes
         // The tail must stay a contiguous run: these positions are a hole now.
         this.dropTail()
         this.onCommitFailed?.(err)
-        // LMDB rejects the write with a generic error and the transaction's real one (ENOSPC, EIO)
-        // later, on `commitError`: handled here, else it would be an unhandled rejection.
-        ;(err as { commitError?: Promise<unknown> })?.commitError?.catch((cause) => this.onCommitFailed?.(cause))
         for (const p of batch) p.reject(logUnavailable())
         continue
       }
-      this.lastCommitted = Math.max(this.lastCommitted, key + rows - 1)
-      this.keepInTail({ key, lines, bytes: entry.length })
+      this.lastCommitted = Math.max(this.lastCommitted, first + rows - 1)
+      for (const e of written) this.keepInTail(e)
       for (const p of batch) p.resolve()
     }
     this.committing = false
@@ -436,6 +450,34 @@ export class IngestLog {
     }
     return rows
   }
+}
+
+interface PendingAppend { lines: string[]; bytes: number; appendedAt: number; resolve: () => void; reject: (err: unknown) => void }
+
+/**
+ * The entries a commit writes for appends whose rows start at position `first`, in order: appends
+ * merged while the entry stays within MERGED_ENTRY_BYTES (a larger append is an entry of its own).
+ */
+function mergeAppends (batch: PendingAppend[], first: number): { key: number; lines: string[]; bytes: number }[] {
+  const entries: { key: number; lines: string[]; bytes: number }[] = []
+  let key = first
+  let group: PendingAppend[] = []
+  let size = 0
+  const flush = () => {
+    if (group.length === 0) return
+    const lines = group.length === 1 ? group[0]!.lines : group.flatMap((p) => p.lines)
+    entries.push({ key, lines, bytes: 0 })
+    key += lines.length
+    group = []
+    size = 0
+  }
+  for (const p of batch) {
+    if (group.length > 0 && size + p.bytes > MERGED_ENTRY_BYTES) flush()
+    group.push(p)
+    size += p.bytes
+  }
+  flush()
+  return entries
 }
 
 function listQuarantine (quarantine: Database<QuarantinedRow, number>, limit: number): QuarantinedRow[] {

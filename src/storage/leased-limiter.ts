@@ -16,8 +16,12 @@ interface Pool {
   served: number
   /** Redis said no until then: refuse locally without asking again. */
   refusedUntil: number
+  /** A background lease failed: none is tried before then. */
+  prefetchPausedUntil: number
   leasing: Promise<void> | null
 }
+
+const PREFETCH_PAUSE_MS = 1000
 
 /**
  * The ingestion burst limit without a Redis round trip per request: an instance leases tokens from
@@ -55,19 +59,30 @@ export class LeasedLimiter {
   }
 
   private prefetch (pool: Pool, bucket: string, limit: number): void {
-    if (pool.refusedUntil > Date.now()) return
+    const now = Date.now()
+    if (pool.refusedUntil > now || pool.prefetchPausedUntil > now) return
     // Twice what was served since the last lease (slices grow with demand), keeping what this
     // instance holds within maxShare × limit.
     const want = Math.min(2 * pool.served, Math.floor(limit * this.opts.maxShare) - pool.tokens)
     if (want <= 0) return
+    const servedBefore = pool.served
     const lease = this.shared.take(bucket, limit, want).then((got) => {
+      if (this.pools.get(bucket) !== pool) {
+        // The pool was replaced meanwhile (the limit changed): its tokens go back at once.
+        void this.shared.refund(bucket, limit, got.admitted).catch(() => {})
+        return
+      }
       pool.tokens += got.admitted
       pool.leasedAt = Date.now()
-      pool.served = 0
+      pool.served -= servedBefore // what was served during the lease counts toward the next one
       if (got.admitted < want) pool.refusedUntil = Date.now() + got.retryAfterMs
+    }, (err: unknown) => {
+      // Redis is slow or down: requests lease for themselves (and answer its failure); no
+      // background lease for a while, so a failing Redis is not asked again on every request.
+      pool.prefetchPausedUntil = Date.now() + PREFETCH_PAUSE_MS
+      throw err
     })
     pool.leasing = lease.finally(() => { pool.leasing = null })
-    // A failed lease leaves the next request without tokens to lease (and answer) for itself.
     pool.leasing.catch(() => {})
   }
 
@@ -76,7 +91,7 @@ export class LeasedLimiter {
     let pool = this.pools.get(bucket)
     if (!pool || pool.limit !== limit) {
       if (pool) void this.giveBack(bucket, pool)
-      pool = { limit, tokens: 0, leasedAt: 0, waiting: 0, served: 0, refusedUntil: 0, leasing: null }
+      pool = { limit, tokens: 0, leasedAt: 0, waiting: 0, served: 0, refusedUntil: 0, prefetchPausedUntil: 0, leasing: null }
       this.pools.set(bucket, pool)
     }
     pool.waiting += n

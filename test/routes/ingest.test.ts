@@ -198,3 +198,61 @@ t.test('Redis unreachable: ingestion answers 503 with Retry-After, not a 500', a
   t.match(res.json(), { error: 'unavailable' })
   t.equal(res.headers['retry-after'], '1')
 })
+
+t.test('a batch mixing agents this instance holds with new ones: each event gets its own agent and answer, in order', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const held = randomId('held-')
+  const first = await sendEvent(app, key.secret, { agentId: held })
+  t.equal(first.statusCode, 202)
+  const heldId = first.json().agentId
+  const fresh = [randomId('new-'), randomId('new-')]
+  const names = [held, fresh[0], held, fresh[1], fresh[0], held]
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/events/batch',
+    headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
+    payload: { events: names.map((agentId, i) => ({ agentId, reasoning: `event ${i}` })) },
+  })
+  t.equal(res.statusCode, 207)
+  const results = res.json().results as { status: number; agentId: string; id: string }[]
+  t.same(results.map((r) => r.status), names.map(() => 202))
+  const ids = results.map((r) => r.agentId)
+  t.equal(ids[0], heldId, 'the held agent resolves to its id')
+  t.equal(ids[2], heldId)
+  t.equal(ids[5], heldId)
+  t.equal(ids[1], ids[4], 'a new agent named twice is one agent')
+  t.not(ids[1], ids[3], 'two new agents are two agents')
+  t.notOk([ids[1], ids[3]].includes(heldId))
+  await shipped(app)
+  const listed = await app.inject({ url: '/v1/me/events?limit=50', headers: user.auth })
+  const stored = new Map((listed.json().events as { eventId: string; agent: { id: string }; reasoning: string }[]).map((e) => [e.eventId, e]))
+  results.forEach((r, i) => {
+    t.equal(stored.get(r.id)?.agent.id, ids[i], `event ${i} is stored under its own agent`)
+    t.equal(stored.get(r.id)?.reasoning, `event ${i}`)
+  })
+})
+
+t.test('a batch on a key bound to an agent: events naming another agent are refused one by one, the rest accepted', async (t) => {
+  const user = await newUser(app)
+  const unbound = await user.createKey()
+  const bound = randomId('bound-')
+  const agentId = (await sendEvent(app, unbound.secret, { agentId: bound })).json().agentId
+  const other = randomId('other-')
+  await sendEvent(app, unbound.secret, { agentId: other })
+  const key = await user.createKey('bound', agentId)
+  const events = [{ agentId: bound }, { agentId: other }, {}, { agentId }, { agentId: other }]
+  for (const round of [1, 2]) { // the second time, every reference is held by this instance
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v1/events/batch',
+      headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
+      payload: { events },
+    })
+    t.equal(res.statusCode, 207)
+    const results = res.json().results as { status: number; agentId?: string; reason?: string }[]
+    t.same(results.map((r) => r.status), [202, 403, 202, 202, 403], `round ${round}`)
+    t.same(results.filter((r) => r.status === 403).map((r) => r.reason), ['key_bound_to_other_agent', 'key_bound_to_other_agent'])
+    t.ok(results.filter((r) => r.status === 202).every((r) => r.agentId === agentId), 'accepted events go to the bound agent')
+  }
+})

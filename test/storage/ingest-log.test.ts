@@ -81,6 +81,51 @@ t.test('appends that wait for the same commit share one entry: positions in call
   t.equal(await reopened.append([line(user)]), 81, 'positions go on after the last one')
 })
 
+t.test('a commit that fails refuses every append it held with 503, gives their bytes back, and the log goes on after the gap', async (t) => {
+  const dir = logDir()
+  const failures: unknown[] = []
+  const log = IngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: (err) => failures.push(err) })
+  t.teardown(() => log.close())
+  const user = randomId('u-')
+  t.equal(await log.append([line(user, { reasoning: 'before' })]), 1)
+  const bytesBefore = log.stats().bytes
+  // The disk refuses the next commit (as LMDB does when the disk is full); the put is the store's own.
+  const store = log as unknown as { entries: { put: (...args: unknown[]) => Promise<boolean> } }
+  const put = store.entries.put
+  store.entries.put = () => Promise.reject(new Error('MDB_MAP_FULL: no room'))
+  const refused = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => log.append([line(user, { reasoning: `lost ${i}` })])))
+  store.entries.put = put
+  t.ok(refused.every((r) => r.status === 'rejected' && (r.reason as { reason?: string }).reason === 'ingest_log_unavailable'), 'every append of the failed commit is refused (503)')
+  t.ok(failures.length >= 1, 'the operator is told')
+  t.equal(log.stats().bytes, bytesBefore, 'the refused entries take no room')
+  t.equal(log.stats().rows, 1, 'only the row committed before is waiting')
+  const next = await log.append([line(user, { reasoning: 'after' })])
+  t.equal(next, 12, 'positions go on after the gap the refused appends left')
+  const rows = await log.read(0, 100, 1 << 24)
+  t.same(rows.map((r) => r.position), [1, 12], 'the rows read are the committed ones, in order')
+  t.match(rows[1]!.line, /after/)
+})
+
+t.test('appends waiting for one commit are merged into entries of bounded size', async (t) => {
+  const dir = logDir()
+  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const user = randomId('u-')
+  // 12 appends of ~1 MiB each, all waiting for the same commits.
+  const big = 'x'.repeat(1 << 20)
+  const lasts = await Promise.all(Array.from({ length: 12 }, (_, i) => log.append([line(user, { reasoning: `${i} ${big}` })])))
+  t.same(lasts, Array.from({ length: 12 }, (_, i) => i + 1))
+  await log.close()
+  const env = open({ path: dir, readOnly: true, maxDbs: 4 })
+  const sizes = [...env.openDB<Buffer, number>('entries', { encoding: 'binary' }).getRange({}).map(({ value }) => value.length)]
+  await env.close()
+  t.ok(sizes.length >= 3, `${sizes.length} entries`)
+  t.ok(sizes.every((n) => n <= 4 * 1024 * 1024 + (1 << 20) + 1024), `no entry much above 4 MiB (${sizes.map((n) => (n / 1048576).toFixed(1)).join(', ')} MiB)`)
+  const reopened = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  t.teardown(() => reopened.close())
+  const rows = await reopened.read(0, 100, 1 << 30)
+  t.same(rows.map((r) => r.position), Array.from({ length: 12 }, (_, i) => i + 1), 'every row reads back in order')
+})
+
 t.test('a crash between the insert and the log trim replays the same block, deduplicated in events and rollups', async (t) => {
   const dir = logDir()
   const user = randomId('crash-')
