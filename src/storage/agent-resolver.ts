@@ -21,7 +21,7 @@ export class AgentResolver {
 
   /** The resolution if this process holds it, else undefined (then `resolve`). */
   peek (ownerId: string, ref: string): Resolution | undefined {
-    return this.cache.peek([ownerId, ref]) ?? undefined
+    return this.cache.peek([ownerId, ref], () => this.agents.resolve(ownerId, ref)) ?? undefined
   }
 
   /**

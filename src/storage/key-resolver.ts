@@ -19,7 +19,7 @@ export class KeyResolver {
 
   /** The identity if this process holds it (null: no such key), undefined when `find` must ask further. */
   peek (secretHash: string): KeyIdentity | null | undefined {
-    return this.cache.peek(secretHash)
+    return this.cache.peek(secretHash, () => this.keys.findByHash(secretHash))
   }
 
   /** Forgets one key on every instance (after a revocation). False when Redis could not be told. */

@@ -67,13 +67,24 @@ declare module 'ioredis' {
   }
 }
 
-interface Local<T> { value: T | typeof MISSING }
+interface Local<T> {
+  value: T | typeof MISSING
+  /** From then on a read also starts a refresh from Redis in the background (once). */
+  refreshAt: number
+  refreshing: boolean
+}
+
+/** An entry read in the last part of its local life is refreshed ahead of its expiry. */
+const REFRESH_AT_SHARE_OF_TTL = 0.8
 interface Stored<T> { v: string; d: T | null }
 
 /**
  * Read-through cache shared by every instance: in-process LRU (entries live `localTtlMs`) → Redis
  * (a JSON entry, `sharedTtlSeconds`) → the loader, whose answer (null included) is stored in both.
- * Concurrent misses for one key in a process share one Redis read and one load.
+ * Concurrent misses for one key in a process share one Redis read and one load. An entry read in
+ * the last fifth of its local life is refreshed in the background (Redis, else the loader) while the
+ * read is answered from it, so a key in constant use never makes a request wait at its expiry; an
+ * entry is still never served past `localTtlMs`.
  *
  * Invalidation. Every entry in Redis is tagged with the versions of its cache and of its scope read
  * (in the same MGET as the entry) before its load; a read takes an entry only if its tag matches
@@ -121,20 +132,28 @@ export class SharedCache<T> {
 
   /** The value for a key: from this process, else from Redis, else from `load` (null: there is none). */
   async get (key: CacheKey, load: () => Promise<T | null>): Promise<T | null> {
+    const held = this.peek(key, load)
+    if (held !== undefined) return held
     const [scope, id] = typeof key === 'string' ? [key, ''] : key
     const localKey = `${scope}\u0000${id}`
-    const hit = this.local.get(localKey)
-    if (hit !== undefined) return hit.value === MISSING ? null : hit.value
     return this.loading.run(localKey, () => this.readThrough(scope, id, localKey, load))
   }
 
   /**
    * What this process holds for a key, without waiting (the ingestion hot path's synchronous
    * lookup): the value, null when there is none, undefined when this process does not know (`get`).
+   * With `load`, an entry near its expiry is refreshed in the background.
    */
-  peek (key: CacheKey): T | null | undefined {
-    const hit = this.local.get(typeof key === 'string' ? `${key}\u0000` : `${key[0]}\u0000${key[1]}`)
+  peek (key: CacheKey, load?: () => Promise<T | null>): T | null | undefined {
+    const localKey = typeof key === 'string' ? `${key}\u0000` : `${key[0]}\u0000${key[1]}`
+    const hit = this.local.get(localKey)
     if (hit === undefined) return undefined
+    if (load && !hit.refreshing && Date.now() >= hit.refreshAt) {
+      // Once per entry: a refresh that fails leaves the entry to expire, and the next read to load it.
+      hit.refreshing = true
+      const [scope, id] = typeof key === 'string' ? [key, ''] : key
+      this.loading.run(localKey, () => this.readThrough(scope, id, localKey, load)).catch(() => {})
+    }
     return hit.value === MISSING ? null : hit.value
   }
 
@@ -177,7 +196,9 @@ export class SharedCache<T> {
   }
 
   private keepLocal (started: number, localKey: string, value: T | null): void {
-    if (started === this.generation) this.local.set(localKey, { value: value ?? MISSING })
+    if (started === this.generation) {
+      this.local.set(localKey, { value: value ?? MISSING, refreshAt: Date.now() + this.opts.localTtlMs * REFRESH_AT_SHARE_OF_TTL, refreshing: false })
+    }
   }
 
   private dropLocal (scope: string): void {
