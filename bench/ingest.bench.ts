@@ -20,9 +20,12 @@ import { loadLocalSigningKey, signLocalToken } from '../src/storage/local-signin
 import { withDefaultUser } from '../src/storage/postgres.ts'
 import { benchDatabaseUrl, deleteRedisKeys, dropDatabase, verdict, waitForUp } from './bench-support.ts'
 
-const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, 'batch-connections': { type: 'string', default: '8' }, runs: { type: 'string', default: 'a,b,c0,c' } } })
+const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, 'batch-connections': { type: 'string', default: '8' }, runs: { type: 'string', default: 'a,b,c0,c' }, rounds: { type: 'string', default: '1' } } })
 // --runs picks some of the runs (e.g. --runs b to profile the single-event path alone); ratios need both sides.
 const runs = new Set(values.runs.split(','))
+// --rounds N runs each bare/service pair N times, alternating, and prints every ratio and their median
+// (the machine's speed drifts between runs; the other figures come from the last round).
+const rounds = Math.max(1, Number(values.rounds))
 const duration = Number(values.duration)
 const connections = Number(values.connections)
 const batchConnections = Number(values['batch-connections'])
@@ -157,6 +160,23 @@ try {
   }
 
   const results: Partial<Record<'a' | 'b' | 'c0' | 'c', Figures>> = {}
+  // Earlier rounds: the ratios only.
+  const ratios: { b: number[]; c: number[] } = { b: [], c: [] }
+  for (let round = 1; round < rounds; round++) {
+    if (runs.has('a') && runs.has('b')) {
+      const a = await measure(`(a) round ${round}`, bare, { url: `http://127.0.0.1:${barePort}/v1/events`, method: 'POST', headers, body: single, connections, duration })
+      const b = await measure(`(b) round ${round}`, service, { url: `${base}/v1/events`, method: 'POST', headers, body: single, connections, duration })
+      ratios.b.push(b.rps / a.rps)
+      console.error(`round ${round}: (a) ${a.rps.toFixed(0)} req/s, (b) ${b.rps.toFixed(0)} req/s, p99 ${b.p99} ms`)
+    }
+    if (runs.has('c0') && runs.has('c')) {
+      const c0 = await measure(`(c0) round ${round}`, bare, { url: `http://127.0.0.1:${barePort}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration }, 500)
+      const c = await measure(`(c) round ${round}`, service, { url: `${base}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration }, 500)
+      ratios.c.push(c.eventsPerSec! / c0.eventsPerSec!)
+      console.error(`round ${round}: (c0) ${c0.eventsPerSec!.toFixed(0)} events/s, (c) ${c.eventsPerSec!.toFixed(0)} events/s`)
+    }
+  }
+
   if (runs.has('a')) results.a = (await measure('(a) bare Fastify 202', bare, { url: `http://127.0.0.1:${barePort}/v1/events`, method: 'POST', headers, body: single, connections, duration }))
 
   // Figures of the measured run only: taken when it starts (after the warm-up), and when it ends.
@@ -224,6 +244,13 @@ try {
   if (a && b) console.log(`CPU per event, server process, all threads: (b) ${(b.cpuUsPerEvent / a.cpuUsPerEvent).toFixed(1)} × (a)`)
   if (c0 && c) console.log(`CPU per event, server process, all threads: (c) ${(c.cpuUsPerEvent / c0.cpuUsPerEvent).toFixed(1)} × (c0)`)
   if (c0 && c) console.log(`(c)/(c0) = ${(c.eventsPerSec! / c0.eventsPerSec! * 100).toFixed(1)} %  (target ≥ 15 %, aim 25 %) ${verdict(c.eventsPerSec! / c0.eventsPerSec! >= 0.15)}`)
+  if (rounds > 1) {
+    if (a && b) ratios.b.push(b.rps / a.rps)
+    if (c0 && c) ratios.c.push(c.eventsPerSec! / c0.eventsPerSec!)
+    const show = (xs: number[]) => `${xs.map((x) => (x * 100).toFixed(1)).join(', ')} %; median ${(percentile([...xs].sort((x, y) => x - y), 50) * 100).toFixed(1)} %`
+    if (ratios.b.length) console.log(`(b)/(a) over ${ratios.b.length} rounds: ${show(ratios.b)}`)
+    if (ratios.c.length) console.log(`(c)/(c0) over ${ratios.c.length} rounds: ${show(ratios.c)}`)
+  }
   if (b) {
     console.log(`(d) visibility during (b): p50 ${percentile(vis, 50).toFixed(0)} ms, p99 ${percentile(vis, 99).toFixed(0)} ms, max ${vis.at(-1)?.toFixed(0)} ms over ${vis.length} probes  (target p99 ≤ 1000 ms) ${verdict(percentile(vis, 99) <= 1000)}`)
     console.log(`(e) backlog drained ${drainMs.toFixed(0)} ms after (b) stopped (${during.ingest.backlogRows} rows waiting when it stopped)`)
