@@ -179,7 +179,7 @@ t.test('with Redis down lookups go to the loader, warn once, and invalidations d
 
 t.test('an entry in use is refreshed ahead of its expiry: reads keep finding it without waiting, and pick up a new value', async (t) => {
   const prefix = `test:${randomId()}:`
-  const a = await instance(t, prefix, { localTtlMs: 3000 })
+  const a = await instance(t, prefix, { localTtlMs: 5000 })
   let value = 'v1'
   let loads = 0
   const load = async () => {
@@ -189,15 +189,15 @@ t.test('an entry in use is refreshed ahead of its expiry: reads keep finding it 
   t.equal(await a.cache.get('k', load), 'v1')
   t.equal(a.cache.peek('k', load), 'v1', 'held right after the load')
   // In the last fifth of its life a read answers at once and starts a refresh from Redis.
-  await new Promise((resolve) => setTimeout(resolve, 2500)) // refreshes from 2.4 s, expires at 3 s
+  await new Promise((resolve) => setTimeout(resolve, 4200)) // refreshes from 4 s, expires at 5 s
   t.equal(a.cache.peek('k', load), 'v1', 'answered from the entry while it refreshes')
-  await new Promise((resolve) => setTimeout(resolve, 800)) // past the first entry's expiry
+  await new Promise((resolve) => setTimeout(resolve, 1200)) // past the first entry's expiry
   t.equal(a.cache.peek('k', load), 'v1', 'still held after the first entry would have expired: the refresh renewed it')
   t.equal(loads, 1, 'the refresh read the entry from Redis, not the loader')
   // A peek without a loader never refreshes; an entry nobody reads expires as before.
   value = 'v2'
   await a.redis.del(`${prefix}sc:test:e:1:k:`) // the shared entry too, so the next load is the loader's
-  await new Promise((resolve) => setTimeout(resolve, 3100))
+  await new Promise((resolve) => setTimeout(resolve, 5100))
   t.equal(a.cache.peek('k'), undefined, 'an entry not read near its expiry expires')
   t.equal(await a.cache.get('k', load), 'v2')
 })
