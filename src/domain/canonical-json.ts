@@ -14,16 +14,12 @@ function quoteKey (key: string): string {
   return quoted
 }
 
-/**
- * Canonical JSON (RFC 8785 style): object keys sorted by UTF-16 code units, no whitespace, numbers
- * and strings as JSON.stringify writes them. Equal payloads give byte-identical output whatever the
- * key order they were sent in. (Recursion is safe: bodies are refused past 32 levels before this runs.)
- */
 // A string JSON writes as it is, between quotes: no quote, backslash, control character or surrogate
 // (JSON.stringify escapes lone surrogates; strings with any surrogate take its path).
 // eslint-disable-next-line no-control-regex -- control characters are exactly what JSON escapes
 const PLAIN_STRING = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/
 
+/** A string, number, boolean, null or undefined as JSON.stringify writes it ('null' for undefined). */
 function scalarJson (value: unknown): string {
   switch (typeof value) {
     case 'string': return PLAIN_STRING.test(value) ? '"' + value + '"' : JSON.stringify(value)
@@ -33,6 +29,11 @@ function scalarJson (value: unknown): string {
   }
 }
 
+/**
+ * Canonical JSON (RFC 8785 style): object keys sorted by UTF-16 code units, no whitespace, numbers
+ * and strings as JSON.stringify writes them. Equal payloads give byte-identical output whatever the
+ * key order they were sent in. (Recursion is safe: bodies are refused past 32 levels before this runs.)
+ */
 export function canonicalJson (value: unknown): string {
   if (value === null || typeof value !== 'object') return scalarJson(value)
   if (Array.isArray(value)) {
