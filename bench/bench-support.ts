@@ -1,6 +1,7 @@
 import pg from 'pg'
 import { Redis } from 'ioredis'
 import { withDefaultUser } from '../src/storage/postgres.ts'
+import type { IncomingEvent } from '../src/domain/event-row.ts'
 
 /**
  * The benchmarks' database: on the server and with the credentials of DATABASE_URL (default
@@ -61,4 +62,21 @@ export async function waitForUp (url: string, init?: RequestInit): Promise<void>
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   throw new Error(`${url} did not come up`)
+}
+
+/**
+ * The ingestion benchmarks' event i: a `tool` event with model, tokens, session and trace, for one of
+ * 8 agents.
+ */
+export function benchEvent (i: number): IncomingEvent {
+  return {
+    agentId: `bench-agent-${i % 8}`,
+    type: 'tool',
+    toolExecuted: 'search',
+    outcome: 'success',
+    durationMs: 120,
+    model: 'claude-sonnet-4-5',
+    reasoning: 'looked up the cheapest option before booking',
+    metadata: { sessionId: 'bench-session', traceId: 'bench-trace', privacyLevel: 'standard', tokensBreakdown: { inputBase: 1200, cacheCreation: 0, cacheRead: 800, output: 300 } },
+  }
 }

@@ -14,22 +14,16 @@ import { openClickHouse, migrateClickHouse } from '../src/storage/clickhouse-cli
 import { EventsRepository, eventLine } from '../src/storage/events-repository.ts'
 import { buildEventRow, type IncomingEvent } from '../src/domain/event-row.ts'
 import { newEventId } from '../src/domain/ids.ts'
+import { benchEvent } from './bench-support.ts'
 
 const { values } = parseArgs({ options: { inserts: { type: 'string', default: '20' } } })
 const inserts = Number(values.inserts)
 const sizes = [1, 100, 800, 4000]
 
-const event = (i: number): IncomingEvent => ({
-  agentId: `bench-agent-${i % 8}`,
-  type: i % 50 === 0 ? 'error' : 'tool',
-  toolExecuted: 'search',
-  outcome: i % 50 === 0 ? 'failed' : 'success',
-  durationMs: 120,
-  model: 'claude-sonnet-4-5',
-  reasoning: 'looked up the cheapest option before booking',
-  ...(i % 50 === 0 ? { errorMessage: `timeout after ${i} ms` } : {}),
-  metadata: { sessionId: 'bench-session', traceId: 'bench-trace', privacyLevel: 'standard', tokensBreakdown: { inputBase: 1200, cacheCreation: 0, cacheRead: 800, output: 300 } },
-})
+// Every 50th event an error, so that the error-cluster view has rows to write.
+const event = (i: number): IncomingEvent => i % 50 === 0
+  ? { ...benchEvent(i), type: 'error', outcome: 'failed', errorMessage: `timeout after ${i} ms` }
+  : benchEvent(i)
 
 function block (rows: number): string {
   const now = Date.now()

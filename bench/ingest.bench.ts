@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { loadLocalSigningKey, signLocalToken } from '../src/storage/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchDatabaseUrl, deleteRedisKeys, dropDatabase, verdict, waitForUp } from './bench-support.ts'
+import { benchDatabaseUrl, benchEvent as event, deleteRedisKeys, dropDatabase, verdict, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, 'batch-connections': { type: 'string', default: '8' }, runs: { type: 'string', default: 'a,b,c0,c' }, rounds: { type: 'string', default: '1' } } })
 // --runs picks some of the runs (e.g. --runs b to profile the single-event path alone); ratios need both sides.
@@ -83,22 +83,18 @@ async function measure (name: string, server: ChildProcess, opts: autocannon.Opt
   }
 }
 
-const event = (i: number) => ({
-  agentId: `bench-agent-${i % 8}`,
-  type: 'tool',
-  toolExecuted: 'search',
-  outcome: 'success',
-  durationMs: 120,
-  model: 'claude-sonnet-4-5',
-  reasoning: 'looked up the cheapest option before booking',
-  metadata: { sessionId: 'bench-session', traceId: 'bench-trace', privacyLevel: 'standard', tokensBreakdown: { inputBase: 1200, cacheCreation: 0, cacheRead: 800, output: 300 } },
-})
-
 /** The machine's CPU time so far from /proc/stat, in clock ticks: busy (user, nice, system, irq, softirq) and all. */
 function machineTicks (): { busy: number; total: number } {
   const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number) as number[]
   const busy = user! + nice! + system! + irq! + softirq!
   return { busy, total: busy + idle! + iowait! + steal! }
+}
+
+/** The middle value (the mean of the two middle ones for an even count). */
+function median (xs: number[]): number {
+  const sorted = [...xs].sort((x, y) => x - y)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
 }
 
 const percentile = (sorted: number[], p: number) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN
@@ -160,24 +156,32 @@ try {
   }
 
   const results: Partial<Record<'a' | 'b' | 'c0' | 'c', Figures>> = {}
+  // What each run sends where; every round uses the same.
+  const load = {
+    a: { url: `http://127.0.0.1:${barePort}/v1/events`, method: 'POST', headers, body: single, connections, duration },
+    b: { url: `${base}/v1/events`, method: 'POST', headers, body: single, connections, duration },
+    c0: { url: `http://127.0.0.1:${barePort}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration },
+    c: { url: `${base}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration },
+  } satisfies Record<string, autocannon.Options>
+
   // Earlier rounds: the ratios only.
   const ratios: { b: number[]; c: number[] } = { b: [], c: [] }
   for (let round = 1; round < rounds; round++) {
     if (runs.has('a') && runs.has('b')) {
-      const a = await measure(`(a) round ${round}`, bare, { url: `http://127.0.0.1:${barePort}/v1/events`, method: 'POST', headers, body: single, connections, duration })
-      const b = await measure(`(b) round ${round}`, service, { url: `${base}/v1/events`, method: 'POST', headers, body: single, connections, duration })
+      const a = await measure(`(a) round ${round}`, bare, load.a)
+      const b = await measure(`(b) round ${round}`, service, load.b)
       ratios.b.push(b.rps / a.rps)
       console.error(`round ${round}: (a) ${a.rps.toFixed(0)} req/s, (b) ${b.rps.toFixed(0)} req/s, p99 ${b.p99} ms`)
     }
     if (runs.has('c0') && runs.has('c')) {
-      const c0 = await measure(`(c0) round ${round}`, bare, { url: `http://127.0.0.1:${barePort}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration }, 500)
-      const c = await measure(`(c) round ${round}`, service, { url: `${base}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration }, 500)
+      const c0 = await measure(`(c0) round ${round}`, bare, load.c0, 500)
+      const c = await measure(`(c) round ${round}`, service, load.c, 500)
       ratios.c.push(c.eventsPerSec! / c0.eventsPerSec!)
       console.error(`round ${round}: (c0) ${c0.eventsPerSec!.toFixed(0)} events/s, (c) ${c.eventsPerSec!.toFixed(0)} events/s`)
     }
   }
 
-  if (runs.has('a')) results.a = (await measure('(a) bare Fastify 202', bare, { url: `http://127.0.0.1:${barePort}/v1/events`, method: 'POST', headers, body: single, connections, duration }))
+  if (runs.has('a')) results.a = (await measure('(a) bare Fastify 202', bare, load.a))
 
   // Figures of the measured run only: taken when it starts (after the warm-up), and when it ends.
   let stepsBefore: Record<string, { events: number; totalMs: number }> = {}
@@ -193,7 +197,7 @@ try {
   let machineBusy = NaN
   let loadGenCpu = NaN
   if (runs.has('b')) {
-    results.b = (await measure('(b) POST /v1/events', service, { url: `${base}/v1/events`, method: 'POST', headers, body: single, connections, duration }, 1, () => {
+    results.b = (await measure('(b) POST /v1/events', service, load.b, 1, () => {
       threadsBefore = cpuByThread(service.pid!)
       machineBefore = machineTicks()
       loadGenBefore = process.cpuUsage()
@@ -221,10 +225,10 @@ try {
   }
   const stepsAfter = during.ingest.steps
 
-  if (runs.has('c0')) results.c0 = (await measure(`(c0) bare batch x500, ${batchConnections} conns`, bare, { url: `http://127.0.0.1:${barePort}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration }, 500))
+  if (runs.has('c0')) results.c0 = (await measure(`(c0) bare batch x500, ${batchConnections} conns`, bare, load.c0, 500))
   let batchStepsBefore: Record<string, { events: number; totalMs: number }> = {}
   if (runs.has('c')) {
-    results.c = (await measure(`(c) batch x500, ${batchConnections} conns`, service, { url: `${base}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration }, 500, () => {
+    results.c = (await measure(`(c) batch x500, ${batchConnections} conns`, service, load.c, 500, () => {
       void health().then((h) => { batchStepsBefore = h.ingest.steps })
     }))
   }
@@ -247,7 +251,7 @@ try {
   if (rounds > 1) {
     if (a && b) ratios.b.push(b.rps / a.rps)
     if (c0 && c) ratios.c.push(c.eventsPerSec! / c0.eventsPerSec!)
-    const show = (xs: number[]) => `${xs.map((x) => (x * 100).toFixed(1)).join(', ')} %; median ${(percentile([...xs].sort((x, y) => x - y), 50) * 100).toFixed(1)} %`
+    const show = (xs: number[]) => `${xs.map((x) => (x * 100).toFixed(1)).join(', ')} %; median ${(median(xs) * 100).toFixed(1)} %`
     if (ratios.b.length) console.log(`(b)/(a) over ${ratios.b.length} rounds: ${show(ratios.b)}`)
     if (ratios.c.length) console.log(`(c)/(c0) over ${ratios.c.length} rounds: ${show(ratios.c)}`)
   }
