@@ -86,6 +86,16 @@ export function sendEvent (app: FastifyInstance, secret: string, payload: unknow
   })
 }
 
+/** POSTs a batch of events with a key. */
+export function sendBatch (app: FastifyInstance, secret: string, events: unknown[]) {
+  return app.inject({
+    method: 'POST',
+    url: '/v1/events/batch',
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+    payload: JSON.stringify({ events }),
+  })
+}
+
 /** Waits until everything the app acknowledged is in ClickHouse (the shipper runs behind the 202). */
 export async function shipped (app: FastifyInstance, timeoutMs = 10_000): Promise<void> {
   if (!(await app.shipper.drain(timeoutMs))) throw new Error(`the ingest log was not shipped within ${timeoutMs} ms`)

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildTestApp, newUser, randomId, sendEvent, shipped } from '../helpers/app.ts'
+import { buildTestApp, newUser, randomId, sendBatch, sendEvent, shipped } from '../helpers/app.ts'
 import { contentHash } from '../../src/domain/canonical-json.ts'
 
 const app = await buildTestApp(t)
@@ -208,12 +208,7 @@ t.test('a batch mixing agents this instance holds with new ones: each event gets
   const heldId = first.json().agentId
   const fresh = [randomId('new-'), randomId('new-')]
   const names = [held, fresh[0], held, fresh[1], fresh[0], held]
-  const res = await app.inject({
-    method: 'POST',
-    url: '/v1/events/batch',
-    headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
-    payload: { events: names.map((agentId, i) => ({ agentId, reasoning: `event ${i}` })) },
-  })
+  const res = await sendBatch(app, key.secret, names.map((agentId, i) => ({ agentId, reasoning: `event ${i}` })))
   t.equal(res.statusCode, 207)
   const results = res.json().results as { status: number; agentId: string; id: string }[]
   t.same(results.map((r) => r.status), names.map(() => 202))
@@ -243,12 +238,7 @@ t.test('a batch on a key bound to an agent: events naming another agent are refu
   const key = await user.createKey('bound', agentId)
   const events = [{ agentId: bound }, { agentId: other }, {}, { agentId }, { agentId: other }]
   for (const round of [1, 2]) { // the second time, every reference is held by this instance
-    const res = await app.inject({
-      method: 'POST',
-      url: '/v1/events/batch',
-      headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
-      payload: { events },
-    })
+    const res = await sendBatch(app, key.secret, events)
     t.equal(res.statusCode, 207)
     const results = res.json().results as { status: number; agentId?: string; reason?: string }[]
     t.same(results.map((r) => r.status), [202, 403, 202, 202, 403], `round ${round}`)
