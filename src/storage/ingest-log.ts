@@ -259,15 +259,14 @@ export class IngestLog {
       for (const p of batch) rows += p.lines.length
       // Every position handed out so far is in this batch or committed before it.
       const first = this.next - rows
-      let written: { key: number; lines: string[]; bytes: number }[] = []
+      const written: { key: number; lines: string[]; bytes: number }[] = []
       try {
-        written = mergeAppends(batch, first)
         const puts: Promise<boolean>[] = []
-        for (const e of written) {
-          const entry = encodeEntry(e.lines, batch[0]!.appendedAt)
-          e.bytes = entry.length
+        for (const { key, lines } of mergeAppends(batch, first)) {
+          const entry = encodeEntry(lines, batch[0]!.appendedAt)
+          written.push({ key, lines, bytes: entry.length })
           this.bytes += entry.length
-          puts.push(this.entries.put(e.key, entry))
+          puts.push(this.entries.put(key, entry))
         }
         // Every put is awaited, failed or not: an unawaited rejection would end the process.
         const outcomes = await Promise.allSettled(puts)
@@ -458,15 +457,15 @@ interface PendingAppend { lines: string[]; bytes: number; appendedAt: number; re
  * The entries a commit writes for appends whose rows start at position `first`, in order: appends
  * merged while the entry stays within MERGED_ENTRY_BYTES (a larger append is an entry of its own).
  */
-function mergeAppends (batch: PendingAppend[], first: number): { key: number; lines: string[]; bytes: number }[] {
-  const entries: { key: number; lines: string[]; bytes: number }[] = []
+function mergeAppends (batch: PendingAppend[], first: number): { key: number; lines: string[] }[] {
+  const entries: { key: number; lines: string[] }[] = []
   let key = first
   let group: PendingAppend[] = []
   let size = 0
   const flush = () => {
     if (group.length === 0) return
     const lines = group.length === 1 ? group[0]!.lines : group.flatMap((p) => p.lines)
-    entries.push({ key, lines, bytes: 0 })
+    entries.push({ key, lines })
     key += lines.length
     group = []
     size = 0
