@@ -268,7 +268,7 @@ try {
     console.log(`    ${step.padEnd(8)} ${(b ? perEvent(after, stepsBefore[step]) : '').padStart(30)} ${(c ? perEvent(batchStepsAfter[step], batchStepsBefore[step]) : '').padStart(16)}`)
   }
   if (b) {
-    console.log(`    event-loop delay during (b): p50 ${during.eventLoopDelayMs.p50} ms, p99 ${during.eventLoopDelayMs.p99} ms, max ${during.eventLoopDelayMs.max} ms`)
+    console.log(`    event-loop delay during (b): p50 ${during.eventLoopDelayMs.p50.toFixed(1)} ms, p99 ${during.eventLoopDelayMs.p99.toFixed(1)} ms, max ${during.eventLoopDelayMs.max.toFixed(1)} ms`)
     const bEvents = b.rps * duration
     const threadCpu = [...threadsAfter].map(([name, us]) => [name, (us - (threadsBefore.get(name) ?? 0)) / bEvents] as const).filter(([, us]) => us >= 1).sort((x, y) => y[1] - x[1])
     console.log(`    CPU µs per event during (b), by thread: ${threadCpu.map(([name, us]) => `${name} ${us.toFixed(0)}`).join(', ')}`)

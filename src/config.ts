@@ -117,7 +117,7 @@ const schema = {
     INGEST_LOG_MAX_BYTES: { type: 'integer', minimum: 65536, default: 1073741824 },
     INGEST_BATCH_MAX_ROWS: { type: 'integer', minimum: 1, default: 20000 },
     INGEST_BATCH_MAX_BYTES: { type: 'integer', minimum: 1024, default: 16777216 },
-    INGEST_SHIP_MIN_INTERVAL_MS: { type: 'integer', minimum: 0, maximum: 60000, default: 200 },
+    INGEST_SHIP_MIN_INTERVAL_MS: { type: 'integer', minimum: 0, maximum: 60000, default: 500 },
     INGEST_DRAIN_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 25000, default: 10000 },
     INGEST_DEGRADED_AFTER_MS: { type: 'integer', minimum: 1000, default: 10000 },
     READ_YOUR_WRITES_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 10000, default: 2000 },
