@@ -1,7 +1,19 @@
+import { readFileSync } from 'node:fs'
 import pg from 'pg'
 import { Redis } from 'ioredis'
 import { withDefaultUser } from '../src/storage/postgres.ts'
 import type { IncomingEvent } from '../src/domain/event-row.ts'
+
+/**
+ * The node arguments `npm start` runs the service with (package.json's start script, e.g. V8's heap
+ * flags), so a benchmark measures what operators run: `extra` node flags go before the script, and
+ * `script` with its arguments replaces src/main.ts (the bare baseline runs under the same flags).
+ */
+export function serviceArgs (extra: string[] = [], script?: string[]): string[] {
+  const start = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start
+  const args = start.trim().split(/\s+/).slice(1) // without `node`
+  return [...args.slice(0, -1), ...extra, ...(script ?? args.slice(-1))]
+}
 
 /**
  * The benchmarks' database: on the server and with the credentials of DATABASE_URL (default

@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { loadLocalSigningKey, signLocalToken } from '../src/storage/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchDatabaseUrl, benchEvent as event, deleteRedisKeys, dropDatabase, verdict, waitForUp } from './bench-support.ts'
+import { benchDatabaseUrl, benchEvent as event, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, 'batch-connections': { type: 'string', default: '8' }, runs: { type: 'string', default: 'a,b,c0,c' }, rounds: { type: 'string', default: '1' } } })
 // --runs picks some of the runs (e.g. --runs b to profile the single-event path alone); ratios need both sides.
@@ -36,7 +36,7 @@ const redisPrefix = `bench:${randomBytes(4).toString('hex')}:`
 const children: ChildProcess[] = []
 
 function startProcess (args: string[], env: Record<string, string> = {}): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] })
+  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] })
   children.push(child)
   return child
 }
@@ -61,6 +61,16 @@ function cpuByThread (pid: number): Map<string, number> {
     } catch { /* the thread ended */ }
   }
   return out
+}
+
+/** CPU µs per event by thread between two cpuByThread readings, largest first (threads under 1 µs left out). */
+function byThread (before: Map<string, number>, after: Map<string, number>, events: number): string {
+  return [...after]
+    .map(([name, us]) => [name, (us - (before.get(name) ?? 0)) / Math.max(1, events)] as const)
+    .filter(([, us]) => us >= 1)
+    .sort((x, y) => y[1] - x[1])
+    .map(([name, us]) => `${name} ${us.toFixed(0)}`)
+    .join(', ')
 }
 
 async function measure (name: string, server: ChildProcess, opts: autocannon.Options, eventsPerRequest = 1, during?: () => void): Promise<Figures> {
@@ -103,9 +113,12 @@ try {
   const barePort = 3900 + Math.floor(Math.random() * 50)
   const servicePort = barePort + 50
   const base = `http://127.0.0.1:${servicePort}`
-  const bare = startProcess(['bench/bare-server.ts', String(barePort)])
+  const bare = startProcess(serviceArgs([], ['bench/bare-server.ts', String(barePort)]))
   // BENCH_PROFILE=dir writes a CPU profile of the service (node --cpu-prof) into dir when it exits.
-  const service = startProcess([...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), 'src/main.ts'], {
+  const service = startProcess(serviceArgs([
+    ...(process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ') : []),
+    ...(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []),
+  ]), {
     PORT: String(servicePort), DATA_DIR: dataDir, DATABASE_URL: databaseUrl, ROLES: 'api',
     REDIS_PREFIX: redisPrefix, LOG_LEVEL: 'warn', ME_READS_PER_MINUTE: '100000',
   })
@@ -227,10 +240,19 @@ try {
 
   if (runs.has('c0')) results.c0 = (await measure(`(c0) bare batch x500, ${batchConnections} conns`, bare, load.c0, 500))
   let batchStepsBefore: Record<string, { events: number; totalMs: number }> = {}
+  let batchThreadsBefore = new Map<string, number>()
+  let batchThreads = new Map<string, number>()
+  let batchMachineBusy = NaN
   if (runs.has('c')) {
+    let machineAtStart = machineTicks()
     results.c = (await measure(`(c) batch x500, ${batchConnections} conns`, service, load.c, 500, () => {
+      batchThreadsBefore = cpuByThread(service.pid!)
+      machineAtStart = machineTicks()
       void health().then((h) => { batchStepsBefore = h.ingest.steps })
     }))
+    batchThreads = cpuByThread(service.pid!)
+    const machineAtEnd = machineTicks()
+    batchMachineBusy = (100 * (machineAtEnd.busy - machineAtStart.busy)) / Math.max(1, machineAtEnd.total - machineAtStart.total)
   }
   const batchStepsAfter = (await health()).ingest.steps
   await db.end()
@@ -270,10 +292,12 @@ try {
   if (b) {
     console.log(`    event-loop delay during (b): p50 ${during.eventLoopDelayMs.p50.toFixed(1)} ms, p99 ${during.eventLoopDelayMs.p99.toFixed(1)} ms, max ${during.eventLoopDelayMs.max.toFixed(1)} ms`)
     const bEvents = b.rps * duration
-    const threadCpu = [...threadsAfter].map(([name, us]) => [name, (us - (threadsBefore.get(name) ?? 0)) / bEvents] as const).filter(([, us]) => us >= 1).sort((x, y) => y[1] - x[1])
-    console.log(`    CPU µs per event during (b), by thread: ${threadCpu.map(([name, us]) => `${name} ${us.toFixed(0)}`).join(', ')}`)
+    console.log(`    CPU µs per event during (b), by thread: ${byThread(threadsBefore, threadsAfter, bEvents)}`)
     console.log(`    machine CPU during (b): ${machineBusy.toFixed(0)} % busy (of ${cpus().length} cores; steal counts as idle) (load generator included), ${(loadGenCpu / (b.rps * duration)).toFixed(0)} µs of the load generator's CPU per request`)
     console.log(`    Postgres transactions during (b): ${((pgAfter - pgBefore) / duration).toFixed(1)}/s`)
+  }
+  if (c) {
+    console.log(`    CPU µs per event during (c), by thread: ${byThread(batchThreadsBefore, batchThreads, c.eventsPerSec! * duration)}; machine ${batchMachineBusy.toFixed(0)} % busy`)
   }
 } finally {
   // Wait for the servers to exit (the service ships its log and closes its stores) before cleaning up.

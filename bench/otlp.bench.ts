@@ -21,7 +21,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources'
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer'
 import { loadLocalSigningKey, signLocalToken } from '../src/storage/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { waitForUp } from './bench-support.ts'
+import { serviceArgs, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '8' } } })
 const duration = Number(values.duration)
@@ -71,7 +71,7 @@ type Steps = Record<string, { events: number; totalMs: number }>
 try {
   const port = 4100 + Math.floor(Math.random() * 100)
   const base = `http://127.0.0.1:${port}`
-  service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  service = spawn(process.execPath, serviceArgs(), {
     cwd: root,
     env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: databaseUrl, ROLES: 'api', REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:`, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
-import { benchDatabaseUrl, deleteRedisKeys, dropDatabase, waitForUp } from './bench-support.ts'
+import { benchDatabaseUrl, deleteRedisKeys, dropDatabase, serviceArgs, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({
   options: {
@@ -32,7 +32,7 @@ const seedStarted = Date.now()
 if (!reuse) execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/seed.ts', '--events', values.events!, '--user', user], { cwd: root, env, stdio: 'inherit' })
 const seedSeconds = (Date.now() - seedStarted) / 1000
 const port = 4100 + Math.floor(Math.random() * 200)
-const service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+const service = spawn(process.execPath, serviceArgs(), {
   cwd: root, env: { ...env, PORT: String(port), ROLES: 'api', ME_READS_PER_MINUTE: '1000000', REDIS_PREFIX: `bench:${user}:` }, stdio: ['ignore', 'ignore', 'inherit'],
 })
 try {

@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
 import { launchChromium } from '../test/helpers/browser.ts'
-import { waitForUp } from './bench-support.ts'
+import { serviceArgs, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({
   options: {
@@ -29,7 +29,7 @@ const env = { ...process.env, DATA_DIR: dataDir, DATABASE_URL: 'postgres://local
 const user = `ui-${randomBytes(4).toString('hex')}`
 execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/seed.ts', '--events', values.events!, '--user', user, '--agents', '12'], { cwd: root, env, stdio: 'inherit' })
 const port = 4300 + Math.floor(Math.random() * 200)
-const service = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+const service = spawn(process.execPath, serviceArgs(), {
   cwd: root, env: { ...env, PORT: String(port), ROLES: 'api,worker', REDIS_PREFIX: `bench:${user}:` }, stdio: ['ignore', 'ignore', 'inherit'],
 })
 try {
