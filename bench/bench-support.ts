@@ -1,8 +1,10 @@
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import pg from 'pg'
 import { Redis } from 'ioredis'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import type { IncomingEvent } from '../src/domain/event-row.ts'
+import { buildEventRow, type IncomingEvent } from '../src/domain/event-row.ts'
+import { newEventId } from '../src/domain/ids.ts'
+import { eventLine } from '../src/storage/events-repository.ts'
 
 /**
  * The node arguments `npm start` runs the service with (package.json's start script, e.g. V8's heap
@@ -91,4 +93,44 @@ export function benchEvent (i: number): IncomingEvent {
     reasoning: 'looked up the cheapest option before booking',
     metadata: { sessionId: 'bench-session', traceId: 'bench-trace', privacyLevel: 'standard', tokensBreakdown: { inputBase: 1200, cacheCreation: 0, cacheRead: 800, output: 300 } },
   }
+}
+
+/**
+ * `rows` rows of the bench event as the shipper sends them (JSONCompactEachRow lines), events
+ * `first` to `first + rows - 1`: every 50th an error, so that the error-cluster view has rows to write.
+ */
+export function benchInsertBlock (rows: number, first = 0): string {
+  const now = Date.now()
+  const lines: string[] = []
+  for (let i = first; i < first + rows; i++) {
+    const event: IncomingEvent = i % 50 === 0
+      ? { ...benchEvent(i), type: 'error', outcome: 'failed', errorMessage: `timeout after ${i} ms` }
+      : benchEvent(i)
+    lines.push(eventLine(buildEventRow(event, { eventId: newEventId(now), userId: `bench-user-${i % 3}`, agentId: `agent-${i % 8}`, receivedAt: now })))
+  }
+  return lines.join('\n') + '\n'
+}
+
+/** CPU time per thread name of a process, in microseconds (the main JS thread is named after the binary). */
+export function cpuByThread (pid: number): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+      const name = tid === String(pid) ? 'main JS thread' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[-_:]?\d+$/, '')
+      const fields = stat.split(') ')[1]!.split(' ')
+      out.set(name, (out.get(name) ?? 0) + ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100)
+    } catch { /* the thread ended */ }
+  }
+  return out
+}
+
+/** CPU µs per event by thread between two cpuByThread readings, largest first (threads under 1 µs left out). */
+export function byThread (before: Map<string, number>, after: Map<string, number>, events: number): string {
+  return [...after]
+    .map(([name, us]) => [name, (us - (before.get(name) ?? 0)) / Math.max(1, events)] as const)
+    .filter(([, us]) => us >= 1)
+    .sort((x, y) => y[1] - x[1])
+    .map(([name, us]) => `${name} ${us.toFixed(0)}`)
+    .join(', ')
 }

@@ -11,28 +11,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { openClickHouse, migrateClickHouse } from '../src/storage/clickhouse-client.ts'
-import { EventsRepository, eventLine } from '../src/storage/events-repository.ts'
-import { buildEventRow, type IncomingEvent } from '../src/domain/event-row.ts'
-import { newEventId } from '../src/domain/ids.ts'
-import { benchEvent } from './bench-support.ts'
+import { EventsRepository } from '../src/storage/events-repository.ts'
+import { benchInsertBlock as block } from './bench-support.ts'
 
 const { values } = parseArgs({ options: { inserts: { type: 'string', default: '20' } } })
 const inserts = Number(values.inserts)
 const sizes = [1, 100, 800, 4000]
-
-// Every 50th event an error, so that the error-cluster view has rows to write.
-const event = (i: number): IncomingEvent => i % 50 === 0
-  ? { ...benchEvent(i), type: 'error', outcome: 'failed', errorMessage: `timeout after ${i} ms` }
-  : benchEvent(i)
-
-function block (rows: number): string {
-  const now = Date.now()
-  const lines: string[] = []
-  for (let i = 0; i < rows; i++) {
-    lines.push(eventLine(buildEventRow(event(i), { eventId: newEventId(now), userId: `bench-user-${i % 3}`, agentId: `agent-${i % 8}`, receivedAt: now })))
-  }
-  return lines.join('\n') + '\n'
-}
 
 async function measure (views: boolean): Promise<{ rows: number; wallMs: number; cpuMs: number }[]> {
   const dir = mkdtempSync(join(tmpdir(), 'agent-telemetry-inserts-'))

@@ -9,7 +9,7 @@
  */
 import autocannon from 'autocannon'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir, cpus } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { loadLocalSigningKey, signLocalToken } from '../src/storage/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchDatabaseUrl, benchEvent as event, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
+import { benchDatabaseUrl, benchEvent as event, byThread, cpuByThread, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, 'batch-connections': { type: 'string', default: '8' }, runs: { type: 'string', default: 'a,b,c0,c' }, rounds: { type: 'string', default: '1' } } })
 // --runs picks some of the runs (e.g. --runs b to profile the single-event path alone); ratios need both sides.
@@ -49,30 +49,6 @@ function cpuMicros (pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100 // utime, stime in clock ticks (100 Hz)
 }
 
-/** CPU time per thread name of a process, in microseconds (the main JS thread is named after the binary). */
-function cpuByThread (pid: number): Map<string, number> {
-  const out = new Map<string, number>()
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
-      const name = tid === String(pid) ? 'main JS thread' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[-_:]?\d+$/, '')
-      const fields = stat.split(') ')[1]!.split(' ')
-      out.set(name, (out.get(name) ?? 0) + ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100)
-    } catch { /* the thread ended */ }
-  }
-  return out
-}
-
-/** CPU µs per event by thread between two cpuByThread readings, largest first (threads under 1 µs left out). */
-function byThread (before: Map<string, number>, after: Map<string, number>, events: number): string {
-  return [...after]
-    .map(([name, us]) => [name, (us - (before.get(name) ?? 0)) / Math.max(1, events)] as const)
-    .filter(([, us]) => us >= 1)
-    .sort((x, y) => y[1] - x[1])
-    .map(([name, us]) => `${name} ${us.toFixed(0)}`)
-    .join(', ')
-}
-
 async function measure (name: string, server: ChildProcess, opts: autocannon.Options, eventsPerRequest = 1, during?: () => void): Promise<Figures> {
   console.error(`running ${name}: 2 s warm-up, then ${opts.duration} s…`)
   await autocannon({ ...opts, duration: 2 }) // warm-up: JIT, caches, connection pools
@@ -98,6 +74,11 @@ function machineTicks (): { busy: number; total: number } {
   const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number) as number[]
   const busy = user! + nice! + system! + irq! + softirq!
   return { busy, total: busy + idle! + iowait! + steal! }
+}
+
+/** How busy the machine was between two machineTicks readings, in % of all its cores' time. */
+function busyPercent (before: { busy: number; total: number }, after: { busy: number; total: number }): number {
+  return (100 * (after.busy - before.busy)) / Math.max(1, after.total - before.total)
 }
 
 /** The middle value (the mean of the two middle ones for an even count). */
@@ -221,10 +202,9 @@ try {
       })()
     }))
     threadsAfter = cpuByThread(service.pid!)
-    const machineAfter = machineTicks()
+    machineBusy = busyPercent(machineBefore, machineTicks())
     const loadGen = process.cpuUsage(loadGenBefore)
     loadGenCpu = loadGen.user + loadGen.system
-    machineBusy = (100 * (machineAfter.busy - machineBefore.busy)) / Math.max(1, machineAfter.total - machineBefore.total)
     const loadEnded = performance.now()
     probing = false
     during = await health()
@@ -251,8 +231,7 @@ try {
       void health().then((h) => { batchStepsBefore = h.ingest.steps })
     }))
     batchThreads = cpuByThread(service.pid!)
-    const machineAtEnd = machineTicks()
-    batchMachineBusy = (100 * (machineAtEnd.busy - machineAtStart.busy)) / Math.max(1, machineAtEnd.total - machineAtStart.total)
+    batchMachineBusy = busyPercent(machineAtStart, machineTicks())
   }
   const batchStepsAfter = (await health()).ingest.steps
   await db.end()
@@ -293,7 +272,7 @@ try {
     console.log(`    event-loop delay during (b): p50 ${during.eventLoopDelayMs.p50.toFixed(1)} ms, p99 ${during.eventLoopDelayMs.p99.toFixed(1)} ms, max ${during.eventLoopDelayMs.max.toFixed(1)} ms`)
     const bEvents = b.rps * duration
     console.log(`    CPU µs per event during (b), by thread: ${byThread(threadsBefore, threadsAfter, bEvents)}`)
-    console.log(`    machine CPU during (b): ${machineBusy.toFixed(0)} % busy (of ${cpus().length} cores; steal counts as idle) (load generator included), ${(loadGenCpu / (b.rps * duration)).toFixed(0)} µs of the load generator's CPU per request`)
+    console.log(`    machine CPU during (b): ${machineBusy.toFixed(0)} % busy (of ${cpus().length} cores; steal counts as idle) (load generator included), ${(loadGenCpu / bEvents).toFixed(0)} µs of the load generator's CPU per request`)
     console.log(`    Postgres transactions during (b): ${((pgAfter - pgBefore) / duration).toFixed(1)}/s`)
   }
   if (c) {
