@@ -43,6 +43,11 @@ export interface SharedCacheOptions {
 export type CacheKey = string | readonly [scope: string, id: string]
 
 const MISSING = Symbol('missing')
+
+/** A key's name in the local LRU: scope, NUL, id (dropLocal removes a scope by this prefix). */
+function localKeyOf (key: CacheKey): string {
+  return typeof key === 'string' ? `${key}\u0000` : `${key[0]}\u0000${key[1]}`
+}
 /** Version of a scope (or of the whole cache) that was never invalidated, or whose version key expired. */
 const INITIAL = '0'
 /** While Redis fails, lookups skip it for this long before trying it again. */
@@ -134,9 +139,7 @@ export class SharedCache<T> {
   async get (key: CacheKey, load: () => Promise<T | null>): Promise<T | null> {
     const held = this.peek(key, load)
     if (held !== undefined) return held
-    const [scope, id] = typeof key === 'string' ? [key, ''] : key
-    const localKey = `${scope}\u0000${id}`
-    return this.loading.run(localKey, () => this.readThrough(scope, id, localKey, load))
+    return this.fetch(key, localKeyOf(key), load)
   }
 
   /**
@@ -145,14 +148,13 @@ export class SharedCache<T> {
    * With `load`, an entry near its expiry is refreshed in the background.
    */
   peek (key: CacheKey, load?: () => Promise<T | null>): T | null | undefined {
-    const localKey = typeof key === 'string' ? `${key}\u0000` : `${key[0]}\u0000${key[1]}`
+    const localKey = localKeyOf(key)
     const hit = this.local.get(localKey)
     if (hit === undefined) return undefined
     if (load && !hit.refreshing && Date.now() >= hit.refreshAt) {
       // Once per entry: a refresh that fails leaves the entry to expire, and the next read to load it.
       hit.refreshing = true
-      const [scope, id] = typeof key === 'string' ? [key, ''] : key
-      this.loading.run(localKey, () => this.readThrough(scope, id, localKey, load)).catch(() => {})
+      this.fetch(key, localKey, load).catch(() => {})
     }
     return hit.value === MISSING ? null : hit.value
   }
@@ -170,6 +172,12 @@ export class SharedCache<T> {
   async invalidateAll (): Promise<boolean> {
     this.dropLocal('*')
     return this.publishInvalidation('*')
+  }
+
+  /** Reads a key through Redis, else `load`; concurrent reads of one key in this process share one. */
+  private fetch (key: CacheKey, localKey: string, load: () => Promise<T | null>): Promise<T | null> {
+    const [scope, id] = typeof key === 'string' ? [key, ''] : key
+    return this.loading.run(localKey, () => this.readThrough(scope, id, localKey, load))
   }
 
   private async readThrough (scope: string, id: string, localKey: string, load: () => Promise<T | null>): Promise<T | null> {
