@@ -48,6 +48,8 @@ export interface Config {
     drainTimeoutMs: number
     /** /health reports degraded when the oldest unshipped event is older than this (ms). */
     degradedAfterMs: number
+    /** Requests with at least this many events build their rows on the row thread (0: never). */
+    rowThreadMinEvents: number
     /** How long a /v1/me read waits for the caller's acknowledged events to be shipped (ms). */
     readYourWritesTimeoutMs: number
   }
@@ -120,6 +122,7 @@ const schema = {
     INGEST_SHIP_MIN_INTERVAL_MS: { type: 'integer', minimum: 0, maximum: 60000, default: 500 },
     INGEST_DRAIN_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 25000, default: 10000 },
     INGEST_DEGRADED_AFTER_MS: { type: 'integer', minimum: 1000, default: 10000 },
+    INGEST_ROW_THREAD_MIN_EVENTS: { type: 'integer', minimum: 0, default: 64 },
     READ_YOUR_WRITES_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 10000, default: 2000 },
     REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 10000 },
     KEEP_ALIVE_TIMEOUT_MS: { type: 'integer', minimum: 1000, maximum: 600000, default: 72000 },
@@ -210,6 +213,7 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
       shipMinIntervalMs: s.INGEST_SHIP_MIN_INTERVAL_MS,
       drainTimeoutMs: s.INGEST_DRAIN_TIMEOUT_MS,
       degradedAfterMs: s.INGEST_DEGRADED_AFTER_MS,
+      rowThreadMinEvents: s.INGEST_ROW_THREAD_MIN_EVENTS,
       readYourWritesTimeoutMs: s.READ_YOUR_WRITES_TIMEOUT_MS,
     },
     requestTimeoutMs: s.REQUEST_TIMEOUT_MS,

@@ -8,33 +8,9 @@ import { registryEntry } from '../schemas/registry-entry.ts'
 import { publicAgent } from '../schemas/public-agent.ts'
 import { apiKey, createdApiKey } from '../schemas/api-key.ts'
 import { user } from '../schemas/user.ts'
+import { parseIsoDateTime } from './domain/date-time.ts'
 
 export const sharedSchemas = [event, eventBatch, eventAck, errorBody, registryEntry, publicAgent, apiKey, createdApiKey, user]
-
-const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?$/
-
-/** Event instants must lie in [1970-01-01T00:00:00Z, 2300-01-01T00:00:00Z): the range of the store's DateTime64 and of reads. */
-export const MIN_EVENT_TIME_MS = 0
-export const END_EVENT_TIME_MS = Date.UTC(2300, 0, 1)
-
-/**
- * Parses an ISO 8601 date-time to unix milliseconds. A missing zone means UTC. Returns NaN for
- * anything that is not a real date, or whose instant (after its offset) is outside
- * [MIN_EVENT_TIME_MS, END_EVENT_TIME_MS).
- */
-export function parseIsoDateTime (value: string): number {
-  const m = ISO_DATE_TIME.exec(value)
-  if (!m) return NaN
-  let text = value.replace(' ', 'T')
-  if (!/(?:[Zz]|[+-]\d{2}:?\d{2})$/.test(text)) text += 'Z'
-  text = text.replace(/([+-]\d{2})(\d{2})$/, '$1:$2')
-  const ms = Date.parse(text)
-  if (Number.isNaN(ms) || ms < MIN_EVENT_TIME_MS || ms >= END_EVENT_TIME_MS || Number(m[3]) > 31 || Number(m[2]) > 12) return NaN
-  // Date.parse rolls 2026-02-30 over to March; compare the day back to refuse it.
-  const check = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])))
-  if (check.getUTCDate() !== Number(m[3])) return NaN
-  return ms
-}
 
 function newAjv (coerce: boolean): Ajv {
   const ajv = new Ajv({

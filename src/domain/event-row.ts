@@ -1,7 +1,7 @@
 import { contentHash } from './canonical-json.ts'
 import { errorFingerprint } from './fingerprint.ts'
 import { costOf, type CostStatus } from './pricing.ts'
-import { parseIsoDateTime } from '../schemas.ts'
+import { parseIsoDateTime } from './date-time.ts'
 
 /** An event as accepted by schemas/event.json (validated before it gets here). */
 export interface IncomingEvent {

@@ -6,12 +6,15 @@ import { IngestLog } from '../storage/ingest-log.ts'
 import { LeasedLimiter } from '../storage/leased-limiter.ts'
 import { AgentResolver } from '../storage/agent-resolver.ts'
 import { IngestionService } from '../services/ingestion-service.ts'
+import { RowThread } from '../services/row-thread.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     ingestion: IngestionService
     ingestLog: IngestLog
     shipper: EventShipper
+    /** Builds the rows of large requests off the main thread. */
+    rowThread: RowThread
     activity: ActivityRecorder
     /**
      * Drops cached agent resolutions of one owner (after a rename or delete of its agent), or of every
@@ -53,17 +56,23 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
   const resolver = new AgentResolver(app.agents, { ...app.sharedCacheBase, localTtlMs: opts.cacheTtlMs, sharedTtlSeconds: opts.sharedCacheTtlSeconds })
   // The burst limit from tokens leased out of Redis in slices, unless leasing is off (BURST_LEASE_MS=0).
   const leased = opts.burstLeaseMs > 0 ? new LeasedLimiter(app.rateLimiter, { leaseMs: opts.burstLeaseMs, maxShare: 0.05 }) : null
-  const service = new IngestionService(resolver, log, shipper, leased ?? app.rateLimiter, activity, app.agentActive)
+  const rows = new RowThread({
+    minEvents: opts.ingest.rowThreadMinEvents,
+    onFailure: (err) => app.log.error({ err }, 'the row thread failed; rows are built on the main thread until it restarts'),
+  })
+  const service = new IngestionService(resolver, log, shipper, leased ?? app.rateLimiter, activity, app.agentActive, rows)
   app.decorate('activity', activity)
   app.decorate('ingestion', service)
   app.decorate('ingestLog', log)
   app.decorate('shipper', shipper)
+  app.decorate('rowThread', rows)
   app.decorate('forgetAgents', async (ownerId?: string) => {
     await (ownerId === undefined ? resolver.forgetAll() : resolver.forgetOwner(ownerId))
   })
   // onClose hooks run in reverse registration order: this one runs before the stores close.
   app.addHook('onClose', async () => {
     await service.idle()
+    await rows.close()
     const drained = await shipper.drain(opts.ingest.drainTimeoutMs)
     await shipper.stop(5_000)
     const left = log.stats()

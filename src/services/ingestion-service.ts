@@ -1,4 +1,4 @@
-import { buildEventRow, type EventRow, type EventSource, type IncomingEvent } from '../domain/event-row.ts'
+import type { EventSource, IncomingEvent } from '../domain/event-row.ts'
 import { newEventId } from '../domain/ids.ts'
 import { agentDeleted, forbidden, HttpError, rateLimited, validationFailed } from '../errors.ts'
 import { toDetails, validateEvent, type ErrorDetail } from '../schemas.ts'
@@ -6,9 +6,9 @@ import type { ActivityRecorder } from '../storage/activity-recorder.ts'
 import type { AgentResolver } from '../storage/agent-resolver.ts'
 import type { AgentRef, Resolution } from '../storage/agents-repository.ts'
 import type { EventShipper } from '../storage/event-shipper.ts'
-import { eventLine } from '../storage/events-repository.ts'
 import type { IngestLog } from '../storage/ingest-log.ts'
 import { StepTimings } from './ingest-steps.ts'
+import { rowLines, type RowJob } from './row-thread.ts'
 import type { KeyIdentity } from '../storage/keys-repository.ts'
 import type { Admission } from '../storage/rate-limiter.ts'
 import type { Tier } from '../storage/users-repository.ts'
@@ -47,7 +47,7 @@ export function callerOfKey (key: KeyIdentity): IngestCaller {
   return { userId: key.userId, tier: key.tier, burstPerMinute: key.burstPerMinute, agentId: key.agentId, source: { kind: 'api_key', keyId: key.keyId } }
 }
 
-interface Prepared { index: number; row: EventRow; line: string; agent: AgentRef; framework: string | null }
+interface Prepared { index: number; eventId: string; agent: AgentRef; framework: string | null }
 
 /** One event's outcome: its acknowledgement, or the error it alone would have got. */
 type IngestResult = HttpError | ({ status: 202 } & EventAck)
@@ -82,6 +82,8 @@ export class IngestionService {
     private readonly activity: ActivityRecorder,
     /** Told of every agent that just had events acknowledged (schedules its debounced anomaly check). */
     private readonly onAgentActive: (userId: string, agentId: string) => void = () => {},
+    /** Builds the rows' lines (the `row` step): large requests on the row thread, by default all here. */
+    private readonly rows: { lines(job: RowJob): string[] | Promise<string[]> } = { lines: rowLines },
   ) {}
 
   /** Ingests one event; resolves with its acknowledgement once it is in the ingest log, or throws its refusal. */
@@ -200,16 +202,28 @@ export class IngestionService {
     if (toLookUp.length > 0) resolved.sort((a, b) => a.index - b.index)
     if (resolved.length === 0) return results
 
-    const prepared = this.steps.runSync('row', resolved.length, () => resolved.map(({ index, agent }): Prepared => {
+    const rowStarted = performance.now()
+    const job: RowJob = { events: [], eventIds: [], agentIds: [], userId: caller.userId, receivedAt, source }
+    const prepared = resolved.map(({ index, agent }): Prepared => {
       const event = events[index] as IncomingEvent
-      const row = buildEventRow(event, { eventId: newEventId(receivedAt), userId: caller.userId, agentId: agent.id, receivedAt, source })
-      return { index, row, line: eventLine(row), agent, framework: agent.framework === null ? event.metadata?.tool ?? null : null }
-    }))
+      const eventId = newEventId(receivedAt)
+      job.events.push(event)
+      job.eventIds.push(eventId)
+      job.agentIds.push(agent.id)
+      return { index, eventId, agent, framework: agent.framework === null ? event.metadata?.tool ?? null : null }
+    })
+    // Large requests build their rows on the row thread; the others here, without a promise.
+    let lines = this.rows.lines(job)
+    try {
+      if (lines instanceof Promise) lines = await lines
+    } finally {
+      this.steps.recordSince('row', prepared.length, rowStarted)
+    }
 
-    const last = await this.steps.run('log', prepared.length, () => this.ingestLog.append(prepared.map((p) => p.line)))
+    const last = await this.steps.run('log', prepared.length, () => this.ingestLog.append(lines))
     this.shipper.acknowledged(caller.userId, last)
     this.recordActivity(caller, prepared)
-    for (const p of prepared) results[p.index] = { status: 202, ...ackOf(p.row) }
+    for (const p of prepared) results[p.index] = { status: 202, id: p.eventId, accepted: true, agentId: p.agent.id, eventId: p.eventId }
     return results
   }
 
@@ -278,8 +292,4 @@ export class IngestionService {
       last = p.agent.id
     }
   }
-}
-
-function ackOf (row: EventRow): EventAck {
-  return { id: row.event_id, accepted: true, agentId: row.agent_id, eventId: row.event_id }
 }

@@ -4,7 +4,7 @@ import { catalogueEntry, catalogueUsage, costOf, nanoToUsd, type TokenCounts } f
 import { calcPrice, findProvider } from '@pydantic/genai-prices'
 import { errorFingerprint, normaliseErrorMessage } from '../../src/domain/fingerprint.ts'
 import { isCuid, newCuid, newEventId } from '../../src/domain/ids.ts'
-import { parseIsoDateTime } from '../../src/schemas.ts'
+import { parseIsoDateTime } from '../../src/domain/date-time.ts'
 import { loadConfig } from '../../src/config.ts'
 import { clampInt, sinceBound } from '../../src/domain/query-params.ts'
 

@@ -3,7 +3,7 @@ import {
   inputProblems, LONE_SURROGATE, MAX_DEPTH, mayBreakInputRules, mergeProblems, NOT_FINITE, numberLiteralProblems,
   TOO_DEEP, UNDERFLOW, UNSAFE_INTEGER,
 } from '../../src/domain/input-rules.ts'
-import { parseIsoDateTime } from '../../src/schemas.ts'
+import { parseIsoDateTime } from '../../src/domain/date-time.ts'
 
 /** `levels` objects, one inside the other: the innermost is `levels - 1` levels below the root. */
 function nested (levels: number, inner = '1'): string {
