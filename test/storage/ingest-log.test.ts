@@ -81,6 +81,36 @@ t.test('appends that wait for the same commit share one entry: positions in call
   t.equal(await reopened.append([line(user)]), 81, 'positions go on after the last one')
 })
 
+t.test('no row is read for shipping before its append resolves (its commit flushed), while commits overlap their flushes', async (t) => {
+  // Until the first commit is flushed, reads go to disk, where committed rows are visible: a fresh
+  // log per round makes that window recur.
+  let seenEarly = 0
+  let polls = 0
+  for (let round = 0; round < 5; round++) {
+    const log = IngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
+    const user = randomId('u-')
+    let resolvedRows = 0
+    const appends = Array.from({ length: 30 }, async (_, i) => {
+      // Spread over several commits: each append waits a little longer than the one before.
+      await new Promise((resolve) => setTimeout(resolve, i % 6))
+      const last = await log.append([line(user, { reasoning: `append ${i}` })])
+      resolvedRows = Math.max(resolvedRows, last)
+    })
+    let done = false
+    void Promise.all(appends).then(() => { done = true })
+    while (!done) {
+      const rows = await log.read(0, 1000, 1 << 24)
+      if ((rows.at(-1)?.position ?? 0) > resolvedRows) seenEarly++
+      polls++
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    t.equal((await log.read(0, 1000, 1 << 24)).length, 30, `round ${round}: every row is readable once acknowledged`)
+    await log.close()
+  }
+  t.ok(polls > 50, `polled ${polls} times while appending`)
+  t.equal(seenEarly, 0, 'a row was never readable before its append (or a later one) had resolved')
+})
+
 t.test('a commit that fails refuses every append it held with 503, gives their bytes back, and the log goes on after the gap', async (t) => {
   const dir = logDir()
   const failures: unknown[] = []
