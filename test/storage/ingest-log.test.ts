@@ -96,9 +96,9 @@ t.test('no row is read for shipping before its append resolves (its commit flush
       const last = await log.append([line(user, { reasoning: `append ${i}` })])
       resolvedRows = Math.max(resolvedRows, last)
     })
-    let done = false
-    void Promise.all(appends).then(() => { done = true })
-    while (!done) {
+    const appending = { done: false }
+    void Promise.all(appends).then(() => { appending.done = true })
+    while (!appending.done) {
       const rows = await log.read(0, 1000, 1 << 24)
       if ((rows.at(-1)?.position ?? 0) > resolvedRows) seenEarly++
       polls++
