@@ -223,6 +223,8 @@ try {
   let batchThreadsBefore = new Map<string, number>()
   let batchThreads = new Map<string, number>()
   let batchMachineBusy = NaN
+  let batchBacklog = NaN
+  let batchDrainMs = NaN
   if (runs.has('c')) {
     let machineAtStart = machineTicks()
     results.c = (await measure(`(c) batch x500, ${batchConnections} conns`, service, load.c, 500, () => {
@@ -232,6 +234,12 @@ try {
     }))
     batchThreads = cpuByThread(service.pid!)
     batchMachineBusy = busyPercent(machineAtStart, machineTicks())
+    // A rate the shipper cannot follow only defers work into the backlog: how much was left, and how
+    // long it took to ship (before the next round starts).
+    const loadEnded = performance.now()
+    batchBacklog = (await health()).ingest.backlogRows
+    while ((await health()).ingest.backlogRows > 0) await new Promise((resolve) => setTimeout(resolve, 10))
+    batchDrainMs = performance.now() - loadEnded
   }
   const batchStepsAfter = (await health()).ingest.steps
   await db.end()
@@ -249,6 +257,7 @@ try {
   if (a && b) console.log(`CPU per event, server process, all threads: (b) ${(b.cpuUsPerEvent / a.cpuUsPerEvent).toFixed(1)} × (a)`)
   if (c0 && c) console.log(`CPU per event, server process, all threads: (c) ${(c.cpuUsPerEvent / c0.cpuUsPerEvent).toFixed(1)} × (c0)`)
   if (c0 && c) console.log(`(c)/(c0) = ${(c.eventsPerSec! / c0.eventsPerSec! * 100).toFixed(1)} %  (target ≥ 15 %, aim 25 %) ${verdict(c.eventsPerSec! / c0.eventsPerSec! >= 0.15)}`)
+  if (c) console.log(`(c) backlog when it stopped: ${batchBacklog} rows (${(batchBacklog / c.eventsPerSec!).toFixed(1)} s of its rate), shipped ${batchDrainMs.toFixed(0)} ms later`)
   if (rounds > 1) {
     if (a && b) ratios.b.push(b.rps / a.rps)
     if (c0 && c) ratios.c.push(c.eventsPerSec! / c0.eventsPerSec!)

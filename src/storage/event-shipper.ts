@@ -7,7 +7,10 @@ export type InsertBlock = (body: string, token: string) => Promise<void>
 export interface ShipperOptions {
   maxRows: number
   maxBytes: number
-  /** Pause between inserts (ms): fewer, larger inserts at the cost of visibility. 0 ships back to back. */
+  /**
+   * Pause after an insert (ms): fewer, larger inserts at the cost of visibility. 0 ships back to back,
+   * and so does a shipper that finds a full block (maxRows or maxBytes) already waiting.
+   */
   minIntervalMs: number
 }
 
@@ -156,6 +159,8 @@ export class EventShipper {
 
   private async loop (): Promise<void> {
     let backoffMs = 100
+    /** Average size of a row of the last block shipped, to tell whether a full block is waiting. */
+    let lineBytes = 0
     while (!this.stopping) {
       try {
         const inflight = this.log.inflight
@@ -170,6 +175,7 @@ export class EventShipper {
           continue
         }
         await this.ship(rows)
+        lineBytes = rows.reduce((n, r) => n + r.line.length + 1, 0) / rows.length
         backoffMs = 100
         if (this.state.retrying) {
           this.logger.info({ downForMs: Date.now() - this.state.retrying.since, attempts: this.state.retrying.attempts }, 'ClickHouse accepts inserts again; shipping the ingest backlog')
@@ -181,7 +187,11 @@ export class EventShipper {
         backoffMs = Math.min(backoffMs * 2, 5_000)
         continue
       }
-      if (this.opts.minIntervalMs > 0) await this.pause(this.opts.minIntervalMs, true)
+      // The pause makes inserts larger; when a full block is already waiting it would only make the
+      // backlog grow, so the next insert starts at once (under sustained load inserts run back to back).
+      const waiting = this.log.lastPosition - this.log.shipped
+      const fullBlockWaiting = waiting >= this.opts.maxRows || waiting * lineBytes >= this.opts.maxBytes
+      if (this.opts.minIntervalMs > 0 && !fullBlockWaiting) await this.pause(this.opts.minIntervalMs, true)
     }
   }
 

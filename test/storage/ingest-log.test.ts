@@ -251,6 +251,27 @@ t.test('a damaged entry found at start is quarantined and the rest ships', async
   t.match(log.quarantined()[0]!.reason, /damaged log entry/)
 })
 
+t.test('the pause between inserts is skipped while a full block waits, and kept for a partial one', async (t) => {
+  const log = IngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
+  t.teardown(() => log.close())
+  const user = randomId('sustained-')
+  const blocks: number[] = []
+  const shipper = new EventShipper(log, async (body, token) => {
+    blocks.push(body.trim().split('\n').length)
+    await insert(body, token)
+  }, { maxRows: 10, maxBytes: 1 << 24, minIntervalMs: 60_000 }, logger)
+  t.teardown(() => shipper.stop(1000))
+  await log.append(Array.from({ length: 35 }, () => line(user)))
+  shipper.start()
+  for (let i = 0; i < 500 && log.shipped < 30; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.equal(log.shipped, 30, 'three full blocks shipped back to back, with no 60 s pause between them')
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.equal(log.shipped, 30, 'the last 5 rows (less than a block) wait for the pause')
+  t.ok(await shipper.drain(10_000), 'a drain cuts the pause short')
+  t.same(blocks, [10, 10, 10, 5])
+  t.equal((await countFor(user)).events, 35)
+})
+
 t.test('an outage is retried with the same block until it ends; nothing lost, nothing doubled', async (t) => {
   const log = IngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
   t.teardown(() => log.close())
