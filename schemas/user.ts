@@ -11,7 +11,7 @@ export const user = {
     handle: { type: ['string', 'null'] },
     tier: { type: 'string' },
     createdAt: { type: 'string' },
-    usage: { type: 'object', properties: { month: { type: 'string' }, events: { type: 'integer' } }, description: 'this month\'s accepted events (GET /v1/me only)' },
+    usage: { type: 'object', properties: { month: { type: 'string' }, events: { type: 'integer' } }, description: 'this month\'s accepted events' },
   },
-  required: ['id', 'privyId', 'email', 'wallet', 'handle', 'tier', 'createdAt'],
+  required: ['id', 'privyId', 'email', 'wallet', 'handle', 'tier', 'createdAt', 'usage'],
 } as const

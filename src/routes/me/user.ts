@@ -7,15 +7,17 @@ export function publicUser (u: User) {
   return { id: u.id, privyId: u.privyId, email: u.email, wallet: u.wallet, handle: u.handle, tier: u.tier, createdAt: u.createdAt }
 }
 
-/** GET /v1/me and PATCH /v1/me { handle }. */
+/** GET /v1/me and PATCH /v1/me { handle }: both answer the caller in the same body, usage included. */
 const user: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
-  app.get('/v1/me', { schema: getMe }, async (request) => ({ ...publicUser(request.user), usage: await app.users.monthlyUsage(request.user.id) }))
+  const body = async (u: User) => ({ ...publicUser(u), usage: await app.users.monthlyUsage(u.id) })
+
+  app.get('/v1/me', { schema: getMe }, async (request) => body(request.user))
 
   app.patch('/v1/me', { schema: patchMe }, async (request) => {
     const updated = await app.users.updateHandle(request.user.id, request.body.handle)
     if (updated === 'taken') throw conflict('handle_taken')
     await app.bus.publish('user', updated.privyId)
-    return publicUser(updated)
+    return body(updated)
   })
 }
 
