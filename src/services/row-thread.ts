@@ -77,7 +77,7 @@ export class RowThread {
     })
   }
 
-  /** Starts the thread if it is not running; resolves once it takes jobs (for tests). */
+  /** Starts the thread if it is not running; resolves once it takes jobs, or once it has failed (for tests). */
   whenReady (): Promise<void> {
     this.start()
     return this.ready ? Promise.resolve() : new Promise((resolve) => this.readyWaiters.push(resolve))
@@ -118,7 +118,8 @@ export class RowThread {
       this.ready = false
       if (!this.closed) this.opts.onFailure?.(err)
       this.buildWaitingHere()
-      if (this.failures >= MAX_FAILURES) for (const wake of this.readyWaiters.splice(0)) wake()
+      // Whoever waits for the thread is told it is not coming (it starts again at the next large job).
+      for (const wake of this.readyWaiters.splice(0)) wake()
     }
     worker.on('error', fail)
     worker.on('exit', (code) => fail(new Error(`the row thread exited with code ${code}`)))
