@@ -12,9 +12,9 @@ import { crc32 } from 'node:zlib'
  * keyed by the position of its first row, holding its rows as JSONCompactEachRow lines. The shipper
  * reads rows in position order, records the range it is about to insert (`inflight`), and after the
  * insert marks the range shipped, which trims the entries it covers. All of it lives in one LMDB
- * environment with overlapping sync: a commit is flushed to disk (fdatasync) after the writer lock
- * is released, so the next commit is written while the previous one is being flushed. An append
- * resolves only once its commit has been flushed (`env.flushed`), never at the commit alone.
+ * environment with overlapping sync: a commit becomes visible to readers before its fdatasync, and
+ * its puts resolve only after the fdatasync, so an append resolves once its rows are on disk, and
+ * `read` never goes past the last commit whose appends have resolved.
  */
 
 /** A row of the log: its position and its JSONCompactEachRow line (no trailing newline). */
@@ -160,12 +160,6 @@ export class IngestLog {
   private pendingBytes = 0
   private committing = false
   /**
-   * Commits written and not yet known to be flushed, settled in commit order: their appends resolve,
-   * and their entries count as committed, only once LMDB has flushed them.
-   */
-  private settling: Promise<void> = Promise.resolve()
-  private unsettled = 0
-  /**
    * The newest committed entries, kept in memory so the shipper need not read back and decode what
    * was just written. Always a contiguous run ending at the newest commit; dropped whole when it
    * grows past TAIL_MAX_BYTES (the shipper then reads the disk), and started again once caught up.
@@ -207,8 +201,7 @@ export class IngestLog {
     if (openPaths.has(opts.dir)) throw new Error(`the ingest log ${opts.dir} is already open in this process`)
     const unlock = lockDirectory(opts.dir)
     try {
-      // Overlapping sync: a write's promise resolves at its commit, and env.flushed once it is on disk;
-      // appends and the shipper's range wait for the latter.
+      // Overlapping sync: a commit is visible before its fdatasync, its puts resolve after it.
       const env = open({ path: opts.dir, overlappingSync: true, maxDbs: 4 })
       const log = new IngestLog(
         env,
@@ -252,9 +245,8 @@ export class IngestLog {
   }
 
   /**
-   * Writes every waiting append in one transaction, awaits its commit, and repeats while more arrived
-   * meanwhile: under load many requests share one commit and one fdatasync. The appends of a commit
-   * resolve once it has been flushed; the next commit does not wait for that flush. The waiting
+   * Writes every waiting append in one transaction, awaits its synced commit, and repeats while more
+   * arrived meanwhile: under load many requests share one commit and one fdatasync. The waiting
    * appends are written as few entries (up to MERGED_ENTRY_BYTES each; an append never spans two):
    * LMDB's cost per put is paid per entry, not per request.
    */
@@ -296,21 +288,9 @@ export class IngestLog {
         for (const p of batch) p.reject(logUnavailable())
         continue
       }
-      // Taken now, so that it is this commit's flush (or a later one's) that is awaited.
-      const flushed = new Promise<unknown>((resolve, reject) => this.env.flushed.then(resolve, reject))
-      this.unsettled++
-      this.settling = this.settling.then(() => flushed).then(() => {
-        this.unsettled--
-        this.lastCommitted = Math.max(this.lastCommitted, first + rows - 1)
-        for (const e of written) this.keepInTail(e)
-        for (const p of batch) p.resolve()
-      }, (err: unknown) => {
-        this.unsettled--
-        // Committed but not known to be on disk: refused, as a failed commit is.
-        this.dropTail()
-        this.onCommitFailed?.(err)
-        for (const p of batch) p.reject(logUnavailable())
-      })
+      this.lastCommitted = Math.max(this.lastCommitted, first + rows - 1)
+      for (const e of written) this.keepInTail(e)
+      for (const p of batch) p.resolve()
     }
     this.committing = false
   }
@@ -335,7 +315,7 @@ export class IngestLog {
    * be decoded are quarantined whole and skipped.
    */
   async read (after: number, maxRows: number, maxBytes: number, upTo = Infinity): Promise<LogRow[]> {
-    // Rows committed but not yet flushed are not acknowledged yet: they ship once they are.
+    // Rows of a commit whose fdatasync is under way are visible on disk but not acknowledged yet.
     upTo = Math.min(upTo, this.lastCommitted)
     const head = this.tail[0]
     if (head && head.key <= after + 1) return collectRows(this.tail, after, maxRows, maxBytes, upTo)
@@ -357,11 +337,10 @@ export class IngestLog {
     return this.read(range.from - 1, Infinity, Infinity, range.to)
   }
 
-  /** Records the range about to be inserted; resolves once that is flushed to disk. */
+  /** Records the range about to be inserted; resolves once that is synced. */
   async beginInsert (range: PositionRange): Promise<void> {
     this.state = { ...this.state, inflight: range }
     await this.meta.put('state', this.state)
-    await this.env.flushed
   }
 
   /**
@@ -379,7 +358,7 @@ export class IngestLog {
       shippedEntries++
     }
     if (shippedEntries > 0) this.tail.splice(0, shippedEntries)
-    if (this.tailOff && state.shipped >= this.lastCommitted && !this.committing && this.unsettled === 0) this.tailOff = false
+    if (this.tailOff && state.shipped >= this.lastCommitted && !this.committing) this.tailOff = false
     const recorded = this.meta.put('state', state)
     this.trimming = this.trimming.then(() => this.trim()).catch(() => {})
     return Promise.all([recorded, this.trimming])
