@@ -71,8 +71,9 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
   })
   // onClose hooks run in reverse registration order: this one runs before the stores close.
   app.addHook('onClose', async () => {
-    await service.idle()
+    // The thread first: jobs it holds are finished here, so no request waits on it.
     await rows.close()
+    await service.idle()
     const drained = await shipper.drain(opts.ingest.drainTimeoutMs)
     await shipper.stop(5_000)
     const left = log.stats()

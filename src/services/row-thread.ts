@@ -32,6 +32,9 @@ export interface RowThreadOptions {
 
 type Reply = { id: number; lines: string[] } | { id: number; error: string }
 
+/** A job handed to the thread, with the promise its caller awaits. */
+interface Waiting { job: RowJob; resolve: (lines: string[]) => void; reject: (err: unknown) => void }
+
 /** After this many failures the thread is not started again: every job is built on the calling thread. */
 const MAX_FAILURES = 3
 
@@ -50,7 +53,7 @@ export class RowThread {
   private ready = false
   private failures = 0
   private nextId = 1
-  private readonly waiting = new Map<number, { job: RowJob; resolve: (lines: string[]) => void; reject: (err: unknown) => void }>()
+  private readonly waiting = new Map<number, Waiting>()
   private readyWaiters: (() => void)[] = []
   private closed = false
   /** Events whose lines the thread built. */
@@ -67,7 +70,7 @@ export class RowThread {
     }
     const id = this.nextId++
     return new Promise((resolve, reject) => {
-      const waiting = { job, resolve, reject }
+      const waiting: Waiting = { job, resolve, reject }
       try {
         this.worker!.postMessage({ id, job })
       } catch {
@@ -80,7 +83,8 @@ export class RowThread {
   /** Starts the thread if it is not running; resolves once it takes jobs, or once it has failed (for tests). */
   whenReady (): Promise<void> {
     this.start()
-    return this.ready ? Promise.resolve() : new Promise((resolve) => this.readyWaiters.push(resolve))
+    if (this.ready || !this.worker) return Promise.resolve() // up, or not coming (closed, or failed too often)
+    return new Promise((resolve) => this.readyWaiters.push(resolve))
   }
 
   async close (): Promise<void> {
@@ -89,16 +93,25 @@ export class RowThread {
     this.worker = null
     this.ready = false
     this.buildWaitingHere()
+    for (const wake of this.readyWaiters.splice(0)) wake()
     if (worker) await worker.terminate()
   }
 
   private start (): void {
     if (this.worker || this.closed || this.failures >= MAX_FAILURES) return
-    const worker = new Worker(new URL('./row-thread-boot.mjs', import.meta.url))
+    let worker: Worker
+    try {
+      worker = new Worker(new URL('./row-thread-boot.mjs', import.meta.url))
+    } catch (err) {
+      this.failures++
+      this.opts.onFailure?.(err)
+      return
+    }
     this.worker = worker
     // The thread never keeps the process alive: shutdown closes it, and its jobs fall back here.
     worker.unref()
     worker.on('message', (msg: 'ready' | Reply) => {
+      if (this.worker !== worker) return // a thread already given up: its jobs were built here
       if (msg === 'ready') {
         this.ready = true
         for (const wake of this.readyWaiters.splice(0)) wake()
@@ -131,7 +144,7 @@ export class RowThread {
     for (const waiting of jobs) this.buildHere(waiting)
   }
 
-  private buildHere (waiting: { job: RowJob; resolve: (lines: string[]) => void; reject: (err: unknown) => void }): void {
+  private buildHere (waiting: Waiting): void {
     try {
       waiting.resolve(rowLines(waiting.job))
     } catch (err) {
