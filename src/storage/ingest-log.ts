@@ -167,6 +167,8 @@ export class IngestLog {
   private tail: { key: number; lines: string[]; bytes: number }[] = []
   private tailBytes = 0
   private tailOff = false
+  /** Positions of refused commits that may be on disk: never read (see forgetRefused). */
+  private refused: PositionRange[] = []
   /** The chain of trims: each runs after the previous one. */
   private trimming: Promise<void> = Promise.resolve()
 
@@ -284,6 +286,7 @@ export class IngestLog {
         for (const e of written) this.bytes -= e.bytes
         // The tail must stay a contiguous run: these positions are a hole now.
         this.dropTail()
+        this.forgetRefused({ from: first, to: first + rows - 1 }, written)
         this.onCommitFailed?.(err)
         for (const p of batch) p.reject(logUnavailable())
         continue
@@ -293,6 +296,17 @@ export class IngestLog {
       for (const p of batch) p.resolve()
     }
     this.committing = false
+  }
+
+  /**
+   * A commit refused its appends, but it may be on disk: with overlapping sync a commit is visible
+   * before its fdatasync, and a failed sync leaves it there. Its rows must never ship (the clients
+   * were told 503 and will send them again): `read` skips their positions from now on, and their
+   * entries are removed with the next commit (best effort: the disk may still be failing).
+   */
+  private forgetRefused (range: PositionRange, written: { key: number }[]): void {
+    this.refused.push(range)
+    for (const e of written) this.entries.remove(e.key).catch(() => {})
   }
 
   private keepInTail (entry: { key: number; lines: string[]; bytes: number }): void {
@@ -328,7 +342,7 @@ export class IngestLog {
         else if (key <= upTo) damaged.push({ key, value })
       }
     }
-    const rows = collectRows(decoded(this.entryStart(after + 1)), after, maxRows, maxBytes, upTo)
+    const rows = collectRows(decoded(this.entryStart(after + 1)), after, maxRows, maxBytes, upTo, this.refused)
     return this.settle(rows, damaged)
   }
 
@@ -358,6 +372,7 @@ export class IngestLog {
       shippedEntries++
     }
     if (shippedEntries > 0) this.tail.splice(0, shippedEntries)
+    if (this.refused.length > 0) this.refused = this.refused.filter((r) => r.to > state.shipped)
     if (this.tailOff && state.shipped >= this.lastCommitted && !this.committing) this.tailOff = false
     const recorded = this.meta.put('state', state)
     this.trimming = this.trimming.then(() => this.trim()).catch(() => {})
@@ -488,9 +503,9 @@ function listQuarantine (quarantine: Database<QuarantinedRow, number>, limit: nu
 
 /**
  * Rows of `entries` (in key order) from position `after + 1` through `upTo`, up to the row and byte
- * caps; at least one row when there is one.
+ * caps, leaving out the positions in `skip`; at least one row when there is one.
  */
-function collectRows (entries: Iterable<{ key: number; lines: string[] }>, after: number, maxRows: number, maxBytes: number, upTo: number): LogRow[] {
+function collectRows (entries: Iterable<{ key: number; lines: string[] }>, after: number, maxRows: number, maxBytes: number, upTo: number, skip: PositionRange[] = []): LogRow[] {
   const rows: LogRow[] = []
   let bytes = 0
   for (const { key, lines } of entries) {
@@ -498,6 +513,7 @@ function collectRows (entries: Iterable<{ key: number; lines: string[] }>, after
     for (let i = 0; i < lines.length; i++) {
       const position = key + i
       if (position <= after || position > upTo) continue
+      if (skip.length > 0 && skip.some((r) => position >= r.from && position <= r.to)) continue
       const line = lines[i]!
       if (rows.length > 0 && (rows.length >= maxRows || bytes + line.length > maxBytes)) return rows
       rows.push({ position, line })

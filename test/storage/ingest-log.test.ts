@@ -136,6 +136,38 @@ t.test('a commit that fails refuses every append it held with 503, gives their b
   t.match(rows[1]!.line, /after/)
 })
 
+t.test('a commit that reached the disk but failed its sync is refused, and its rows are never read: not after a later commit, not after a reopen', async (t) => {
+  const dir = logDir()
+  const failures: unknown[] = []
+  const log = IngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: (err) => failures.push(err) })
+  const user = randomId('u-')
+  t.equal(await log.append([line(user, { reasoning: 'before' })]), 1)
+  // With overlapping sync a commit is visible before its fdatasync: the entries are written and
+  // committed, then the sync fails (EIO) and the write is reported failed.
+  const store = log as unknown as { entries: { put: (...args: unknown[]) => Promise<boolean> } }
+  const put = store.entries.put
+  store.entries.put = function (this: unknown, ...args: unknown[]) {
+    return put.apply(this, args).then(() => { throw new Error('EIO: the sync failed') })
+  }
+  const refused = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => log.append([line(user, { reasoning: `refused ${i}` })])))
+  store.entries.put = put
+  t.ok(refused.every((r) => r.status === 'rejected' && (r.reason as { reason?: string }).reason === 'ingest_log_unavailable'), 'every append of the failed commit is refused (503)')
+  t.ok(failures.length >= 1, 'the operator is told')
+  t.equal(await log.append([line(user, { reasoning: 'after' })]), 12, 'positions go on after the refused ones')
+  t.same((await log.read(0, 100, 1 << 24)).map((r) => r.position), [1, 12], 'the refused rows are not read (a client retrying them would store them twice)')
+  await log.close()
+
+  const env = open({ path: dir, readOnly: true, maxDbs: 4 })
+  const keys = [...env.openDB<Buffer, number>('entries', { encoding: 'binary' }).getKeys({})]
+  await env.close()
+  t.same(keys, [1, 12], 'their entries were removed from the disk')
+  const reopened = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  t.teardown(() => reopened.close())
+  const rows = await reopened.read(0, 100, 1 << 24)
+  t.same(rows.map((r) => r.position), [1, 12], 'nor read after a restart')
+  t.match(rows[1]!.line, /after/)
+})
+
 t.test('appends waiting for one commit are merged into entries of bounded size', async (t) => {
   const dir = logDir()
   const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
