@@ -28,15 +28,23 @@ export interface RowThreadOptions {
   minEvents: number
   /** Told when the thread fails; its jobs are then built on the calling thread. */
   onFailure?: (err: unknown) => void
+  /**
+   * A thread that has answered none of its jobs for this long is taken as stuck: it is ended, and
+   * its jobs are built on the calling thread (default 5 s; a job takes milliseconds).
+   */
+  jobTimeoutMs?: number
+  /** The thread's entry module (tests give it one that never answers). */
+  script?: URL
 }
 
 type Reply = { id: number; lines: string[] } | { id: number; error: string }
 
 /** A job handed to the thread, with the promise its caller awaits. */
-interface Waiting { job: RowJob; resolve: (lines: string[]) => void; reject: (err: unknown) => void }
+interface Waiting { job: RowJob; since: number; resolve: (lines: string[]) => void; reject: (err: unknown) => void }
 
 /** After this many failures the thread is not started again: every job is built on the calling thread. */
 const MAX_FAILURES = 3
+const JOB_TIMEOUT_MS = 5000
 
 /**
  * Builds the rows of large requests (batches, OTLP exports) on a worker thread, so that the main
@@ -46,7 +54,8 @@ const MAX_FAILURES = 3
  * The thread starts at the first large job, and jobs are built on the calling thread until it is
  * ready (about half a second, while it loads the modules). A job the thread cannot build (an error
  * in it, or the thread ending) is built on the calling thread instead, so the outcome is the same as
- * without the thread: the lines, or the error building them throws.
+ * without the thread: the lines, or the error building them throws. A thread that answers no job
+ * for `jobTimeoutMs`, or whose answer cannot be read, is ended and counts as failed, the same way.
  */
 export class RowThread {
   private worker: Worker | null = null
@@ -56,10 +65,15 @@ export class RowThread {
   private readonly waiting = new Map<number, Waiting>()
   private readyWaiters: (() => void)[] = []
   private closed = false
+  /** Checks, while jobs wait, that the thread still answers them. */
+  private watchdog: NodeJS.Timeout | null = null
+  private readonly jobTimeoutMs: number
   /** Events whose lines the thread built. */
   builtOnThread = 0
 
-  constructor (private readonly opts: RowThreadOptions) {}
+  constructor (private readonly opts: RowThreadOptions) {
+    this.jobTimeoutMs = opts.jobTimeoutMs ?? JOB_TIMEOUT_MS
+  }
 
   /** The lines of the job's events, built on the thread when the job is large and the thread is up. */
   lines (job: RowJob): string[] | Promise<string[]> {
@@ -70,13 +84,14 @@ export class RowThread {
     }
     const id = this.nextId++
     return new Promise((resolve, reject) => {
-      const waiting: Waiting = { job, resolve, reject }
+      const waiting: Waiting = { job, since: Date.now(), resolve, reject }
       try {
         this.worker!.postMessage({ id, job })
       } catch {
         return this.buildHere(waiting) // a value the hand-off cannot copy: built here, as without the thread
       }
       this.waiting.set(id, waiting)
+      this.watch()
     })
   }
 
@@ -92,16 +107,33 @@ export class RowThread {
     const worker = this.worker
     this.worker = null
     this.ready = false
+    if (this.watchdog) clearInterval(this.watchdog)
+    this.watchdog = null
     this.buildWaitingHere()
     for (const wake of this.readyWaiters.splice(0)) wake()
     if (worker) await worker.terminate()
+  }
+
+  /** Starts the watchdog while jobs wait: the oldest one must be answered within jobTimeoutMs. */
+  private watch (): void {
+    if (this.watchdog) return
+    this.watchdog = setInterval(() => {
+      const oldest = this.waiting.values().next().value as Waiting | undefined // a Map keeps insertion order
+      if (!oldest) {
+        clearInterval(this.watchdog!)
+        this.watchdog = null
+      } else if (Date.now() - oldest.since > this.jobTimeoutMs && this.worker) {
+        this.giveUp(this.worker, new Error(`the row thread answered no job for ${this.jobTimeoutMs} ms`))
+      }
+    }, Math.max(10, this.jobTimeoutMs / 4))
+    this.watchdog.unref()
   }
 
   private start (): void {
     if (this.worker || this.closed || this.failures >= MAX_FAILURES) return
     let worker: Worker
     try {
-      worker = new Worker(new URL('./row-thread-boot.mjs', import.meta.url))
+      worker = new Worker(this.opts.script ?? new URL('./row-thread-boot.mjs', import.meta.url))
     } catch (err) {
       this.failures++
       this.opts.onFailure?.(err)
@@ -124,18 +156,23 @@ export class RowThread {
       this.builtOnThread += msg.lines.length
       waiting.resolve(msg.lines)
     })
-    const fail = (err: unknown) => {
-      if (this.worker !== worker) return
-      this.failures++
-      this.worker = null
-      this.ready = false
-      if (!this.closed) this.opts.onFailure?.(err)
-      this.buildWaitingHere()
-      // Whoever waits for the thread is told it is not coming (it starts again at the next large job).
-      for (const wake of this.readyWaiters.splice(0)) wake()
-    }
-    worker.on('error', fail)
-    worker.on('exit', (code) => fail(new Error(`the row thread exited with code ${code}`)))
+    worker.on('error', (err) => this.giveUp(worker, err))
+    // An answer that cannot be read: which job it was for is unknown, so the thread is given up.
+    worker.on('messageerror', (err) => this.giveUp(worker, err))
+    worker.on('exit', (code) => this.giveUp(worker, new Error(`the row thread exited with code ${code}`)))
+  }
+
+  /** The thread failed (an error, an exit, an unreadable answer, no answer): it is ended, its jobs built here. */
+  private giveUp (worker: Worker, err: unknown): void {
+    if (this.worker !== worker) return
+    this.failures++
+    this.worker = null
+    this.ready = false
+    worker.terminate().catch(() => {})
+    if (!this.closed) this.opts.onFailure?.(err)
+    this.buildWaitingHere()
+    // Whoever waits for the thread is told it is not coming (it starts again at the next large job).
+    for (const wake of this.readyWaiters.splice(0)) wake()
   }
 
   private buildWaitingHere (): void {

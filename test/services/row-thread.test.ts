@@ -97,6 +97,40 @@ t.test('when the thread dies, its waiting jobs are built on the calling thread a
   t.equal(thread.builtOnThread, before + 4, 'a new thread builds the next job')
 })
 
+const silentThread = new URL('../helpers/silent-row-thread.mjs', import.meta.url)
+
+t.test('a thread that answers no job within the timeout is ended and its jobs are built on the calling thread', async (t) => {
+  const failures: unknown[] = []
+  const thread = new RowThread({ minEvents: 1, jobTimeoutMs: 200, script: silentThread, onFailure: (err) => failures.push(err) })
+  t.teardown(() => thread.close())
+  await thread.whenReady()
+  const jobs = [jobOf(variedEvents(3)), jobOf(variedEvents(5))]
+  const started = performance.now()
+  const lines = await Promise.all(jobs.map((job) => thread.lines(job)))
+  lines.forEach((l, i) => t.same(l, rowLines(jobs[i]!), `job ${i} answered with its lines`))
+  t.ok(performance.now() - started >= 200, 'after the timeout, not before')
+  t.equal(thread.builtOnThread, 0, 'none came from the thread')
+  t.equal(failures.length, 1, 'the failure is reported once')
+  t.match(String(failures[0]), /answered no job for 200 ms/)
+  const worker = (thread as unknown as { worker: unknown }).worker
+  t.equal(worker, null, 'the stuck thread is given up (it starts again at the next large job)')
+})
+
+t.test('an answer that cannot be read gives the thread up, and its jobs are built on the calling thread', async (t) => {
+  const failures: unknown[] = []
+  const thread = new RowThread({ minEvents: 1, jobTimeoutMs: 60_000, script: silentThread, onFailure: (err) => failures.push(err) })
+  t.teardown(() => thread.close())
+  await thread.whenReady()
+  const job = jobOf(variedEvents(4))
+  const pending = thread.lines(job)
+  // What Node emits when a message from the thread cannot be deserialized.
+  const worker = (thread as unknown as { worker: { emit(event: string, err: Error): void } }).worker
+  worker.emit('messageerror', new Error('could not deserialize the answer'))
+  t.same(await pending, rowLines(job), 'the job is answered with its lines at once')
+  t.equal(failures.length, 1)
+  t.match(String(failures[0]), /could not deserialize/)
+})
+
 t.test('a batch ingested through the row thread is stored as the main thread would store it', async (t) => {
   const app = await buildTestApp(t, { INGEST_ROW_THREAD_MIN_EVENTS: '3' })
   await app.rowThread.whenReady()
