@@ -274,7 +274,7 @@ try {
     console.log(`(d) visibility under (b)'s load: p50 ${percentile(vis, 50).toFixed(0)} ms, p99 ${percentile(vis, 99).toFixed(0)} ms, max ${vis.at(-1)?.toFixed(0)} ms over ${vis.length} probes  (target p99 ≤ 1000 ms) ${verdict(percentile(vis, 99) <= 1000)}`)
     console.log(`(e) backlog drained ${drainMs.toFixed(0)} ms after (b) stopped (${during.ingest.backlogRows} rows waiting when it stopped)`)
   }
-  console.log('(f) µs per event per step (wall time, waits included):   during (b)       during (c)')
+  console.log('(f) µs per event per step (wall time, waits included; key: per request):   during (b)       during (c)')
   for (const [step, after] of Object.entries(stepsAfter)) {
     const perEvent = (a: { events: number; totalMs: number } | undefined, b: { events: number; totalMs: number } | undefined) => {
       const events = (a?.events ?? 0) - (b?.events ?? 0)
