@@ -67,6 +67,8 @@ export class RowThread {
   private closed = false
   /** Checks, while jobs wait, that the thread still answers them. */
   private watchdog: NodeJS.Timeout | null = null
+  /** When the thread last answered a job (Date.now()). */
+  private lastAnswer = 0
   private readonly jobTimeoutMs: number
   /** Events whose lines the thread built. */
   builtOnThread = 0
@@ -114,7 +116,11 @@ export class RowThread {
     if (worker) await worker.terminate()
   }
 
-  /** Starts the watchdog while jobs wait: the oldest one must be answered within jobTimeoutMs. */
+  /**
+   * Starts the watchdog while jobs wait: the thread must answer one within jobTimeoutMs of the last
+   * answer or of the oldest job's hand-off, whichever is later (a long queue of jobs it keeps
+   * answering is not a stuck thread).
+   */
   private watch (): void {
     if (this.watchdog) return
     this.watchdog = setInterval(() => {
@@ -122,7 +128,7 @@ export class RowThread {
       if (!oldest) {
         clearInterval(this.watchdog!)
         this.watchdog = null
-      } else if (Date.now() - oldest.since > this.jobTimeoutMs && this.worker) {
+      } else if (Date.now() - Math.max(oldest.since, this.lastAnswer) > this.jobTimeoutMs && this.worker) {
         this.giveUp(this.worker, new Error(`the row thread answered no job for ${this.jobTimeoutMs} ms`))
       }
     }, Math.max(10, this.jobTimeoutMs / 4))
@@ -149,6 +155,7 @@ export class RowThread {
         for (const wake of this.readyWaiters.splice(0)) wake()
         return
       }
+      this.lastAnswer = Date.now()
       const waiting = this.waiting.get(msg.id)
       if (!waiting) return
       this.waiting.delete(msg.id)

@@ -116,6 +116,18 @@ t.test('a thread that answers no job within the timeout is ended and its jobs ar
   t.equal(worker, null, 'the stuck thread is given up (it starts again at the next large job)')
 })
 
+t.test('a slow thread that keeps answering is not taken as stuck, however long its queue', async (t) => {
+  const failures: unknown[] = []
+  const thread = new RowThread({ minEvents: 1, jobTimeoutMs: 250, script: new URL('../helpers/slow-row-thread.mjs', import.meta.url), onFailure: (err) => failures.push(err) })
+  t.teardown(() => thread.close())
+  await thread.whenReady()
+  // Six jobs answered one every 100 ms: the last waits 600 ms, more than the timeout, but the
+  // thread never goes 250 ms without answering one.
+  const lines = await Promise.all(Array.from({ length: 6 }, () => thread.lines(jobOf(variedEvents(2)))))
+  t.same(lines, Array.from({ length: 6 }, () => ['from the thread']), 'every job answered by the thread')
+  t.equal(failures.length, 0, 'no failure')
+})
+
 t.test('an answer that cannot be read gives the thread up, and its jobs are built on the calling thread', async (t) => {
   const failures: unknown[] = []
   const thread = new RowThread({ minEvents: 1, jobTimeoutMs: 60_000, script: silentThread, onFailure: (err) => failures.push(err) })
