@@ -103,7 +103,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(apiKeyAuth, caches)
   await app.register(userAuth, { auth: config.auth, dataDir: config.dataDir, cacheTtlMs: config.cacheTtlMs })
 
-  await app.register(publicData, { x402: config.x402, statsCacheSeconds: config.statsCacheSeconds, explorerCacheSeconds: config.explorerCacheSeconds })
+  await app.register(publicData, {
+    x402: config.x402,
+    statsCacheSeconds: config.statsCacheSeconds,
+    explorerCacheSeconds: config.explorerCacheSeconds,
+    profileKpisCacheSeconds: config.profileKpisCacheSeconds,
+  })
   await app.register(dashboardData)
 
   await app.register(health({ degradedAfterMs: config.ingest.degradedAfterMs }))

@@ -68,6 +68,8 @@ export interface Config {
   /** How long public aggregates are cached in Redis. */
   statsCacheSeconds: number
   explorerCacheSeconds: number
+  /** How long an agent's public KPIs (an engine query) are cached in Redis; 0: not cached. */
+  profileKpisCacheSeconds: number
   /** Per-user, per-endpoint limits on /v1/me/*, requests a minute: reads (GET) and writes (the rest). */
   meLimits: { readsPerMinute: number; writesPerMinute: number }
   /** How long an instance may hold burst-limit tokens leased from Redis before giving them back (ms); 0: ask Redis every request. */
@@ -135,6 +137,7 @@ const schema = {
     X402_CACHE_SECONDS: { type: 'integer', minimum: 1, default: 60 },
     STATS_CACHE_SECONDS: { type: 'integer', minimum: 1, default: 5 },
     EXPLORER_CACHE_SECONDS: { type: 'integer', minimum: 1, default: 10 },
+    PROFILE_KPIS_CACHE_SECONDS: { type: 'integer', minimum: 0, maximum: 60, default: 1 },
     ME_READS_PER_MINUTE: { type: 'integer', minimum: 1, default: 600 },
     ME_WRITES_PER_MINUTE: { type: 'integer', minimum: 1, default: 120 },
     BURST_LEASE_MS: { type: 'integer', minimum: 0, maximum: 10000, default: 1000 },
@@ -228,6 +231,7 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
     },
     statsCacheSeconds: s.STATS_CACHE_SECONDS,
     explorerCacheSeconds: s.EXPLORER_CACHE_SECONDS,
+    profileKpisCacheSeconds: s.PROFILE_KPIS_CACHE_SECONDS,
     meLimits: { readsPerMinute: s.ME_READS_PER_MINUTE, writesPerMinute: s.ME_WRITES_PER_MINUTE },
     burstLeaseMs: s.BURST_LEASE_MS,
     anomalyEveryMs: s.ANOMALY_EVERY_MS,

@@ -13,7 +13,7 @@ declare module 'fastify' {
 }
 
 /** What the public surface reads: the registry (Postgres), public aggregates (ClickHouse), caches. */
-export default fp(async function publicData (app, opts: { x402: Config['x402']; statsCacheSeconds: number; explorerCacheSeconds: number }) {
+export default fp(async function publicData (app, opts: { x402: Config['x402']; statsCacheSeconds: number; explorerCacheSeconds: number; profileKpisCacheSeconds: number }) {
   const cache = new ResponseCache(app.redis, app.redisPrefix)
   app.decorate('responseCache', cache)
   app.decorate('publicService', new PublicService(app.registry, app.publicEvents, cache, opts))

@@ -11,7 +11,7 @@ export class PublicService {
     private readonly registry: RegistryRepository,
     private readonly events: PublicEventsRepository,
     private readonly cache: ResponseCache,
-    private readonly opts: { statsCacheSeconds: number; explorerCacheSeconds: number },
+    private readonly opts: { statsCacheSeconds: number; explorerCacheSeconds: number; profileKpisCacheSeconds?: number },
   ) {}
 
   stats () {
@@ -34,11 +34,23 @@ export class PublicService {
     return { agents, total, offset: q.offset }
   }
 
-  /** A public agent with its KPIs (events of the agent; last event time, else lastSeenAt); null when not public. */
+  /**
+   * A public agent with its KPIs (events of the agent; last event time, else lastSeenAt); null when
+   * not public. The KPIs are a ClickHouse query (milliseconds of the engine's CPU, on the cores that
+   * ingest when it is embedded), so they are cached in Redis for PROFILE_KPIS_CACHE_SECONDS: however
+   * often a profile is read, its KPIs cost about one query a second, on every instance together.
+   * Whether the agent is public is checked on every read.
+   */
   async profile (identifier: string) {
     const found = await this.registry.find(identifier)
     if (!found) return null
-    const kpis = found.ownerId ? await this.events.agentKpis({ ownerId: found.ownerId, id: found.agent.id }) : { eventCount: 0, lastEventAt: null }
+    const owned = found.ownerId ? { ownerId: found.ownerId, id: found.agent.id } : null
+    const ttl = this.opts.profileKpisCacheSeconds ?? 0
+    const kpis = !owned
+      ? { eventCount: 0, lastEventAt: null }
+      : ttl > 0
+        ? await this.cache.get(`kpis:${owned.id}`, ttl, () => this.events.agentKpis(owned))
+        : await this.events.agentKpis(owned)
     return {
       ...found.agent,
       framework: found.framework,

@@ -90,6 +90,33 @@ t.test('GET /v1/agents refuses bad parameters with 400 details', async (t) => {
   t.ok(defaults.json().agents.length <= 20, 'default limit 20')
 })
 
+t.test('a public profile read many times costs the engine one KPI query per PROFILE_KPIS_CACHE_SECONDS, and shows new events after it', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const name = randomId('kpi-')
+  const first = await sendEvent(app, key.secret, { agentId: name })
+  await shipped(app)
+  const agentId = first.json().agentId
+  await app.db.query('UPDATE agents SET is_public = true WHERE id = $1', [agentId])
+  // The real query runs; the repository only counts how often it is asked.
+  let queries = 0
+  const agentKpis = app.publicEvents.agentKpis.bind(app.publicEvents)
+  app.publicEvents.agentKpis = (agent) => { queries++; return agentKpis(agent) }
+  t.teardown(() => { app.publicEvents.agentKpis = agentKpis })
+  const read = async () => (await app.inject({ url: `/v1/agents/${agentId}` })).json().kpis.eventCount as number
+  const counts = await Promise.all(Array.from({ length: 30 }, read))
+  t.same(new Set(counts), new Set([1]), 'every read answers the KPIs')
+  t.equal(queries, 1, '30 reads, one engine query')
+
+  await sendEvent(app, key.secret, { agentId: name })
+  await shipped(app)
+  await new Promise((resolve) => setTimeout(resolve, 1100)) // PROFILE_KPIS_CACHE_SECONDS (1) later
+  t.equal(await read(), 2, 'the new event is counted once the cached KPIs expire')
+  t.equal(queries, 2)
+  await app.db.query('UPDATE agents SET is_public = false WHERE id = $1', [agentId])
+  t.equal((await app.inject({ url: `/v1/agents/${agentId}` })).statusCode, 404, 'an agent made private is not found at once, cached KPIs or not')
+})
+
 t.test('GET /v1/agents/:identifier by cuid, snsName or registryId, with KPIs; 404 otherwise', async (t) => {
   const token = randomId('prof')
   const [id] = await importAgents(token, 1)
