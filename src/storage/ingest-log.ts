@@ -305,8 +305,14 @@ export class IngestLog {
    * entries are removed with the next commit (best effort: the disk may still be failing).
    */
   private forgetRefused (range: PositionRange, written: { key: number }[]): void {
-    this.refused.push(range)
-    for (const e of written) this.entries.remove(e.key).catch(() => {})
+    // Commits refused one after another (a disk that stays full) make one range, not one each.
+    const last = this.refused[this.refused.length - 1]
+    if (last && last.to + 1 === range.from) last.to = range.to
+    else this.refused.push(range)
+    for (const e of written) {
+      // LMDB rejects a failed write, and later its `commitError` with the cause: both are handled.
+      this.entries.remove(e.key).catch((err: { commitError?: Promise<unknown> }) => { err?.commitError?.catch(() => {}) })
+    }
   }
 
   private keepInTail (entry: { key: number; lines: string[]; bytes: number }): void {

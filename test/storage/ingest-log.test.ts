@@ -168,6 +168,32 @@ t.test('a commit that reached the disk but failed its sync is refused, and its r
   t.match(rows[1]!.line, /after/)
 })
 
+t.test('while the disk keeps failing (the removal of refused entries fails too), refused rows are still never read', async (t) => {
+  const dir = logDir()
+  const log = IngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: () => {} })
+  t.teardown(() => log.close())
+  const user = randomId('u-')
+  t.equal(await log.append([line(user, { reasoning: 'before' })]), 1)
+  const store = log as unknown as { entries: { put: (...args: unknown[]) => Promise<boolean>; remove: (...args: unknown[]) => Promise<boolean> }; refused: unknown[] }
+  const { put, remove } = store.entries
+  store.entries.put = function (this: unknown, ...args: unknown[]) {
+    return put.apply(this, args).then(() => { throw new Error('EIO: the sync failed') })
+  }
+  store.entries.remove = () => Promise.reject(new Error('EIO: cannot write'))
+  // Two commits refused one after the other: positions 2-4, then 5-7.
+  for (let round = 0; round < 2; round++) {
+    const refused = await Promise.allSettled(Array.from({ length: 3 }, (_, i) => log.append([line(user, { reasoning: `refused ${round}.${i}` })])))
+    t.ok(refused.every((r) => r.status === 'rejected'), `round ${round} refused`)
+  }
+  store.entries.put = put
+  store.entries.remove = remove
+  t.equal(store.refused.length, 1, 'adjacent refused commits are held as one range')
+  t.equal(await log.append([line(user, { reasoning: 'after' })]), 8)
+  const rows = await log.read(0, 100, 1 << 24)
+  t.same(rows.map((r) => r.position), [1, 8], 'the refused rows, still on disk, are skipped')
+  t.match(rows[1]!.line, /after/)
+})
+
 t.test('appends waiting for one commit are merged into entries of bounded size', async (t) => {
   const dir = logDir()
   const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
