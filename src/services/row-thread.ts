@@ -67,7 +67,7 @@ export class RowThread {
   private closed = false
   /** Checks, while jobs wait, that the thread still answers them. */
   private watchdog: NodeJS.Timeout | null = null
-  /** When the thread last answered a job (Date.now()). */
+  /** When the thread last answered a job (performance.now(): a clock that never steps). */
   private lastAnswer = 0
   private readonly jobTimeoutMs: number
   /** Events whose lines the thread built. */
@@ -86,7 +86,7 @@ export class RowThread {
     }
     const id = this.nextId++
     return new Promise((resolve, reject) => {
-      const waiting: Waiting = { job, since: Date.now(), resolve, reject }
+      const waiting: Waiting = { job, since: performance.now(), resolve, reject }
       try {
         this.worker!.postMessage({ id, job })
       } catch {
@@ -128,7 +128,7 @@ export class RowThread {
       if (!oldest) {
         clearInterval(this.watchdog!)
         this.watchdog = null
-      } else if (Date.now() - Math.max(oldest.since, this.lastAnswer) > this.jobTimeoutMs && this.worker) {
+      } else if (performance.now() - Math.max(oldest.since, this.lastAnswer) > this.jobTimeoutMs && this.worker) {
         this.giveUp(this.worker, new Error(`the row thread answered no job for ${this.jobTimeoutMs} ms`))
       }
     }, Math.max(10, this.jobTimeoutMs / 4))
@@ -155,7 +155,7 @@ export class RowThread {
         for (const wake of this.readyWaiters.splice(0)) wake()
         return
       }
-      this.lastAnswer = Date.now()
+      this.lastAnswer = performance.now()
       const waiting = this.waiting.get(msg.id)
       if (!waiting) return
       this.waiting.delete(msg.id)
