@@ -1,5 +1,5 @@
 import type { RegistryRepository } from '../storage/registry-repository.ts'
-import type { PublicEventsRepository } from '../storage/events-repository.ts'
+import type { OwnedAgent, PublicEventsRepository } from '../storage/events-repository.ts'
 import type { ResponseCache } from '../storage/response-cache.ts'
 import type { ListFilter } from '../storage/registry-repository.ts'
 
@@ -49,13 +49,31 @@ export class PublicService {
     const kpis = !owned
       ? { eventCount: 0, lastEventAt: null }
       : ttl > 0
-        ? await this.cache.get(`kpis:${owned.id}`, ttl, () => this.events.agentKpis(owned))
+        ? await this.cachedKpis(owned, ttl)
         : await this.events.agentKpis(owned)
     return {
       ...found.agent,
       framework: found.framework,
       createdAt: found.createdAt,
       kpis: { eventCount: kpis.eventCount, lastActivityAt: kpis.lastEventAt ?? found.agent.lastSeenAt, reputationScore: found.agent.reputationScore },
+    }
+  }
+
+  /** An agent's KPIs through the Redis cache; with Redis failing, from ClickHouse as without the cache. */
+  private async cachedKpis (owned: OwnedAgent, ttlSeconds: number) {
+    let queryFailed: { err: unknown } | null = null
+    try {
+      return await this.cache.get(`kpis:${owned.id}`, ttlSeconds, async () => {
+        try {
+          return await this.events.agentKpis(owned)
+        } catch (err) {
+          queryFailed = { err }
+          throw err
+        }
+      })
+    } catch (err) {
+      if (queryFailed) throw (queryFailed as { err: unknown }).err // the query itself failed: its error, no second try
+      return this.events.agentKpis(owned)
     }
   }
 

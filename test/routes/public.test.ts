@@ -23,6 +23,8 @@ const app = await buildTestApp(t, {
   X402_TIMEOUT_MS: '300',
   X402_CACHE_SECONDS: '1',
   CORS_ORIGINS: 'https://dash.example,https://app.example',
+  // Wide enough that 30 concurrent reads on a loaded machine fall in one cache lifetime.
+  PROFILE_KPIS_CACHE_SECONDS: '3',
 })
 
 /** Public agents whose names carry a token no other test uses, so listings can be scoped by search. */
@@ -110,11 +112,26 @@ t.test('a public profile read many times costs the engine one KPI query per PROF
 
   await sendEvent(app, key.secret, { agentId: name })
   await shipped(app)
-  await new Promise((resolve) => setTimeout(resolve, 1100)) // PROFILE_KPIS_CACHE_SECONDS (1) later
+  await new Promise((resolve) => setTimeout(resolve, 3100)) // PROFILE_KPIS_CACHE_SECONDS (3) later
   t.equal(await read(), 2, 'the new event is counted once the cached KPIs expire')
   t.equal(queries, 2)
   await app.db.query('UPDATE agents SET is_public = false WHERE id = $1', [agentId])
   t.equal((await app.inject({ url: `/v1/agents/${agentId}` })).statusCode, 404, 'an agent made private is not found at once, cached KPIs or not')
+})
+
+t.test('with Redis unreachable, a public profile still answers its KPIs, from ClickHouse', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const sent = await sendEvent(app, key.secret, { agentId: randomId('noredis-') })
+  await shipped(app)
+  const agentId = sent.json().agentId
+  await app.db.query('UPDATE agents SET is_public = true WHERE id = $1', [agentId])
+  // A second instance of the service whose Redis connection is gone.
+  const lonely = await buildTestApp(t, {})
+  lonely.redis.disconnect()
+  const res = await lonely.inject({ url: `/v1/agents/${agentId}` })
+  t.equal(res.statusCode, 200)
+  t.equal(res.json().kpis.eventCount, 1, 'the KPIs, read without the cache')
 })
 
 t.test('GET /v1/agents/:identifier by cuid, snsName or registryId, with KPIs; 404 otherwise', async (t) => {
