@@ -1,5 +1,5 @@
 import type { RegistryRepository } from '../storage/registry-repository.ts'
-import type { OwnedAgent, PublicEventsRepository } from '../storage/events-repository.ts'
+import type { PublicEventsRepository } from '../storage/events-repository.ts'
 import type { ResponseCache } from '../storage/response-cache.ts'
 import type { ListFilter } from '../storage/registry-repository.ts'
 
@@ -11,7 +11,7 @@ export class PublicService {
     private readonly registry: RegistryRepository,
     private readonly events: PublicEventsRepository,
     private readonly cache: ResponseCache,
-    private readonly opts: { statsCacheSeconds: number; explorerCacheSeconds: number; profileKpisCacheSeconds?: number },
+    private readonly opts: { statsCacheSeconds: number; explorerCacheSeconds: number; profileKpisCacheSeconds: number },
   ) {}
 
   stats () {
@@ -38,42 +38,25 @@ export class PublicService {
    * A public agent with its KPIs (events of the agent; last event time, else lastSeenAt); null when
    * not public. The KPIs are a ClickHouse query (milliseconds of the engine's CPU, on the cores that
    * ingest when it is embedded), so they are cached in Redis for PROFILE_KPIS_CACHE_SECONDS: however
-   * often a profile is read, its KPIs cost about one query a second, on every instance together.
-   * Whether the agent is public is checked on every read.
+   * often a profile is read, its KPIs cost about one query a second, on every instance together
+   * (with Redis failing, they are read from ClickHouse as without the cache). Whether the agent is
+   * public is checked on every read.
    */
   async profile (identifier: string) {
     const found = await this.registry.find(identifier)
     if (!found) return null
     const owned = found.ownerId ? { ownerId: found.ownerId, id: found.agent.id } : null
-    const ttl = this.opts.profileKpisCacheSeconds ?? 0
+    const ttl = this.opts.profileKpisCacheSeconds
     const kpis = !owned
       ? { eventCount: 0, lastEventAt: null }
       : ttl > 0
-        ? await this.cachedKpis(owned, ttl)
+        ? await this.cache.get(`kpis:${owned.id}`, ttl, () => this.events.agentKpis(owned), { computeWhenRedisFails: true })
         : await this.events.agentKpis(owned)
     return {
       ...found.agent,
       framework: found.framework,
       createdAt: found.createdAt,
       kpis: { eventCount: kpis.eventCount, lastActivityAt: kpis.lastEventAt ?? found.agent.lastSeenAt, reputationScore: found.agent.reputationScore },
-    }
-  }
-
-  /** An agent's KPIs through the Redis cache; with Redis failing, from ClickHouse as without the cache. */
-  private async cachedKpis (owned: OwnedAgent, ttlSeconds: number) {
-    let queryFailed: { err: unknown } | null = null
-    try {
-      return await this.cache.get(`kpis:${owned.id}`, ttlSeconds, async () => {
-        try {
-          return await this.events.agentKpis(owned)
-        } catch (err) {
-          queryFailed = { err }
-          throw err
-        }
-      })
-    } catch (err) {
-      if (queryFailed) throw (queryFailed as { err: unknown }).err // the query itself failed: its error, no second try
-      return this.events.agentKpis(owned)
     }
   }
 

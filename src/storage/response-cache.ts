@@ -10,13 +10,28 @@ export class ResponseCache {
 
   constructor (private readonly redis: Redis, private readonly prefix: string) {}
 
-  async get<T>(name: string, ttlSeconds: number, compute: () => Promise<T>): Promise<T> {
+  /**
+   * The cached value of `name`, else `compute()`'s, stored for `ttlSeconds`. A Redis failure fails
+   * the call, unless `computeWhenRedisFails`: then the value is computed (and not stored) as if there
+   * were no cache. A failure of `compute` itself always fails the call.
+   */
+  async get<T>(name: string, ttlSeconds: number, compute: () => Promise<T>, opts: { computeWhenRedisFails?: boolean } = {}): Promise<T> {
     const key = `${this.prefix}cache:${name}`
-    const hit = await this.redis.get(key)
+    let hit: string | null
+    try {
+      hit = await this.redis.get(key)
+    } catch (err) {
+      if (opts.computeWhenRedisFails) return compute()
+      throw err
+    }
     if (hit !== null) return JSON.parse(hit) as T
     return this.flights.run(key, async () => {
       const value = await compute()
-      await this.redis.set(key, JSON.stringify(value), 'EX', ttlSeconds)
+      try {
+        await this.redis.set(key, JSON.stringify(value), 'EX', ttlSeconds)
+      } catch (err) {
+        if (!opts.computeWhenRedisFails) throw err
+      }
       return value
     }) as Promise<T>
   }
