@@ -131,6 +131,10 @@ try {
     ingest: { backlogRows: number; steps: Record<string, { events: number; totalMs: number }> }
     eventLoopDelayMs: { p50: number; p99: number; max: number }
   }
+  /** Resolves once the service's ingest backlog is empty (everything acknowledged is in ClickHouse). */
+  const untilShipped = async () => {
+    while ((await health()).ingest.backlogRows > 0) await new Promise((resolve) => setTimeout(resolve, 10))
+  }
   const pgTransactions = async () => Number((await db.query('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = $1', [new URL(databaseUrl).pathname.slice(1)])).rows[0].n)
 
   // (d): one probe event at a time under (b)'s load; visibility = its 202 → the first read that counts
@@ -202,7 +206,7 @@ try {
   let stepsBefore: Record<string, { events: number; totalMs: number }> = {}
   let threadsBefore = new Map<string, number>()
   let pgBefore = 0
-  let probeDone: Promise<void> = Promise.resolve()
+  let startFigures: Promise<void> = Promise.resolve()
   let threadsAfter = new Map<string, number>()
   let drainMs = NaN
   let during = await health()
@@ -216,7 +220,7 @@ try {
       threadsBefore = cpuByThread(service.pid!)
       machineBefore = machineTicks()
       loadGenBefore = process.cpuUsage()
-      probeDone = (async () => {
+      startFigures = (async () => {
         stepsBefore = (await health()).ingest.steps // also starts a new event-loop delay window
         pgBefore = await pgTransactions()
       })()
@@ -226,24 +230,21 @@ try {
     const loadGen = process.cpuUsage(loadGenBefore)
     loadGenCpu = loadGen.user + loadGen.system
     const loadEnded = performance.now()
-    await probeDone
+    await startFigures
     during = await health()
     pgAfter = await pgTransactions()
-    for (;;) {
-      if ((await health()).ingest.backlogRows === 0) break
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
+    await untilShipped()
     drainMs = performance.now() - loadEnded
     // (d) in a run of its own under the same load: each poll of the probe is a ClickHouse query
     // (milliseconds of the engine's CPU), so polling every 5 ms would take a share of the machine
     // from (b)'s own figures.
+    let probeDone: Promise<void> = Promise.resolve()
     results.d = (await measure('(d) (b) again, with the probe', service, load.b, 1, () => {
       probeDone = probe().catch((err) => { probeFailure = String(err instanceof Error ? err.message : err) })
     }))
     probing = false
     await probeDone
-    // What (d)'s load left ships before the next run starts.
-    while ((await health()).ingest.backlogRows > 0) await new Promise((resolve) => setTimeout(resolve, 10))
+    await untilShipped() // what (d)'s load left ships before the next run starts
   }
   const stepsAfter = during.ingest.steps
 
@@ -267,7 +268,7 @@ try {
     // long it took to ship (before the next round starts).
     const loadEnded = performance.now()
     batchBacklog = (await health()).ingest.backlogRows
-    while ((await health()).ingest.backlogRows > 0) await new Promise((resolve) => setTimeout(resolve, 10))
+    await untilShipped()
     batchDrainMs = performance.now() - loadEnded
   }
   const batchStepsAfter = (await health()).ingest.steps
