@@ -44,7 +44,7 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
   if (backlog.rows > 0 || backlog.quarantined > 0) {
     app.log.info({ rows: backlog.rows, bytes: backlog.bytes, quarantined: backlog.quarantined, dir: opts.ingest.logDir }, 'ingest log opened with a backlog; shipping it')
   }
-  const shipper = new EventShipper(log, (body, token) => app.events.insertBlock(body, token), {
+  const shipper = new EventShipper(log, (body, token, rows) => app.events.insertBlock(body, token, rows), {
     maxRows: opts.ingest.batchMaxRows,
     maxBytes: opts.ingest.batchMaxBytes,
     minIntervalMs: opts.ingest.shipMinIntervalMs,

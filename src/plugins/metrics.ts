@@ -72,11 +72,11 @@ export default fp(async function metrics (app, opts: MetricsOptions) {
   })
   const events = app.events
   const insertBlock = events.insertBlock.bind(events)
-  events.insertBlock = async (body: string, token: string) => {
+  events.insertBlock = async (body: Buffer | string, token: string, rows?: number) => {
     const end = insertSeconds.startTimer()
     try {
-      await insertBlock(body, token)
-      batchRows.observe(body.split('\n').length - 1)
+      await insertBlock(body, token, rows)
+      batchRows.observe(rows ?? body.toString().split('\n').length - 1)
     } catch (err) {
       clickhouseErrors.inc({ operation: 'insert', code: String((err as { code?: unknown })?.code ?? 'unknown') })
       throw err

@@ -1,4 +1,4 @@
-import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client'
+import { ClickHouseLogLevel, createClient, parseError, type ClickHouseClient } from '@clickhouse/client'
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
@@ -17,6 +17,28 @@ export interface ClickHouseHandle {
 }
 
 const shared = new Map<string, { client: ClickHouseClient; refs: number }>()
+
+/** An insert of raw bytes in a text format, handed to the embedded engine without a copy. */
+export interface RawInsert {
+  table: string
+  columns: readonly string[]
+  format: 'JSONCompactEachRow'
+  values: Buffer
+  settings: Record<string, string | number>
+}
+
+/** The embedded engine's raw insert, per client (a server's client has none). */
+const rawInserts = new WeakMap<ClickHouseClient, (params: RawInsert) => Promise<void>>()
+
+/**
+ * The raw insert of an embedded engine's client, or undefined for a server. @clickhouse/client's
+ * insert path turns a body into a string and the SQL text around it, copying a block several times
+ * over; chdb's raw insert reads the caller's Buffer where it is. Its failures are turned into the
+ * client's ClickHouseError (code and type), as the client's own calls are.
+ */
+export function embeddedRawInsert (client: ClickHouseClient): ((params: RawInsert) => Promise<void>) | undefined {
+  return rawInserts.get(client)
+}
 
 export function openClickHouse (target: ClickHouseTarget): ClickHouseHandle {
   if (target.url) {
@@ -37,8 +59,18 @@ export function openClickHouse (target: ClickHouseTarget): ClickHouseHandle {
     const { createChdbConnection } = createRequire(import.meta.url)('chdb/connection') as typeof import('chdb/connection')
     // chdb implements the Connection contract of @clickhouse/client-common; the client re-declares
     // the same types under its own path, so TypeScript sees two nominally different copies.
-    const connection = createChdbConnection({ path }) as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection']
+    const chdbConnection = createChdbConnection({ path })
+    const connection = chdbConnection as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection']
     entry = { client: createClient({ connection }), refs: 0 }
+    rawInserts.set(entry.client, async (params) => {
+      try {
+        await chdbConnection.chdb.rawInsert({ ...params, columns: [...params.columns] })
+      } catch (err) {
+        const mapped = parseError(String((err as Error)?.message ?? err))
+        if (mapped !== err) mapped.cause = err
+        throw mapped
+      }
+    })
     shared.set(path, entry)
   }
   entry.refs++

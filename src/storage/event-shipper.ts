@@ -1,8 +1,12 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { IngestLog, LogRow, PositionRange } from './ingest-log.ts'
+import { logRows, spanRows, splitSpans, type IngestLog, type LogSpan, type PositionRange } from './ingest-log.ts'
 
-/** Inserts one block of JSONCompactEachRow lines under a deduplication token; resolves once committed. */
-export type InsertBlock = (body: string, token: string) => Promise<void>
+/**
+ * Inserts one block of JSONCompactEachRow lines (UTF-8, each ending in a newline) under a
+ * deduplication token; resolves once committed. The shipper reuses the body's memory for its next
+ * block once the promise has settled: copy it to keep it.
+ */
+export type InsertBlock = (body: Buffer, token: string, rows: number) => Promise<void>
 
 export interface ShipperOptions {
   maxRows: number
@@ -82,6 +86,8 @@ export class EventShipper {
   private acknowledgedByUser = new Map<string, number>()
   private state: ShipperStatus = { retrying: null }
   private lastRetryLog = 0
+  /** The memory blocks are written into, reused from insert to insert (fresh pages cost the kernel time). */
+  private blockBuffer = Buffer.alloc(0)
 
   constructor (
     private readonly log: IngestLog,
@@ -165,17 +171,17 @@ export class EventShipper {
       try {
         const inflight = this.log.inflight
         this.notifiedWhileBusy = false // this read sees every row appended before it
-        const rows = inflight
+        const spans = inflight
           ? await this.log.readRange(inflight)
           : await this.log.read(this.log.shipped, this.opts.maxRows, this.opts.maxBytes)
-        if (rows.length === 0) {
+        if (spans.length === 0) {
           // A recorded range whose entries were all quarantined as damaged: nothing left to send.
           if (inflight) this.advance(inflight.to)
           else await this.idle()
           continue
         }
-        await this.ship(rows)
-        lineBytes = rows.reduce((n, r) => n + r.line.length + 1, 0) / rows.length
+        await this.ship(spans)
+        lineBytes = spans.reduce((n, s) => n + s.bytes.length + 1, 0) / spanRows(spans)
         backoffMs = 100
         if (this.state.retrying) {
           this.logger.info({ downForMs: Date.now() - this.state.retrying.since, attempts: this.state.retrying.attempts }, 'ClickHouse accepts inserts again; shipping the ingest backlog')
@@ -196,27 +202,42 @@ export class EventShipper {
   }
 
   /** Inserts rows as one block; on a row refusal, halves it until the refused rows are isolated. */
-  private async ship (rows: LogRow[]): Promise<void> {
-    const range: PositionRange = { from: rows[0]!.position, to: rows[rows.length - 1]!.position }
+  private async ship (spans: LogSpan[]): Promise<void> {
+    const lastSpan = spans[spans.length - 1]!
+    const range: PositionRange = { from: spans[0]!.position, to: lastSpan.position + lastSpan.rows - 1 }
+    const rows = spanRows(spans)
     await this.log.beginInsert(range)
     try {
-      await this.insert(rows.map((r) => r.line).join('\n') + '\n', `${this.log.logId}:${range.from}-${range.to}`)
+      await this.insert(this.block(spans), `${this.log.logId}:${range.from}-${range.to}`, rows)
     } catch (err) {
       if (!isRowRefusal(err)) throw err
-      if (rows.length > 1) {
-        const half = rows.length >> 1
-        await this.ship(rows.slice(0, half))
-        await this.ship(rows.slice(half))
+      if (rows > 1) {
+        const [head, rest] = splitSpans(spans, rows >> 1)
+        await this.ship(head)
+        await this.ship(rest)
         return
       }
       const reason = String((err as Error).message).slice(0, 2_000)
-      await this.log.quarantineRows(rows, reason)
+      await this.log.quarantineRows(logRows(spans), reason)
       this.logger.error({ position: range.from, code: (err as { code?: unknown }).code, reason: reason.slice(0, 300) },
         'ClickHouse refused an event row; it is quarantined in the ingest log and the rest ships')
       this.advance(range.to)
       return
     }
     this.advance(range.to)
+  }
+
+  /** The insert's body: the spans' lines, each ending in a newline, in the reused block buffer. */
+  private block (spans: LogSpan[]): Buffer {
+    let size = 0
+    for (const span of spans) size += span.bytes.length + 1
+    if (this.blockBuffer.length < size) this.blockBuffer = Buffer.allocUnsafeSlow(Math.max(size, Math.min(2 * this.blockBuffer.length, this.opts.maxBytes)))
+    let at = 0
+    for (const span of spans) {
+      at += span.bytes.copy(this.blockBuffer, at)
+      this.blockBuffer[at++] = 10 // '\n'
+    }
+    return this.blockBuffer.subarray(0, size)
   }
 
   /** Marks rows shipped; waiters are told once the log has recorded it (and trimmed what it covers). */

@@ -2,6 +2,7 @@ import { TupleParam, type ClickHouseClient } from '@clickhouse/client'
 import { Readable } from 'node:stream'
 import { randomUUID } from 'node:crypto'
 import type { EventRow } from '../domain/event-row.ts'
+import { embeddedRawInsert } from './clickhouse-client.ts'
 
 /** The columns an insert names, in the order each row's values are sent. */
 export const INSERT_COLUMNS = [
@@ -43,13 +44,24 @@ export class EventsRepository {
    * Inserts a block of rows already serialised by `eventLine`, under a deduplication token: a block
    * sent again with the same token is dropped by ClickHouse, in `events` and in every rollup its
    * views feed (clickhouse/005). The settings travel in the statement, never as session settings.
+   * `rows`, the block's row count when the caller knows it, is for the metrics that wrap this call.
    */
-  async insertBlock (body: string, token: string): Promise<void> {
+  async insertBlock (body: Buffer | string, token: string, _rows?: number): Promise<void> {
     if (!/^[\w:.-]+$/.test(token)) throw new Error(`invalid deduplication token ${token}`)
+    const settings = {
+      insert_deduplication_token: token,
+      deduplicate_blocks_in_dependent_materialized_views: 1,
+      input_format_json_compact_allow_variable_number_of_columns: 1,
+    }
+    const raw = embeddedRawInsert(this.ch)
+    if (raw) {
+      await raw({ table: 'events', columns: INSERT_COLUMNS, format: 'JSONCompactEachRow', values: Buffer.isBuffer(body) ? body : Buffer.from(body), settings })
+      return
+    }
     const result = await this.ch.exec({
-      query: `INSERT INTO events (${INSERT_COLUMNS.join(', ')}) SETTINGS insert_deduplication_token = '${token}', ` +
-        'deduplicate_blocks_in_dependent_materialized_views = 1, input_format_json_compact_allow_variable_number_of_columns = 1 ' +
-        'FORMAT JSONCompactEachRow',
+      query: `INSERT INTO events (${INSERT_COLUMNS.join(', ')}) SETTINGS ` +
+        Object.entries(settings).map(([name, value]) => `${name} = ${typeof value === 'string' ? `'${value}'` : value}`).join(', ') +
+        ' FORMAT JSONCompactEachRow',
       values: Readable.from([body]),
     })
     result.stream.resume()

@@ -20,6 +20,59 @@ import { crc32 } from 'node:zlib'
 /** A row of the log: its position and its JSONCompactEachRow line (no trailing newline). */
 export interface LogRow { position: number; line: string }
 
+/**
+ * Consecutive rows of the log as stored: `rows` rows from `position` on, their JSONCompactEachRow
+ * lines joined by '\n' in UTF-8 (no trailing newline). The shipper sends these bytes as they are.
+ */
+export interface LogSpan { position: number; rows: number; bytes: Buffer }
+
+/** Rows to append: their lines joined by '\n' in UTF-8 (no trailing newline), `rows` of them. */
+export interface RowBytes { rows: number; bytes: Buffer }
+
+/** Lines as RowBytes (lines never hold a raw newline: JSON escapes it). */
+export function rowBytes (lines: string[]): RowBytes {
+  return { rows: lines.length, bytes: Buffer.from(lines.join('\n'), 'utf8') }
+}
+
+/** The rows of spans one by one (for the quarantine, and to read a span as text). */
+export function logRows (spans: LogSpan[]): LogRow[] {
+  const rows: LogRow[] = []
+  for (const span of spans) {
+    const lines = span.bytes.toString('utf8').split('\n')
+    for (let i = 0; i < lines.length; i++) rows.push({ position: span.position + i, line: lines[i]! })
+  }
+  return rows
+}
+
+/** How many rows spans hold. */
+export function spanRows (spans: LogSpan[]): number {
+  let rows = 0
+  for (const span of spans) rows += span.rows
+  return rows
+}
+
+/** Spans cut after their first `rows` rows: the rows before the cut, and the rest. */
+export function splitSpans (spans: LogSpan[], rows: number): [LogSpan[], LogSpan[]] {
+  const head: LogSpan[] = []
+  let left = rows
+  for (let i = 0; i < spans.length; i++) {
+    const span = spans[i]!
+    if (left >= span.rows) {
+      head.push(span)
+      left -= span.rows
+      if (left === 0) return [head, spans.slice(i + 1)]
+      continue
+    }
+    // The cut falls inside this span: after its `left`-th line.
+    let at = -1
+    for (let n = 0; n < left; n++) at = span.bytes.indexOf(10, at + 1)
+    head.push({ position: span.position, rows: left, bytes: span.bytes.subarray(0, at) })
+    const rest = { position: span.position + left, rows: span.rows - left, bytes: span.bytes.subarray(at + 1) }
+    return [head, [rest, ...spans.slice(i + 1)]]
+  }
+  return [head, []]
+}
+
 /** A contiguous range of positions, both ends included. */
 export interface PositionRange { from: number; to: number }
 
@@ -66,18 +119,56 @@ export class IngestLogRefused extends Error {
 export const logUnavailable = (retryAfterSeconds = 5) => new IngestLogRefused('ingest_log_unavailable', retryAfterSeconds)
 export const logFull = (retryAfterSeconds = 5) => new IngestLogRefused('ingest_log_full', retryAfterSeconds)
 
-/** Encodes an entry: a checksum over everything after it, so a damaged entry is recognised. */
-function encodeEntry (lines: string[], appendedAt: number): Buffer {
-  const payload = Buffer.from(lines.join('\n'), 'utf8')
-  const buf = Buffer.allocUnsafe(HEADER_BYTES + payload.length)
-  buf.writeUInt32LE(lines.length, 4)
+/**
+ * Encodes an entry from appends' row bytes (its payload: their lines joined by '\n'), behind a
+ * checksum over everything after it, so a damaged entry is recognised.
+ */
+function encodeEntry (parts: RowBytes[], appendedAt: number): { entry: Buffer; rows: number } {
+  let size = HEADER_BYTES + parts.length - 1
+  let rows = 0
+  for (const part of parts) {
+    size += part.bytes.length
+    rows += part.rows
+  }
+  const buf = Buffer.allocUnsafe(size)
+  let at = HEADER_BYTES
+  for (let i = 0; i < parts.length; i++) {
+    if (i > 0) buf[at++] = 10 // '\n'
+    at += parts[i]!.bytes.copy(buf, at)
+  }
+  buf.writeUInt32LE(rows, 4)
   buf.writeDoubleLE(appendedAt, 8)
-  payload.copy(buf, HEADER_BYTES)
   buf.writeUInt32LE(crc32(buf.subarray(4)), 0)
-  return buf
+  return { entry: buf, rows }
 }
 
 interface EntryHeader { rows: number; appendedAt: number }
+
+/**
+ * An entry's rows: its key (the first row's position), row count and payload (the lines joined by
+ * '\n'); `starts` are the byte offsets of its lines, found when first needed (see lineStarts).
+ */
+interface Entry { key: number; rows: number; payload: Buffer; starts?: Int32Array }
+
+/**
+ * Where each line of an entry starts in its payload, plus one past the end (payload length + 1):
+ * line i is payload[starts[i], starts[i + 1] - 1). Null when the payload does not hold exactly
+ * `rows` lines (a damaged entry).
+ */
+function lineStarts (entry: Entry): Int32Array | null {
+  if (entry.starts) return entry.starts
+  const starts = new Int32Array(entry.rows + 1)
+  let at = 0
+  for (let i = 1; i < entry.rows; i++) {
+    at = entry.payload.indexOf(10, at) + 1
+    if (at === 0) return null
+    starts[i] = at
+  }
+  if (entry.rows < 1 || entry.payload.indexOf(10, at) !== -1) return null
+  starts[entry.rows] = entry.payload.length + 1
+  entry.starts = starts
+  return starts
+}
 
 /** An entry's header, unchecked (for entries known to be whole: written by this process or already read). */
 function entryHeader (buf: Uint8Array): EntryHeader | null {
@@ -86,14 +177,14 @@ function entryHeader (buf: Uint8Array): EntryHeader | null {
   return { rows: b.readUInt32LE(4), appendedAt: b.readDoubleLE(8) }
 }
 
-/** An entry's rows, or null when its checksum or its row count does not match (a damaged entry). */
-function decodeEntry (buf: Uint8Array): (EntryHeader & { lines: string[] }) | null {
+/** An entry read from disk, or null when its checksum or its row count does not match (a damaged entry). */
+function decodeEntry (key: number, buf: Uint8Array): Entry | null {
   const header = entryHeader(buf)
   if (!header) return null
   const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength)
   if (b.readUInt32LE(0) !== crc32(b.subarray(4))) return null
-  const lines = b.toString('utf8', HEADER_BYTES).split('\n')
-  return lines.length === header.rows ? { ...header, lines } : null
+  const entry: Entry = { key, rows: header.rows, payload: b.subarray(HEADER_BYTES) }
+  return lineStarts(entry) ? entry : null
 }
 
 /** When a process started (clock ticks since boot, from /proc), so a reused pid is not taken for the owner. */
@@ -164,7 +255,7 @@ export class IngestLog {
    * was just written. Always a contiguous run ending at the newest commit; dropped whole when it
    * grows past TAIL_MAX_BYTES (the shipper then reads the disk), and started again once caught up.
    */
-  private tail: { key: number; lines: string[]; bytes: number }[] = []
+  private tail: (Entry & { bytes: number })[] = []
   private tailBytes = 0
   private tailOff = false
   /** Positions of refused commits that may be on disk: never read (see forgetRefused). */
@@ -191,7 +282,7 @@ export class IngestLog {
       this.bytes += value.length
       newest = { key, value }
     }
-    const last = Math.max(this.state.shipped, newest ? newest.key + (decodeEntry(newest.value)?.rows ?? 1) - 1 : 0)
+    const last = Math.max(this.state.shipped, newest ? newest.key + (decodeEntry(newest.key, newest.value)?.rows ?? 1) - 1 : 0)
     this.next = last + 1
     this.lastCommitted = last
     this.quarantinedCount = quarantine.getCount()
@@ -227,20 +318,20 @@ export class IngestLog {
   get lastPosition (): number { return this.lastCommitted }
 
   /**
-   * Appends rows as one entry; resolves with the position of the last row once the entry is synced
-   * to disk. Refuses (503 + Retry-After) when the log holds its maximum size.
+   * Appends rows (lines, or their bytes) as one entry; resolves with the position of the last row
+   * once the entry is synced to disk. Refuses (503 + Retry-After) when the log holds its maximum size.
    */
-  async append (lines: string[]): Promise<number> {
+  async append (input: RowBytes | string[]): Promise<number> {
     if (this.closed) throw logFull()
-    if (lines.length === 0) return this.next - 1 // nothing to keep (an empty entry would share the next one's key)
-    let size = HEADER_BYTES + lines.length // the entry's size if written alone: header, rows, newlines
-    for (const line of lines) size += Buffer.byteLength(line)
+    const rows = Array.isArray(input) ? rowBytes(input) : input
+    if (rows.rows === 0) return this.next - 1 // nothing to keep (an empty entry would share the next one's key)
+    const size = HEADER_BYTES + rows.bytes.length // the entry's size if written alone
     if (this.bytes + this.pendingBytes + size > this.maxBytes) throw logFull()
-    const last = this.next + lines.length - 1
-    this.next += lines.length
+    const last = this.next + rows.rows - 1
+    this.next += rows.rows
     this.pendingBytes += size
     await new Promise<void>((resolve, reject) => {
-      this.pending.push({ lines, bytes: size, appendedAt: Date.now(), resolve, reject })
+      this.pending.push({ rows, size, appendedAt: Date.now(), resolve, reject })
       if (!this.committing) void this.commitPending()
     })
     return last
@@ -259,17 +350,19 @@ export class IngestLog {
       this.pending = []
       this.pendingBytes = 0
       let rows = 0
-      for (const p of batch) rows += p.lines.length
+      for (const p of batch) rows += p.rows.rows
       // Every position handed out so far is in this batch or committed before it.
       const first = this.next - rows
-      const written: { key: number; lines: string[]; bytes: number }[] = []
+      const written: (Entry & { bytes: number })[] = []
       try {
         const puts: Promise<boolean>[] = []
-        for (const { key, lines } of mergeAppends(batch, first)) {
-          const entry = encodeEntry(lines, batch[0]!.appendedAt)
-          written.push({ key, lines, bytes: entry.length })
+        let key = first
+        for (const group of mergeAppends(batch)) {
+          const { entry, rows: entryRows } = encodeEntry(group, batch[0]!.appendedAt)
+          written.push({ key, rows: entryRows, payload: entry.subarray(HEADER_BYTES), bytes: entry.length })
           this.bytes += entry.length
           puts.push(this.entries.put(key, entry))
+          key += entryRows
         }
         // Every put is awaited, failed or not: an unawaited rejection would end the process.
         const outcomes = await Promise.allSettled(puts)
@@ -315,7 +408,7 @@ export class IngestLog {
     }
   }
 
-  private keepInTail (entry: { key: number; lines: string[]; bytes: number }): void {
+  private keepInTail (entry: Entry & { bytes: number }): void {
     if (this.tailOff) return
     this.tail.push(entry)
     this.tailBytes += entry.bytes
@@ -330,30 +423,30 @@ export class IngestLog {
   }
 
   /**
-   * Reads unshipped rows in position order from `after + 1`, up to the caps (at least one row): from
-   * the in-memory tail when it holds position `after + 1`, else from disk, where entries that cannot
-   * be decoded are quarantined whole and skipped.
+   * Reads unshipped rows in position order from `after + 1`, up to the caps (at least one row; bytes
+   * count each line and its newline): from the in-memory tail when it holds position `after + 1`,
+   * else from disk, where entries that cannot be decoded are quarantined whole and skipped.
    */
-  async read (after: number, maxRows: number, maxBytes: number, upTo = Infinity): Promise<LogRow[]> {
+  async read (after: number, maxRows: number, maxBytes: number, upTo = Infinity): Promise<LogSpan[]> {
     // Rows of a commit whose fdatasync is under way are visible on disk but not acknowledged yet.
     upTo = Math.min(upTo, this.lastCommitted)
     const head = this.tail[0]
-    if (head && head.key <= after + 1) return collectRows(this.tail, after, maxRows, maxBytes, upTo)
+    if (head && head.key <= after + 1) return collectSpans(this.tail, after, maxRows, maxBytes, upTo)
     const damaged: { key: number; value: Buffer }[] = []
     const entries = this.entries
-    function * decoded (start: number): Generator<{ key: number; lines: string[] }> {
+    function * decoded (start: number): Generator<Entry> {
       for (const { key, value } of entries.getRange({ start })) {
-        const entry = decodeEntry(value)
-        if (entry) yield { key, lines: entry.lines }
+        const entry = decodeEntry(key, value)
+        if (entry) yield entry
         else if (key <= upTo) damaged.push({ key, value })
       }
     }
-    const rows = collectRows(decoded(this.entryStart(after + 1)), after, maxRows, maxBytes, upTo, this.refused)
-    return this.settle(rows, damaged)
+    const spans = collectSpans(decoded(this.entryStart(after + 1)), after, maxRows, maxBytes, upTo, this.refused)
+    return this.settle(spans, damaged)
   }
 
   /** The rows of a recorded range, exactly as they were first read (for a replay after a crash). */
-  readRange (range: PositionRange): Promise<LogRow[]> {
+  readRange (range: PositionRange): Promise<LogSpan[]> {
     return this.read(range.from - 1, Infinity, Infinity, range.to)
   }
 
@@ -373,7 +466,7 @@ export class IngestLog {
     const state = this.state
     let shippedEntries = 0
     for (const e of this.tail) {
-      if (e.key + e.lines.length - 1 > state.shipped) break
+      if (e.key + e.rows - 1 > state.shipped) break
       this.tailBytes -= e.bytes
       shippedEntries++
     }
@@ -464,43 +557,38 @@ export class IngestLog {
     return position
   }
 
-  private async settle (rows: LogRow[], damaged: { key: number; value: Buffer }[]): Promise<LogRow[]> {
+  private async settle (spans: LogSpan[], damaged: { key: number; value: Buffer }[]): Promise<LogSpan[]> {
     for (const { key, value } of damaged) {
       await this.quarantineRows([{ position: key, line: value.toString('base64') }], `damaged log entry at position ${key} (${value.length} bytes), kept as base64`)
       this.onDamaged?.({ position: key, bytes: value.length })
       await this.entries.remove(key)
       this.bytes -= value.length
     }
-    return rows
+    return spans
   }
 }
 
-interface PendingAppend { lines: string[]; bytes: number; appendedAt: number; resolve: () => void; reject: (err: unknown) => void }
+interface PendingAppend { rows: RowBytes; size: number; appendedAt: number; resolve: () => void; reject: (err: unknown) => void }
 
 /**
- * The entries a commit writes for appends whose rows start at position `first`, in order: appends
- * merged while the entry stays within MERGED_ENTRY_BYTES (a larger append is an entry of its own).
+ * The appends a commit writes, grouped into entries in order: appends merged while the entry stays
+ * within MERGED_ENTRY_BYTES (a larger append is an entry of its own).
  */
-function mergeAppends (batch: PendingAppend[], first: number): { key: number; lines: string[] }[] {
-  const entries: { key: number; lines: string[] }[] = []
-  let key = first
-  let group: PendingAppend[] = []
+function mergeAppends (batch: PendingAppend[]): RowBytes[][] {
+  const groups: RowBytes[][] = []
+  let group: RowBytes[] = []
   let size = 0
-  const flush = () => {
-    if (group.length === 0) return
-    const lines = group.length === 1 ? group[0]!.lines : group.flatMap((p) => p.lines)
-    entries.push({ key, lines })
-    key += lines.length
-    group = []
-    size = 0
-  }
   for (const p of batch) {
-    if (group.length > 0 && size + p.bytes > MERGED_ENTRY_BYTES) flush()
-    group.push(p)
-    size += p.bytes
+    if (group.length > 0 && size + p.size > MERGED_ENTRY_BYTES) {
+      groups.push(group)
+      group = []
+      size = 0
+    }
+    group.push(p.rows)
+    size += p.size
   }
-  flush()
-  return entries
+  if (group.length > 0) groups.push(group)
+  return groups
 }
 
 function listQuarantine (quarantine: Database<QuarantinedRow, number>, limit: number): QuarantinedRow[] {
@@ -508,23 +596,56 @@ function listQuarantine (quarantine: Database<QuarantinedRow, number>, limit: nu
 }
 
 /**
- * Rows of `entries` (in key order) from position `after + 1` through `upTo`, up to the row and byte
- * caps, leaving out the positions in `skip`; at least one row when there is one.
+ * The rows of `entries` (in key order) from position `after + 1` through `upTo`, as spans, up to the
+ * row and byte caps, leaving out the positions in `skip` (ascending); at least one row when there is
+ * one. A span is a slice of an entry's payload: nothing is copied.
  */
-function collectRows (entries: Iterable<{ key: number; lines: string[] }>, after: number, maxRows: number, maxBytes: number, upTo: number, skip: PositionRange[] = []): LogRow[] {
-  const rows: LogRow[] = []
+function collectSpans (entries: Iterable<Entry>, after: number, maxRows: number, maxBytes: number, upTo: number, skip: PositionRange[] = []): LogSpan[] {
+  const spans: LogSpan[] = []
+  let rows = 0
   let bytes = 0
-  for (const { key, lines } of entries) {
-    if (key > upTo) break
-    for (let i = 0; i < lines.length; i++) {
-      const position = key + i
-      if (position <= after || position > upTo) continue
-      if (skip.length > 0 && skip.some((r) => position >= r.from && position <= r.to)) continue
-      const line = lines[i]!
-      if (rows.length > 0 && (rows.length >= maxRows || bytes + line.length > maxBytes)) return rows
-      rows.push({ position, line })
-      bytes += line.length + 1
+  for (const entry of entries) {
+    if (entry.key > upTo) break
+    const last = Math.min(entry.key + entry.rows - 1, upTo)
+    let from = Math.max(entry.key, after + 1)
+    while (from <= last) {
+      if (rows >= maxRows) return spans
+      // The run of positions from `from` that no skipped range interrupts.
+      let to = last
+      const hole = skip.length > 0 ? skip.find((r) => r.to >= from && r.from <= to) : undefined
+      if (hole && hole.from <= from) {
+        from = hole.to + 1
+        continue
+      }
+      if (hole) to = hole.from - 1
+      let take = Math.min(to - from + 1, maxRows - rows)
+      const whole = from === entry.key && take === entry.rows
+      const starts = whole ? null : lineStarts(entry)!
+      const first = from - entry.key
+      const start = starts ? starts[first]! : 0
+      // Bytes of `n` rows from `from`, each line with its newline.
+      const size = (n: number) => (starts ? starts[first + n]! : entry.payload.length + 1) - start
+      if (bytes + size(take) > maxBytes) {
+        // As many rows as fit (found by halving), and at least one row in all.
+        const offsets = starts ?? lineStarts(entry)!
+        let lo = 0
+        let hi = take
+        while (lo < hi) {
+          const mid = (lo + hi + 1) >> 1
+          if (bytes + offsets[first + mid]! - start <= maxBytes) lo = mid
+          else hi = mid - 1
+        }
+        take = rows === 0 ? Math.max(1, lo) : lo
+        if (take === 0) return spans
+        spans.push({ position: from, rows: take, bytes: entry.payload.subarray(start, offsets[first + take]! - 1) })
+        return spans
+      }
+      spans.push({ position: from, rows: take, bytes: entry.payload.subarray(start, start + size(take) - 1) })
+      rows += take
+      bytes += size(take)
+      from += take
+      if (from <= to) return spans // a cap cut the run
     }
   }
-  return rows
+  return spans
 }

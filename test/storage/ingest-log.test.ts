@@ -6,8 +6,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { open } from 'lmdb'
 import { openClickHouse, migrateClickHouse } from '../../src/storage/clickhouse-client.ts'
 import { EventsRepository, INSERT_COLUMNS, eventLine } from '../../src/storage/events-repository.ts'
-import { IngestLog } from '../../src/storage/ingest-log.ts'
-import { EventShipper, isRowRefusal, type InsertBlock } from '../../src/storage/event-shipper.ts'
+import { IngestLog, logRows, splitSpans, type LogSpan } from '../../src/storage/ingest-log.ts'
+import { EventShipper, isRowRefusal } from '../../src/storage/event-shipper.ts'
 import { buildEventRow } from '../../src/domain/event-row.ts'
 import { newEventId } from '../../src/domain/ids.ts'
 import { TEST_DATA_DIR, randomId } from '../helpers/app.ts'
@@ -36,7 +36,7 @@ async function countFor (userId: string): Promise<{ events: number; distinct: nu
 }
 
 const logDir = () => join(TEST_DATA_DIR, randomId('log-'))
-const insert: InsertBlock = (body, token) => events.insertBlock(body, token)
+const insert = (body: Buffer, token: string) => events.insertBlock(body, token)
 
 t.test('appends get consecutive positions; read, ship and trim; the state survives a reopen', async (t) => {
   const dir = logDir()
@@ -46,9 +46,9 @@ t.test('appends get consecutive positions; read, ship and trim; the state surviv
   t.equal(await log.append([line(user)]), 3)
   t.equal(log.stats().rows, 3)
   t.ok(log.stats().oldestAppendedAt! <= Date.now())
-  const rows = await log.read(0, 2, 1 << 20)
+  const rows = logRows(await log.read(0, 2, 1 << 20))
   t.same(rows.map((r) => r.position), [1, 2], 'the row cap cuts inside an entry')
-  t.same((await log.read(1, 10, 1 << 20)).map((r) => r.position), [2, 3])
+  t.same((logRows(await log.read(1, 10, 1 << 20))).map((r) => r.position), [2, 3])
   await log.markShipped(2)
   t.equal(log.stats().rows, 1)
   t.throws(() => IngestLog.open({ dir, maxBytes: 1 << 30 }), /already open/, 'one owner per directory')
@@ -57,7 +57,7 @@ t.test('appends get consecutive positions; read, ship and trim; the state surviv
   t.teardown(() => again.close())
   t.equal(again.shipped, 2)
   t.equal(again.logId, log.logId, 'the log keeps its id, so replayed tokens match')
-  t.same((await again.read(again.shipped, 10, 1 << 20)).map((r) => r.position), [3])
+  t.same((logRows(await again.read(again.shipped, 10, 1 << 20))).map((r) => r.position), [3])
   t.equal(await again.append([line(user)]), 4, 'positions continue after a reopen')
 })
 
@@ -68,7 +68,7 @@ t.test('appends that wait for the same commit share one entry: positions in call
   const sent = Array.from({ length: 40 }, (_, i) => [line(user, { reasoning: `append ${i}` }), line(user, { reasoning: `append ${i} second` })])
   const lasts = await Promise.all(sent.map((lines) => log.append(lines)))
   t.same(lasts, sent.map((_, i) => 2 * i + 2), 'each append is told the position of its last row, in call order')
-  const rows = await log.read(0, 1000, 1 << 24)
+  const rows = logRows(await log.read(0, 1000, 1 << 24))
   t.same(rows.map((r) => r.line), sent.flat(), 'the rows read back in position order')
   const env = open({ path: dir, readOnly: true, maxDbs: 4 })
   const stored = env.openDB('entries', { encoding: 'binary' }).getCount()
@@ -77,8 +77,63 @@ t.test('appends that wait for the same commit share one entry: positions in call
   await log.close()
   const reopened = IngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => reopened.close())
-  t.same((await reopened.read(0, 1000, 1 << 24)).map((r) => r.line), sent.flat(), 'read from disk after a reopen, the same rows in the same order')
+  t.same((logRows(await reopened.read(0, 1000, 1 << 24))).map((r) => r.line), sent.flat(), 'read from disk after a reopen, the same rows in the same order')
   t.equal(await reopened.append([line(user)]), 81, 'positions go on after the last one')
+})
+
+t.test('reads cut by rows, by bytes and by refused positions give exactly the rows a line-by-line read would, from the tail and from disk', async (t) => {
+  const dir = logDir()
+  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const user = randomId('u-')
+  // Appends of 1 to 7 rows of varied sizes (multi-byte characters included), merged into shared entries.
+  const sent = Array.from({ length: 30 }, (_, i) => Array.from({ length: 1 + (i % 7) }, (_, j) => line(user, { reasoning: `${i}.${j} ${'é'.repeat((i * 7 + j * 13) % 50)}` })))
+  await Promise.all(sent.map((lines) => log.append(lines)))
+  const all = sent.flat()
+  const total = all.length
+  /** The model: rows after `after`, up to `upTo`, skipping `skip`, within the caps (each line's bytes + 1). */
+  const expected = (after: number, maxRows: number, maxBytes: number, upTo: number, skip: { from: number; to: number }[] = []) => {
+    const out: { position: number; line: string }[] = []
+    let bytes = 0
+    for (let p = after + 1; p <= Math.min(upTo, total); p++) {
+      if (skip.some((r) => p >= r.from && p <= r.to)) continue
+      const size = Buffer.byteLength(all[p - 1]!) + 1
+      if (out.length > 0 && (out.length >= maxRows || bytes + size > maxBytes)) break
+      out.push({ position: p, line: all[p - 1]! })
+      bytes += size
+    }
+    return out
+  }
+  const cases: [number, number, number][] = []
+  for (const after of [0, 1, 5, 17, 40, total - 1]) {
+    for (const maxRows of [1, 3, 10, 1000]) {
+      for (const maxBytes of [1, 900, 5000, 1 << 24]) cases.push([after, maxRows, maxBytes])
+    }
+  }
+  for (const [after, maxRows, maxBytes] of cases) {
+    t.same(logRows(await log.read(after, maxRows, maxBytes)), expected(after, maxRows, maxBytes, Infinity), `from the tail: after ${after}, ${maxRows} rows, ${maxBytes} bytes`)
+  }
+  t.same(logRows(await log.readRange({ from: 9, to: 33 })), expected(8, Infinity, Infinity, 33), 'a recorded range')
+  await log.close()
+  const reopened = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  t.teardown(() => reopened.close())
+  // Refused positions are only ever skipped on disk reads; set them as a refused commit would.
+  const skip = [{ from: 4, to: 6 }, { from: 20, to: 20 }, { from: 50, to: 60 }];
+  (reopened as unknown as { refused: typeof skip }).refused = skip
+  for (const [after, maxRows, maxBytes] of cases) {
+    t.same(logRows(await reopened.read(after, maxRows, maxBytes)), expected(after, maxRows, maxBytes, Infinity, skip), `from disk: after ${after}, ${maxRows} rows, ${maxBytes} bytes`)
+  }
+})
+
+t.test('spans split after any row hold the rows before and after the cut', async (t) => {
+  const lines = Array.from({ length: 9 }, (_, i) => `["row ${i}", "${'ü'.repeat(i)}"]`)
+  const spanOf = (position: number, rows: string[]): LogSpan => ({ position, rows: rows.length, bytes: Buffer.from(rows.join('\n')) })
+  const spans = [spanOf(1, lines.slice(0, 4)), spanOf(5, lines.slice(4, 5)), spanOf(8, lines.slice(5))]
+  const positions = [1, 2, 3, 4, 5, 8, 9, 10, 11]
+  for (let cut = 1; cut < lines.length; cut++) {
+    const [head, rest] = splitSpans(spans, cut)
+    t.same(logRows(head), lines.slice(0, cut).map((line, i) => ({ position: positions[i], line })), `the first ${cut} rows`)
+    t.same(logRows(rest), lines.slice(cut).map((line, i) => ({ position: positions[cut + i], line })), `the rows after ${cut}`)
+  }
 })
 
 t.test('no row is read for shipping before its append resolves (its commit flushed), while commits overlap their flushes', async (t) => {
@@ -99,12 +154,12 @@ t.test('no row is read for shipping before its append resolves (its commit flush
     const appending = { done: false }
     void Promise.all(appends).then(() => { appending.done = true })
     while (!appending.done) {
-      const rows = await log.read(0, 1000, 1 << 24)
+      const rows = logRows(await log.read(0, 1000, 1 << 24))
       if ((rows.at(-1)?.position ?? 0) > resolvedRows) seenEarly++
       polls++
       await new Promise((resolve) => setImmediate(resolve))
     }
-    t.equal((await log.read(0, 1000, 1 << 24)).length, 30, `round ${round}: every row is readable once acknowledged`)
+    t.equal((logRows(await log.read(0, 1000, 1 << 24))).length, 30, `round ${round}: every row is readable once acknowledged`)
     await log.close()
   }
   t.ok(polls > 50, `polled ${polls} times while appending`)
@@ -131,7 +186,7 @@ t.test('a commit that fails refuses every append it held with 503, gives their b
   t.equal(log.stats().rows, 1, 'only the row committed before is waiting')
   const next = await log.append([line(user, { reasoning: 'after' })])
   t.equal(next, 12, 'positions go on after the gap the refused appends left')
-  const rows = await log.read(0, 100, 1 << 24)
+  const rows = logRows(await log.read(0, 100, 1 << 24))
   t.same(rows.map((r) => r.position), [1, 12], 'the rows read are the committed ones, in order')
   t.match(rows[1]!.line, /after/)
 })
@@ -154,7 +209,7 @@ t.test('a commit that reached the disk but failed its sync is refused, and its r
   t.ok(refused.every((r) => r.status === 'rejected' && (r.reason as { reason?: string }).reason === 'ingest_log_unavailable'), 'every append of the failed commit is refused (503)')
   t.ok(failures.length >= 1, 'the operator is told')
   t.equal(await log.append([line(user, { reasoning: 'after' })]), 12, 'positions go on after the refused ones')
-  t.same((await log.read(0, 100, 1 << 24)).map((r) => r.position), [1, 12], 'the refused rows are not read (a client retrying them would store them twice)')
+  t.same((logRows(await log.read(0, 100, 1 << 24))).map((r) => r.position), [1, 12], 'the refused rows are not read (a client retrying them would store them twice)')
   await log.close()
 
   const env = open({ path: dir, readOnly: true, maxDbs: 4 })
@@ -163,7 +218,7 @@ t.test('a commit that reached the disk but failed its sync is refused, and its r
   t.same(keys, [1, 12], 'their entries were removed from the disk')
   const reopened = IngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => reopened.close())
-  const rows = await reopened.read(0, 100, 1 << 24)
+  const rows = logRows(await reopened.read(0, 100, 1 << 24))
   t.same(rows.map((r) => r.position), [1, 12], 'nor read after a restart')
   t.match(rows[1]!.line, /after/)
 })
@@ -189,7 +244,7 @@ t.test('while the disk keeps failing (the removal of refused entries fails too),
   store.entries.remove = remove
   t.equal(store.refused.length, 1, 'adjacent refused commits are held as one range')
   t.equal(await log.append([line(user, { reasoning: 'after' })]), 8)
-  const rows = await log.read(0, 100, 1 << 24)
+  const rows = logRows(await log.read(0, 100, 1 << 24))
   t.same(rows.map((r) => r.position), [1, 8], 'the refused rows, still on disk, are skipped')
   t.match(rows[1]!.line, /after/)
 })
@@ -210,7 +265,7 @@ t.test('appends waiting for one commit are merged into entries of bounded size',
   t.ok(sizes.every((n) => n <= 4 * 1024 * 1024 + (1 << 20) + 1024), `no entry much above 4 MiB (${sizes.map((n) => (n / 1048576).toFixed(1)).join(', ')} MiB)`)
   const reopened = IngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => reopened.close())
-  const rows = await reopened.read(0, 100, 1 << 30)
+  const rows = logRows(await reopened.read(0, 100, 1 << 30))
   t.same(rows.map((r) => r.position), Array.from({ length: 12 }, (_, i) => i + 1), 'every row reads back in order')
 })
 
@@ -268,7 +323,7 @@ t.test('a row the engine refuses is quarantined; the other tenants\' rows of its
   for (let i = 0; i < 5; i++) await log.append([line(victim)])
   const inserts: number[] = []
   const shipper = new EventShipper(log, (body, token) => {
-    inserts.push(body.split('\n').length - 1)
+    inserts.push(body.toString().split('\n').length - 1)
     return insert(body, token)
   }, caps, logger)
   shipper.start()
@@ -315,7 +370,7 @@ t.test('the pause between inserts is skipped while a full block waits, and kept 
   const user = randomId('sustained-')
   const blocks: number[] = []
   const shipper = new EventShipper(log, async (body, token) => {
-    blocks.push(body.trim().split('\n').length)
+    blocks.push(body.toString().trim().split('\n').length)
     await insert(body, token)
   }, { maxRows: 10, maxBytes: 1 << 24, minIntervalMs: 60_000 }, logger)
   t.teardown(() => shipper.stop(1000))
