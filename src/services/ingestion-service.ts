@@ -8,7 +8,8 @@ import type { AgentRef, Resolution } from '../storage/agents-repository.ts'
 import type { EventShipper } from '../storage/event-shipper.ts'
 import type { IngestLog } from '../storage/ingest-log.ts'
 import { StepTimings } from './ingest-steps.ts'
-import { rowLines, type RowJob } from './row-thread.ts'
+import { rowBytesOf, type RowJob } from './row-thread.ts'
+import type { RowBytes } from '../storage/ingest-log.ts'
 import type { KeyIdentity } from '../storage/keys-repository.ts'
 import type { Admission } from '../storage/rate-limiter.ts'
 import type { Tier } from '../storage/users-repository.ts'
@@ -83,7 +84,7 @@ export class IngestionService {
     /** Told of every agent that just had events acknowledged (schedules its debounced anomaly check). */
     private readonly onAgentActive: (userId: string, agentId: string) => void = () => {},
     /** Builds the rows' lines (the `row` step): large requests on the row thread, by default all here. */
-    private readonly rows: { lines(job: RowJob): string[] | Promise<string[]> } = { lines: rowLines },
+    private readonly rows: { rows(job: RowJob): RowBytes | Promise<RowBytes> } = { rows: rowBytesOf },
   ) {}
 
   /** Ingests one event; resolves with its acknowledgement once it is in the ingest log, or throws its refusal. */
@@ -213,14 +214,14 @@ export class IngestionService {
       return { index, eventId, agent, framework: agent.framework === null ? event.metadata?.tool ?? null : null }
     })
     // Large requests build their rows on the row thread; the others here, without a promise.
-    let lines = this.rows.lines(job)
+    let rows = this.rows.rows(job)
     try {
-      if (lines instanceof Promise) lines = await lines
+      if (rows instanceof Promise) rows = await rows
     } finally {
       this.steps.recordSince('row', prepared.length, rowStarted)
     }
 
-    const last = await this.steps.run('log', prepared.length, () => this.ingestLog.append(lines))
+    const last = await this.steps.run('log', prepared.length, () => this.ingestLog.append(rows))
     this.shipper.acknowledged(caller.userId, last)
     this.recordActivity(caller, prepared)
     for (const p of prepared) results[p.index] = { status: 202, id: p.eventId, accepted: true, agentId: p.agent.id, eventId: p.eventId }

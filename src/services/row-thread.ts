@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads'
 import { buildEventRow, type EventSource, type IncomingEvent } from '../domain/event-row.ts'
 import { eventLine } from '../storage/events-repository.ts'
+import { rowBytes, type RowBytes } from '../storage/ingest-log.ts'
 
 /** The rows of one request: its events, and per event the id and agent the pipeline gave it. */
 export interface RowJob {
@@ -23,6 +24,11 @@ export function rowLines (job: RowJob): string[] {
   return lines
 }
 
+/** The job's lines as the ingest log takes them (UTF-8, joined by newlines), built here. */
+export function rowBytesOf (job: RowJob): RowBytes {
+  return rowBytes(rowLines(job))
+}
+
 export interface RowThreadOptions {
   /** Jobs with fewer events are built on the calling thread (a hand-off costs more than it saves). */
   minEvents: number
@@ -37,10 +43,11 @@ export interface RowThreadOptions {
   script?: URL
 }
 
-type Reply = { id: number; lines: string[] } | { id: number; error: string }
+/** The thread's answer: the job's lines in UTF-8, joined by newlines (their memory moved, not copied), or why it failed. */
+type Reply = { id: number; rows: number; bytes: Uint8Array } | { id: number; error: string }
 
 /** A job handed to the thread, with the promise its caller awaits. */
-interface Waiting { job: RowJob; since: number; resolve: (lines: string[]) => void; reject: (err: unknown) => void }
+interface Waiting { job: RowJob; since: number; resolve: (rows: RowBytes) => void; reject: (err: unknown) => void }
 
 /** After this many failures the thread is not started again: every job is built on the calling thread. */
 const MAX_FAILURES = 3
@@ -77,12 +84,12 @@ export class RowThread {
     this.jobTimeoutMs = opts.jobTimeoutMs ?? JOB_TIMEOUT_MS
   }
 
-  /** The lines of the job's events, built on the thread when the job is large and the thread is up. */
-  lines (job: RowJob): string[] | Promise<string[]> {
-    if (this.opts.minEvents <= 0 || job.events.length < this.opts.minEvents || this.closed) return rowLines(job)
+  /** The rows of the job's events, built on the thread when the job is large and the thread is up. */
+  rows (job: RowJob): RowBytes | Promise<RowBytes> {
+    if (this.opts.minEvents <= 0 || job.events.length < this.opts.minEvents || this.closed) return rowBytesOf(job)
     if (!this.ready) {
       this.start()
-      return rowLines(job)
+      return rowBytesOf(job)
     }
     const id = this.nextId++
     return new Promise((resolve, reject) => {
@@ -160,8 +167,8 @@ export class RowThread {
       if (!waiting) return
       this.waiting.delete(msg.id)
       if ('error' in msg) return this.buildHere(waiting) // the calling thread throws the same error, as it would without the thread
-      this.builtOnThread += msg.lines.length
-      waiting.resolve(msg.lines)
+      this.builtOnThread += msg.rows
+      waiting.resolve({ rows: msg.rows, bytes: Buffer.from(msg.bytes.buffer, msg.bytes.byteOffset, msg.bytes.byteLength) })
     })
     worker.on('error', (err) => this.giveUp(worker, err))
     // An answer that cannot be read: which job it was for is unknown, so the thread is given up.
@@ -190,7 +197,7 @@ export class RowThread {
 
   private buildHere (waiting: Waiting): void {
     try {
-      waiting.resolve(rowLines(waiting.job))
+      waiting.resolve(rowBytesOf(waiting.job))
     } catch (err) {
       waiting.reject(err)
     }

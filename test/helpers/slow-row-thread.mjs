@@ -4,6 +4,6 @@ import { parentPort } from 'node:worker_threads'
 
 let next = Promise.resolve()
 parentPort.on('message', ({ id }) => {
-  next = next.then(() => new Promise((resolve) => setTimeout(resolve, 100))).then(() => parentPort.postMessage({ id, lines: ['from the thread'] }))
+  next = next.then(() => new Promise((resolve) => setTimeout(resolve, 100))).then(() => parentPort.postMessage({ id, rows: 1, bytes: new TextEncoder().encode('from the thread') }))
 })
 parentPort.postMessage('ready')

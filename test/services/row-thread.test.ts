@@ -3,6 +3,7 @@ import { contentHash } from '../../src/domain/canonical-json.ts'
 import { newEventId } from '../../src/domain/ids.ts'
 import type { IncomingEvent } from '../../src/domain/event-row.ts'
 import { RowThread, rowLines, type RowJob } from '../../src/services/row-thread.ts'
+import type { RowBytes } from '../../src/storage/ingest-log.ts'
 import { buildTestApp, newUser, randomId, sendBatch, shipped } from '../helpers/app.ts'
 
 /** Events that exercise every part of a row: times, tokens and prices, fingerprints, odd strings. */
@@ -19,6 +20,14 @@ function variedEvents (n: number): IncomingEvent[] {
     model: i % 2 === 0 ? 'claude-sonnet-4-5-20250929' : 'no-such-model',
     metadata: { tokensBreakdown: { inputBase: 1000 + i, output: 50, cacheRead: 7 }, sessionId: 's1', traceId: `tr-${i}`, tool: 'langchain' },
   }))
+}
+
+/** The lines of rows built for the ingest log (UTF-8, joined by newlines). */
+function text (rows: RowBytes | Promise<RowBytes>): string[] {
+  if (rows instanceof Promise) throw new Error('rows still being built')
+  const lines = rows.bytes.toString('utf8').split('\n')
+  if (lines.length !== rows.rows) throw new Error(`${lines.length} lines for ${rows.rows} rows`)
+  return lines
 }
 
 function jobOf (events: IncomingEvent[]): RowJob {
@@ -39,14 +48,14 @@ t.test('the row thread builds exactly the lines the main thread builds, large jo
   await thread.whenReady()
 
   const large = jobOf(variedEvents(40))
-  const lines = await thread.lines(large)
+  const lines = text(await thread.rows(large))
   t.same(lines, rowLines(large), 'byte for byte the same lines, in order')
   t.equal(thread.builtOnThread, 40, 'built on the thread')
 
   const small = jobOf(variedEvents(9))
-  const built = thread.lines(small)
+  const built = thread.rows(small)
   t.notOk(built instanceof Promise, 'a small job is built at once, on the calling thread')
-  t.same(built, rowLines(small))
+  t.same(text(built), rowLines(small))
   t.equal(thread.builtOnThread, 40)
 })
 
@@ -54,13 +63,13 @@ t.test('until the thread is ready, and with the thread off, large jobs are built
   const thread = new RowThread({ minEvents: 2 })
   t.teardown(() => thread.close())
   const job = jobOf(variedEvents(5))
-  const first = thread.lines(job)
+  const first = thread.rows(job)
   t.notOk(first instanceof Promise, 'no waiting for the thread to start')
-  t.same(first, rowLines(job))
+  t.same(text(first), rowLines(job))
 
   const off = new RowThread({ minEvents: 0 })
   t.teardown(() => off.close())
-  t.same(off.lines(job), rowLines(job))
+  t.same(text(off.rows(job)), rowLines(job))
   t.equal(off.builtOnThread, 0)
 })
 
@@ -72,9 +81,9 @@ t.test('a job the thread cannot build fails as it would on the calling thread', 
   let here: unknown
   try { rowLines(broken) } catch (err) { here = err }
   t.ok(here instanceof TypeError, 'building it throws on the calling thread')
-  await t.rejects(thread.lines(broken) as Promise<string[]>, { name: 'TypeError', message: (here as Error).message })
+  await t.rejects(thread.rows(broken) as Promise<RowBytes>, { name: 'TypeError', message: (here as Error).message })
   const after = jobOf(variedEvents(3))
-  t.same(await thread.lines(after), rowLines(after), 'the thread goes on with the next job')
+  t.same(text(await thread.rows(after)), rowLines(after), 'the thread goes on with the next job')
   t.equal(thread.builtOnThread, 3)
 })
 
@@ -84,16 +93,16 @@ t.test('when the thread dies, its waiting jobs are built on the calling thread a
   t.teardown(() => thread.close())
   await thread.whenReady()
   const jobs = Array.from({ length: 5 }, () => jobOf(variedEvents(20)))
-  const pending = jobs.map((job) => thread.lines(job))
+  const pending = jobs.map((job) => thread.rows(job))
   // The thread ends under the jobs, as on a crash.
   await (thread as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate()
-  const lines = await Promise.all(pending)
+  const lines = (await Promise.all(pending)).map(text)
   lines.forEach((l, i) => t.same(l, rowLines(jobs[i]!), `job ${i} answered with its lines`))
   t.equal(failures.length, 1, 'the failure is reported once')
   await thread.whenReady()
   const job = jobOf(variedEvents(4))
   const before = thread.builtOnThread
-  t.same(await thread.lines(job), rowLines(job))
+  t.same(text(await thread.rows(job)), rowLines(job))
   t.equal(thread.builtOnThread, before + 4, 'a new thread builds the next job')
 })
 
@@ -106,7 +115,7 @@ t.test('a thread that answers no job within the timeout is ended and its jobs ar
   await thread.whenReady()
   const jobs = [jobOf(variedEvents(3)), jobOf(variedEvents(5))]
   const started = performance.now()
-  const lines = await Promise.all(jobs.map((job) => thread.lines(job)))
+  const lines = (await Promise.all(jobs.map((job) => thread.rows(job)))).map(text)
   lines.forEach((l, i) => t.same(l, rowLines(jobs[i]!), `job ${i} answered with its lines`))
   t.ok(performance.now() - started >= 200, 'after the timeout, not before')
   t.equal(thread.builtOnThread, 0, 'none came from the thread')
@@ -123,7 +132,7 @@ t.test('a slow thread that keeps answering is not taken as stuck, however long i
   await thread.whenReady()
   // Six jobs answered one every 100 ms: the last waits 600 ms, more than the timeout, but the
   // thread never goes 250 ms without answering one.
-  const lines = await Promise.all(Array.from({ length: 6 }, () => thread.lines(jobOf(variedEvents(2)))))
+  const lines = (await Promise.all(Array.from({ length: 6 }, () => thread.rows(jobOf(variedEvents(2)))))).map(text)
   t.same(lines, Array.from({ length: 6 }, () => ['from the thread']), 'every job answered by the thread')
   t.equal(failures.length, 0, 'no failure')
 })
@@ -134,11 +143,11 @@ t.test('an answer that cannot be read gives the thread up, and its jobs are buil
   t.teardown(() => thread.close())
   await thread.whenReady()
   const job = jobOf(variedEvents(4))
-  const pending = thread.lines(job)
+  const pending = thread.rows(job)
   // What Node emits when a message from the thread cannot be deserialized.
   const worker = (thread as unknown as { worker: { emit(event: string, err: Error): void } }).worker
   worker.emit('messageerror', new Error('could not deserialize the answer'))
-  t.same(await pending, rowLines(job), 'the job is answered with its lines at once')
+  t.same(text(await pending), rowLines(job), 'the job is answered with its lines at once')
   t.equal(failures.length, 1)
   t.match(String(failures[0]), /could not deserialize/)
 })
