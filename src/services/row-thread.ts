@@ -167,6 +167,8 @@ export class RowThread {
       if (!waiting) return
       this.waiting.delete(msg.id)
       if ('error' in msg) return this.buildHere(waiting) // the calling thread throws the same error, as it would without the thread
+      // The log takes the row count as given: an answer that does not hold one row per event is built here.
+      if (msg.rows !== waiting.job.events.length || !(msg.bytes instanceof Uint8Array)) return this.buildHere(waiting)
       this.builtOnThread += msg.rows
       waiting.resolve({ rows: msg.rows, bytes: Buffer.from(msg.bytes.buffer, msg.bytes.byteOffset, msg.bytes.byteLength) })
     })

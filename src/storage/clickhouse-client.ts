@@ -64,6 +64,8 @@ export function openClickHouse (target: ClickHouseTarget): ClickHouseHandle {
     entry = { client: createClient({ connection }), refs: 0 }
     rawInserts.set(entry.client, async (params) => {
       try {
+        // No timeout and no abort signal: with either, chdb settles the promise while the engine may
+        // still read the Buffer, and the shipper reuses that memory for its next block.
         await chdbConnection.chdb.rawInsert({ ...params, columns: [...params.columns] })
       } catch (err) {
         const mapped = parseError(String((err as Error)?.message ?? err))

@@ -51,7 +51,7 @@ export function spanRows (spans: LogSpan[]): number {
   return rows
 }
 
-/** Spans cut after their first `rows` rows: the rows before the cut, and the rest. */
+/** Spans cut after their first `rows` rows (0 < rows < their row count): the rows before the cut, and the rest. */
 export function splitSpans (spans: LogSpan[], rows: number): [LogSpan[], LogSpan[]] {
   const head: LogSpan[] = []
   let left = rows

@@ -2,7 +2,7 @@ import t from 'tap'
 import { contentHash } from '../../src/domain/canonical-json.ts'
 import { newEventId } from '../../src/domain/ids.ts'
 import type { IncomingEvent } from '../../src/domain/event-row.ts'
-import { RowThread, rowLines, type RowJob } from '../../src/services/row-thread.ts'
+import { RowThread, rowBytesOf, rowLines, type RowJob } from '../../src/services/row-thread.ts'
 import type { RowBytes } from '../../src/storage/ingest-log.ts'
 import { buildTestApp, newUser, randomId, sendBatch, shipped } from '../helpers/app.ts'
 
@@ -48,14 +48,15 @@ t.test('the row thread builds exactly the lines the main thread builds, large jo
   await thread.whenReady()
 
   const large = jobOf(variedEvents(40))
-  const lines = text(await thread.rows(large))
-  t.same(lines, rowLines(large), 'byte for byte the same lines, in order')
+  const built = await thread.rows(large)
+  t.same(text(built), rowLines(large), 'the same lines, in order')
+  t.ok(built.bytes.equals(rowBytesOf(large).bytes), 'byte for byte what the calling thread encodes')
   t.equal(thread.builtOnThread, 40, 'built on the thread')
 
   const small = jobOf(variedEvents(9))
-  const built = thread.rows(small)
-  t.notOk(built instanceof Promise, 'a small job is built at once, on the calling thread')
-  t.same(text(built), rowLines(small))
+  const here = thread.rows(small)
+  t.notOk(here instanceof Promise, 'a small job is built at once, on the calling thread')
+  t.same(text(here), rowLines(small))
   t.equal(thread.builtOnThread, 40)
 })
 
@@ -133,8 +134,19 @@ t.test('a slow thread that keeps answering is not taken as stuck, however long i
   // Six jobs answered one every 100 ms: the last waits 600 ms, more than the timeout, but the
   // thread never goes 250 ms without answering one.
   const lines = (await Promise.all(Array.from({ length: 6 }, () => thread.rows(jobOf(variedEvents(2)))))).map(text)
-  t.same(lines, Array.from({ length: 6 }, () => ['from the thread']), 'every job answered by the thread')
+  t.same(lines, Array.from({ length: 6 }, () => ['from the thread', 'from the thread']), 'every job answered by the thread')
   t.equal(failures.length, 0, 'no failure')
+})
+
+t.test('an answer whose row count is not the job\'s event count is not taken: the job is built on the calling thread', async (t) => {
+  const thread = new RowThread({ minEvents: 1, script: new URL('../helpers/miscounting-row-thread.mjs', import.meta.url) })
+  t.teardown(() => thread.close())
+  await thread.whenReady()
+  const job = jobOf(variedEvents(3))
+  const rows = await thread.rows(job)
+  t.equal(rows.rows, 3)
+  t.same(text(rows), rowLines(job), 'the lines the calling thread builds')
+  t.equal(thread.builtOnThread, 0, 'none taken from the thread')
 })
 
 t.test('an answer that cannot be read gives the thread up, and its jobs are built on the calling thread', async (t) => {
