@@ -619,13 +619,12 @@ function collectSpans (entries: Iterable<Entry>, after: number, maxRows: number,
       }
       if (hole) to = hole.from - 1
       let take = Math.min(to - from + 1, maxRows - rows)
-      const whole = from === entry.key && take === entry.rows
-      const starts = whole ? null : lineStarts(entry)!
       const first = from - entry.key
+      // A whole entry needs no line offsets: its rows are its payload.
+      const starts = first === 0 && take === entry.rows ? null : lineStarts(entry)!
       const start = starts ? starts[first]! : 0
-      // Bytes of `n` rows from `from`, each line with its newline.
-      const size = (n: number) => (starts ? starts[first + n]! : entry.payload.length + 1) - start
-      if (bytes + size(take) > maxBytes) {
+      let end = starts ? starts[first + take]! : entry.payload.length + 1 // past the last row's newline
+      if (bytes + end - start > maxBytes) {
         // As many rows as fit (found by halving), and at least one row in all.
         const offsets = starts ?? lineStarts(entry)!
         let lo = 0
@@ -637,14 +636,13 @@ function collectSpans (entries: Iterable<Entry>, after: number, maxRows: number,
         }
         take = rows === 0 ? Math.max(1, lo) : lo
         if (take === 0) return spans
-        spans.push({ position: from, rows: take, bytes: entry.payload.subarray(start, offsets[first + take]! - 1) })
-        return spans
+        end = offsets[first + take]!
       }
-      spans.push({ position: from, rows: take, bytes: entry.payload.subarray(start, start + size(take) - 1) })
+      spans.push({ position: from, rows: take, bytes: entry.payload.subarray(start, end - 1) })
       rows += take
-      bytes += size(take)
+      bytes += end - start
       from += take
-      if (from <= to) return spans // a cap cut the run
+      if (from <= to || bytes > maxBytes) return spans // a cap cut the run
     }
   }
   return spans
