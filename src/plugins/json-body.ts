@@ -16,6 +16,11 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The input-rule problems of item i of the route's `jsonItems` array, paths relative to the item. */
     inputProblemsOf(i: number): ErrorDetail[]
+    /**
+     * The JSON text of a route with `jsonItems`, as parsed into `body` (by JSON.parse, with no
+     * reviver, no coercion and no defaults): null for other routes and bodies that are not JSON.
+     */
+    jsonText: string | null
   }
 }
 
@@ -41,6 +46,7 @@ export default fp(async function jsonBody (app) {
   app.decorateRequest('inputProblemsOf', function inputProblemsOf (this: FastifyRequest, i: number) {
     return found.get(this)?.items.get(i) ?? []
   })
+  app.decorateRequest('jsonText', null)
 
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, raw, done) => {
@@ -53,6 +59,7 @@ export default fp(async function jsonBody (app) {
       body = value
     })
     if (!error && mayBreakInputRules(text)) found.set(request, check(request, text, body))
+    if (!error && request.routeOptions.config.jsonItems !== undefined) request.jsonText = text
     done(error, body)
   })
 

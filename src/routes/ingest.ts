@@ -21,7 +21,8 @@ const ingest = (opts: { bodyLimit: number; batchBodyLimit: number }): FastifyPlu
     config: { jsonItems: 'events' },
     schema: postBatch,
   }, async (request, reply) => {
-    const { results, retryAfter } = await app.ingestion.ingestBatch(callerOfKey(request.apiKey), request.body.events, (i) => request.inputProblemsOf(i))
+    const text = request.jsonText === null ? undefined : { text: request.jsonText, key: 'events' }
+    const { results, retryAfter } = await app.ingestion.ingestBatch(callerOfKey(request.apiKey), request.body.events, (i) => request.inputProblemsOf(i), text)
     if (retryAfter !== null) reply.header('retry-after', retryAfter)
     return reply.code(207).send({ results })
   })

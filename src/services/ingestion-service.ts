@@ -56,6 +56,9 @@ type IngestResult = HttpError | ({ status: 202 } & EventAck)
 /** The input-rule problems of event i of a body, found while parsing it (none for a body that had none). */
 type ProblemsOf = (i: number) => ErrorDetail[]
 
+/** The JSON text a batch's events were parsed from (by plain JSON.parse, unchanged since): its `key` array holds them. */
+export type BatchText = { text: string; key: string }
+
 /**
  * The one ingestion pipeline, for POST /v1/events (1 event), the batch endpoint (up to 500), the
  * dashboard's test event and OTLP spans (POST /v1/traces, one event per span). Each event runs the same named, timed steps: key (checked by the route's
@@ -97,10 +100,11 @@ export class IngestionService {
 
   /**
    * Ingests up to 500 events; each gets the result it would have got alone (202 ack or error).
-   * `inputProblemsOf(i)` gives the input-rule problems of event i, found by the JSON body parser.
+   * `inputProblemsOf(i)` gives the input-rule problems of event i, found by the JSON body parser;
+   * `parsedFrom`, the body's text, lets the row thread be sent that text instead of the events.
    */
-  async ingestBatch (caller: IngestCaller, events: unknown[], inputProblemsOf: ProblemsOf = () => []): Promise<{ results: BatchResult[]; retryAfter: string | null }> {
-    const results = await this.run(caller, events, false, inputProblemsOf)
+  async ingestBatch (caller: IngestCaller, events: unknown[], inputProblemsOf: ProblemsOf = () => [], parsedFrom?: BatchText): Promise<{ results: BatchResult[]; retryAfter: string | null }> {
+    const results = await this.run(caller, events, false, inputProblemsOf, 'events', parsedFrom)
     // The longest wait any refused event was told, for the whole answer's Retry-After.
     let retryAfter: string | null = null
     for (const r of results) {
@@ -128,16 +132,16 @@ export class IngestionService {
     if (this.active > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve))
   }
 
-  private async run (caller: IngestCaller, events: unknown[], single: boolean, inputProblemsOf: ProblemsOf = () => [], source: EventSource = 'events'): Promise<IngestResult[]> {
+  private async run (caller: IngestCaller, events: unknown[], single: boolean, inputProblemsOf: ProblemsOf = () => [], source: EventSource = 'events', parsedFrom?: BatchText): Promise<IngestResult[]> {
     this.active++
     try {
-      return await this.pipeline(caller, events, single, inputProblemsOf, source)
+      return await this.pipeline(caller, events, single, inputProblemsOf, source, parsedFrom)
     } finally {
       if (--this.active === 0) for (const wake of this.idleWaiters.splice(0)) wake()
     }
   }
 
-  private async pipeline (caller: IngestCaller, events: unknown[], single: boolean, inputProblemsOf: ProblemsOf, source: EventSource): Promise<IngestResult[]> {
+  private async pipeline (caller: IngestCaller, events: unknown[], single: boolean, inputProblemsOf: ProblemsOf, source: EventSource, parsedFrom: BatchText | undefined): Promise<IngestResult[]> {
     const results: IngestResult[] = new Array(events.length)
     const valid = this.steps.runSync('schema', events.length, () => {
       const ok: number[] = []
@@ -164,7 +168,7 @@ export class IngestionService {
     const receivedAt = Math.max(Date.now(), this.receiveFloor + 1)
     this.inFlight.set(receivedAt, (this.inFlight.get(receivedAt) ?? 0) + 1)
     try {
-      return await this.store(caller, events, admitted, receivedAt, results, source)
+      return await this.store(caller, events, admitted, receivedAt, results, source, parsedFrom)
     } finally {
       const n = this.inFlight.get(receivedAt)! - 1
       if (n === 0) this.inFlight.delete(receivedAt)
@@ -187,7 +191,7 @@ export class IngestionService {
     return now
   }
 
-  private async store (caller: IngestCaller, events: unknown[], admitted: number[], receivedAt: number, results: IngestResult[], source: EventSource): Promise<IngestResult[]> {
+  private async store (caller: IngestCaller, events: unknown[], admitted: number[], receivedAt: number, results: IngestResult[], source: EventSource, parsedFrom: BatchText | undefined): Promise<IngestResult[]> {
     // Agents this process holds resolve without waiting (the usual case); the others are looked up.
     const resolved: { index: number; agent: AgentRef }[] = []
     const resolveStarted = performance.now()
@@ -213,6 +217,7 @@ export class IngestionService {
       job.agentIds.push(agent.id)
       return { index, eventId, agent, framework: agent.framework === null ? event.metadata?.tool ?? null : null }
     })
+    if (parsedFrom) job.parsedFrom = { ...parsedFrom, indices: prepared.map((p) => p.index) }
     // Large requests build their rows on the row thread; the others here, without a promise.
     let rows = this.rows.rows(job)
     try {

@@ -11,6 +11,33 @@ export interface RowJob {
   userId: string
   receivedAt: number
   source: EventSource
+  /**
+   * The JSON text the events were parsed from, when the caller has it: `events` are the items at
+   * `indices` of its `key` array. The row thread is sent this text instead of the events (a string
+   * is copied whole, where event objects are walked, copied and rebuilt one value at a time) and
+   * parses it again. Only for text parsed by plain JSON.parse into objects no one changed after.
+   */
+  parsedFrom?: { text: string; key: string; indices: number[] }
+}
+
+/** What the row thread is sent of a job: its events, or the text they were parsed from instead. */
+export function threadJob (job: RowJob): RowJob {
+  return job.parsedFrom ? { ...job, events: [] } : job
+}
+
+/** A job the row thread was sent, with its events again (parsed from its text when it came with one). */
+export function withEvents (job: RowJob): RowJob {
+  const from = job.parsedFrom
+  if (!from) return job
+  const text = from.text.charCodeAt(0) === 0xfeff ? from.text.slice(1) : from.text // as the body parser reads it
+  const items = (JSON.parse(text) as Record<string, unknown>)[from.key]
+  if (!Array.isArray(items)) throw new Error(`the job's text has no array "${from.key}"`)
+  const events = from.indices.map((i) => {
+    if (!(i in items)) throw new Error(`the job's text has no item ${i}`)
+    return items[i] as IncomingEvent
+  })
+  if (events.length !== job.eventIds.length) throw new Error('the job names a different number of events than ids')
+  return { ...job, events, parsedFrom: undefined }
 }
 
 /** The ingest log lines of a job's events, in order: the `row` step of the pipeline. */
@@ -79,6 +106,8 @@ export class RowThread {
   private readonly jobTimeoutMs: number
   /** Events whose lines the thread built. */
   builtOnThread = 0
+  /** Events sent to the thread as the text they were parsed from, not as objects. */
+  sentAsText = 0
 
   constructor (private readonly opts: RowThreadOptions) {
     this.jobTimeoutMs = opts.jobTimeoutMs ?? JOB_TIMEOUT_MS
@@ -95,7 +124,8 @@ export class RowThread {
     return new Promise((resolve, reject) => {
       const waiting: Waiting = { job, since: performance.now(), resolve, reject }
       try {
-        this.worker!.postMessage({ id, job })
+        this.worker!.postMessage({ id, job: threadJob(job) })
+        if (job.parsedFrom) this.sentAsText += job.events.length
       } catch {
         return this.buildHere(waiting) // a value the hand-off cannot copy: built here, as without the thread
       }

@@ -2,7 +2,7 @@ import t from 'tap'
 import { contentHash } from '../../src/domain/canonical-json.ts'
 import { newEventId } from '../../src/domain/ids.ts'
 import type { IncomingEvent } from '../../src/domain/event-row.ts'
-import { RowThread, rowBytesOf, rowLines, type RowJob } from '../../src/services/row-thread.ts'
+import { RowThread, rowBytesOf, rowLines, withEvents, type RowJob } from '../../src/services/row-thread.ts'
 import type { RowBytes } from '../../src/storage/ingest-log.ts'
 import { buildTestApp, newUser, randomId, sendBatch, shipped } from '../helpers/app.ts'
 
@@ -58,6 +58,49 @@ t.test('the row thread builds exactly the lines the main thread builds, large jo
   t.notOk(here instanceof Promise, 'a small job is built at once, on the calling thread')
   t.same(text(here), rowLines(small))
   t.equal(thread.builtOnThread, 40)
+})
+
+/** A job whose events are items `indices` of the `events` array of a JSON text, as the batch route sends them. */
+function textJob (items: unknown[], indices: number[], bom = false): RowJob {
+  const body = (bom ? '\ufeff' : '') + JSON.stringify({ note: 'envelope', events: items })
+  const parsed = (JSON.parse(body.replace(/^\ufeff/, '')) as { events: IncomingEvent[] }).events
+  return { ...jobOf(indices.map((i) => parsed[i]!)), parsedFrom: { text: body, key: 'events', indices } }
+}
+
+t.test('a job sent as the text its events were parsed from is built as the events would be', async (t) => {
+  const thread = new RowThread({ minEvents: 2 })
+  t.teardown(() => thread.close())
+  await thread.whenReady()
+  const items: unknown[] = variedEvents(12)
+  items[4] = { type: 'not-a-type' } // refused by the schema step: not in the job
+  items[9] = 'not an object'
+  const indices = [0, 1, 2, 3, 5, 6, 7, 8, 10, 11]
+  for (const bom of [false, true]) {
+    const job = textJob(items, indices, bom)
+    const built = await thread.rows(job)
+    t.ok(built.bytes.equals(rowBytesOf(job).bytes), `byte for byte the lines of the job's events${bom ? ', after a byte order mark' : ''}`)
+  }
+  t.equal(thread.builtOnThread, 20, 'built on the thread')
+  t.equal(thread.sentAsText, 20, 'sent as text')
+})
+
+t.test('a job whose text does not hold its events is built from its events on the calling thread', async (t) => {
+  const thread = new RowThread({ minEvents: 2 })
+  t.teardown(() => thread.close())
+  await thread.whenReady()
+  const good = textJob(variedEvents(5), [0, 1, 2, 3, 4])
+  const cases: [string, RowJob][] = [
+    ['no such key', { ...good, parsedFrom: { ...good.parsedFrom!, key: 'items' } }],
+    ['an index past the end', { ...good, parsedFrom: { ...good.parsedFrom!, indices: [0, 1, 2, 3, 5] } }],
+    ['fewer indices than events', { ...good, parsedFrom: { ...good.parsedFrom!, indices: [0, 1, 2] } }],
+    ['not JSON', { ...good, parsedFrom: { ...good.parsedFrom!, text: '{"events": [' } }],
+  ]
+  for (const [name, job] of cases) {
+    t.throws(() => withEvents(job), `${name}: the thread cannot read it`)
+    const built = await thread.rows(job)
+    t.ok(built.bytes.equals(rowBytesOf(good).bytes), `${name}: the lines of the job's own events`)
+  }
+  t.equal(thread.builtOnThread, 0, 'none of them built on the thread')
 })
 
 t.test('until the thread is ready, and with the thread off, large jobs are built on the calling thread', async (t) => {
@@ -177,6 +220,7 @@ t.test('a batch ingested through the row thread is stored as the main thread wou
   const results = res.json().results as { status: number; eventId?: string }[]
   t.same(results.map((r) => r.status), [202, 202, 202, 400, 202, 202, 202])
   t.equal(app.rowThread.builtOnThread, 6, 'the six accepted events were built on the thread')
+  t.equal(app.rowThread.sentAsText, 6, 'sent to it as the body\'s text')
   await shipped(app)
   for (const [i, r] of results.entries()) {
     if (r.status !== 202) continue
