@@ -45,7 +45,8 @@ export interface EventRow {
   tool_executed: string
   tools_considered: string[]
   duration_ms: number | null
-  input: string
+  /** The input object's JSON text, '' when not sent; or the object itself, written into the line as JSON (see JsonText). */
+  input: JsonText
   reasoning: string
   transaction: string | null
   amount_token: string
@@ -64,7 +65,8 @@ export interface EventRow {
   tokens_output: number
   cost_usd: string
   cost_status: CostStatus
-  metadata: string
+  /** The metadata object's JSON text, '' when not sent; or the object itself (see JsonText). */
+  metadata: JsonText
   content_hash: string
   span_id: string
   parent_span_id: string
@@ -72,6 +74,15 @@ export interface EventRow {
   tokens_reasoning: number
   source: EventSource
 }
+
+/**
+ * A String column holding JSON text: the text, or the object (or array) it is the text of. Written
+ * into a JSONCompactEachRow line, an object is stored by the engine as its text, byte for byte what
+ * JSON.stringify gives (input_format_json_read_objects_as_strings): the row builder need not
+ * serialise it once as text and again, escaped, as a string in the line. Never a scalar, which the
+ * engine would store without its quotes or as ''.
+ */
+export type JsonText = string | Record<string, unknown> | unknown[]
 
 /** How an event arrived: POST /v1/events (and /batch, the test event) or OTLP POST /v1/traces. */
 export type EventSource = 'events' | 'otlp'
@@ -125,7 +136,7 @@ export function buildEventRow (event: IncomingEvent, ctx: RowContext): EventRow 
     tool_executed: event.toolExecuted ?? '',
     tools_considered: event.toolsConsidered ?? [],
     duration_ms: event.durationMs ?? null,
-    input: jsonOrEmpty(event.input),
+    input: event.input ?? '',
     reasoning: event.reasoning ?? '',
     transaction: event.transaction ?? null,
     amount_token: event.amount?.token ?? '',
@@ -150,7 +161,7 @@ export function buildEventRow (event: IncomingEvent, ctx: RowContext): EventRow 
     tokens_output: tokens.output,
     cost_usd: cost.usd,
     cost_status: cost.status,
-    metadata: jsonOrEmpty(event.metadata),
+    metadata: event.metadata ?? '',
     content_hash: contentHash(event),
     span_id: meta.spanId ?? '',
     parent_span_id: meta.parentSpanId ?? '',

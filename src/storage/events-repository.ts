@@ -52,6 +52,8 @@ export class EventsRepository {
       insert_deduplication_token: token,
       deduplicate_blocks_in_dependent_materialized_views: 1,
       input_format_json_compact_allow_variable_number_of_columns: 1,
+      // An object in a String column's place is stored as its JSON text (EventRow's JsonText).
+      input_format_json_read_objects_as_strings: 1,
     }
     const raw = embeddedRawInsert(this.ch)
     if (raw) {

@@ -57,6 +57,36 @@ t.test('accepts an event, answers 202 with the ack, and stores every field', asy
   t.equal(row!.error_fingerprint, '')
 })
 
+t.test('input and metadata are stored as the exact JSON text of what was sent, alone and in a batch built on the row thread', async (t) => {
+  await app.rowThread.whenReady()
+  const user = await newUser(app, { tier: 'enterprise' })
+  const key = await user.createKey()
+  const agentId = randomId('agent-')
+  const odd = (i: number) => ({
+    agentId,
+    input: { prompt: `a "quote", a \\ backslash, }{][ braces — café ✈ \u{1F600} \u2028 #${i}`, context: { n: [1e21, 1e-7, -0, 1.5, null, true], deep: { a: [{ b: {} }, []] } } },
+    metadata: { zKey: 'last', aKey: 'first', tokensBreakdown: { output: 3 }, ctl: 'tab\there\u0001', emptyObject: {}, emptyArray: [], git: 'a string' },
+  })
+  const one = await sendEvent(app, key.secret, odd(0))
+  t.equal(one.statusCode, 202, one.body)
+  const batch = Array.from({ length: 70 }, (_, i) => odd(i + 1)) // past INGEST_ROW_THREAD_MIN_EVENTS (64)
+  const before = app.rowThread.builtOnThread
+  const res = await sendBatch(app, key.secret, batch)
+  t.equal(res.statusCode, 207)
+  t.equal(app.rowThread.builtOnThread - before, 70, 'the batch was built on the row thread')
+  await shipped(app)
+  const sent = [odd(0), ...batch]
+  const ids = [one.json().eventId, ...res.json().results.map((r: { eventId: string }) => r.eventId)]
+  for (const [i, id] of ids.entries()) {
+    const row = await app.events.getRow(user.id, id)
+    if (row!.input !== JSON.stringify(sent[i]!.input) || row!.metadata !== JSON.stringify(sent[i]!.metadata) || row!.git !== JSON.stringify('a string')) {
+      t.fail(`event ${i}: ${JSON.stringify([row!.input, row!.metadata, row!.git])}`)
+      return
+    }
+  }
+  t.pass(`all ${ids.length} rows hold JSON.stringify of the input, the metadata and metadata.git sent`)
+})
+
 t.test('defaults: receive time, type decision; unknown model costs 0 with a flag', async (t) => {
   const user = await newUser(app)
   const key = await user.createKey()

@@ -27,6 +27,7 @@ t.test('with a ClickHouse server, a block is sent as its bytes, under its dedupl
   t.match(query, "insert_deduplication_token = 'log1:5-6'")
   t.match(query, 'deduplicate_blocks_in_dependent_materialized_views = 1')
   t.match(query, 'input_format_json_compact_allow_variable_number_of_columns = 1')
+  t.match(query, 'input_format_json_read_objects_as_strings = 1', 'objects in String columns are stored as their text')
   t.match(query, /FORMAT JSONCompactEachRow$/)
   t.same(requests[0]!.body, body, 'the body is the block, byte for byte')
   await t.rejects(new EventsRepository(client).insertBlock(body, "x' OR 1"), /invalid deduplication token/)
