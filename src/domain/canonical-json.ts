@@ -1,17 +1,34 @@
 // One-shot hash (crypto.hash): a third of createHash().update().digest()'s cost for short inputs.
 import { hash } from 'node:crypto'
 
-// Object keys repeat from event to event: their JSON form is kept rather than written every time.
-const quotedKeys = new Map<string, string>()
+/** An object's keys in the order Object.keys gives them, the same keys sorted, and each sorted key as JSON with its colon. */
+interface Shape { keys: string[]; sorted: string[]; quoted: string[] }
 
-function quoteKey (key: string): string {
-  let quoted = quotedKeys.get(key)
-  if (quoted === undefined) {
-    quoted = JSON.stringify(key)
-    if (quotedKeys.size >= 10_000) quotedKeys.clear()
-    quotedKeys.set(key, quoted)
+// Events of one client have the same few shapes (the same keys in the same order): each shape's
+// sorted keys are kept rather than sorted and quoted again for every object. Found by the first key,
+// then compared key by key; at most 8 shapes per first key and 10,000 first keys are kept.
+const shapes = new Map<string, Shape[]>()
+
+function shapeOf (keys: string[]): Shape {
+  const first = keys[0]!
+  let known = shapes.get(first)
+  if (known === undefined) {
+    if (shapes.size >= 10_000) shapes.clear()
+    known = []
+    shapes.set(first, known)
   }
-  return quoted
+  for (const shape of known) if (sameKeys(shape.keys, keys)) return shape
+  const sorted = [...keys].sort()
+  const shape = { keys, sorted, quoted: sorted.map((key) => JSON.stringify(key) + ':') }
+  if (known.length < 8) known.push(shape)
+  return shape
+}
+
+/** The same keys in the same order (the first already known to be the same). */
+function sameKeys (a: string[], b: string[]): boolean {
+  if (a.length !== b.length) return false
+  for (let i = 1; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
 }
 
 // A string JSON writes as it is, between quotes: no quote, backslash, control character or surrogate
@@ -46,13 +63,15 @@ export function canonicalJson (value: unknown): string {
     return out + ']'
   }
   const obj = value as Record<string, unknown>
-  const keys = Object.keys(obj).sort()
+  const keys = Object.keys(obj)
+  if (keys.length === 0) return '{}'
+  const { sorted, quoted } = shapeOf(keys)
   let out = '{'
-  for (const key of keys) {
-    const v = obj[key]
+  for (let i = 0; i < sorted.length; i++) {
+    const v = obj[sorted[i]!]
     if (v === undefined) continue
     if (out.length > 1) out += ','
-    out += quoteKey(key) + ':' + canonicalJson(v)
+    out += quoted[i]! + canonicalJson(v)
   }
   return out + '}'
 }

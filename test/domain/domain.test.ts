@@ -16,6 +16,36 @@ t.test('canonical JSON sorts keys at every depth and drops whitespace', async (t
   t.equal(contentHash({}), '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a', 'SHA-256 of "{}"')
 })
 
+t.test('canonical JSON is the same for objects whose shapes it has seen, whatever their number and order', async (t) => {
+  // A plain model: sort the keys of every object, drop undefined values, stringify.
+  const model = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map((x) => (x === undefined ? null : model(x)))
+    if (v === null || typeof v !== 'object') return v
+    return Object.fromEntries(Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined).map((k) => [k, model((v as Record<string, unknown>)[k])]))
+  }
+  // Many shapes under the same first key (past the 8 kept per first key), keys in every order,
+  // integer-like keys (which Object.keys lists first), undefined values, nesting; each object twice.
+  let seed = 7
+  const rand = (n: number) => (seed = (seed * 1103515245 + 12345) % 2147483648) % n
+  const names = ['first', 'b', 'a', 'zeta', '10', '2', 'é', 'A', 'aa', '']
+  const objects: Record<string, unknown>[] = []
+  for (let i = 0; i < 300; i++) {
+    const obj: Record<string, unknown> = { first: i }
+    for (let k = 0, n = rand(6); k < n; k++) obj[names[rand(names.length)]!] = rand(4) === 0 ? undefined : rand(3) === 0 ? { [names[rand(names.length)]!]: i, first: [k] } : `v${k}`
+    objects.push(obj)
+  }
+  let mismatches = 0
+  for (const obj of [...objects, ...objects]) {
+    if (canonicalJson(obj) !== JSON.stringify(model(obj))) mismatches++
+  }
+  t.equal(mismatches, 0, '600 objects, each written as sorting its keys afresh writes it')
+  t.equal(canonicalJson({ first: 1, x: 2 }), '{"first":1,"x":2}')
+  t.equal(canonicalJson({ first: 1, y: 2 }), '{"first":1,"y":2}', 'same first key and size, another key')
+  t.equal(canonicalJson({ y: 2, first: 1 }), '{"first":1,"y":2}', 'same keys, another order')
+  t.equal(canonicalJson(JSON.parse('{"solo":1,"toString":"x"}')), '{"solo":1,"toString":"x"}')
+  t.equal(canonicalJson({ solo: 1 }), '{"solo":1}', 'a shape with fewer keys: none read from the prototype')
+})
+
 t.test('canonical JSON writes every scalar exactly as JSON.stringify does', async (t) => {
   const scalars: unknown[] = [
     '', 'plain', 'say "hi"', 'back\\slash', 'tab\there', 'nul\u0000', 'unit\u001f', 'del\u007f', 'line\u2028sep',
