@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { open } from 'lmdb'
 import { openClickHouse, migrateClickHouse } from '../../src/storage/clickhouse-client.ts'
 import { EventsRepository, INSERT_COLUMNS, eventLine } from '../../src/storage/events-repository.ts'
-import { IngestLog, logRows, splitSpans, type LogSpan } from '../../src/storage/ingest-log.ts'
+import { IngestLog, encodeLines, logRows, splitSpans, type LogSpan } from '../../src/storage/ingest-log.ts'
 import { EventShipper, isRowRefusal } from '../../src/storage/event-shipper.ts'
 import { buildEventRow } from '../../src/domain/event-row.ts'
 import { newEventId } from '../../src/domain/ids.ts'
@@ -122,6 +122,26 @@ t.test('reads cut by rows, by bytes and by refused positions give exactly the ro
   for (const [after, maxRows, maxBytes] of cases) {
     t.same(logRows(await reopened.read(after, maxRows, maxBytes)), expected(after, maxRows, maxBytes, Infinity, skip), `from disk: after ${after}, ${maxRows} rows, ${maxBytes} bytes`)
   }
+})
+
+t.test('lines are encoded as joining them and encoding the text would, each result in memory of its own size', async (t) => {
+  const cases: [string, string[]][] = [
+    ['no lines', []],
+    ['one empty line', ['']],
+    ['empty lines between', ['a', '', '', 'b']],
+    ['multi-byte text', ['["café ✈"]', '["\u{1F600} 日本"]', '["\\ud800 escaped"]']],
+    ['lines past the kept scratch buffer (4 MiB)', Array.from({ length: 3 }, (_, i) => `["${'é✈'.repeat(700_000)}${i}"]`)],
+    ['small lines after large ones', ['["x"]', '["y"]']],
+  ]
+  const results: [Uint8Array, Buffer][] = []
+  for (const [name, lines] of cases) {
+    const bytes = encodeLines(lines)
+    const expected = Buffer.from(lines.join('\n'), 'utf8')
+    t.ok(Buffer.from(bytes).equals(expected), `${name}: the same bytes`)
+    t.equal(bytes.buffer.byteLength, expected.length, `${name}: memory of exactly their size`)
+    results.push([bytes, expected])
+  }
+  t.ok(results.every(([bytes, expected]) => Buffer.from(bytes).equals(expected)), 'no result changed by the encodings after it')
 })
 
 t.test('spans split after any row hold the rows before and after the cut', async (t) => {
