@@ -6,22 +6,40 @@ interface Shape { keys: string[]; sorted: string[]; quoted: string[] }
 
 // Events of one client have the same few shapes (the same keys in the same order): each shape's
 // sorted keys are kept rather than sorted and quoted again for every object. Found by the first key,
-// then compared key by key; at most 8 shapes per first key and 10,000 first keys are kept.
+// then compared key by key; at most 8 shapes per first key. What is kept is bounded whatever the
+// bodies: only shapes of up to 64 keys, and all are dropped once they would hold more than about
+// 2 million characters of keys.
 const shapes = new Map<string, Shape[]>()
+const MAX_SHAPE_KEYS = 64
+const MAX_KEPT_CHARS = 2_000_000
+let keptChars = 0
 
 function shapeOf (keys: string[]): Shape {
   const first = keys[0]!
-  let known = shapes.get(first)
-  if (known === undefined) {
-    if (shapes.size >= 10_000) shapes.clear()
-    known = []
-    shapes.set(first, known)
-  }
-  for (const shape of known) if (sameKeys(shape.keys, keys)) return shape
+  const known = shapes.get(first)
+  if (known) for (const shape of known) if (sameKeys(shape.keys, keys)) return shape
   const sorted = [...keys].sort()
   const shape = { keys, sorted, quoted: sorted.map((key) => JSON.stringify(key) + ':') }
-  if (known.length < 8) known.push(shape)
+  if (keys.length > MAX_SHAPE_KEYS || (known && known.length >= 8)) return shape
+  // Each key is kept twice as it is and once quoted, with a few words of array and string overhead.
+  let chars = 0
+  for (const key of keys) chars += 3 * key.length + 48
+  if (keptChars + chars > MAX_KEPT_CHARS) {
+    shapes.clear()
+    keptChars = 0
+  }
+  keptChars += chars
+  const list = shapes.get(first)
+  if (list) list.push(shape)
+  else shapes.set(first, [shape])
   return shape
+}
+
+/** How many shapes are kept, and the characters counted for them (for tests). */
+export function keptShapes (): { shapes: number; chars: number } {
+  let n = 0
+  for (const list of shapes.values()) n += list.length
+  return { shapes: n, chars: keptChars }
 }
 
 /** The same keys in the same order (the first already known to be the same). */

@@ -18,7 +18,8 @@ declare module 'fastify' {
     inputProblemsOf(i: number): ErrorDetail[]
     /**
      * The JSON text of a route with `jsonItems`, as parsed into `body` (by JSON.parse, with no
-     * reviver, no coercion and no defaults): null for other routes and bodies that are not JSON.
+     * reviver, no coercion and no defaults; poisoned keys refuse the body, never removed from it):
+     * null for other routes, bodies that are not JSON, and a parser set to remove poisoned keys.
      */
     jsonText: string | null
   }
@@ -41,7 +42,11 @@ const found = new WeakMap<FastifyRequest, Found>()
  * `jsonItems` refuse the request with 400 validation_failed before validation or any handler runs.
  */
 export default fp(async function jsonBody (app) {
-  const parse = app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error')
+  const protoAction = app.initialConfig.onProtoPoisoning ?? 'error'
+  const constructorAction = app.initialConfig.onConstructorPoisoning ?? 'error'
+  const parse = app.getDefaultJsonParser(protoAction, constructorAction)
+  // The body is what JSON.parse makes of the text unless the parser removes poisoned keys from it.
+  const keepText = protoAction !== 'remove' && constructorAction !== 'remove'
 
   app.decorateRequest('inputProblemsOf', function inputProblemsOf (this: FastifyRequest, i: number) {
     return found.get(this)?.items.get(i) ?? []
@@ -59,7 +64,7 @@ export default fp(async function jsonBody (app) {
       body = value
     })
     if (!error && mayBreakInputRules(text)) found.set(request, check(request, text, body))
-    if (!error && request.routeOptions.config.jsonItems !== undefined) request.jsonText = text
+    if (!error && keepText && request.routeOptions.config.jsonItems !== undefined) request.jsonText = text
     done(error, body)
   })
 

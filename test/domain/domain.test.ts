@@ -1,5 +1,5 @@
 import t from 'tap'
-import { canonicalJson, contentHash } from '../../src/domain/canonical-json.ts'
+import { canonicalJson, contentHash, keptShapes } from '../../src/domain/canonical-json.ts'
 import { catalogueEntry, catalogueUsage, costOf, nanoToUsd, type TokenCounts } from '../../src/domain/pricing.ts'
 import { calcPrice, findProvider } from '@pydantic/genai-prices'
 import { errorFingerprint, normaliseErrorMessage } from '../../src/domain/fingerprint.ts'
@@ -16,13 +16,15 @@ t.test('canonical JSON sorts keys at every depth and drops whitespace', async (t
   t.equal(contentHash({}), '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a', 'SHA-256 of "{}"')
 })
 
+/** Canonical JSON as plainly as it can be written: sort the keys of every object afresh, drop undefined values. */
+function model (v: unknown): string {
+  if (Array.isArray(v)) return '[' + v.map((x) => (x === undefined ? 'null' : model(x))).join(',') + ']'
+  if (v === null || typeof v !== 'object') return JSON.stringify(v)
+  const o = v as Record<string, unknown>
+  return '{' + Object.keys(o).sort().filter((k) => o[k] !== undefined).map((k) => JSON.stringify(k) + ':' + model(o[k])).join(',') + '}'
+}
+
 t.test('canonical JSON is the same for objects whose shapes it has seen, whatever their number and order', async (t) => {
-  // A plain model: sort the keys of every object, drop undefined values, stringify.
-  const model = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map((x) => (x === undefined ? null : model(x)))
-    if (v === null || typeof v !== 'object') return v
-    return Object.fromEntries(Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined).map((k) => [k, model((v as Record<string, unknown>)[k])]))
-  }
   // Many shapes under the same first key (past the 8 kept per first key), keys in every order,
   // integer-like keys (which Object.keys lists first), undefined values, nesting; each object twice.
   let seed = 7
@@ -36,14 +38,34 @@ t.test('canonical JSON is the same for objects whose shapes it has seen, whateve
   }
   let mismatches = 0
   for (const obj of [...objects, ...objects]) {
-    if (canonicalJson(obj) !== JSON.stringify(model(obj))) mismatches++
+    if (canonicalJson(obj) !== model(obj)) mismatches++
   }
   t.equal(mismatches, 0, '600 objects, each written as sorting its keys afresh writes it')
   t.equal(canonicalJson({ first: 1, x: 2 }), '{"first":1,"x":2}')
   t.equal(canonicalJson({ first: 1, y: 2 }), '{"first":1,"y":2}', 'same first key and size, another key')
   t.equal(canonicalJson({ y: 2, first: 1 }), '{"first":1,"y":2}', 'same keys, another order')
+  t.equal(canonicalJson({ first: 1, 10: 'a', 2: 'b' }), '{"10":"a","2":"b","first":1}', 'integer-like keys sorted as text')
+  t.equal(canonicalJson({ first: 1, 10: 'a', 2: 'b', 1: 'c' }), '{"1":"c","10":"a","2":"b","first":1}')
   t.equal(canonicalJson(JSON.parse('{"solo":1,"toString":"x"}')), '{"solo":1,"toString":"x"}')
   t.equal(canonicalJson({ solo: 1 }), '{"solo":1}', 'a shape with fewer keys: none read from the prototype')
+})
+
+t.test('the shapes canonical JSON keeps stay bounded whatever the objects it is given', async (t) => {
+  // Every object a new shape: distinct first keys, many keys each, long keys.
+  for (let i = 0; i < 3000; i++) {
+    const keys = Array.from({ length: 1 + (i % 64) }, (_, k) => `${'k'.repeat(i % 200)}-${i}-${k}`)
+    canonicalJson(Object.fromEntries(keys.map((k) => [k, 1])))
+    const kept = keptShapes()
+    if (kept.chars > 2_000_000) return t.fail(`after ${i + 1} objects, ${kept.chars} characters kept`)
+  }
+  t.pass('never more than 2 million characters of keys kept')
+  const before = keptShapes().shapes
+  const wide = Object.fromEntries(Array.from({ length: 65 }, (_, k) => [`wide-${k}`, k]))
+  t.equal(canonicalJson(wide), model(wide))
+  t.equal(keptShapes().shapes, before, 'a shape of more than 64 keys is not kept')
+  for (let i = 0; i < 20; i++) canonicalJson({ same: i, [`other-${i}`]: i })
+  t.ok(keptShapes().shapes <= before + 8, 'at most 8 shapes kept per first key')
+  t.equal(canonicalJson({ same: 1, 'other-19': 2 }), '{"other-19":2,"same":1}', 'a shape not kept is still written right')
 })
 
 t.test('canonical JSON writes every scalar exactly as JSON.stringify does', async (t) => {

@@ -1,0 +1,33 @@
+import t from 'tap'
+import Fastify from 'fastify'
+import errors from '../../src/plugins/errors.ts'
+import jsonBody from '../../src/plugins/json-body.ts'
+
+/** A bare app with the service's JSON body parser and one route whose body has independent items. */
+async function appWith (options: { onProtoPoisoning?: 'error' | 'remove' | 'ignore' } = {}) {
+  const app = Fastify({ logger: false, ...options })
+  await app.register(errors)
+  await app.register(jsonBody)
+  app.post('/items', { config: { jsonItems: 'events' } }, async (request) => ({ text: request.jsonText }))
+  app.post('/plain', async (request) => ({ text: request.jsonText }))
+  return app
+}
+
+t.test('the body text is kept for a route with items, exactly as sent, and only there', async (t) => {
+  const app = await appWith()
+  t.teardown(() => app.close())
+  const body = '\ufeff{"events": [ {"a": 1}, {"b": "\\u00e9"} ]}'
+  const items = await app.inject({ method: 'POST', url: '/items', headers: { 'content-type': 'application/json' }, payload: body })
+  t.equal(items.statusCode, 200, items.body)
+  t.equal(items.json().text, body, 'byte for byte, whitespace and byte order mark included')
+  const plain = await app.inject({ method: 'POST', url: '/plain', headers: { 'content-type': 'application/json' }, payload: body })
+  t.equal(plain.json().text, null, 'not for other routes')
+})
+
+t.test('no text is kept when the parser removes poisoned keys: the body is then not what JSON.parse makes of it', async (t) => {
+  const app = await appWith({ onProtoPoisoning: 'remove' })
+  t.teardown(() => app.close())
+  const res = await app.inject({ method: 'POST', url: '/items', headers: { 'content-type': 'application/json' }, payload: '{"events": [{"__proto__": {"x": 1}, "a": 1}]}' })
+  t.equal(res.statusCode, 200, res.body)
+  t.equal(res.json().text, null)
+})
