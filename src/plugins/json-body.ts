@@ -18,10 +18,11 @@ declare module 'fastify' {
     inputProblemsOf(i: number): ErrorDetail[]
     /**
      * The JSON text of a route with `jsonItems`, as parsed into `body` (by JSON.parse, with no
-     * reviver, no coercion and no defaults; poisoned keys refuse the body, never removed from it):
-     * null for other routes, bodies that are not JSON, and a parser set to remove poisoned keys.
+     * reviver, no coercion and no defaults; poisoned keys refuse the body, never removed from it),
+     * and the key of its items: null for other routes, bodies that are not JSON, and a parser set to
+     * remove poisoned keys.
      */
-    jsonText: string | null
+    jsonItemsText: { text: string; key: string } | null
   }
 }
 
@@ -51,7 +52,7 @@ export default fp(async function jsonBody (app) {
   app.decorateRequest('inputProblemsOf', function inputProblemsOf (this: FastifyRequest, i: number) {
     return found.get(this)?.items.get(i) ?? []
   })
-  app.decorateRequest('jsonText', null)
+  app.decorateRequest('jsonItemsText', null)
 
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, raw, done) => {
@@ -64,7 +65,8 @@ export default fp(async function jsonBody (app) {
       body = value
     })
     if (!error && mayBreakInputRules(text)) found.set(request, check(request, text, body))
-    if (!error && keepText && request.routeOptions.config.jsonItems !== undefined) request.jsonText = text
+    const key = request.routeOptions.config.jsonItems
+    if (!error && keepText && key !== undefined) request.jsonItemsText = { text, key }
     done(error, body)
   })
 

@@ -21,8 +21,7 @@ const ingest = (opts: { bodyLimit: number; batchBodyLimit: number }): FastifyPlu
     config: { jsonItems: 'events' },
     schema: postBatch,
   }, async (request, reply) => {
-    const text = request.jsonText === null ? undefined : { text: request.jsonText, key: 'events' }
-    const { results, retryAfter } = await app.ingestion.ingestBatch(callerOfKey(request.apiKey), request.body.events, (i) => request.inputProblemsOf(i), text)
+    const { results, retryAfter } = await app.ingestion.ingestBatch(callerOfKey(request.apiKey), request.body.events, (i) => request.inputProblemsOf(i), request.jsonItemsText ?? undefined)
     if (retryAfter !== null) reply.header('retry-after', retryAfter)
     return reply.code(207).send({ results })
   })
