@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { loadLocalSigningKey, signLocalToken } from '../src/storage/local-signing-key.ts'
+import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
 import { benchDatabaseUrl, benchEvent as event, byThread, cpuByThread, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
 

@@ -19,7 +19,7 @@ import { context, trace } from '@opentelemetry/api'
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer'
-import { loadLocalSigningKey, signLocalToken } from '../src/storage/local-signing-key.ts'
+import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
 import { serviceArgs, waitForUp } from './bench-support.ts'
 

@@ -1,6 +1,6 @@
 import { Ajv } from 'ajv'
 import { resolve } from 'node:path'
-import type { AnalyticsCaps } from './storage/analytics-engine.ts'
+import type { AnalyticsCaps } from './analytics-sql/engine.ts'
 
 /**
  * Every setting of the service, validated once at start. Nothing else reads process.env.

@@ -1,4 +1,4 @@
-import type { ErrorDetail } from './schemas.ts'
+import type { ErrorDetail } from './validation.ts'
 
 /**
  * An error that becomes an HTTP response: a status, a machine-readable `error` code and optional

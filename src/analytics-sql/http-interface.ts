@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto'
 import { createBrotliDecompress, createGunzip, createInflate, gzipSync, deflateSync, brotliCompressSync } from 'node:zlib'
 import type { Readable } from 'node:stream'
 import type { FastifyBaseLogger } from 'fastify'
-import { AnalyticsError, type AnalyticsEngine } from '../storage/analytics-engine.ts'
-import { ANALYST_USER, passwordMatches } from '../storage/analyst-password.ts'
+import { AnalyticsError, type AnalyticsEngine } from './engine.ts'
+import { ANALYST_USER, passwordMatches } from './password.ts'
 
 /**
  * The subset of ClickHouse's HTTP interface that read-only clients use (the official clients,

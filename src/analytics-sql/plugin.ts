@@ -2,9 +2,9 @@ import fp from 'fastify-plugin'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
-import { AnalyticsEngine, type AnalyticsCaps } from '../storage/analytics-engine.ts'
-import { ANALYST_USER, loadAnalystPassword } from '../storage/analyst-password.ts'
-import { createAnalyticsHttpServer } from '../services/analytics-http.ts'
+import { AnalyticsEngine, type AnalyticsCaps } from './engine.ts'
+import { ANALYST_USER, loadAnalystPassword } from './password.ts'
+import { createAnalyticsHttpServer } from './http-interface.ts'
 
 /** The analysts' SQL port of this instance; null when it does not run (a ClickHouse server, or ANALYTICS_PORT=off). */
 export interface AnalyticsSqlPort {

@@ -1,4 +1,4 @@
-import type { AgentsRepository, Resolution } from './agents-repository.ts'
+import type { AgentsRepository, Resolution } from '../storage/agents-repository.ts'
 import { SharedCache, type SharedCacheOptions } from './shared-cache.ts'
 
 /**

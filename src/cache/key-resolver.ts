@@ -1,4 +1,4 @@
-import type { KeyIdentity, KeysRepository } from './keys-repository.ts'
+import type { KeyIdentity, KeysRepository } from '../storage/keys-repository.ts'
 import { SharedCache, type SharedCacheOptions } from './shared-cache.ts'
 
 /**

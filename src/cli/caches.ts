@@ -2,10 +2,10 @@ import type pg from 'pg'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import type { Config } from '../config.ts'
-import { AgentResolver } from '../storage/agent-resolver.ts'
+import { AgentResolver } from '../cache/agent-resolver.ts'
 import { AgentsRepository } from '../storage/agents-repository.ts'
-import { InvalidationBus } from '../storage/invalidation-bus.ts'
-import { KeyResolver } from '../storage/key-resolver.ts'
+import { InvalidationBus } from '../cache/invalidation-bus.ts'
+import { KeyResolver } from '../cache/key-resolver.ts'
 import { KeysRepository } from '../storage/keys-repository.ts'
 
 export interface CliCaches {

@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
-import { IngestLog } from '../storage/ingest-log.ts'
+import { IngestLog } from '../ingest/log/lmdb-ingest-log.ts'
 
 const { values } = parseArgs({ options: { limit: { type: 'string', default: '1000' } } })
 const limit = Number(values.limit)

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs'
 import type { ValidateFunction } from 'ajv'
 import { loadConfig } from '../config.ts'
-import { bodyAjv, toDetails } from '../schemas.ts'
+import { bodyAjv, toDetails } from '../validation.ts'
 import { openPostgres } from '../storage/postgres.ts'
 import { openCaches } from './caches.ts'
 import { RegistryRepository, type RegistryEntry } from '../storage/registry-repository.ts'

@@ -7,7 +7,7 @@
  */
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
-import { loadLocalSigningKey, signLocalToken } from '../storage/local-signing-key.ts'
+import { loadLocalSigningKey, signLocalToken } from '../auth/local-signing-key.ts'
 
 function parse () {
   try {

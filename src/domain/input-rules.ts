@@ -1,4 +1,4 @@
-import type { ErrorDetail } from '../schemas.ts'
+import type { ErrorDetail } from '../validation.ts'
 
 /**
  * Input rules every JSON body obeys before anything recursive touches it (hashing, serialising, the

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { AgentsRepository } from './agents-repository.ts'
-import type { KeysRepository } from './keys-repository.ts'
-import { monthOf, type UsersRepository } from './users-repository.ts'
+import type { AgentsRepository } from '../storage/agents-repository.ts'
+import type { KeysRepository } from '../storage/keys-repository.ts'
+import { monthOf, type UsersRepository } from '../storage/users-repository.ts'
 
 /**
  * Coalesces per-event side effects (a key's lastUsedAt, an agent's lastSeenAt and framework

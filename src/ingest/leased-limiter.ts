@@ -1,4 +1,4 @@
-import type { Admission, RateLimiter } from './rate-limiter.ts'
+import type { Admission, RateLimiter } from '../storage/rate-limiter.ts'
 
 export interface LeaseOptions {
   /** Tokens held by an instance and not used within this time go back to Redis (ms). */

@@ -2,7 +2,7 @@ import { LRUCache } from 'lru-cache'
 import { decodeTraces, OtlpDecodeError, type OtlpEncoding } from '../domain/otlp-codec.ts'
 import { spanToEvent } from '../domain/otlp-mapping.ts'
 import type { IncomingEvent } from '../domain/event-row.ts'
-import { HttpError } from '../errors.ts'
+import { HttpError } from '../http-error.ts'
 import type { IngestCaller, IngestionService } from './ingestion-service.ts'
 
 /** What an export request that was not refused as a whole answers: how many spans were refused, and why. */

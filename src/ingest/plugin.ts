@@ -1,12 +1,12 @@
 import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
-import { ActivityRecorder } from '../storage/activity-recorder.ts'
-import { EventShipper } from '../storage/event-shipper.ts'
-import { IngestLog } from '../storage/ingest-log.ts'
-import { LeasedLimiter } from '../storage/leased-limiter.ts'
-import { AgentResolver } from '../storage/agent-resolver.ts'
-import { IngestionService } from '../services/ingestion-service.ts'
-import { RowThread } from '../services/row-thread.ts'
+import { ActivityRecorder } from './activity-recorder.ts'
+import { EventShipper } from './shipper.ts'
+import { IngestLog } from './log/lmdb-ingest-log.ts'
+import { LeasedLimiter } from './leased-limiter.ts'
+import { AgentResolver } from '../cache/agent-resolver.ts'
+import { IngestionService } from './ingestion-service.ts'
+import { RowThread } from './row-thread.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {

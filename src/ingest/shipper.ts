@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import { logRows, spanRows, splitSpans, type IngestLog, type LogSpan, type PositionRange } from './ingest-log.ts'
+import { logRows, spanRows, splitSpans, type IngestLog, type LogSpan, type PositionRange } from './log/lmdb-ingest-log.ts'
 
 /**
  * Inserts one block of JSONCompactEachRow lines (UTF-8, each ending in a newline) under a

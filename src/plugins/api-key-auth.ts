@@ -1,8 +1,8 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { unauthorized } from '../errors.ts'
+import { unauthorized } from '../http-error.ts'
 import { hashSecret, type KeyIdentity } from '../storage/keys-repository.ts'
-import { KeyResolver } from '../storage/key-resolver.ts'
+import { KeyResolver } from '../cache/key-resolver.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {

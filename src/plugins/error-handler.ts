@@ -1,8 +1,8 @@
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { HttpError } from '../errors.ts'
-import { IngestLogRefused } from '../storage/ingest-log.ts'
-import { bodyAjv, queryAjv, toDetails } from '../schemas.ts'
+import { HttpError } from '../http-error.ts'
+import { IngestLogRefused } from '../ingest/log/lmdb-ingest-log.ts'
+import { bodyAjv, queryAjv, toDetails } from '../validation.ts'
 
 // Network errors, and the SQLSTATEs of a Postgres that is not there for us right now: classes 08
 // (connection exception), 53 (insufficient resources: too many connections, out of memory, disk

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { validationFailed } from '../errors.ts'
-import type { ErrorDetail } from '../schemas.ts'
+import { validationFailed } from '../http-error.ts'
+import type { ErrorDetail } from '../validation.ts'
 import { inputProblems, mayBreakInputRules, MAX_DEPTH, mergeProblems, numberLiteralProblems } from '../domain/input-rules.ts'
 
 declare module 'fastify' {

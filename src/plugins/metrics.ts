@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import { timingSafeEqual, createHash } from 'node:crypto'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import type { Queue } from 'bullmq'
-import { unauthorized } from '../errors.ts'
+import { unauthorized } from '../http-error.ts'
 
 export interface MetricsOptions {
   /** Bearer token required by GET /metrics; undefined: the route does not exist (404). */

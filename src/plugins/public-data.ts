@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { ResponseCache } from '../storage/response-cache.ts'
+import { ResponseCache } from '../cache/response-cache.ts'
 import { X402Service } from '../services/x402-service.ts'
 import { PublicService } from '../services/public-service.ts'
 import type { Config } from '../config.ts'

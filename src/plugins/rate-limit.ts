@@ -1,5 +1,5 @@
 import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
-import { rateLimited } from '../errors.ts'
+import { rateLimited } from '../http-error.ts'
 import type { RateLimiter } from '../storage/rate-limiter.ts'
 
 export interface RouteLimit {

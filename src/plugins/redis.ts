@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyBaseLogger } from 'fastify'
 import { Redis } from 'ioredis'
-import { InvalidationBus } from '../storage/invalidation-bus.ts'
+import { InvalidationBus } from '../cache/invalidation-bus.ts'
 import { RateLimiter } from '../storage/rate-limiter.ts'
 
 declare module 'fastify' {

@@ -3,8 +3,8 @@ import type { FastifyRequest } from 'fastify'
 import { createRemoteJWKSet, jwtVerify, errors as joseErrors, type JWTVerifyGetKey } from 'jose'
 import { LRUCache } from 'lru-cache'
 import type { Config } from '../config.ts'
-import { HttpError, unauthorized } from '../errors.ts'
-import { loadLocalSigningKey, LOCAL_ALG, LOCAL_AUDIENCE, LOCAL_ISSUER } from '../storage/local-signing-key.ts'
+import { HttpError, unauthorized } from '../http-error.ts'
+import { loadLocalSigningKey, LOCAL_ALG, LOCAL_AUDIENCE, LOCAL_ISSUER } from '../auth/local-signing-key.ts'
 import type { User } from '../storage/users-repository.ts'
 
 declare module 'fastify' {

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
-import { callerOfKey } from '../services/ingestion-service.ts'
+import { callerOfKey } from '../ingest/ingestion-service.ts'
 import { postBatch, postEvent } from '../../schemas/ingest-routes.ts'
 
 /**

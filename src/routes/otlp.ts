@@ -1,9 +1,9 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { createGunzip } from 'node:zlib'
 import { encodeResponse, encodeStatus, type OtlpEncoding } from '../domain/otlp-codec.ts'
-import { HttpError } from '../errors.ts'
-import { callerOfKey } from '../services/ingestion-service.ts'
-import { OtlpService } from '../services/otlp-service.ts'
+import { HttpError } from '../http-error.ts'
+import { callerOfKey } from '../ingest/ingestion-service.ts'
+import { OtlpService } from '../ingest/otlp-service.ts'
 import { postTraces } from '../../schemas/ingest-routes.ts'
 
 const CONTENT_TYPES: Record<OtlpEncoding, string> = { protobuf: 'application/x-protobuf', json: 'application/json' }

@@ -3,7 +3,7 @@ import { mergeThresholds } from '../domain/anomaly-rules.ts'
 /** Thresholds per rule, field by field (the shape of schemas/alert.ts). */
 type RuleFields = Record<string, Record<string, number | boolean>>
 import { pageOf } from '../domain/cursor.ts'
-import { conflict, notFound } from '../errors.ts'
+import { conflict, notFound } from '../http-error.ts'
 import { startOf } from './dashboard-service.ts'
 import type { Alert, AlertsRepository, AlertStatus } from '../storage/alerts-repository.ts'
 

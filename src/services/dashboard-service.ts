@@ -2,7 +2,7 @@ import { agentKpis, agentOf, calendar, clusterStatus, firstContext, groupTotals,
 import { isCuid } from '../domain/ids.ts'
 import { clampInt, sinceBound } from '../domain/query-params.ts'
 import { pageOf, pageStart, type CursorList, type PageStart } from '../domain/cursor.ts'
-import { conflict, invalidCursor, notFound } from '../errors.ts'
+import { conflict, invalidCursor, notFound } from '../http-error.ts'
 import type { AgentsRepository, OwnedAgentProfile } from '../storage/agents-repository.ts'
 import type { AlertsRepository } from '../storage/alerts-repository.ts'
 import type { ClusterAggregate, DashboardEvent, DashboardRepository, Reader, SpendRow } from '../storage/dashboard-repository.ts'

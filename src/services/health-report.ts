@@ -1,8 +1,8 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import pkg from '../../package.json' with { type: 'json' }
-import type { IngestLog } from '../storage/ingest-log.ts'
-import type { EventShipper } from '../storage/event-shipper.ts'
-import type { StepTimings } from './ingest-steps.ts'
+import type { IngestLog } from '../ingest/log/lmdb-ingest-log.ts'
+import type { EventShipper } from '../ingest/shipper.ts'
+import type { StepTimings } from '../ingest/steps.ts'
 
 export const SERVICE_NAME = 'agent-telemetry'
 

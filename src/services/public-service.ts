@@ -1,6 +1,6 @@
 import type { RegistryRepository } from '../storage/registry-repository.ts'
 import type { PublicEventsRepository } from '../storage/events-repository.ts'
-import type { ResponseCache } from '../storage/response-cache.ts'
+import type { ResponseCache } from '../cache/response-cache.ts'
 import type { ListFilter } from '../storage/registry-repository.ts'
 
 const DAY_MS = 86_400_000

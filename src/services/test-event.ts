@@ -1,7 +1,7 @@
-import { agentDeleted } from '../errors.ts'
+import { agentDeleted } from '../http-error.ts'
 import { TEST_AGENT_NAME, type AgentsRepository } from '../storage/agents-repository.ts'
 import type { User } from '../storage/users-repository.ts'
-import type { EventAck, IngestionService } from './ingestion-service.ts'
+import type { EventAck, IngestionService } from '../ingest/ingestion-service.ts'
 
 /**
  * The dashboard's synthetic event: through the same ingest path (validation, burst limit, ingest log)

@@ -1,8 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify'
-import { SingleFlight } from '../storage/single-flight.ts'
-import { HttpError } from '../errors.ts'
+import { SingleFlight } from '../cache/single-flight.ts'
+import { HttpError } from '../http-error.ts'
 import { request } from 'undici'
-import type { ResponseCache } from '../storage/response-cache.ts'
+import type { ResponseCache } from '../cache/response-cache.ts'
 
 /** What an upstream must answer: third-party payment data for one chain. */
 export type ChainData = {

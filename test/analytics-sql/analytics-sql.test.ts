@@ -4,8 +4,8 @@ import { existsSync, statSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { tmpdir } from 'node:os'
 import { buildTestApp, newUser, randomId, sendEvent, shipped, TEST_DATA_DIR } from '../helpers/app.ts'
-import { functionsInAst } from '../../src/storage/analytics-engine.ts'
-import { loadAnalystPassword } from '../../src/storage/analyst-password.ts'
+import { functionsInAst } from '../../src/analytics-sql/engine.ts'
+import { loadAnalystPassword } from '../../src/analytics-sql/password.ts'
 
 const PASSWORD = 'analyst-test-password'
 const app = await buildTestApp(t, {

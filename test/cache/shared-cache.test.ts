@@ -1,8 +1,8 @@
 import t from 'tap'
 import { Redis } from 'ioredis'
 import { pino } from 'pino'
-import { InvalidationBus } from '../../src/storage/invalidation-bus.ts'
-import { SharedCache, type CacheLog, type SharedCacheOptions } from '../../src/storage/shared-cache.ts'
+import { InvalidationBus } from '../../src/cache/invalidation-bus.ts'
+import { SharedCache, type CacheLog, type SharedCacheOptions } from '../../src/cache/shared-cache.ts'
 import { randomId } from '../helpers/app.ts'
 
 const REDIS_URL = 'redis://127.0.0.1:6379'

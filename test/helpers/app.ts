@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.ts'
 import { loadConfig, type Config } from '../../src/config.ts'
-import { loadLocalSigningKey, signLocalToken } from '../../src/storage/local-signing-key.ts'
+import { loadLocalSigningKey, signLocalToken } from '../../src/auth/local-signing-key.ts'
 import type { Tier } from '../../src/storage/users-repository.ts'
 
 /** Tests share one Postgres database whose name ends in _test; each test makes its own users. */

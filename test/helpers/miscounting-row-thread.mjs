@@ -1,5 +1,5 @@
 // A row thread that answers every job at once with one row fewer than it has events, for
-// test/services/row-thread.test.ts.
+// test/ingest/row-thread.test.ts.
 import { parentPort } from 'node:worker_threads'
 
 parentPort.on('message', ({ id, job }) => {

@@ -1,5 +1,5 @@
 // A row thread that starts and takes jobs but never answers one (a stuck thread), for
-// test/services/row-thread.test.ts.
+// test/ingest/row-thread.test.ts.
 import { parentPort } from 'node:worker_threads'
 
 parentPort.on('message', () => {})

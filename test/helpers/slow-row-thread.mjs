@@ -1,5 +1,5 @@
 // A row thread that answers every job, one every 100 ms, with the line 'from the thread' for each of
-// its events (a slow but working thread), for test/services/row-thread.test.ts.
+// its events (a slow but working thread), for test/ingest/row-thread.test.ts.
 import { parentPort } from 'node:worker_threads'
 
 let next = Promise.resolve()

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { Redis } from 'ioredis'
 import { RateLimiter } from '../../src/storage/rate-limiter.ts'
-import { LeasedLimiter } from '../../src/storage/leased-limiter.ts'
+import { LeasedLimiter } from '../../src/ingest/leased-limiter.ts'
 import { randomId } from '../helpers/app.ts'
 
 const prefix = `test:${randomId()}:`

@@ -2,8 +2,8 @@ import t from 'tap'
 import { contentHash } from '../../src/domain/canonical-json.ts'
 import { newEventId } from '../../src/domain/ids.ts'
 import type { IncomingEvent } from '../../src/domain/event-row.ts'
-import { RowThread, rowBytesOf, rowLines, withEvents, type RowJob } from '../../src/services/row-thread.ts'
-import type { RowBytes } from '../../src/storage/ingest-log.ts'
+import { RowThread, rowBytesOf, rowLines, withEvents, type RowJob } from '../../src/ingest/row-thread.ts'
+import type { RowBytes } from '../../src/ingest/log/lmdb-ingest-log.ts'
 import { buildTestApp, newUser, randomId, sendBatch, shipped } from '../helpers/app.ts'
 
 /** Events that exercise every part of a row: times, tokens and prices, fingerprints, odd strings. */

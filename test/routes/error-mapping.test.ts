@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { buildApp } from '../../src/app.ts'
 import { createPool, withDefaultUser } from '../../src/storage/postgres.ts'
-import { LOCAL_AUDIENCE, LOCAL_ISSUER } from '../../src/storage/local-signing-key.ts'
+import { LOCAL_AUDIENCE, LOCAL_ISSUER } from '../../src/auth/local-signing-key.ts'
 import { newUser, randomId, sendEvent, testConfig, TEST_DATA_DIR, TEST_DATABASE_URL } from '../helpers/app.ts'
 
 const app = await buildApp(testConfig(), { logger: false })

@@ -1,6 +1,6 @@
 import t from 'tap'
 import Fastify from 'fastify'
-import errors from '../../src/plugins/errors.ts'
+import errors from '../../src/plugins/error-handler.ts'
 import jsonBody from '../../src/plugins/json-body.ts'
 
 /** A bare app with the service's JSON body parser and one route whose body has independent items. */

@@ -3,7 +3,7 @@ import { connect, createServer, type AddressInfo, type Server, type Socket } fro
 import { once } from 'node:events'
 import { buildApp } from '../../src/app.ts'
 import { createPool, withDefaultUser } from '../../src/storage/postgres.ts'
-import { loadLocalSigningKey, signLocalToken } from '../../src/storage/local-signing-key.ts'
+import { loadLocalSigningKey, signLocalToken } from '../../src/auth/local-signing-key.ts'
 import { newUser, randomId, testConfig, TEST_DATA_DIR, TEST_DATABASE_URL } from '../helpers/app.ts'
 
 /**

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
-import { notFound } from '../../errors.ts'
+import { notFound } from '../../http-error.ts'
 import { deleteAgent, getAgent, listAgents, patchAgent } from '../../../schemas/me-routes.ts'
 
 /** The caller's agents: list with KPIs, profile with a 30-day calendar, rename or publish, soft delete. */

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
-import { notFound } from '../../errors.ts'
+import { notFound } from '../../http-error.ts'
 import { createKey, listKeys, revokeKey } from '../../../schemas/me-routes.ts'
 
 /** API keys: create (secret shown once), list (never the secret), revoke. */

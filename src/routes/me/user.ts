@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
-import { conflict } from '../../errors.ts'
+import { conflict } from '../../http-error.ts'
 import type { User } from '../../storage/users-repository.ts'
 import { getMe, patchMe } from '../../../schemas/me-routes.ts'
 

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
-import { notFound } from '../../errors.ts'
+import { notFound } from '../../http-error.ts'
 import { explorer, getPublicAgent, listPublicAgents, stats } from '../../../schemas/public-routes.ts'
 
 /** Public registry reads: stats, the agent listing, agent profiles and the explorer. No auth. */
