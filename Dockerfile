@@ -1,8 +1,8 @@
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
-# npm ci refuses this lock file (it omits other platforms' optional packages); install the locked versions.
-RUN npm install --omit=dev --no-audit --no-fund
+# The lock holds every platform's optional packages: npm ci installs this one's.
+RUN npm ci --omit=dev --no-audit --no-fund
 COPY . .
 # Runs as the image's unprivileged user; /data (the ingest log, the local signing key) is its volume.
 RUN mkdir -p /data && chown node:node /data
