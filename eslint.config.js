@@ -14,4 +14,12 @@ export default [
       'no-void': 'off',
     },
   },
+  {
+    // Settings are validated once, in src/config.ts; CLI entry points get them from loadConfig().
+    files: ['src/**/*.ts'],
+    ignores: ['src/config.ts'],
+    rules: {
+      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'read settings through loadConfig() in src/config.ts' }],
+    },
+  },
 ]

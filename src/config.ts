@@ -1,255 +1,332 @@
-import { Ajv } from 'ajv'
+import { Ajv, type ErrorObject } from 'ajv'
+import type { FromSchema } from 'json-schema-to-ts'
 import { resolve } from 'node:path'
-import type { AnalyticsCaps } from './analytics-sql/engine.ts'
 
 /**
- * Every setting of the service, validated once at start. Nothing else reads process.env.
- * Names and defaults follow ARCHITECTURE §5; the rest are tuning knobs with safe defaults.
+ * A group of settings that belong together in Config (one object). `default: {}` lets the group be
+ * left out, so its settings' own defaults apply; no other property is allowed in it.
  */
-export interface Config {
-  port: number
-  host: string
-  databaseUrl: string
-  /**
-   * Postgres timeouts (ms): opening a connection or waiting for one from the pool; one statement
-   * (server-side statement_timeout; the client gives up a second later if the server is silent);
-   * a transaction left idle.
-   */
-  postgresTimeouts: { connectMs: number; statementMs: number; idleInTransactionMs: number }
-  redisUrl: string
-  /** How long a command of the main Redis connection may take before it fails (ms). */
-  redisCommandTimeoutMs: number
-  /** Prefix for every Redis key and channel, so several deployments (or test runs) can share one Redis. */
-  redisPrefix: string
-  /** ClickHouse server URL; undefined means the embedded engine under dataDir. */
-  clickhouseUrl: string | undefined
-  dataDir: string
-  auth: { jwksUrl: string; issuer: string; audience: string } | { local: true }
-  corsOrigins: string[]
-  roles: { api: boolean; worker: boolean }
-  logLevel: string
-  /** json: one JSON object per line (default); pretty: human-readable lines for local runs. */
-  logFormat: 'json' | 'pretty'
-  /** Request body limits, in bytes. */
-  bodyLimit: number
-  batchBodyLimit: number
-  /** The ingest log and its shipper (ARCHITECTURE §1). */
-  ingest: {
-    /** Where this instance's ingest log lives; one process per directory. */
-    logDir: string
-    /** Past this size the log refuses new events with 503 + Retry-After. */
-    logMaxBytes: number
-    /** One ClickHouse insert carries at most this many rows / bytes. */
-    batchMaxRows: number
-    batchMaxBytes: number
-    /** Pause between inserts (ms); 0 ships back to back. */
-    shipMinIntervalMs: number
-    /** How long shutdown keeps shipping the log before leaving the rest for the next start (ms). */
-    drainTimeoutMs: number
-    /** /health reports degraded when the oldest unshipped event is older than this (ms). */
-    degradedAfterMs: number
-    /** Requests with at least this many events build their rows on the row thread (0: never). */
-    rowThreadMinEvents: number
-    /** How long a /v1/me read waits for the caller's acknowledged events to be shipped (ms). */
-    readYourWritesTimeoutMs: number
-  }
-  /** How long a client may take to send a whole request, headers and body (ms); then 408 and close. */
-  requestTimeoutMs: number
-  /** How long an idle keep-alive connection is kept open (ms). */
-  keepAliveTimeoutMs: number
-  /** How long a cached API key or agent may be served before it is read again (ms). */
-  cacheTtlMs: number
-  /** How long a cached API key or agent resolution lives in Redis, shared by every instance (s). */
-  sharedCacheTtlSeconds: number
-  /** Whether to take the client address from X-Forwarded-For (only behind a trusted proxy). */
-  trustProxy: boolean
-  /** Upstreams of the /v1/x402 proxy, by chain; a chain without a URL is not proxied. */
-  x402: { upstreams: Record<string, string>; timeoutMs: number; freshSeconds: number }
-  /** How long public aggregates are cached in Redis. */
-  statsCacheSeconds: number
-  explorerCacheSeconds: number
-  /** How long an agent's public KPIs (an engine query) are cached in Redis; 0: not cached. */
-  profileKpisCacheSeconds: number
-  /** Per-user, per-endpoint limits on /v1/me/*, requests a minute: reads (GET) and writes (the rest). */
-  meLimits: { readsPerMinute: number; writesPerMinute: number }
-  /** How long an instance may hold burst-limit tokens leased from Redis before giving them back (ms); 0: ask Redis every request. */
-  burstLeaseMs: number
-  /** How often the anomaly tick runs (ms). */
-  anomalyEveryMs: number
-  /** How often coalesced side effects (lastSeenAt, lastUsedAt, framework, monthly usage) are written (ms). */
-  activityFlushMs: number
-  /** Bearer token of GET /metrics; undefined: no /metrics route. */
-  metricsToken: string | undefined
-  /** How often agent names and user handles are copied to ClickHouse (ms). */
-  namesSyncEveryMs: number
-  /** Days each kind of data is kept (0: forever): events, rollups, cleared alerts, waitlist sign-ups. */
-  retention: { events: number; rollups: number; alerts: number; waitlist: number }
-  /** The analysts' read-only SQL port on the embedded engine (ClickHouse's HTTP interface); port null: off. */
-  analytics: {
-    port: number | null
-    password: string | undefined
-    caps: AnalyticsCaps
-  }
+function group<const P> (properties: P) {
+  return { type: 'object', properties, additionalProperties: false, default: {} } as const
 }
 
-const DEFAULT_CORS = 'https://app.agent-telemetry.dev,https://dashboard.agent-telemetry.dev'
-
-const schema = {
+/**
+ * Every setting of the service, once: its place in Config (the property), its environment variable
+ * (`env`), type and bounds, default and description. The Config type is derived from it, and so is
+ * the settings table of docs/operations.md (`npm run docs:settings`). ARCHITECTURE §5 names the
+ * first ones; the rest are tuning knobs with safe defaults.
+ */
+export const settingsSchema = {
   type: 'object',
+  additionalProperties: false,
   properties: {
-    PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000 },
-    HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
-    DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://', default: 'postgres://localhost:5432/agent_telemetry' },
-    PG_CONNECT_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 60000, default: 2000 },
-    PG_STATEMENT_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 5000 },
-    PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 3600000, default: 10000 },
-    REDIS_URL: { type: 'string', pattern: '^rediss?://', default: 'redis://127.0.0.1:6379' },
-    REDIS_COMMAND_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 60000, default: 1000 },
-    REDIS_PREFIX: { type: 'string', default: 'at:' },
-    CLICKHOUSE_URL: { type: 'string', pattern: '^https?://' },
-    DATA_DIR: { type: 'string', minLength: 1, default: './data' },
-    AUTH_JWKS_URL: { type: 'string', pattern: '^https?://' },
-    AUTH_ISSUER: { type: 'string', minLength: 1 },
-    AUTH_AUDIENCE: { type: 'string', minLength: 1 },
-    CORS_ORIGINS: { type: 'string', default: DEFAULT_CORS },
-    ROLES: { type: 'string', pattern: '^(api|worker)(,(api|worker))*$', default: 'api,worker' },
-    LOG_LEVEL: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
-    LOG_FORMAT: { enum: ['json', 'pretty'], default: 'json' },
-    BODY_LIMIT: { type: 'integer', minimum: 1024, default: 1048576 },
-    BATCH_BODY_LIMIT: { type: 'integer', minimum: 1024, default: 5242880 },
-    INGEST_LOG_DIR: { type: 'string', minLength: 1 },
-    INGEST_LOG_MAX_BYTES: { type: 'integer', minimum: 65536, default: 1073741824 },
-    INGEST_BATCH_MAX_ROWS: { type: 'integer', minimum: 1, default: 20000 },
-    INGEST_BATCH_MAX_BYTES: { type: 'integer', minimum: 1024, default: 16777216 },
-    INGEST_SHIP_MIN_INTERVAL_MS: { type: 'integer', minimum: 0, maximum: 60000, default: 500 },
-    INGEST_DRAIN_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 25000, default: 10000 },
-    INGEST_DEGRADED_AFTER_MS: { type: 'integer', minimum: 1000, default: 10000 },
-    INGEST_ROW_THREAD_MIN_EVENTS: { type: 'integer', minimum: 0, default: 64 },
-    READ_YOUR_WRITES_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 10000, default: 2000 },
-    REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 10000 },
-    KEEP_ALIVE_TIMEOUT_MS: { type: 'integer', minimum: 1000, maximum: 600000, default: 72000 },
-    CACHE_TTL_MS: { type: 'integer', minimum: 0, maximum: 1000, default: 1000 },
-    SHARED_CACHE_TTL_SECONDS: { type: 'integer', minimum: 1, maximum: 86400, default: 300 },
-    TRUST_PROXY: { type: 'boolean', default: false },
-    X402_BASE_URL: { type: 'string', pattern: '^https?://' },
-    X402_SOLANA_URL: { type: 'string', pattern: '^https?://' },
-    X402_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 60000, default: 3000 },
-    X402_CACHE_SECONDS: { type: 'integer', minimum: 1, default: 60 },
-    STATS_CACHE_SECONDS: { type: 'integer', minimum: 1, default: 5 },
-    EXPLORER_CACHE_SECONDS: { type: 'integer', minimum: 1, default: 10 },
-    PROFILE_KPIS_CACHE_SECONDS: { type: 'integer', minimum: 0, maximum: 60, default: 1 },
-    ME_READS_PER_MINUTE: { type: 'integer', minimum: 1, default: 600 },
-    ME_WRITES_PER_MINUTE: { type: 'integer', minimum: 1, default: 120 },
-    BURST_LEASE_MS: { type: 'integer', minimum: 0, maximum: 10000, default: 1000 },
-    ANOMALY_EVERY_MS: { type: 'integer', minimum: 1000, maximum: 300000, default: 60000 },
-    ACTIVITY_FLUSH_MS: { type: 'integer', minimum: 100, maximum: 60000, default: 1000 },
-    METRICS_TOKEN: { type: 'string', minLength: 16 },
-    NAMES_SYNC_EVERY_MS: { type: 'integer', minimum: 1000, maximum: 3600000, default: 60000 },
-    RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 90 },
-    ROLLUP_RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 0 },
-    ALERT_RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 90 },
-    WAITLIST_RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 730 },
-    ANALYTICS_PORT: { type: 'string', pattern: '^(off|[0-9]{1,5})$', default: '8123' },
-    ANALYST_PASSWORD: { type: 'string', minLength: 8 },
-    ANALYTICS_MAX_EXECUTION_SECONDS: { type: 'integer', minimum: 1, maximum: 3600, default: 30 },
-    ANALYTICS_MAX_MEMORY_BYTES: { type: 'integer', minimum: 16777216, default: 1073741824 },
-    ANALYTICS_MAX_RESULT_ROWS: { type: 'integer', minimum: 1, default: 1000000 },
-    ANALYTICS_MAX_RESULT_BYTES: { type: 'integer', minimum: 1024, default: 104857600 },
-    ANALYTICS_MAX_THREADS: { type: 'integer', minimum: 1, maximum: 64, default: 1 },
-    ANALYTICS_MAX_CONCURRENT_QUERIES: { type: 'integer', minimum: 1, maximum: 64, default: 2 },
-  },
-  dependencies: {
-    AUTH_JWKS_URL: ['AUTH_ISSUER', 'AUTH_AUDIENCE'],
-    AUTH_ISSUER: ['AUTH_JWKS_URL'],
-    AUTH_AUDIENCE: ['AUTH_JWKS_URL'],
+    port: { env: 'PORT', type: 'integer', minimum: 0, maximum: 65535, default: 3000, description: 'port of the HTTP API' },
+    host: { env: 'HOST', type: 'string', minLength: 1, default: '127.0.0.1', description: 'address the HTTP API (and the analysts\' SQL port) listens on' },
+    databaseUrl: {
+      env: 'DATABASE_URL', type: 'string', pattern: '^postgres(ql)?://', default: 'postgres://localhost:5432/agent_telemetry',
+      description: 'Postgres; created and migrated at start. Without a user name the OS user is used, as libpq does',
+    },
+    postgresTimeouts: group({
+      connectMs: {
+        env: 'PG_CONNECT_TIMEOUT_MS', type: 'integer', minimum: 100, maximum: 60000, default: 2000,
+        description: 'longest wait to open a Postgres connection or get one from the pool (then 503)',
+      },
+      statementMs: {
+        env: 'PG_STATEMENT_TIMEOUT_MS', type: 'integer', minimum: 100, maximum: 600000, default: 5000,
+        description: 'longest Postgres statement: Postgres cancels it (`statement_timeout`), and the service gives up 1 s later if Postgres says nothing at all (then 503)',
+      },
+      idleInTransactionMs: {
+        env: 'PG_IDLE_IN_TRANSACTION_TIMEOUT_MS', type: 'integer', minimum: 100, maximum: 3600000, default: 10000,
+        description: 'Postgres ends a session left idle inside a transaction this long',
+      },
+    }),
+    redisUrl: { env: 'REDIS_URL', type: 'string', pattern: '^rediss?://', default: 'redis://127.0.0.1:6379', description: 'Redis' },
+    redisCommandTimeoutMs: {
+      env: 'REDIS_COMMAND_TIMEOUT_MS', type: 'integer', minimum: 100, maximum: 60000, default: 1000,
+      description: 'longest command of the main Redis connection, as while answering a request (then 503)',
+    },
+    redisPrefix: {
+      env: 'REDIS_PREFIX', type: 'string', default: 'at:',
+      description: 'prefix of every Redis key and channel, so several deployments (or test runs) can share a Redis',
+    },
+    clickhouseUrl: {
+      env: 'CLICKHOUSE_URL', type: 'string', pattern: '^https?://',
+      description: 'a ClickHouse server (`http://user:pass@host:8123/database`); unset: the embedded engine under `DATA_DIR`',
+    },
+    dataDir: { env: 'DATA_DIR', type: 'string', minLength: 1, default: './data', description: 'the embedded engine\'s files and the local signing key' },
+    auth: {
+      ...group({
+        jwksUrl: {
+          env: 'AUTH_JWKS_URL', type: 'string', pattern: '^https?://',
+          description: 'JWKS of the identity provider whose tokens (ES256, RS256) open `/v1/me/*`; unset: tokens of the local signing key under `DATA_DIR` (`npm run token`)',
+        },
+        issuer: { env: 'AUTH_ISSUER', type: 'string', minLength: 1, description: 'issuer (`iss`) of the identity provider\'s tokens; set with `AUTH_JWKS_URL`' },
+        audience: { env: 'AUTH_AUDIENCE', type: 'string', minLength: 1, description: 'audience (`aud`) of the identity provider\'s tokens; set with `AUTH_JWKS_URL`' },
+      }),
+      // All three or none: a provider without issuer or audience would accept any token it signed.
+      dependencies: { jwksUrl: ['issuer', 'audience'], issuer: ['jwksUrl'], audience: ['jwksUrl'] },
+    },
+    corsOrigins: {
+      env: 'CORS_ORIGINS', type: 'string', default: 'https://app.agent-telemetry.dev,https://dashboard.agent-telemetry.dev',
+      description: 'comma-separated origins allowed to call from browsers',
+    },
+    roles: {
+      env: 'ROLES', type: 'string', pattern: '^(api|worker)(,(api|worker))*$', default: 'api,worker',
+      description: 'which roles this process runs, comma-separated: `api` (HTTP API, ingest log and shipper), `worker` (BullMQ workers)',
+    },
+    logLevel: {
+      env: 'LOG_LEVEL', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info',
+      description: 'lowest level logged; a line per request only at `debug` and `trace`',
+    },
+    logFormat: {
+      env: 'LOG_FORMAT', enum: ['json', 'pretty'], default: 'json',
+      description: '`json`: one JSON object a line; `pretty`: human-readable lines for local runs',
+    },
+    bodyLimit: { env: 'BODY_LIMIT', type: 'integer', minimum: 1024, default: 1048576, description: 'largest request body in bytes (413 above)' },
+    batchBodyLimit: {
+      env: 'BATCH_BODY_LIMIT', type: 'integer', minimum: 1024, default: 5242880,
+      description: 'largest body of `POST /v1/events/batch` and of OTLP requests, in bytes',
+    },
+    ingest: group({
+      logDir: {
+        env: 'INGEST_LOG_DIR', type: 'string', minLength: 1,
+        description: 'this instance\'s ingest log (one process per directory; keep it on a persistent volume); unset: `$DATA_DIR/ingest-log`',
+      },
+      logMaxBytes: {
+        env: 'INGEST_LOG_MAX_BYTES', type: 'integer', minimum: 65536, default: 1073741824,
+        description: 'size at which the ingest log refuses new events (503 + `Retry-After`) until the shipper catches up',
+      },
+      batchMaxRows: { env: 'INGEST_BATCH_MAX_ROWS', type: 'integer', minimum: 1, default: 20000, description: 'most rows in one ClickHouse insert of the shipper' },
+      batchMaxBytes: { env: 'INGEST_BATCH_MAX_BYTES', type: 'integer', minimum: 1024, default: 16777216, description: 'most bytes in one ClickHouse insert of the shipper' },
+      shipMinIntervalMs: {
+        env: 'INGEST_SHIP_MIN_INTERVAL_MS', type: 'integer', minimum: 0, maximum: 60000, default: 500,
+        description: 'pause after each insert, cut short when a `/v1/me` request waits for its events, and skipped when a full block (`INGEST_BATCH_MAX_*`) is already waiting: ' +
+          'fewer, larger inserts (each costs the engine a part write per table, and the merges after it) at the cost of visibility, ' +
+          'without ever capping the rate the shipper can follow; 0 ships back to back',
+      },
+      drainTimeoutMs: {
+        env: 'INGEST_DRAIN_TIMEOUT_MS', type: 'integer', minimum: 0, maximum: 25000, default: 10000,
+        description: 'how long shutdown keeps shipping the log; what is left ships at the next start',
+      },
+      degradedAfterMs: {
+        env: 'INGEST_DEGRADED_AFTER_MS', type: 'integer', minimum: 1000, default: 10000,
+        description: '`/health` says `degraded` when the oldest event waiting in the log is older than this',
+      },
+      rowThreadMinEvents: {
+        env: 'INGEST_ROW_THREAD_MIN_EVENTS', type: 'integer', minimum: 0, default: 64,
+        description: 'requests with at least this many accepted events build their rows (hash, cost, line) on the row thread instead of the main thread; 0 never uses the thread',
+      },
+      readYourWritesTimeoutMs: {
+        env: 'READ_YOUR_WRITES_TIMEOUT_MS', type: 'integer', minimum: 0, maximum: 10000, default: 2000,
+        description: 'how long a `/v1/me` request waits for the caller\'s acknowledged events to reach ClickHouse',
+      },
+    }),
+    requestTimeoutMs: {
+      env: 'REQUEST_TIMEOUT_MS', type: 'integer', minimum: 100, maximum: 600000, default: 10000,
+      description: 'time a client has to send a whole request, headers and body; then 408 and the connection is closed',
+    },
+    keepAliveTimeoutMs: {
+      env: 'KEEP_ALIVE_TIMEOUT_MS', type: 'integer', minimum: 1000, maximum: 600000, default: 72000,
+      description: 'how long an idle keep-alive connection stays open (above the 60 s of common load balancers)',
+    },
+    cacheTtlMs: {
+      env: 'CACHE_TTL_MS', type: 'integer', minimum: 0, maximum: 1000, default: 1000,
+      description: 'longest time an instance serves its own copy of an API key, agent resolution or user without asking again',
+    },
+    sharedCacheTtlSeconds: {
+      env: 'SHARED_CACHE_TTL_SECONDS', type: 'integer', minimum: 1, maximum: 86400, default: 300,
+      description: 'how long an API key or agent resolution is kept in Redis for every instance; unknown keys 60 s at most',
+    },
+    trustProxy: {
+      env: 'TRUST_PROXY', type: 'boolean', default: false,
+      description: 'take the client address from `X-Forwarded-For` (only behind a trusted proxy)',
+    },
+    x402: group({
+      // Keyed by chain; a chain left unset is absent, so it is not proxied.
+      upstreams: group({
+        base: { env: 'X402_BASE_URL', type: 'string', pattern: '^https?://', description: 'upstream of `GET /v1/x402` for the Base chain; unset: not proxied' },
+        solana: { env: 'X402_SOLANA_URL', type: 'string', pattern: '^https?://', description: 'upstream of `GET /v1/x402` for Solana; unset: not proxied' },
+      }),
+      timeoutMs: {
+        env: 'X402_TIMEOUT_MS', type: 'integer', minimum: 100, maximum: 60000, default: 3000,
+        description: 'how long an x402 upstream may take (headers and body)',
+      },
+      freshSeconds: {
+        env: 'X402_CACHE_SECONDS', type: 'integer', minimum: 1, default: 60,
+        description: 'how long an x402 answer is served from Redis before the upstream is asked again',
+      },
+    }),
+    statsCacheSeconds: { env: 'STATS_CACHE_SECONDS', type: 'integer', minimum: 1, default: 5, description: 'how long `/v1/stats` is cached in Redis' },
+    explorerCacheSeconds: { env: 'EXPLORER_CACHE_SECONDS', type: 'integer', minimum: 1, default: 10, description: 'how long `/v1/explorer` is cached in Redis' },
+    profileKpisCacheSeconds: {
+      env: 'PROFILE_KPIS_CACHE_SECONDS', type: 'integer', minimum: 0, maximum: 60, default: 1,
+      description: 'how long an agent\'s public KPIs (`GET /v1/agents/:identifier`) are cached in Redis; 0 queries ClickHouse on every read',
+    },
+    meLimits: group({
+      readsPerMinute: {
+        env: 'ME_READS_PER_MINUTE', type: 'integer', minimum: 1, default: 600,
+        description: 'per-user, per-endpoint limit on `GET` requests to `/v1/me/*`, a minute',
+      },
+      writesPerMinute: {
+        env: 'ME_WRITES_PER_MINUTE', type: 'integer', minimum: 1, default: 120,
+        description: 'per-user, per-endpoint limit on other requests to `/v1/me/*`, a minute',
+      },
+    }),
+    burstLeaseMs: {
+      env: 'BURST_LEASE_MS', type: 'integer', minimum: 0, maximum: 10000, default: 1000,
+      description: 'how long an instance holds burst-limit tokens leased from Redis before giving unused ones back; 0 asks Redis on every request',
+    },
+    anomalyEveryMs: {
+      env: 'ANOMALY_EVERY_MS', type: 'integer', minimum: 1000, maximum: 300000, default: 60000,
+      description: 'how often the anomaly tick runs',
+    },
+    activityFlushMs: {
+      env: 'ACTIVITY_FLUSH_MS', type: 'integer', minimum: 100, maximum: 60000, default: 1000,
+      description: 'how often coalesced side effects (`lastSeenAt`, `lastUsedAt`, `framework`, monthly usage) are written',
+    },
+    metricsToken: {
+      env: 'METRICS_TOKEN', type: 'string', minLength: 16,
+      description: 'bearer token of `GET /metrics`; unset: no `/metrics` route and nothing collected',
+    },
+    namesSyncEveryMs: {
+      env: 'NAMES_SYNC_EVERY_MS', type: 'integer', minimum: 1000, maximum: 3600000, default: 60000,
+      description: 'how often changed agent names and user handles are copied to ClickHouse (worker role)',
+    },
+    retention: group({
+      events: {
+        env: 'RETENTION_DAYS', type: 'integer', minimum: 0, maximum: 36500, default: 90,
+        description: 'days an event is kept after it was received (ClickHouse TTL on `events`); 0: forever',
+      },
+      rollups: {
+        env: 'ROLLUP_RETENTION_DAYS', type: 'integer', minimum: 0, maximum: 36500, default: 0,
+        description: 'days `spend_daily` and `error_clusters_hourly` keep a day / hour (by event time); 0: forever',
+      },
+      alerts: { env: 'ALERT_RETENTION_DAYS', type: 'integer', minimum: 0, maximum: 36500, default: 90, description: 'days a cleared alert is kept in Postgres; 0: forever' },
+      waitlist: { env: 'WAITLIST_RETENTION_DAYS', type: 'integer', minimum: 0, maximum: 36500, default: 730, description: 'days a waitlist sign-up is kept in Postgres; 0: forever' },
+    }),
+    analytics: group({
+      port: {
+        env: 'ANALYTICS_PORT', type: 'string', pattern: '^(off|[0-9]{1,5})$', default: '8123',
+        description: 'the analysts\' read-only SQL port (ClickHouse HTTP interface), embedded engine only, bound to `HOST`; `off` disables it',
+      },
+      password: {
+        env: 'ANALYST_PASSWORD', type: 'string', minLength: 8,
+        description: 'password of user `analyst`; unset: generated once into `$DATA_DIR/analyst-password` (0600)',
+      },
+      caps: group({
+        maxExecutionSeconds: { env: 'ANALYTICS_MAX_EXECUTION_SECONDS', type: 'integer', minimum: 1, maximum: 3600, default: 30, description: 'longest analyst query, in seconds' },
+        maxMemoryBytes: { env: 'ANALYTICS_MAX_MEMORY_BYTES', type: 'integer', minimum: 16777216, default: 1073741824, description: 'memory of one analyst query, in bytes' },
+        maxResultRows: { env: 'ANALYTICS_MAX_RESULT_ROWS', type: 'integer', minimum: 1, default: 1000000, description: 'most rows in an analyst query\'s result' },
+        maxResultBytes: { env: 'ANALYTICS_MAX_RESULT_BYTES', type: 'integer', minimum: 1024, default: 104857600, description: 'most bytes in an analyst query\'s result' },
+        maxThreads: { env: 'ANALYTICS_MAX_THREADS', type: 'integer', minimum: 1, maximum: 64, default: 1, description: 'threads of one analyst query' },
+        maxConcurrentQueries: {
+          env: 'ANALYTICS_MAX_CONCURRENT_QUERIES', type: 'integer', minimum: 1, maximum: 64, default: 2,
+          description: 'analyst queries at once on this instance (more: 503)',
+        },
+      }),
+    }),
   },
 } as const
+
+/** The settings as validated, before the derived ones are computed. */
+type Settings = FromSchema<typeof settingsSchema>
+
+/** What a node of settingsSchema may hold, as the code that walks it sees it. */
+interface SchemaNode {
+  env?: string
+  type?: string
+  properties?: Record<string, SchemaNode>
+  default?: unknown
+  description?: string
+  [keyword: string]: unknown
+}
+
+/** One setting: its environment variable, its place in Config and its schema. */
+export interface Setting {
+  name: string
+  path: readonly string[]
+  schema: SchemaNode
+}
+
+function settingsOf (node: SchemaNode, path: readonly string[] = []): Setting[] {
+  return Object.entries(node.properties ?? {}).flatMap(([key, child]) =>
+    child.env ? [{ name: child.env, path: [...path, key], schema: child }] : settingsOf(child, [...path, key]))
+}
+
+/** Every setting, in the order of settingsSchema. */
+export const SETTINGS: readonly Setting[] = settingsOf(settingsSchema as SchemaNode)
+
+const NAME_AT = new Map(SETTINGS.map((s) => [`/${s.path.join('/')}`, s.name]))
+
+const validate = new Ajv({ useDefaults: true, coerceTypes: true, allErrors: true, keywords: ['env'] }).compile<Settings>(settingsSchema)
 
 export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
-/** Reads and validates settings from an environment map; throws ConfigError naming every bad setting. */
-export function loadConfig (env: Record<string, string | undefined> = process.env): Config {
-  const ajv = new Ajv({ useDefaults: true, coerceTypes: true, allErrors: true })
-  const validate = ajv.compile(schema)
+/** The settings set in env (an empty value counts as unset), placed as in Config. */
+function readSettings (env: Record<string, string | undefined>): Record<string, unknown> {
   const raw: Record<string, unknown> = {}
-  for (const key of Object.keys(schema.properties)) {
-    const value = env[key]
-    if (value !== undefined && value !== '') raw[key] = value
+  for (const { name, path } of SETTINGS) {
+    const value = env[name]
+    if (value === undefined || value === '') continue
+    let node = raw
+    for (const key of path.slice(0, -1)) node = (node[key] ??= {}) as Record<string, unknown>
+    node[path.at(-1)!] = value
   }
+  return raw
+}
+
+/**
+ * One problem in the words of the operator: Ajv names a property by its key in Config, the operator
+ * knows it by its environment variable, both for the subject and for the siblings a message names
+ * (AUTH_JWKS_URL needs AUTH_ISSUER…).
+ */
+function problem (error: ErrorObject): string {
+  const message = (error.message ?? 'is invalid').replace(/\w+/g, (word) => NAME_AT.get(`${error.instancePath}/${word}`) ?? word)
+  return `${NAME_AT.get(error.instancePath) ?? 'settings'} ${message}`
+}
+
+type IdentityProvider = { jwksUrl: string; issuer: string; audience: string } | { local: true }
+
+function identityProvider ({ jwksUrl, issuer, audience }: Settings['auth']): IdentityProvider {
+  // The schema's dependencies make issuer and audience present whenever jwksUrl is.
+  return jwksUrl ? { jwksUrl, issuer: issuer!, audience: audience! } : { local: true }
+}
+
+function analyticsPort (value: string): number | null {
+  if (value === 'off') return null
+  const port = Number(value)
+  if (port > 65535) throw new ConfigError('invalid settings: ANALYTICS_PORT must be a port (0-65535) or off')
+  return port
+}
+
+/** The settings whose value is computed from what was set: paths, lists, roles, the identity provider, the analysts' port. */
+function derive (s: Settings) {
+  const roles = s.roles.split(',')
+  return {
+    ...s,
+    dataDir: resolve(s.dataDir),
+    auth: identityProvider(s.auth),
+    corsOrigins: s.corsOrigins.split(',').map((o) => o.trim()).filter(Boolean),
+    roles: { api: roles.includes('api'), worker: roles.includes('worker') },
+    ingest: { ...s.ingest, logDir: resolve(s.ingest.logDir ?? `${s.dataDir}/ingest-log`) },
+    analytics: { ...s.analytics, port: analyticsPort(s.analytics.port) },
+  }
+}
+
+/** Every setting of the service, validated once at start; each is described in settingsSchema. */
+export type Config = ReturnType<typeof derive>
+
+/**
+ * Reads and validates settings from an environment map; throws ConfigError naming every bad setting.
+ * Only this module reads process.env.
+ */
+export function loadConfig (env: Record<string, string | undefined> = process.env): Config {
+  const raw = readSettings(env)
   if (!validate(raw)) {
-    const problems = (validate.errors ?? []).map((e) => `${e.instancePath.slice(1) || 'settings'} ${e.message}`)
+    const problems = (validate.errors ?? []).map(problem)
     throw new ConfigError(`invalid settings: ${[...new Set(problems)].join('; ')}`)
   }
-  const s = raw as Record<string, any>
-  if (s.ANALYTICS_PORT !== 'off' && Number(s.ANALYTICS_PORT) > 65535) throw new ConfigError('invalid settings: ANALYTICS_PORT must be a port (0-65535) or off')
-  const roles = String(s.ROLES).split(',')
-  return {
-    port: s.PORT,
-    host: s.HOST,
-    databaseUrl: s.DATABASE_URL,
-    postgresTimeouts: {
-      connectMs: s.PG_CONNECT_TIMEOUT_MS,
-      statementMs: s.PG_STATEMENT_TIMEOUT_MS,
-      idleInTransactionMs: s.PG_IDLE_IN_TRANSACTION_TIMEOUT_MS,
-    },
-    redisUrl: s.REDIS_URL,
-    redisCommandTimeoutMs: s.REDIS_COMMAND_TIMEOUT_MS,
-    redisPrefix: s.REDIS_PREFIX,
-    clickhouseUrl: s.CLICKHOUSE_URL,
-    dataDir: resolve(s.DATA_DIR),
-    auth: s.AUTH_JWKS_URL
-      ? { jwksUrl: s.AUTH_JWKS_URL, issuer: s.AUTH_ISSUER, audience: s.AUTH_AUDIENCE }
-      : { local: true },
-    corsOrigins: String(s.CORS_ORIGINS).split(',').map((o) => o.trim()).filter(Boolean),
-    roles: { api: roles.includes('api'), worker: roles.includes('worker') },
-    logLevel: s.LOG_LEVEL,
-    logFormat: s.LOG_FORMAT,
-    bodyLimit: s.BODY_LIMIT,
-    batchBodyLimit: s.BATCH_BODY_LIMIT,
-    ingest: {
-      logDir: resolve(s.INGEST_LOG_DIR ?? `${s.DATA_DIR}/ingest-log`),
-      logMaxBytes: s.INGEST_LOG_MAX_BYTES,
-      batchMaxRows: s.INGEST_BATCH_MAX_ROWS,
-      batchMaxBytes: s.INGEST_BATCH_MAX_BYTES,
-      shipMinIntervalMs: s.INGEST_SHIP_MIN_INTERVAL_MS,
-      drainTimeoutMs: s.INGEST_DRAIN_TIMEOUT_MS,
-      degradedAfterMs: s.INGEST_DEGRADED_AFTER_MS,
-      rowThreadMinEvents: s.INGEST_ROW_THREAD_MIN_EVENTS,
-      readYourWritesTimeoutMs: s.READ_YOUR_WRITES_TIMEOUT_MS,
-    },
-    requestTimeoutMs: s.REQUEST_TIMEOUT_MS,
-    keepAliveTimeoutMs: s.KEEP_ALIVE_TIMEOUT_MS,
-    cacheTtlMs: s.CACHE_TTL_MS,
-    sharedCacheTtlSeconds: s.SHARED_CACHE_TTL_SECONDS,
-    trustProxy: s.TRUST_PROXY,
-    x402: {
-      upstreams: Object.fromEntries(Object.entries({ base: s.X402_BASE_URL, solana: s.X402_SOLANA_URL }).filter(([, url]) => url)),
-      timeoutMs: s.X402_TIMEOUT_MS,
-      freshSeconds: s.X402_CACHE_SECONDS,
-    },
-    statsCacheSeconds: s.STATS_CACHE_SECONDS,
-    explorerCacheSeconds: s.EXPLORER_CACHE_SECONDS,
-    profileKpisCacheSeconds: s.PROFILE_KPIS_CACHE_SECONDS,
-    meLimits: { readsPerMinute: s.ME_READS_PER_MINUTE, writesPerMinute: s.ME_WRITES_PER_MINUTE },
-    burstLeaseMs: s.BURST_LEASE_MS,
-    anomalyEveryMs: s.ANOMALY_EVERY_MS,
-    activityFlushMs: s.ACTIVITY_FLUSH_MS,
-    metricsToken: s.METRICS_TOKEN,
-    namesSyncEveryMs: s.NAMES_SYNC_EVERY_MS,
-    retention: { events: s.RETENTION_DAYS, rollups: s.ROLLUP_RETENTION_DAYS, alerts: s.ALERT_RETENTION_DAYS, waitlist: s.WAITLIST_RETENTION_DAYS },
-    analytics: {
-      port: s.ANALYTICS_PORT === 'off' ? null : Number(s.ANALYTICS_PORT),
-      password: s.ANALYST_PASSWORD,
-      caps: {
-        maxExecutionSeconds: s.ANALYTICS_MAX_EXECUTION_SECONDS,
-        maxMemoryBytes: s.ANALYTICS_MAX_MEMORY_BYTES,
-        maxResultRows: s.ANALYTICS_MAX_RESULT_ROWS,
-        maxResultBytes: s.ANALYTICS_MAX_RESULT_BYTES,
-        maxThreads: s.ANALYTICS_MAX_THREADS,
-        maxConcurrentQueries: s.ANALYTICS_MAX_CONCURRENT_QUERIES,
-      },
-    },
-  }
+  return derive(raw)
 }

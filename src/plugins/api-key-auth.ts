@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { unauthorized } from '../http-error.ts'
+import { bearerToken } from '../auth/bearer.ts'
 import { hashSecret, type KeyIdentity } from '../storage/keys-repository.ts'
 import { KeyResolver } from '../cache/key-resolver.ts'
 
@@ -21,9 +22,7 @@ declare module 'fastify' {
 
 /** The secret of an `Authorization: Bearer vk_…` header; throws 401 without one. */
 function bearerSecret (header: string | undefined): string {
-  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null
-  if (!match) throw unauthorized('missing_bearer')
-  const secret = match[1]!
+  const secret = bearerToken(header)
   if (!secret.startsWith('vk_')) throw unauthorized('invalid_key')
   return secret
 }

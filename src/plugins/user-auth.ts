@@ -4,6 +4,7 @@ import { createRemoteJWKSet, jwtVerify, errors as joseErrors, type JWTVerifyGetK
 import { LRUCache } from 'lru-cache'
 import type { Config } from '../config.ts'
 import { HttpError, unauthorized } from '../http-error.ts'
+import { bearerToken } from '../auth/bearer.ts'
 import { loadLocalSigningKey, LOCAL_ALG, LOCAL_AUDIENCE, LOCAL_ISSUER } from '../auth/local-signing-key.ts'
 import type { User } from '../storage/users-repository.ts'
 
@@ -48,12 +49,10 @@ export default fp(async function userAuth (app, opts: { auth: Config['auth']; da
 
   app.decorateRequest('user', null as unknown as User)
   app.decorate('authenticateUser', async function authenticateUser (request: FastifyRequest) {
-    const header = request.headers.authorization
-    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null
-    if (!match) throw unauthorized('missing_bearer')
+    const token = bearerToken(request.headers.authorization)
     let subject: string
     try {
-      const { payload } = await jwtVerify(match[1]!, key as JWTVerifyGetKey, {
+      const { payload } = await jwtVerify(token, key as JWTVerifyGetKey, {
         issuer,
         audience,
         algorithms,
