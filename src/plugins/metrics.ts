@@ -51,7 +51,7 @@ export default fp(async function metrics (app, opts: MetricsOptions) {
     if (request.method === 'POST' && (route.startsWith('/v1/events') || route === '/v1/traces')) ingestResponses.inc({ route, status })
   })
 
-  // The shipper inserts through the events repository: time each block there.
+  // The shipper inserts through the events repository, which reports each block it inserts.
   const batchRows = new Histogram({
     name: `${PREFIX}shipper_batch_rows`,
     help: 'Rows per ClickHouse insert made by the shipper',
@@ -70,20 +70,11 @@ export default fp(async function metrics (app, opts: MetricsOptions) {
     labelNames: ['operation', 'code'] as const,
     registers: [registry],
   })
-  const events = app.events
-  const insertBlock = events.insertBlock.bind(events)
-  events.insertBlock = async (body: Buffer | string, token: string, rows?: number) => {
-    const end = insertSeconds.startTimer()
-    try {
-      await insertBlock(body, token, rows)
-      batchRows.observe(rows ?? body.toString().split('\n').length - 1)
-    } catch (err) {
-      clickhouseErrors.inc({ operation: 'insert', code: String((err as { code?: unknown })?.code ?? 'unknown') })
-      throw err
-    } finally {
-      end()
-    }
-  }
+  app.events.onInsert(({ durationMs, rows, error }) => {
+    insertSeconds.observe(durationMs / 1000)
+    if (error === undefined) batchRows.observe(rows)
+    else clickhouseErrors.inc({ operation: 'insert', code: String((error as { code?: unknown })?.code ?? 'unknown') })
+  })
 
   new Gauge({
     name: `${PREFIX}events_accepted_total`,
