@@ -2,7 +2,6 @@
 import fp from 'fastify-plugin'
 import { timingSafeEqual, createHash } from 'node:crypto'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import type { Queue } from 'bullmq'
 import { unauthorized } from '../http-error.ts'
 
 export interface MetricsOptions {
@@ -101,7 +100,6 @@ export default fp(async function metrics (app, opts: MetricsOptions) {
     collect () { this.set(app.shipper.status.retrying ? 1 : 0) },
   })
 
-  const queues = (): Array<Queue> => [app.anomalyQueue, app.maintenance?.queue].filter((q): q is Queue => Boolean(q))
   new Gauge({
     name: `${PREFIX}queue_jobs`,
     help: 'BullMQ jobs by queue and state (failed: failed jobs kept, the last 100-1000)',
@@ -109,7 +107,7 @@ export default fp(async function metrics (app, opts: MetricsOptions) {
     registers: [registry],
     async collect () {
       this.reset()
-      for (const queue of queues()) {
+      for (const queue of app.queues.all) {
         const counts = await Promise.race([
           queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed'),
           new Promise<null>((resolve) => { setTimeout(() => resolve(null), QUEUE_COUNT_TIMEOUT_MS) }),
@@ -127,4 +125,4 @@ export default fp(async function metrics (app, opts: MetricsOptions) {
     reply.header('content-type', registry.contentType)
     return registry.metrics()
   })
-}, { name: 'metrics', dependencies: ['repositories'] })
+}, { name: 'metrics', dependencies: ['repositories', 'queues'] })
