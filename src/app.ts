@@ -12,6 +12,7 @@ import userAuth from './plugins/user-auth.ts'
 import apiKeyAuth from './plugins/api-key-auth.ts'
 import ingestion from './ingest/plugin.ts'
 import queues from './plugins/queues.ts'
+import anomaly from './plugins/anomaly.ts'
 import maintenance from './plugins/maintenance.ts'
 import metrics from './plugins/metrics.ts'
 import meAlerts from './routes/me/alerts.ts'
@@ -93,10 +94,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     caps: config.analytics.caps,
   })
   await app.register(repositories)
-  await app.register(queues, { redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker, everyMs: config.anomalyEveryMs })
-  await app.register(maintenance, {
-    redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker, namesEveryMs: config.namesSyncEveryMs, retention: config.retention,
-  })
+  await app.register(queues, { redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker })
+  await app.register(anomaly, { everyMs: config.anomalyEveryMs })
+  await app.register(maintenance, { namesEveryMs: config.namesSyncEveryMs, retention: config.retention })
   await app.register(metrics, { token: config.metricsToken })
   const caches = { cacheTtlMs: config.cacheTtlMs, sharedCacheTtlSeconds: config.sharedCacheTtlSeconds }
   await app.register(ingestion, { ...caches, activityFlushMs: config.activityFlushMs, burstLeaseMs: config.burstLeaseMs, ingest: config.ingest })

@@ -1,6 +1,5 @@
 import fp from 'fastify-plugin'
-import { Queue, Worker } from 'bullmq'
-import { Redis } from 'ioredis'
+import type { Queue } from 'bullmq'
 import { NamesCopier } from '../storage/names-copier.ts'
 import { applyRetentionTtl, cleanPostgres, type RetentionDays } from '../storage/retention.ts'
 import {
@@ -17,15 +16,9 @@ declare module 'fastify' {
 }
 
 export interface MaintenanceOptions {
-  redisUrl: string
-  prefix: string
-  worker: boolean
   namesEveryMs: number
   retention: RetentionDays
 }
-
-// How often the worker re-upserts its schedulers (a Redis emptied by a restart loses them).
-const SCHEDULER_REFRESH_MS = 60_000
 
 /**
  * Retention and names for analysts. At start (every role) the ClickHouse TTLs are set from the
@@ -40,35 +33,15 @@ export default fp(async function maintenance (app, opts: MaintenanceOptions) {
     copyNames: () => copier.copyChanged(),
     cleanPostgres: () => cleanPostgres(app.db, opts.retention),
   }
-  const connection = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
-  connection.on('error', (err) => app.log.error({ err }, 'maintenance queue Redis connection error'))
-  const prefix = `${opts.prefix}bull`
-  const queue = new Queue<MaintenanceJobData>(MAINTENANCE_QUEUE, { connection, prefix, defaultJobOptions: MAINTENANCE_JOB_OPTIONS })
-  queue.on('error', (err) => app.log.error({ err }, 'maintenance queue error'))
-
-  if (opts.worker) {
-    const workerConnection = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
-    workerConnection.on('error', (err) => app.log.error({ err }, 'maintenance worker Redis connection error'))
-    const worker = new Worker<MaintenanceJobData>(MAINTENANCE_QUEUE, maintenanceProcessor(tasks), { connection: workerConnection, prefix, concurrency: 1 })
-    worker.on('failed', (job, err) => app.log.error({ err, job: job?.name, attempts: job?.attemptsMade }, 'maintenance job failed'))
-    worker.on('error', (err) => app.log.error({ err }, 'maintenance worker error'))
-    const upsert = () => Promise.all([
-      queue.upsertJobScheduler(NAMES_SCHEDULER_ID, { every: opts.namesEveryMs }, { name: 'names', data: { kind: 'names' } }),
-      queue.upsertJobScheduler(RETENTION_SCHEDULER_ID, { every: RETENTION_EVERY_MS }, { name: 'retention', data: { kind: 'retention' } }),
-    ])
-    await upsert()
-    const refresh = setInterval(() => {
-      upsert().catch((err) => app.log.warn({ err }, 'could not refresh the maintenance schedulers; trying again later'))
-    }, SCHEDULER_REFRESH_MS)
-    app.addHook('onClose', async () => {
-      clearInterval(refresh)
-      await worker.close()
-      workerConnection.disconnect()
-    })
-  }
-  app.decorate('maintenance', { ...tasks, queue })
-  app.addHook('onClose', async () => {
-    await queue.close()
-    connection.disconnect()
+  const queue = await app.queues.add<MaintenanceJobData>({
+    name: MAINTENANCE_QUEUE,
+    defaultJobOptions: MAINTENANCE_JOB_OPTIONS,
+    processor: maintenanceProcessor(tasks),
+    concurrency: 1,
+    schedules: [
+      { id: NAMES_SCHEDULER_ID, everyMs: opts.namesEveryMs, name: 'names', data: { kind: 'names' } },
+      { id: RETENTION_SCHEDULER_ID, everyMs: RETENTION_EVERY_MS, name: 'retention', data: { kind: 'retention' } },
+    ],
   })
-}, { name: 'maintenance', dependencies: ['postgres', 'clickhouse', 'redis'] })
+  app.decorate('maintenance', { ...tasks, queue })
+}, { name: 'maintenance', dependencies: ['postgres', 'clickhouse', 'queues'] })

@@ -2,7 +2,6 @@
 import fp from 'fastify-plugin'
 import { timingSafeEqual, createHash } from 'node:crypto'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import type { Queue } from 'bullmq'
 import { unauthorized } from '../http-error.ts'
 
 export interface MetricsOptions {
@@ -51,7 +50,7 @@ export default fp(async function metrics (app, opts: MetricsOptions) {
     if (request.method === 'POST' && (route.startsWith('/v1/events') || route === '/v1/traces')) ingestResponses.inc({ route, status })
   })
 
-  // The shipper inserts through the events repository: time each block there.
+  // The shipper inserts through the events repository, which reports each block it inserts.
   const batchRows = new Histogram({
     name: `${PREFIX}shipper_batch_rows`,
     help: 'Rows per ClickHouse insert made by the shipper',
@@ -70,20 +69,11 @@ export default fp(async function metrics (app, opts: MetricsOptions) {
     labelNames: ['operation', 'code'] as const,
     registers: [registry],
   })
-  const events = app.events
-  const insertBlock = events.insertBlock.bind(events)
-  events.insertBlock = async (body: Buffer | string, token: string, rows?: number) => {
-    const end = insertSeconds.startTimer()
-    try {
-      await insertBlock(body, token, rows)
-      batchRows.observe(rows ?? body.toString().split('\n').length - 1)
-    } catch (err) {
-      clickhouseErrors.inc({ operation: 'insert', code: String((err as { code?: unknown })?.code ?? 'unknown') })
-      throw err
-    } finally {
-      end()
-    }
-  }
+  app.events.onInsert(({ durationMs, rows, error }) => {
+    insertSeconds.observe(durationMs / 1000)
+    if (error === undefined) batchRows.observe(rows)
+    else clickhouseErrors.inc({ operation: 'insert', code: String((error as { code?: unknown })?.code ?? 'unknown') })
+  })
 
   new Gauge({
     name: `${PREFIX}events_accepted_total`,
@@ -110,7 +100,6 @@ export default fp(async function metrics (app, opts: MetricsOptions) {
     collect () { this.set(app.shipper.status.retrying ? 1 : 0) },
   })
 
-  const queues = (): Array<Queue> => [app.anomalyQueue, app.maintenance?.queue].filter((q): q is Queue => Boolean(q))
   new Gauge({
     name: `${PREFIX}queue_jobs`,
     help: 'BullMQ jobs by queue and state (failed: failed jobs kept, the last 100-1000)',
@@ -118,7 +107,7 @@ export default fp(async function metrics (app, opts: MetricsOptions) {
     registers: [registry],
     async collect () {
       this.reset()
-      for (const queue of queues()) {
+      for (const queue of app.queues.all) {
         const counts = await Promise.race([
           queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed'),
           new Promise<null>((resolve) => { setTimeout(() => resolve(null), QUEUE_COUNT_TIMEOUT_MS) }),
@@ -136,4 +125,4 @@ export default fp(async function metrics (app, opts: MetricsOptions) {
     reply.header('content-type', registry.contentType)
     return registry.metrics()
   })
-}, { name: 'metrics', dependencies: ['repositories'] })
+}, { name: 'metrics', dependencies: ['repositories', 'queues'] })

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type pg from 'pg'
-import { openPostgres, queriesSent, type PostgresTimeouts } from '../storage/postgres.ts'
+import { openPostgres, type PostgresTimeouts } from '../storage/postgres.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,7 +17,7 @@ export default fp(async function postgres (app, opts: { databaseUrl: string; tim
   })
   pool.on('error', (err) => app.log.error({ err }, 'idle Postgres connection failed'))
   app.decorate('db', pool)
-  app.decorate('pgQueries', { getter: () => queriesSent(pool) })
+  app.decorate('pgQueries', { getter: () => pool.queriesSent })
   app.addHook('onClose', async () => {
     await pool.end()
   })

@@ -36,17 +36,61 @@ export function eventLine (r: EventRow): string {
   ])
 }
 
+/** One insertBlock call as its listeners see it, once it has settled. */
+export interface InsertOutcome {
+  /** From the call to its end, successful or not. */
+  durationMs: number
+  /** Rows in the block: the caller's count, else the block's lines. */
+  rows: number
+  /** Why the insert failed; undefined when the block was stored. */
+  error?: unknown
+}
+
+export type InsertListener = (outcome: InsertOutcome) => void
+
+/** The lines of a block (the number of '\n' in it), counted without decoding a Buffer to a string. */
+function lineCount (body: Buffer | string): number {
+  let n = 0
+  for (let i = body.indexOf('\n'); i !== -1; i = body.indexOf('\n', i + 1)) n++
+  return n
+}
+
 /** Events in ClickHouse. */
 export class EventsRepository {
+  private readonly insertListeners: InsertListener[] = []
+
   constructor (private readonly ch: ClickHouseClient) {}
+
+  /**
+   * Calls `listener` after every insertBlock (and so every insert) has settled, with its duration,
+   * rows and error: how metrics measure inserts. A listener must not throw.
+   */
+  onInsert (listener: InsertListener): void {
+    this.insertListeners.push(listener)
+  }
 
   /**
    * Inserts a block of rows already serialised by `eventLine`, under a deduplication token: a block
    * sent again with the same token is dropped by ClickHouse, in `events` and in every rollup its
    * views feed (clickhouse/005). The settings travel in the statement, never as session settings.
-   * `rows`, the block's row count when the caller knows it, is for the metrics that wrap this call.
+   * `rows`, the block's row count when the caller knows it, is reported to the insert listeners.
    */
-  async insertBlock (body: Buffer | string, token: string, _rows?: number): Promise<void> {
+  async insertBlock (body: Buffer | string, token: string, rows?: number): Promise<void> {
+    if (this.insertListeners.length === 0) return this.sendBlock(body, token)
+    const started = performance.now()
+    let error: unknown
+    try {
+      await this.sendBlock(body, token)
+    } catch (err) {
+      error = err
+      throw err
+    } finally {
+      const outcome: InsertOutcome = { durationMs: performance.now() - started, rows: rows ?? lineCount(body), error }
+      for (const listener of this.insertListeners) listener(outcome)
+    }
+  }
+
+  private async sendBlock (body: Buffer | string, token: string): Promise<void> {
     if (!/^[\w:.-]+$/.test(token)) throw new Error(`invalid deduplication token ${token}`)
     const settings = {
       insert_deduplication_token: token,

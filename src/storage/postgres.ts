@@ -68,16 +68,38 @@ export interface PostgresTimeouts { connectMs: number; statementMs: number; idle
 // gives up this much later only when the server says nothing at all (stalled or unreachable).
 const CLIENT_GRACE_MS = 1000
 
-const queryCounts = new WeakMap<pg.Pool, { sent: number }>()
+/**
+ * A pg pool that counts the queries sent through its `query` (the service reads the count as
+ * `pgQueries`). Queries of a client checked out with `connect()` are sent through that client and
+ * not counted.
+ */
+export interface CountingPool extends pg.Pool {
+  /** Queries sent through `query` since the pool was created. */
+  readonly queriesSent: number
+}
+
+// Callers see it as a CountingPool, whose `query` keeps pg's typed overloads; the one signature
+// here stands for all of them (text or config, promise or callback): count, then send.
+class QueryCountingPool extends pg.Pool implements CountingPool {
+  #sent = 0
+
+  get queriesSent (): number {
+    return this.#sent
+  }
+
+  override query (...args: unknown[]): any {
+    this.#sent++
+    return (super.query as (...args: unknown[]) => unknown).apply(this, args)
+  }
+}
 
 /**
- * A pool of at most 10 connections that counts the queries sent through `pool.query` (see
- * queriesSent). With timeouts (the service), a stalled or refusing Postgres fails requests within
- * those bounds instead of holding them; without (command-line tools), statements may run as long as
- * they need.
+ * A pool of at most 10 connections that counts its queries (CountingPool). With timeouts (the
+ * service), a stalled or refusing Postgres fails requests within those bounds instead of holding
+ * them; without (command-line tools), statements may run as long as they need.
  */
-export function createPool (databaseUrl: string, timeouts?: PostgresTimeouts): pg.Pool {
-  const pool = new pg.Pool({
+export function createPool (databaseUrl: string, timeouts?: PostgresTimeouts): CountingPool {
+  return new QueryCountingPool({
     connectionString: withDefaultUser(databaseUrl),
     max: 10,
     ...(timeouts && {
@@ -87,23 +109,10 @@ export function createPool (databaseUrl: string, timeouts?: PostgresTimeouts): p
       idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
     }),
   })
-  const count = { sent: 0 }
-  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown
-  pool.query = ((...args: unknown[]) => {
-    count.sent++
-    return query(...args)
-  }) as typeof pool.query
-  queryCounts.set(pool, count)
-  return pool
-}
-
-/** Queries sent through `pool.query` since the pool was created. */
-export function queriesSent (pool: pg.Pool): number {
-  return queryCounts.get(pool)?.sent ?? 0
 }
 
 /** Creates the database if missing, applies the migrations, and opens a pool: what every entry point does first. */
-export async function openPostgres (databaseUrl: string, timeouts?: PostgresTimeouts, onMigrated?: (applied: string[]) => void): Promise<pg.Pool> {
+export async function openPostgres (databaseUrl: string, timeouts?: PostgresTimeouts, onMigrated?: (applied: string[]) => void): Promise<CountingPool> {
   await ensureDatabase(databaseUrl)
   const applied = await migratePostgres(databaseUrl)
   onMigrated?.(applied)

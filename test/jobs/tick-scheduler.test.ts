@@ -1,9 +1,10 @@
 import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { TICK_SCHEDULER_ID } from '../../src/jobs/anomaly.queue.ts'
+import { NAMES_SCHEDULER_ID, RETENTION_SCHEDULER_ID } from '../../src/jobs/maintenance.queue.ts'
 import { buildTestApp } from '../helpers/app.ts'
 
-const worker = await buildTestApp(t, { ROLES: 'api,worker', ANOMALY_EVERY_MS: '1000' })
+const worker = await buildTestApp(t, { ROLES: 'api,worker', ANOMALY_EVERY_MS: '1000', NAMES_SYNC_EVERY_MS: '1000' })
 
 async function until<T> (what: () => Promise<T | undefined | false>, ms: number): Promise<T | undefined> {
   const deadline = Date.now() + ms
@@ -15,7 +16,7 @@ async function until<T> (what: () => Promise<T | undefined | false>, ms: number)
   return undefined
 }
 
-t.test('the anomaly tick scheduler is re-created after Redis loses it', async (t) => {
+t.test('job schedulers are re-created after Redis loses them', async (t) => {
   t.ok(await worker.anomalyQueue.getJobScheduler(TICK_SCHEDULER_ID), 'upserted at start')
 
   // What a Redis restarted empty looks like to this deployment: none of its keys left.
@@ -34,4 +35,7 @@ t.test('the anomaly tick scheduler is re-created after Redis loses it', async (t
     return done.find((job) => job.name === 'tick' && (job.finishedOn ?? 0) > lostAt)
   }, 10_000)
   t.ok(tick, 'and ticks run again')
+  // Every queue keeps its schedulers the same way, the hourly one included.
+  t.ok(await until(() => worker.maintenance.queue.getJobScheduler(NAMES_SCHEDULER_ID), 5_000), 'the names scheduler is back too')
+  t.ok(await until(() => worker.maintenance.queue.getJobScheduler(RETENTION_SCHEDULER_ID), 5_000), 'and the retention scheduler')
 })

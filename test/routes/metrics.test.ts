@@ -1,5 +1,8 @@
 import t from 'tap'
 import { buildTestApp, newUser, randomId, sendEvent, shipped } from '../helpers/app.ts'
+import { eventLine } from '../../src/storage/events-repository.ts'
+import { buildEventRow } from '../../src/domain/event-row.ts'
+import { newEventId } from '../../src/domain/ids.ts'
 
 const TOKEN = 'metrics-token-for-tests'
 const app = await buildTestApp(t, { METRICS_TOKEN: TOKEN })
@@ -12,6 +15,10 @@ function sample (text: string, name: string, labels: Record<string, string> = {}
     return Number(line.slice(line.lastIndexOf(' ') + 1))
   }
   return undefined
+}
+
+async function scrape (): Promise<string> {
+  return (await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${TOKEN}` } })).body
 }
 
 t.test('GET /metrics needs its own token', async (t) => {
@@ -48,4 +55,21 @@ t.test('ingestion, the ingest log, the shipper, queues and the process are measu
   t.not(sample(text, `${p}process_cpu_user_seconds_total`), undefined)
   t.not(sample(text, `${p}nodejs_eventloop_lag_p99_seconds`), undefined)
   t.match(text, /# TYPE agent_telemetry_clickhouse_errors_total counter/)
+})
+
+t.test('every insert of the events repository is timed; a stored block counts its rows, a failed one its error code', async (t) => {
+  const p = 'agent_telemetry_'
+  const userId = randomId('user-')
+  const block = Buffer.from([1, 2].map(() => eventLine(buildEventRow({ agentId: 'a' } as never, { eventId: newEventId(), userId, agentId: 'agent-1', receivedAt: Date.now() })) + '\n').join(''))
+  const figures = (text: string) => ({
+    inserts: sample(text, `${p}shipper_insert_duration_seconds_count`) ?? 0,
+    rows: sample(text, `${p}shipper_batch_rows_sum`) ?? 0,
+    errors: sample(text, `${p}clickhouse_errors_total`, { operation: 'insert', code: 'unknown' }) ?? 0,
+  })
+  const before = figures(await scrape())
+  // No row count given: the repository counts the block's lines.
+  await app.events.insertBlock(block, `test:${randomId()}`)
+  await t.rejects(app.events.insertBlock(block, "not a token'"), /invalid deduplication token/)
+  const after = figures(await scrape())
+  t.same(after, { inserts: before.inserts + 2, rows: before.rows + 2, errors: before.errors + 1 })
 })

@@ -1,0 +1,128 @@
+import { Queue, Worker, type JobsOptions, type Processor } from 'bullmq'
+import { Redis } from 'ioredis'
+import type { FastifyBaseLogger } from 'fastify'
+
+/** A BullMQ job scheduler: a job `name` with `data` every `everyMs`, kept under the id `id`. */
+export interface JobSchedule<Data> {
+  id: string
+  everyMs: number
+  name: string
+  data: Data
+}
+
+/** One queue: its contract (from a jobs/*.queue.ts) and what the worker role runs for it. */
+export interface QueueSpec<Data> {
+  name: string
+  defaultJobOptions: JobsOptions
+  /** The thin processor (a jobs/*.processor.ts). */
+  processor: Processor<Data>
+  /** Jobs a worker of this process runs at once. */
+  concurrency: number
+  schedules: JobSchedule<Data>[]
+}
+
+export interface QueueWiringOptions {
+  redisUrl: string
+  /** The deployment's Redis prefix: BullMQ's keys live under `${prefix}bull`. */
+  prefix: string
+  /** The worker role: run a worker per queue and keep the job schedulers. */
+  worker: boolean
+  log: FastifyBaseLogger
+}
+
+// Longest time between two checks that a job scheduler still exists in Redis.
+const SCHEDULE_CHECK_MAX_MS = 30_000
+
+interface Wired {
+  queue: Queue
+  worker: Worker | undefined
+  stopKeeping: (() => Promise<void>) | undefined
+}
+
+/**
+ * The one BullMQ wiring every queue of the service goes through: queues and workers on one Redis
+ * connection and one key prefix, the same error and failed-job logs for each, schedulers kept alive
+ * the same way, and one shutdown in order.
+ */
+export class QueueWiring {
+  private readonly wired: Wired[] = []
+  // BullMQ shares this connection among the queues and gives each worker its own copies of it (a
+  // worker blocks while it waits for jobs). Its commands wait out a Redis outage (BullMQ's requirement).
+  private readonly connection: Redis
+  private readonly prefix: string
+
+  constructor (private readonly opts: QueueWiringOptions) {
+    this.connection = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
+    this.connection.on('error', (err) => opts.log.error({ err }, 'queue Redis connection error'))
+    this.prefix = `${opts.prefix}bull`
+  }
+
+  /** Every queue added, in order (metrics read their job counts). */
+  get all (): readonly Queue[] {
+    return this.wired.map((w) => w.queue)
+  }
+
+  /**
+   * Creates the queue (every role enqueues); in the worker role also its worker, and upserts its job
+   * schedulers before returning.
+   */
+  async add<Data> (spec: QueueSpec<Data>): Promise<Queue<Data>> {
+    const { log } = this.opts
+    const queue = new Queue<Data>(spec.name, { connection: this.connection, prefix: this.prefix, defaultJobOptions: spec.defaultJobOptions })
+    queue.on('error', (err) => log.error({ err }, `${spec.name} queue error`))
+    const wired: Wired = { queue, worker: undefined, stopKeeping: undefined }
+    this.wired.push(wired)
+    if (!this.opts.worker) return queue
+
+    const worker = new Worker<Data>(spec.name, spec.processor, { connection: this.connection, prefix: this.prefix, concurrency: spec.concurrency })
+    worker.on('failed', (job, err) => log.error({ err, job: job?.name, attempts: job?.attemptsMade }, `${spec.name} job failed`))
+    worker.on('error', (err) => log.error({ err }, `${spec.name} worker error`))
+    wired.worker = worker
+    if (spec.schedules.length > 0) wired.stopKeeping = await keepSchedules(queue, spec.schedules, log)
+    return queue
+  }
+
+  /** Stops keeping schedulers, lets the workers finish their current jobs, then closes the queues and the connection. */
+  async close (): Promise<void> {
+    await Promise.all(this.wired.map((w) => w.stopKeeping?.()))
+    await Promise.all(this.wired.map((w) => w.worker?.close()))
+    await Promise.all(this.wired.map((w) => w.queue.close()))
+    this.connection.disconnect()
+  }
+}
+
+/**
+ * Upserts the queue's job schedulers, then keeps them: they live only in Redis, so a Redis restarted
+ * empty or flushed loses them, and their jobs would stop until this process restarts.
+ *
+ * How: check that each still exists as often as the most frequent one runs (at most every 30 s), and
+ * upsert only the missing ones. The other way, upserting every scheduler on a timer, is not free in
+ * BullMQ: each upsert removes the scheduler's pending job and adds it again, every time and in every
+ * worker process, racing with the workers that move the schedule along. The check is one read per
+ * scheduler, writes only after a loss (and logs it), and upserting stays idempotent when several
+ * workers find the same loss. Returns the function that stops the checks, after the one in flight.
+ */
+async function keepSchedules (queue: Queue, schedules: JobSchedule<unknown>[], log: FastifyBaseLogger): Promise<() => Promise<void>> {
+  const upsert = (s: JobSchedule<unknown>) => queue.upsertJobScheduler(s.id, { every: s.everyMs }, { name: s.name, data: s.data })
+  await Promise.all(schedules.map(upsert))
+
+  const restoreMissing = async () => {
+    for (const s of schedules) {
+      try {
+        if (await queue.getJobScheduler(s.id)) continue
+        await upsert(s)
+        log.warn({ queue: queue.name, scheduler: s.id }, 'a job scheduler was missing from Redis; re-created it')
+      } catch (err) {
+        log.warn({ err, queue: queue.name, scheduler: s.id }, 'could not check a job scheduler; trying again later')
+      }
+    }
+  }
+  let checking: Promise<void> | undefined
+  const timer = setInterval(() => {
+    checking ??= restoreMissing().finally(() => { checking = undefined })
+  }, Math.min(SCHEDULE_CHECK_MAX_MS, ...schedules.map((s) => s.everyMs)))
+  return async () => {
+    clearInterval(timer)
+    await checking
+  }
+}
