@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { timingSafeEqual, createHash } from 'node:crypto'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import { unauthorized } from '../http-error.ts'
+import { bearerToken } from '../auth/bearer.ts'
 
 export interface MetricsOptions {
   /** Bearer token required by GET /metrics; undefined: the route does not exist (404). */
@@ -120,8 +121,7 @@ export default fp(async function metrics (app, opts: MetricsOptions) {
 
   const token = opts.token
   app.get('/metrics', async (request, reply) => {
-    const header = request.headers.authorization ?? ''
-    if (!header.startsWith('Bearer ') || !sameToken(token, header.slice(7))) throw unauthorized('invalid_token')
+    if (!sameToken(token, bearerToken(request.headers.authorization))) throw unauthorized('invalid_token')
     reply.header('content-type', registry.contentType)
     return registry.metrics()
   })

@@ -23,6 +23,7 @@ async function scrape (): Promise<string> {
 
 t.test('GET /metrics needs its own token', async (t) => {
   t.equal((await app.inject({ method: 'GET', url: '/metrics' })).statusCode, 401)
+  t.equal((await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `bearer  ${TOKEN} ` } })).statusCode, 200, 'the scheme in any case, as every Bearer route')
   t.equal((await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: 'Bearer wrong-token-of-some-length' } })).statusCode, 401)
   const user = await newUser(app)
   t.equal((await app.inject({ method: 'GET', url: '/metrics', headers: user.auth })).statusCode, 401, 'a dashboard token is not enough')
