@@ -6,7 +6,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { open } from 'lmdb'
 import { openClickHouse, migrateClickHouse } from '../../src/storage/clickhouse-client.ts'
 import { EventsRepository, INSERT_COLUMNS, eventLine } from '../../src/storage/events-repository.ts'
-import { IngestLog, encodeLines, logRows, splitSpans, type LogSpan } from '../../src/ingest/log/lmdb-ingest-log.ts'
+import { LmdbIngestLog } from '../../src/ingest/log/lmdb-ingest-log.ts'
+import { encodeLines, logRows, splitSpans, type LogSpan } from '../../src/ingest/log/entry-codec.ts'
 import { EventShipper, isRowRefusal } from '../../src/ingest/shipper.ts'
 import { buildEventRow } from '../../src/domain/event-row.ts'
 import { newEventId } from '../../src/domain/ids.ts'
@@ -40,7 +41,7 @@ const insert = (body: Buffer, token: string) => events.insertBlock(body, token)
 
 t.test('appends get consecutive positions; read, ship and trim; the state survives a reopen', async (t) => {
   const dir = logDir()
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   const user = randomId('u-')
   t.equal(await log.append([line(user), line(user)]), 2)
   t.equal(await log.append([line(user)]), 3)
@@ -51,9 +52,9 @@ t.test('appends get consecutive positions; read, ship and trim; the state surviv
   t.same((logRows(await log.read(1, 10, 1 << 20))).map((r) => r.position), [2, 3])
   await log.markShipped(2)
   t.equal(log.stats().rows, 1)
-  t.throws(() => IngestLog.open({ dir, maxBytes: 1 << 30 }), /already open/, 'one owner per directory')
+  t.throws(() => LmdbIngestLog.open({ dir, maxBytes: 1 << 30 }), /already open/, 'one owner per directory')
   await log.close()
-  const again = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const again = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => again.close())
   t.equal(again.shipped, 2)
   t.equal(again.logId, log.logId, 'the log keeps its id, so replayed tokens match')
@@ -63,7 +64,7 @@ t.test('appends get consecutive positions; read, ship and trim; the state surviv
 
 t.test('appends that wait for the same commit share one entry: positions in call order, rows read back in order, after a reopen too', async (t) => {
   const dir = logDir()
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   const user = randomId('u-')
   const sent = Array.from({ length: 40 }, (_, i) => [line(user, { reasoning: `append ${i}` }), line(user, { reasoning: `append ${i} second` })])
   const lasts = await Promise.all(sent.map((lines) => log.append(lines)))
@@ -75,7 +76,7 @@ t.test('appends that wait for the same commit share one entry: positions in call
   await env.close()
   t.ok(stored < sent.length / 4, `${sent.length} concurrent appends were written as ${stored} entries`)
   await log.close()
-  const reopened = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const reopened = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => reopened.close())
   t.same((logRows(await reopened.read(0, 1000, 1 << 24))).map((r) => r.line), sent.flat(), 'read from disk after a reopen, the same rows in the same order')
   t.equal(await reopened.append([line(user)]), 81, 'positions go on after the last one')
@@ -83,7 +84,7 @@ t.test('appends that wait for the same commit share one entry: positions in call
 
 t.test('reads cut by rows, by bytes and by refused positions give exactly the rows a line-by-line read would, from the tail and from disk', async (t) => {
   const dir = logDir()
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   const user = randomId('u-')
   // Appends of 1 to 7 rows of varied sizes (multi-byte characters included), merged into shared entries.
   const sent = Array.from({ length: 30 }, (_, i) => Array.from({ length: 1 + (i % 7) }, (_, j) => line(user, { reasoning: `${i}.${j} ${'é'.repeat((i * 7 + j * 13) % 50)}` })))
@@ -114,7 +115,7 @@ t.test('reads cut by rows, by bytes and by refused positions give exactly the ro
   }
   t.same(logRows(await log.readRange({ from: 9, to: 33 })), expected(8, Infinity, Infinity, 33), 'a recorded range')
   await log.close()
-  const reopened = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const reopened = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => reopened.close())
   // Refused positions are only ever skipped on disk reads; set them as a refused commit would.
   const skip = [{ from: 4, to: 6 }, { from: 20, to: 20 }, { from: 50, to: 60 }];
@@ -162,7 +163,7 @@ t.test('no row is read for shipping before its append resolves (its commit flush
   let seenEarly = 0
   let polls = 0
   for (let round = 0; round < 5; round++) {
-    const log = IngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
+    const log = LmdbIngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
     const user = randomId('u-')
     let resolvedRows = 0
     const appends = Array.from({ length: 30 }, async (_, i) => {
@@ -189,7 +190,7 @@ t.test('no row is read for shipping before its append resolves (its commit flush
 t.test('a commit that fails refuses every append it held with 503, gives their bytes back, and the log goes on after the gap', async (t) => {
   const dir = logDir()
   const failures: unknown[] = []
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: (err) => failures.push(err) })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: (err) => failures.push(err) })
   t.teardown(() => log.close())
   const user = randomId('u-')
   t.equal(await log.append([line(user, { reasoning: 'before' })]), 1)
@@ -214,7 +215,7 @@ t.test('a commit that fails refuses every append it held with 503, gives their b
 t.test('a commit that reached the disk but failed its sync is refused, and its rows are never read: not after a later commit, not after a reopen', async (t) => {
   const dir = logDir()
   const failures: unknown[] = []
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: (err) => failures.push(err) })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: (err) => failures.push(err) })
   const user = randomId('u-')
   t.equal(await log.append([line(user, { reasoning: 'before' })]), 1)
   // With overlapping sync a commit is visible before its fdatasync: the entries are written and
@@ -236,7 +237,7 @@ t.test('a commit that reached the disk but failed its sync is refused, and its r
   const keys = [...env.openDB<Buffer, number>('entries', { encoding: 'binary' }).getKeys({})]
   await env.close()
   t.same(keys, [1, 12], 'their entries were removed from the disk')
-  const reopened = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const reopened = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => reopened.close())
   const rows = logRows(await reopened.read(0, 100, 1 << 24))
   t.same(rows.map((r) => r.position), [1, 12], 'nor read after a restart')
@@ -245,7 +246,7 @@ t.test('a commit that reached the disk but failed its sync is refused, and its r
 
 t.test('while the disk keeps failing (the removal of refused entries fails too), refused rows are still never read', async (t) => {
   const dir = logDir()
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: () => {} })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: () => {} })
   t.teardown(() => log.close())
   const user = randomId('u-')
   t.equal(await log.append([line(user, { reasoning: 'before' })]), 1)
@@ -271,7 +272,7 @@ t.test('while the disk keeps failing (the removal of refused entries fails too),
 
 t.test('appends waiting for one commit are merged into entries of bounded size', async (t) => {
   const dir = logDir()
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   const user = randomId('u-')
   // 12 appends of ~1 MiB each, all waiting for the same commits.
   const big = 'x'.repeat(1 << 20)
@@ -283,7 +284,7 @@ t.test('appends waiting for one commit are merged into entries of bounded size',
   await env.close()
   t.ok(sizes.length >= 3, `${sizes.length} entries`)
   t.ok(sizes.every((n) => n <= 4 * 1024 * 1024 + (1 << 20) + 1024), `no entry much above 4 MiB (${sizes.map((n) => (n / 1048576).toFixed(1)).join(', ')} MiB)`)
-  const reopened = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const reopened = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => reopened.close())
   const rows = logRows(await reopened.read(0, 100, 1 << 30))
   t.same(rows.map((r) => r.position), Array.from({ length: 12 }, (_, i) => i + 1), 'every row reads back in order')
@@ -292,7 +293,7 @@ t.test('appends waiting for one commit are merged into entries of bounded size',
 t.test('a crash between the insert and the log trim replays the same block, deduplicated in events and rollups', async (t) => {
   const dir = logDir()
   const user = randomId('crash-')
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   const lines = Array.from({ length: 30 }, (_, i) => line(user, i % 3 === 0 ? { outcome: 'failed', errorMessage: 'upstream 502', toolExecuted: 'http' } : {}))
   await log.append(lines.slice(0, 10))
   await log.append(lines.slice(10))
@@ -311,7 +312,7 @@ t.test('a crash between the insert and the log trim replays the same block, dedu
   await log.close()
   t.equal((await countFor(user)).events, 30, 'the block is in ClickHouse')
 
-  const restarted = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const restarted = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => restarted.close())
   const tokens: string[] = []
   const shipper = new EventShipper(restarted, (body, token) => {
@@ -332,7 +333,7 @@ t.test('a crash between the insert and the log trim replays the same block, dedu
 })
 
 t.test('a row the engine refuses is quarantined; the other tenants\' rows of its block ship', async (t) => {
-  const log = IngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
   t.teardown(() => log.close())
   const victim = randomId('victim-')
   const poisoner = randomId('poison-')
@@ -363,7 +364,7 @@ t.test('a row the engine refuses is quarantined; the other tenants\' rows of its
 t.test('a damaged entry found at start is quarantined and the rest ships', async (t) => {
   const dir = logDir()
   const user = randomId('damaged-')
-  let log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  let log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   await log.append([line(user), line(user)])
   await log.close()
   // Damage the store the way a bad disk would: bytes that are not an entry, at the next position.
@@ -371,7 +372,7 @@ t.test('a damaged entry found at start is quarantined and the rest ships', async
   await raw.openDB('entries', { encoding: 'binary' }).put(3, Buffer.from('garbage that is no entry at all'))
   await raw.close()
   const damaged: number[] = []
-  log = IngestLog.open({ dir, maxBytes: 1 << 30, onDamaged: ({ position }) => damaged.push(position) })
+  log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30, onDamaged: ({ position }) => damaged.push(position) })
   t.teardown(() => log.close())
   await log.append([line(user)])
   const shipper = new EventShipper(log, insert, caps, logger)
@@ -385,7 +386,7 @@ t.test('a damaged entry found at start is quarantined and the rest ships', async
 })
 
 t.test('the pause between inserts is skipped while a full block waits, and kept for a partial one', async (t) => {
-  const log = IngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
   t.teardown(() => log.close())
   const user = randomId('sustained-')
   const blocks: number[] = []
@@ -406,7 +407,7 @@ t.test('the pause between inserts is skipped while a full block waits, and kept 
 })
 
 t.test('an outage is retried with the same block until it ends; nothing lost, nothing doubled', async (t) => {
-  const log = IngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
   t.teardown(() => log.close())
   const user = randomId('outage-')
   let failures = 3
@@ -430,7 +431,7 @@ t.test('an outage is retried with the same block until it ends; nothing lost, no
 })
 
 t.test('a full log refuses appends with 503 and Retry-After, and accepts again once shipped', async (t) => {
-  const log = IngestLog.open({ dir: logDir(), maxBytes: 64 * 1024 })
+  const log = LmdbIngestLog.open({ dir: logDir(), maxBytes: 64 * 1024 })
   t.teardown(() => log.close())
   const user = randomId('full-')
   let refusal: unknown
@@ -454,7 +455,7 @@ t.test('a full log refuses appends with 503 and Retry-After, and accepts again o
 })
 
 t.test('regression: an insert that wrote events but failed in a view is retried without doubling events, and the rollup catches up', async (t) => {
-  const log = IngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
   t.teardown(() => log.close())
   const user = randomId('partial-')
   // The view's target refuses parts (as when the disk fills between the table's part and the
@@ -497,14 +498,14 @@ t.test('a stale lock is taken over: its process is gone, or its pid now names a 
   const sleeper = spawn('sleep', ['30'])
   t.teardown(() => sleeper.kill())
   writeFileSync(join(dir, 'LOCK'), `${sleeper.pid} 1`)
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   await log.close()
   writeFileSync(join(dir, 'LOCK'), '999999999 1')
-  const again = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const again = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   await again.close()
   const start = readFileSync(`/proc/${sleeper.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[19]
   writeFileSync(join(dir, 'LOCK'), `${sleeper.pid} ${start}`)
-  t.throws(() => IngestLog.open({ dir, maxBytes: 1 << 30 }), /belongs to running process .*LOCK/, 'a live owner keeps it')
+  t.throws(() => LmdbIngestLog.open({ dir, maxBytes: 1 << 30 }), /belongs to running process .*LOCK/, 'a live owner keeps it')
 })
 
 t.test('only errors met reading the input split a block; the same codes from elsewhere are outages', async (t) => {
@@ -527,10 +528,10 @@ t.test('a log line holds the row\'s values in the order the insert names its col
 
 t.test('the quarantine can be read beside the running owner, for an operator', async (t) => {
   const dir = logDir()
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => log.close())
   await log.quarantineRows([{ position: 7, line: '["bad"]' }], 'Cannot parse input')
-  const rows = IngestLog.readQuarantine(dir)
+  const rows = LmdbIngestLog.readQuarantine(dir)
   t.match(rows, [{ position: 7, line: '["bad"]', reason: 'Cannot parse input', at: String }])
   const cli = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/quarantine.ts'], { env: { ...process.env, INGEST_LOG_DIR: dir }, encoding: 'utf8' })
   t.equal(cli.status, 0, cli.stderr)
