@@ -2,7 +2,8 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import { ActivityRecorder } from './activity-recorder.ts'
 import { EventShipper } from './shipper.ts'
-import { IngestLog } from './log/lmdb-ingest-log.ts'
+import type { IngestLog } from './log/ingest-log.ts'
+import { LmdbIngestLog } from './log/lmdb-ingest-log.ts'
 import { LeasedLimiter } from './leased-limiter.ts'
 import { AgentResolver } from '../cache/agent-resolver.ts'
 import { IngestionService } from './ingestion-service.ts'
@@ -32,7 +33,7 @@ export interface IngestionOptions { cacheTtlMs: number; sharedCacheTtlSeconds: n
  * holds (for at most INGEST_DRAIN_TIMEOUT_MS; the rest ships at the next start), then close the log.
  */
 export default fp(async function ingestion (app, opts: IngestionOptions) {
-  const log = IngestLog.open({
+  const log: IngestLog = LmdbIngestLog.open({
     dir: opts.ingest.logDir,
     maxBytes: opts.ingest.logMaxBytes,
     onDamaged: ({ position, bytes }) => app.log.error({ position, bytes, dir: opts.ingest.logDir },

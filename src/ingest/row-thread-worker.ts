@@ -1,6 +1,6 @@
 import { parentPort } from 'node:worker_threads'
 import { rowLines, withEvents, type RowJob } from './row-thread.ts'
-import { encodeLines } from './log/lmdb-ingest-log.ts'
+import { encodeLines } from './log/entry-codec.ts'
 
 // Builds the lines of each job it is sent (src/ingest/row-thread.ts), in order, and answers them
 // in UTF-8 joined by newlines, as the ingest log stores them: their memory is moved to the main

@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads'
 import { buildEventRow, type EventSource, type IncomingEvent } from '../domain/event-row.ts'
 import { eventLine } from '../storage/events-repository.ts'
-import { rowBytes, type RowBytes } from './log/lmdb-ingest-log.ts'
+import { rowBytes, type RowBytes } from './log/entry-codec.ts'
 
 /** The rows of one request: its events, and per event the id and agent the pipeline gave it. */
 export interface RowJob {

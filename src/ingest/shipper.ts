@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
-import { logRows, spanRows, splitSpans, type IngestLog, type LogSpan, type PositionRange } from './log/lmdb-ingest-log.ts'
+import { logRows, spanRows, splitSpans, type LogSpan, type PositionRange } from './log/entry-codec.ts'
+import type { IngestLog } from './log/ingest-log.ts'
 
 /**
  * Inserts one block of JSONCompactEachRow lines (UTF-8, each ending in a newline) under a

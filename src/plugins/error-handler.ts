@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { HttpError } from '../http-error.ts'
-import { IngestLogRefused } from '../ingest/log/lmdb-ingest-log.ts'
+import { IngestLogRefused } from '../ingest/log/ingest-log.ts'
 import { bodyAjv, queryAjv, toDetails } from '../validation.ts'
 
 // Network errors, and the SQLSTATEs of a Postgres that is not there for us right now: classes 08

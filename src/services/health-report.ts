@@ -1,6 +1,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import pkg from '../../package.json' with { type: 'json' }
-import type { IngestLog } from '../ingest/log/lmdb-ingest-log.ts'
+import type { IngestLog } from '../ingest/log/ingest-log.ts'
 import type { EventShipper } from '../ingest/shipper.ts'
 import type { StepTimings } from '../ingest/steps.ts'
 

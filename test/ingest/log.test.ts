@@ -6,11 +6,12 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { open } from 'lmdb'
 import { openClickHouse, migrateClickHouse } from '../../src/storage/clickhouse-client.ts'
 import { EventsRepository, INSERT_COLUMNS, eventLine } from '../../src/storage/events-repository.ts'
-import { IngestLog, encodeLines, logRows, splitSpans, type LogSpan } from '../../src/ingest/log/lmdb-ingest-log.ts'
-import { EventShipper, isRowRefusal } from '../../src/ingest/shipper.ts'
+import { LmdbIngestLog } from '../../src/ingest/log/lmdb-ingest-log.ts'
+import { logRows } from '../../src/ingest/log/entry-codec.ts'
+import { EventShipper } from '../../src/ingest/shipper.ts'
 import { buildEventRow } from '../../src/domain/event-row.ts'
-import { newEventId } from '../../src/domain/ids.ts'
 import { TEST_DATA_DIR, randomId } from '../helpers/app.ts'
+import { logLine, storedCounts } from '../helpers/stored-events.ts'
 
 const handle = openClickHouse({ dataDir: TEST_DATA_DIR })
 t.teardown(() => handle.release())
@@ -19,31 +20,17 @@ const events = new EventsRepository(handle.client)
 const logger = pino({ level: 'silent' })
 const caps = { maxRows: 1000, maxBytes: 1 << 24, minIntervalMs: 0 }
 
-function line (userId: string, extra: Record<string, unknown> = {}): string {
-  const event = { agentId: 'a', model: 'gpt-4o', metadata: { tokensBreakdown: { output: 1000 } }, ...extra }
-  return eventLine(buildEventRow(event as never, { eventId: newEventId(), userId, agentId: 'agent-1', receivedAt: Date.now() }))
-}
-
-async function countFor (userId: string): Promise<{ events: number; distinct: number; spendEvents: number; clusterEvents: number; errors: number }> {
-  const q = async (sql: string) => Number((await (await handle.client.query({ query: sql, query_params: { u: userId }, format: 'JSONEachRow' })).json<{ n: string }>())[0]?.n ?? 0)
-  return {
-    events: await q('SELECT count() AS n FROM events WHERE user_id = {u:String}'),
-    distinct: await q('SELECT uniqExact(event_id) AS n FROM events WHERE user_id = {u:String}'),
-    spendEvents: await q('SELECT sum(events) AS n FROM spend_daily WHERE user_id = {u:String}'),
-    clusterEvents: await q('SELECT sum(events) AS n FROM error_clusters_hourly WHERE user_id = {u:String}'),
-    errors: await q("SELECT countIf(error_fingerprint != '') AS n FROM events WHERE user_id = {u:String}"),
-  }
-}
+const countFor = (userId: string) => storedCounts(handle.client, userId)
 
 const logDir = () => join(TEST_DATA_DIR, randomId('log-'))
 const insert = (body: Buffer, token: string) => events.insertBlock(body, token)
 
 t.test('appends get consecutive positions; read, ship and trim; the state survives a reopen', async (t) => {
   const dir = logDir()
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   const user = randomId('u-')
-  t.equal(await log.append([line(user), line(user)]), 2)
-  t.equal(await log.append([line(user)]), 3)
+  t.equal(await log.append([logLine(user), logLine(user)]), 2)
+  t.equal(await log.append([logLine(user)]), 3)
   t.equal(log.stats().rows, 3)
   t.ok(log.stats().oldestAppendedAt! <= Date.now())
   const rows = logRows(await log.read(0, 2, 1 << 20))
@@ -51,21 +38,21 @@ t.test('appends get consecutive positions; read, ship and trim; the state surviv
   t.same((logRows(await log.read(1, 10, 1 << 20))).map((r) => r.position), [2, 3])
   await log.markShipped(2)
   t.equal(log.stats().rows, 1)
-  t.throws(() => IngestLog.open({ dir, maxBytes: 1 << 30 }), /already open/, 'one owner per directory')
+  t.throws(() => LmdbIngestLog.open({ dir, maxBytes: 1 << 30 }), /already open/, 'one owner per directory')
   await log.close()
-  const again = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const again = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => again.close())
   t.equal(again.shipped, 2)
   t.equal(again.logId, log.logId, 'the log keeps its id, so replayed tokens match')
   t.same((logRows(await again.read(again.shipped, 10, 1 << 20))).map((r) => r.position), [3])
-  t.equal(await again.append([line(user)]), 4, 'positions continue after a reopen')
+  t.equal(await again.append([logLine(user)]), 4, 'positions continue after a reopen')
 })
 
 t.test('appends that wait for the same commit share one entry: positions in call order, rows read back in order, after a reopen too', async (t) => {
   const dir = logDir()
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   const user = randomId('u-')
-  const sent = Array.from({ length: 40 }, (_, i) => [line(user, { reasoning: `append ${i}` }), line(user, { reasoning: `append ${i} second` })])
+  const sent = Array.from({ length: 40 }, (_, i) => [logLine(user, { reasoning: `append ${i}` }), logLine(user, { reasoning: `append ${i} second` })])
   const lasts = await Promise.all(sent.map((lines) => log.append(lines)))
   t.same(lasts, sent.map((_, i) => 2 * i + 2), 'each append is told the position of its last row, in call order')
   const rows = logRows(await log.read(0, 1000, 1 << 24))
@@ -75,18 +62,18 @@ t.test('appends that wait for the same commit share one entry: positions in call
   await env.close()
   t.ok(stored < sent.length / 4, `${sent.length} concurrent appends were written as ${stored} entries`)
   await log.close()
-  const reopened = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const reopened = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => reopened.close())
   t.same((logRows(await reopened.read(0, 1000, 1 << 24))).map((r) => r.line), sent.flat(), 'read from disk after a reopen, the same rows in the same order')
-  t.equal(await reopened.append([line(user)]), 81, 'positions go on after the last one')
+  t.equal(await reopened.append([logLine(user)]), 81, 'positions go on after the last one')
 })
 
 t.test('reads cut by rows, by bytes and by refused positions give exactly the rows a line-by-line read would, from the tail and from disk', async (t) => {
   const dir = logDir()
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   const user = randomId('u-')
   // Appends of 1 to 7 rows of varied sizes (multi-byte characters included), merged into shared entries.
-  const sent = Array.from({ length: 30 }, (_, i) => Array.from({ length: 1 + (i % 7) }, (_, j) => line(user, { reasoning: `${i}.${j} ${'é'.repeat((i * 7 + j * 13) % 50)}` })))
+  const sent = Array.from({ length: 30 }, (_, i) => Array.from({ length: 1 + (i % 7) }, (_, j) => logLine(user, { reasoning: `${i}.${j} ${'é'.repeat((i * 7 + j * 13) % 50)}` })))
   await Promise.all(sent.map((lines) => log.append(lines)))
   const all = sent.flat()
   const total = all.length
@@ -114,7 +101,7 @@ t.test('reads cut by rows, by bytes and by refused positions give exactly the ro
   }
   t.same(logRows(await log.readRange({ from: 9, to: 33 })), expected(8, Infinity, Infinity, 33), 'a recorded range')
   await log.close()
-  const reopened = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const reopened = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => reopened.close())
   // Refused positions are only ever skipped on disk reads; set them as a refused commit would.
   const skip = [{ from: 4, to: 6 }, { from: 20, to: 20 }, { from: 50, to: 60 }];
@@ -124,51 +111,19 @@ t.test('reads cut by rows, by bytes and by refused positions give exactly the ro
   }
 })
 
-t.test('lines are encoded as joining them and encoding the text would, each result in memory of its own size', async (t) => {
-  const cases: [string, string[]][] = [
-    ['no lines', []],
-    ['one empty line', ['']],
-    ['empty lines between', ['a', '', '', 'b']],
-    ['multi-byte text', ['["café ✈"]', '["\u{1F600} 日本"]', '["\\ud800 escaped"]']],
-    ['lines past the kept scratch buffer (4 MiB)', Array.from({ length: 3 }, (_, i) => `["${'é✈'.repeat(700_000)}${i}"]`)],
-    ['small lines after large ones', ['["x"]', '["y"]']],
-  ]
-  const results: [Uint8Array, Buffer][] = []
-  for (const [name, lines] of cases) {
-    const bytes = encodeLines(lines)
-    const expected = Buffer.from(lines.join('\n'), 'utf8')
-    t.ok(Buffer.from(bytes).equals(expected), `${name}: the same bytes`)
-    t.equal(bytes.buffer.byteLength, expected.length, `${name}: memory of exactly their size`)
-    results.push([bytes, expected])
-  }
-  t.ok(results.every(([bytes, expected]) => Buffer.from(bytes).equals(expected)), 'no result changed by the encodings after it')
-})
-
-t.test('spans split after any row hold the rows before and after the cut', async (t) => {
-  const lines = Array.from({ length: 9 }, (_, i) => `["row ${i}", "${'ü'.repeat(i)}"]`)
-  const spanOf = (position: number, rows: string[]): LogSpan => ({ position, rows: rows.length, bytes: Buffer.from(rows.join('\n')) })
-  const spans = [spanOf(1, lines.slice(0, 4)), spanOf(5, lines.slice(4, 5)), spanOf(8, lines.slice(5))]
-  const positions = [1, 2, 3, 4, 5, 8, 9, 10, 11]
-  for (let cut = 1; cut < lines.length; cut++) {
-    const [head, rest] = splitSpans(spans, cut)
-    t.same(logRows(head), lines.slice(0, cut).map((line, i) => ({ position: positions[i], line })), `the first ${cut} rows`)
-    t.same(logRows(rest), lines.slice(cut).map((line, i) => ({ position: positions[cut + i], line })), `the rows after ${cut}`)
-  }
-})
-
 t.test('no row is read for shipping before its append resolves (its commit flushed), while commits overlap their flushes', async (t) => {
   // Until the first commit is flushed, reads go to disk, where committed rows are visible: a fresh
   // log per round makes that window recur.
   let seenEarly = 0
   let polls = 0
   for (let round = 0; round < 5; round++) {
-    const log = IngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
+    const log = LmdbIngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
     const user = randomId('u-')
     let resolvedRows = 0
     const appends = Array.from({ length: 30 }, async (_, i) => {
       // Spread over several commits: each append waits a little longer than the one before.
       await new Promise((resolve) => setTimeout(resolve, i % 6))
-      const last = await log.append([line(user, { reasoning: `append ${i}` })])
+      const last = await log.append([logLine(user, { reasoning: `append ${i}` })])
       resolvedRows = Math.max(resolvedRows, last)
     })
     const appending = { done: false }
@@ -189,22 +144,22 @@ t.test('no row is read for shipping before its append resolves (its commit flush
 t.test('a commit that fails refuses every append it held with 503, gives their bytes back, and the log goes on after the gap', async (t) => {
   const dir = logDir()
   const failures: unknown[] = []
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: (err) => failures.push(err) })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: (err) => failures.push(err) })
   t.teardown(() => log.close())
   const user = randomId('u-')
-  t.equal(await log.append([line(user, { reasoning: 'before' })]), 1)
+  t.equal(await log.append([logLine(user, { reasoning: 'before' })]), 1)
   const bytesBefore = log.stats().bytes
   // The disk refuses the next commit (as LMDB does when the disk is full); the put is the store's own.
   const store = log as unknown as { entries: { put: (...args: unknown[]) => Promise<boolean> } }
   const put = store.entries.put
   store.entries.put = () => Promise.reject(new Error('MDB_MAP_FULL: no room'))
-  const refused = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => log.append([line(user, { reasoning: `lost ${i}` })])))
+  const refused = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => log.append([logLine(user, { reasoning: `lost ${i}` })])))
   store.entries.put = put
   t.ok(refused.every((r) => r.status === 'rejected' && (r.reason as { reason?: string }).reason === 'ingest_log_unavailable'), 'every append of the failed commit is refused (503)')
   t.ok(failures.length >= 1, 'the operator is told')
   t.equal(log.stats().bytes, bytesBefore, 'the refused entries take no room')
   t.equal(log.stats().rows, 1, 'only the row committed before is waiting')
-  const next = await log.append([line(user, { reasoning: 'after' })])
+  const next = await log.append([logLine(user, { reasoning: 'after' })])
   t.equal(next, 12, 'positions go on after the gap the refused appends left')
   const rows = logRows(await log.read(0, 100, 1 << 24))
   t.same(rows.map((r) => r.position), [1, 12], 'the rows read are the committed ones, in order')
@@ -214,9 +169,9 @@ t.test('a commit that fails refuses every append it held with 503, gives their b
 t.test('a commit that reached the disk but failed its sync is refused, and its rows are never read: not after a later commit, not after a reopen', async (t) => {
   const dir = logDir()
   const failures: unknown[] = []
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: (err) => failures.push(err) })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: (err) => failures.push(err) })
   const user = randomId('u-')
-  t.equal(await log.append([line(user, { reasoning: 'before' })]), 1)
+  t.equal(await log.append([logLine(user, { reasoning: 'before' })]), 1)
   // With overlapping sync a commit is visible before its fdatasync: the entries are written and
   // committed, then the sync fails (EIO) and the write is reported failed.
   const store = log as unknown as { entries: { put: (...args: unknown[]) => Promise<boolean> } }
@@ -224,11 +179,11 @@ t.test('a commit that reached the disk but failed its sync is refused, and its r
   store.entries.put = function (this: unknown, ...args: unknown[]) {
     return put.apply(this, args).then(() => { throw new Error('EIO: the sync failed') })
   }
-  const refused = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => log.append([line(user, { reasoning: `refused ${i}` })])))
+  const refused = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => log.append([logLine(user, { reasoning: `refused ${i}` })])))
   store.entries.put = put
   t.ok(refused.every((r) => r.status === 'rejected' && (r.reason as { reason?: string }).reason === 'ingest_log_unavailable'), 'every append of the failed commit is refused (503)')
   t.ok(failures.length >= 1, 'the operator is told')
-  t.equal(await log.append([line(user, { reasoning: 'after' })]), 12, 'positions go on after the refused ones')
+  t.equal(await log.append([logLine(user, { reasoning: 'after' })]), 12, 'positions go on after the refused ones')
   t.same((logRows(await log.read(0, 100, 1 << 24))).map((r) => r.position), [1, 12], 'the refused rows are not read (a client retrying them would store them twice)')
   await log.close()
 
@@ -236,7 +191,7 @@ t.test('a commit that reached the disk but failed its sync is refused, and its r
   const keys = [...env.openDB<Buffer, number>('entries', { encoding: 'binary' }).getKeys({})]
   await env.close()
   t.same(keys, [1, 12], 'their entries were removed from the disk')
-  const reopened = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const reopened = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => reopened.close())
   const rows = logRows(await reopened.read(0, 100, 1 << 24))
   t.same(rows.map((r) => r.position), [1, 12], 'nor read after a restart')
@@ -245,10 +200,10 @@ t.test('a commit that reached the disk but failed its sync is refused, and its r
 
 t.test('while the disk keeps failing (the removal of refused entries fails too), refused rows are still never read', async (t) => {
   const dir = logDir()
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: () => {} })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: () => {} })
   t.teardown(() => log.close())
   const user = randomId('u-')
-  t.equal(await log.append([line(user, { reasoning: 'before' })]), 1)
+  t.equal(await log.append([logLine(user, { reasoning: 'before' })]), 1)
   const store = log as unknown as { entries: { put: (...args: unknown[]) => Promise<boolean>; remove: (...args: unknown[]) => Promise<boolean> }; refused: unknown[] }
   const { put, remove } = store.entries
   store.entries.put = function (this: unknown, ...args: unknown[]) {
@@ -257,13 +212,13 @@ t.test('while the disk keeps failing (the removal of refused entries fails too),
   store.entries.remove = () => Promise.reject(new Error('EIO: cannot write'))
   // Two commits refused one after the other: positions 2-4, then 5-7.
   for (let round = 0; round < 2; round++) {
-    const refused = await Promise.allSettled(Array.from({ length: 3 }, (_, i) => log.append([line(user, { reasoning: `refused ${round}.${i}` })])))
+    const refused = await Promise.allSettled(Array.from({ length: 3 }, (_, i) => log.append([logLine(user, { reasoning: `refused ${round}.${i}` })])))
     t.ok(refused.every((r) => r.status === 'rejected'), `round ${round} refused`)
   }
   store.entries.put = put
   store.entries.remove = remove
   t.equal(store.refused.length, 1, 'adjacent refused commits are held as one range')
-  t.equal(await log.append([line(user, { reasoning: 'after' })]), 8)
+  t.equal(await log.append([logLine(user, { reasoning: 'after' })]), 8)
   const rows = logRows(await log.read(0, 100, 1 << 24))
   t.same(rows.map((r) => r.position), [1, 8], 'the refused rows, still on disk, are skipped')
   t.match(rows[1]!.line, /after/)
@@ -271,11 +226,11 @@ t.test('while the disk keeps failing (the removal of refused entries fails too),
 
 t.test('appends waiting for one commit are merged into entries of bounded size', async (t) => {
   const dir = logDir()
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   const user = randomId('u-')
   // 12 appends of ~1 MiB each, all waiting for the same commits.
   const big = 'x'.repeat(1 << 20)
-  const lasts = await Promise.all(Array.from({ length: 12 }, (_, i) => log.append([line(user, { reasoning: `${i} ${big}` })])))
+  const lasts = await Promise.all(Array.from({ length: 12 }, (_, i) => log.append([logLine(user, { reasoning: `${i} ${big}` })])))
   t.same(lasts, Array.from({ length: 12 }, (_, i) => i + 1))
   await log.close()
   const env = open({ path: dir, readOnly: true, maxDbs: 4 })
@@ -283,7 +238,7 @@ t.test('appends waiting for one commit are merged into entries of bounded size',
   await env.close()
   t.ok(sizes.length >= 3, `${sizes.length} entries`)
   t.ok(sizes.every((n) => n <= 4 * 1024 * 1024 + (1 << 20) + 1024), `no entry much above 4 MiB (${sizes.map((n) => (n / 1048576).toFixed(1)).join(', ')} MiB)`)
-  const reopened = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const reopened = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => reopened.close())
   const rows = logRows(await reopened.read(0, 100, 1 << 30))
   t.same(rows.map((r) => r.position), Array.from({ length: 12 }, (_, i) => i + 1), 'every row reads back in order')
@@ -292,8 +247,8 @@ t.test('appends waiting for one commit are merged into entries of bounded size',
 t.test('a crash between the insert and the log trim replays the same block, deduplicated in events and rollups', async (t) => {
   const dir = logDir()
   const user = randomId('crash-')
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
-  const lines = Array.from({ length: 30 }, (_, i) => line(user, i % 3 === 0 ? { outcome: 'failed', errorMessage: 'upstream 502', toolExecuted: 'http' } : {}))
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const lines = Array.from({ length: 30 }, (_, i) => logLine(user, i % 3 === 0 ? { outcome: 'failed', errorMessage: 'upstream 502', toolExecuted: 'http' } : {}))
   await log.append(lines.slice(0, 10))
   await log.append(lines.slice(10))
   // The insert lands, then the process dies before the shipper can record it: it never returns.
@@ -311,7 +266,7 @@ t.test('a crash between the insert and the log trim replays the same block, dedu
   await log.close()
   t.equal((await countFor(user)).events, 30, 'the block is in ClickHouse')
 
-  const restarted = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const restarted = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => restarted.close())
   const tokens: string[] = []
   const shipper = new EventShipper(restarted, (body, token) => {
@@ -331,49 +286,20 @@ t.test('a crash between the insert and the log trim replays the same block, dedu
   t.equal(restarted.stats().rows, 0)
 })
 
-t.test('a row the engine refuses is quarantined; the other tenants\' rows of its block ship', async (t) => {
-  const log = IngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
-  t.teardown(() => log.close())
-  const victim = randomId('victim-')
-  const poisoner = randomId('poison-')
-  const poison = line(poisoner).replace(/"(0\.\d+)"/, '"not a number"') // cost_usd ClickHouse cannot parse
-  t.not(poison, line(poisoner))
-  for (let i = 0; i < 5; i++) await log.append([line(victim), line(victim)])
-  await log.append([poison])
-  for (let i = 0; i < 5; i++) await log.append([line(victim)])
-  const inserts: number[] = []
-  const shipper = new EventShipper(log, (body, token) => {
-    inserts.push(body.toString().split('\n').length - 1)
-    return insert(body, token)
-  }, caps, logger)
-  shipper.start()
-  t.ok(await shipper.drain(10_000), 'the log drains: the poison row does not block it')
-  await shipper.stop(1000)
-  t.equal(inserts[0], 16, 'first the whole block was tried')
-  t.equal((await countFor(victim)).events, 15, 'every row of the other tenant is stored')
-  t.equal((await countFor(poisoner)).events, 0)
-  const quarantined = log.quarantined()
-  t.equal(quarantined.length, 1)
-  t.equal(quarantined[0]!.line, poison)
-  t.equal(quarantined[0]!.position, 11)
-  t.match(quarantined[0]!.reason, /cost_usd|Cannot parse|Decimal/i)
-  t.equal(log.stats().quarantined, 1)
-})
-
 t.test('a damaged entry found at start is quarantined and the rest ships', async (t) => {
   const dir = logDir()
   const user = randomId('damaged-')
-  let log = IngestLog.open({ dir, maxBytes: 1 << 30 })
-  await log.append([line(user), line(user)])
+  let log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  await log.append([logLine(user), logLine(user)])
   await log.close()
   // Damage the store the way a bad disk would: bytes that are not an entry, at the next position.
   const raw = open({ path: dir, maxDbs: 4 })
   await raw.openDB('entries', { encoding: 'binary' }).put(3, Buffer.from('garbage that is no entry at all'))
   await raw.close()
   const damaged: number[] = []
-  log = IngestLog.open({ dir, maxBytes: 1 << 30, onDamaged: ({ position }) => damaged.push(position) })
+  log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30, onDamaged: ({ position }) => damaged.push(position) })
   t.teardown(() => log.close())
-  await log.append([line(user)])
+  await log.append([logLine(user)])
   const shipper = new EventShipper(log, insert, caps, logger)
   shipper.start()
   t.ok(await shipper.drain(10_000))
@@ -384,60 +310,15 @@ t.test('a damaged entry found at start is quarantined and the rest ships', async
   t.match(log.quarantined()[0]!.reason, /damaged log entry/)
 })
 
-t.test('the pause between inserts is skipped while a full block waits, and kept for a partial one', async (t) => {
-  const log = IngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
-  t.teardown(() => log.close())
-  const user = randomId('sustained-')
-  const blocks: number[] = []
-  const shipper = new EventShipper(log, async (body, token) => {
-    blocks.push(body.toString().trim().split('\n').length)
-    await insert(body, token)
-  }, { maxRows: 10, maxBytes: 1 << 24, minIntervalMs: 60_000 }, logger)
-  t.teardown(() => shipper.stop(1000))
-  await log.append(Array.from({ length: 35 }, () => line(user)))
-  shipper.start()
-  for (let i = 0; i < 500 && log.shipped < 30; i++) await new Promise((resolve) => setTimeout(resolve, 10))
-  t.equal(log.shipped, 30, 'three full blocks shipped back to back, with no 60 s pause between them')
-  await new Promise((resolve) => setTimeout(resolve, 300))
-  t.equal(log.shipped, 30, 'the last 5 rows (less than a block) wait for the pause')
-  t.ok(await shipper.drain(10_000), 'a drain cuts the pause short')
-  t.same(blocks, [10, 10, 10, 5])
-  t.equal((await countFor(user)).events, 35)
-})
-
-t.test('an outage is retried with the same block until it ends; nothing lost, nothing doubled', async (t) => {
-  const log = IngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
-  t.teardown(() => log.close())
-  const user = randomId('outage-')
-  let failures = 3
-  const tokens: string[] = []
-  const shipper = new EventShipper(log, async (body, token) => {
-    tokens.push(token)
-    await insert(body, token)
-    // The insert landed but the answer was lost: the block must be re-sent, and dropped as a duplicate.
-    if (failures-- > 0) throw Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })
-  }, caps, logger)
-  shipper.start()
-  await log.append(Array.from({ length: 5 }, () => line(user)))
-  shipper.notify()
-  t.ok(await shipper.drain(10_000))
-  await shipper.stop(1000)
-  t.equal(new Set(tokens).size, 1, 'every attempt carried the same token')
-  t.equal(tokens.length, 4)
-  t.equal((await countFor(user)).events, 5)
-  t.equal((await countFor(user)).spendEvents, 5)
-  t.equal(shipper.status.retrying, null, 'recovered')
-})
-
 t.test('a full log refuses appends with 503 and Retry-After, and accepts again once shipped', async (t) => {
-  const log = IngestLog.open({ dir: logDir(), maxBytes: 64 * 1024 })
+  const log = LmdbIngestLog.open({ dir: logDir(), maxBytes: 64 * 1024 })
   t.teardown(() => log.close())
   const user = randomId('full-')
   let refusal: unknown
   let accepted = 0
   for (let i = 0; i < 1000 && !refusal; i++) {
     try {
-      await log.append([line(user)])
+      await log.append([logLine(user)])
       accepted++
     } catch (err) {
       refusal = err
@@ -449,46 +330,8 @@ t.test('a full log refuses appends with 503 and Retry-After, and accepts again o
   shipper.start()
   t.ok(await shipper.drain(10_000))
   await shipper.stop(1000)
-  t.ok(await log.append([line(user)]), 'accepted again')
+  t.ok(await log.append([logLine(user)]), 'accepted again')
   t.equal((await countFor(user)).events, accepted)
-})
-
-t.test('regression: an insert that wrote events but failed in a view is retried without doubling events, and the rollup catches up', async (t) => {
-  const log = IngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
-  t.teardown(() => log.close())
-  const user = randomId('partial-')
-  // The view's target refuses parts (as when the disk fills between the table's part and the
-  // view's): the insert writes `events`, then fails in spend_daily_mv with TOO_MANY_PARTS.
-  await handle.client.command({ query: 'ALTER TABLE spend_daily MODIFY SETTING parts_to_throw_insert = 1' })
-  let restored = false
-  const restore = async () => {
-    if (!restored) await handle.client.command({ query: 'ALTER TABLE spend_daily RESET SETTING parts_to_throw_insert' })
-    restored = true
-  }
-  t.teardown(restore)
-  const attempts: string[] = []
-  const shipper = new EventShipper(log, (body, token) => {
-    attempts.push(token)
-    return insert(body, token)
-  }, caps, logger)
-  shipper.start()
-  await log.append(Array.from({ length: 7 }, () => line(user)))
-  shipper.notify()
-  while (attempts.length < 2) await new Promise((resolve) => setTimeout(resolve, 20))
-  t.ok(shipper.status.retrying, 'the failure is an outage: retried, not quarantined')
-  // Whether the refused insert left its `events` part behind depends on which sink of the insert
-  // pipeline finished first; either way it is all or nothing, and the outcome below must not differ.
-  const during = await handle.client.query({ query: 'SELECT count() AS n FROM events WHERE user_id = {u:String}', query_params: { u: user }, format: 'JSONEachRow' })
-  const written = Number((await during.json<{ n: string }>())[0]!.n)
-  t.ok(written === 0 || written === 7, `the failed insert wrote all of the block or none of it (${written})`)
-  await restore()
-  t.ok(await shipper.drain(10_000))
-  await shipper.stop(1000)
-  t.equal(new Set(attempts).size, 1, 'every attempt was the same block with the same token')
-  const counts = await countFor(user)
-  t.equal(counts.events, 7, 'events once, though the first attempt had written them')
-  t.equal(counts.spendEvents, 7, 'spend_daily caught up and equals the sum over events')
-  t.equal(log.stats().quarantined, 0)
 })
 
 t.test('a stale lock is taken over: its process is gone, or its pid now names a process started at another time', async (t) => {
@@ -497,24 +340,14 @@ t.test('a stale lock is taken over: its process is gone, or its pid now names a 
   const sleeper = spawn('sleep', ['30'])
   t.teardown(() => sleeper.kill())
   writeFileSync(join(dir, 'LOCK'), `${sleeper.pid} 1`)
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   await log.close()
   writeFileSync(join(dir, 'LOCK'), '999999999 1')
-  const again = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const again = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   await again.close()
   const start = readFileSync(`/proc/${sleeper.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[19]
   writeFileSync(join(dir, 'LOCK'), `${sleeper.pid} ${start}`)
-  t.throws(() => IngestLog.open({ dir, maxBytes: 1 << 30 }), /belongs to running process .*LOCK/, 'a live owner keeps it')
-})
-
-t.test('only errors met reading the input split a block; the same codes from elsewhere are outages', async (t) => {
-  const ch = (code: string, message: string) => Object.assign(new Error(message), { code })
-  t.ok(isRowRefusal(ch('27', 'Cannot parse input: expected \',\' before: ...')))
-  t.ok(isRowRefusal(ch('69', 'Decimal value is too big: 1 digits were read: \'1\'e40. (while reading the value of key cost_usd)')))
-  t.notOk(isRowRefusal(ch('69', 'Decimal value is too big in a view')), 'a conversion error raised after parsing (in a view) is not the rows\' fault')
-  t.notOk(isRowRefusal(ch('60', 'Table default.events does not exist')))
-  t.notOk(isRowRefusal(ch('252', 'Too many parts')))
-  t.notOk(isRowRefusal(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })))
+  t.throws(() => LmdbIngestLog.open({ dir, maxBytes: 1 << 30 }), /belongs to running process .*LOCK/, 'a live owner keeps it')
 })
 
 t.test('a log line holds the row\'s values in the order the insert names its columns', async (t) => {
@@ -527,10 +360,10 @@ t.test('a log line holds the row\'s values in the order the insert names its col
 
 t.test('the quarantine can be read beside the running owner, for an operator', async (t) => {
   const dir = logDir()
-  const log = IngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => log.close())
   await log.quarantineRows([{ position: 7, line: '["bad"]' }], 'Cannot parse input')
-  const rows = IngestLog.readQuarantine(dir)
+  const rows = LmdbIngestLog.readQuarantine(dir)
   t.match(rows, [{ position: 7, line: '["bad"]', reason: 'Cannot parse input', at: String }])
   const cli = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/quarantine.ts'], { env: { ...process.env, INGEST_LOG_DIR: dir }, encoding: 'utf8' })
   t.equal(cli.status, 0, cli.stderr)

@@ -3,7 +3,7 @@ import { contentHash } from '../../src/domain/canonical-json.ts'
 import { newEventId } from '../../src/domain/ids.ts'
 import type { IncomingEvent } from '../../src/domain/event-row.ts'
 import { RowThread, rowBytesOf, rowLines, withEvents, type RowJob } from '../../src/ingest/row-thread.ts'
-import type { RowBytes } from '../../src/ingest/log/lmdb-ingest-log.ts'
+import type { RowBytes } from '../../src/ingest/log/entry-codec.ts'
 import { buildTestApp, newUser, randomId, sendBatch, shipped } from '../helpers/app.ts'
 
 /** Events that exercise every part of a row: times, tokens and prices, fingerprints, odd strings. */
