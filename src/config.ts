@@ -23,6 +23,8 @@ export interface Config {
   redisPrefix: string
   /** ClickHouse server URL; undefined means the embedded engine under dataDir. */
   clickhouseUrl: string | undefined
+  /** The ClickHouse cluster whose replicas hold the tables (ON CLUSTER DDL, Replicated engines); undefined: one node or ClickHouse Cloud. */
+  clickhouseCluster: string | undefined
   dataDir: string
   auth: { jwksUrl: string; issuer: string; audience: string } | { local: true }
   corsOrigins: string[]
@@ -107,6 +109,7 @@ const schema = {
     REDIS_COMMAND_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 60000, default: 1000 },
     REDIS_PREFIX: { type: 'string', default: 'at:' },
     CLICKHOUSE_URL: { type: 'string', pattern: '^https?://' },
+    CLICKHOUSE_CLUSTER: { type: 'string', pattern: '^[A-Za-z0-9_.-]+$' },
     DATA_DIR: { type: 'string', minLength: 1, default: './data' },
     AUTH_JWKS_URL: { type: 'string', pattern: '^https?://' },
     AUTH_ISSUER: { type: 'string', minLength: 1 },
@@ -198,6 +201,7 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
     redisCommandTimeoutMs: s.REDIS_COMMAND_TIMEOUT_MS,
     redisPrefix: s.REDIS_PREFIX,
     clickhouseUrl: s.CLICKHOUSE_URL,
+    clickhouseCluster: s.CLICKHOUSE_CLUSTER,
     dataDir: resolve(s.DATA_DIR),
     auth: s.AUTH_JWKS_URL
       ? { jwksUrl: s.AUTH_JWKS_URL, issuer: s.AUTH_ISSUER, audience: s.AUTH_AUDIENCE }

@@ -14,7 +14,7 @@ const pool = await openPostgres(config.databaseUrl, undefined, (applied) => cons
 if (config.clickhouseUrl) await ensureServerDatabase(config.clickhouseUrl)
 const handle = openClickHouse({ url: config.clickhouseUrl, dataDir: config.dataDir })
 try {
-  const applied = await withPostgresLock(pool, CLICKHOUSE_MIGRATION_LOCK, () => migrateClickHouse(handle.client))
+  const applied = await withPostgresLock(pool, CLICKHOUSE_MIGRATION_LOCK, () => migrateClickHouse(handle.client, { cluster: config.clickhouseCluster }))
   console.log(JSON.stringify({ clickhouse: applied }))
 } finally {
   await handle.release()

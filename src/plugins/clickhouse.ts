@@ -13,6 +13,8 @@ declare module 'fastify' {
 export interface ClickHouseOptions {
   url: string | undefined
   dataDir: string
+  /** CLICKHOUSE_CLUSTER: migrations in their cluster form (src/storage/cluster-ddl.ts). */
+  cluster: string | undefined
 }
 
 /** Creates the database named in a server URL when missing (the embedded engine uses `default`). */
@@ -41,7 +43,7 @@ export default fp(async function clickhouse (app, opts: ClickHouseOptions) {
     handle = openClickHouse({ url: opts.url, dataDir: opts.dataDir })
     // One instance at a time (api and worker processes, replicas): migrations are not all idempotent.
     const client = handle.client
-    const applied = await withPostgresLock(app.db, CLICKHOUSE_MIGRATION_LOCK, () => migrateClickHouse(client),
+    const applied = await withPostgresLock(app.db, CLICKHOUSE_MIGRATION_LOCK, () => migrateClickHouse(client, { cluster: opts.cluster }),
       () => app.log.info('waiting for another instance to finish the ClickHouse migrations'))
     if (applied.length) app.log.info({ applied }, 'ClickHouse migrations applied')
   } catch (err) {
