@@ -103,10 +103,13 @@ export function splitStatements (sql: string): string[] {
     .filter(Boolean)
 }
 
-/** The table that records applied migrations, in its single-node form (replicated like the others on a cluster). */
-export const SCHEMA_MIGRATIONS_DDL = `/* svc:migrate */ CREATE TABLE IF NOT EXISTS schema_migrations
+/** The table that records applied migrations; on a cluster it is replicated like the others. */
+export function schemaMigrationsDdl (cluster?: string): string {
+  const ddl = `/* svc:migrate */ CREATE TABLE IF NOT EXISTS schema_migrations
       (version UInt32, name String, applied_at DateTime DEFAULT now())
       ENGINE = MergeTree ORDER BY version COMMENT 'ClickHouse migrations applied from clickhouse/'`
+  return cluster ? clusterStatement(ddl, cluster) : ddl
+}
 
 /** One clickhouse/NNN_name.sql file. */
 export interface Migration { version: number; name: string; statements: string[] }
@@ -139,8 +142,7 @@ export interface MigrateOptions {
  */
 export async function migrateClickHouse (client: ClickHouseClient, opts: MigrateOptions = {}): Promise<string[]> {
   await checkStoreForm(client, opts.cluster)
-  const ddl = opts.cluster ? clusterStatement(SCHEMA_MIGRATIONS_DDL, opts.cluster) : SCHEMA_MIGRATIONS_DDL
-  await client.command({ query: ddl })
+  await client.command({ query: schemaMigrationsDdl(opts.cluster) })
   const rs = await client.query({ query: '/* svc:migrate */ SELECT version FROM schema_migrations', format: 'JSONEachRow' })
   const done = new Set((await rs.json<{ version: number }>()).map((r) => Number(r.version)))
   const applied: string[] = []
