@@ -3,6 +3,7 @@ import type { ClickHouseClient } from '@clickhouse/client'
 import { ClickHouseLogLevel, createClient } from '@clickhouse/client'
 import { migrateClickHouse, openClickHouse } from '../storage/clickhouse-client.ts'
 import { CLICKHOUSE_MIGRATION_LOCK, withPostgresLock } from '../storage/migration-lock.ts'
+import { onCluster } from '../storage/cluster-ddl.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,8 +18,11 @@ export interface ClickHouseOptions {
   cluster: string | undefined
 }
 
-/** Creates the database named in a server URL when missing (the embedded engine uses `default`). */
-export async function ensureServerDatabase (url: string): Promise<void> {
+/**
+ * Creates the database named in a server URL when missing (the embedded engine uses `default`); on
+ * every node of the cluster when one is named, since the migrations create tables there.
+ */
+export async function ensureServerDatabase (url: string, cluster?: string): Promise<void> {
   const parsed = new URL(url)
   const database = parsed.pathname.slice(1)
   if (!database) return
@@ -26,7 +30,14 @@ export async function ensureServerDatabase (url: string): Promise<void> {
   // Its failure is the start-up error, reported once by main.ts: the client need not log it too.
   const admin = createClient({ url: parsed.toString(), log: { level: ClickHouseLogLevel.OFF } })
   try {
-    await admin.command({ query: `CREATE DATABASE IF NOT EXISTS \`${database.replace(/`/g, '')}\`` })
+    if (cluster) {
+      // ON CLUSTER waits for every node: skipped once this node has the database, so that a start
+      // does not wait on a replica that is down.
+      const rs = await admin.query({ query: '/* svc:migrate */ SELECT name FROM system.databases WHERE name = {database:String}', query_params: { database }, format: 'JSONEachRow' })
+      if ((await rs.json()).length > 0) return
+    }
+    const onEveryNode = cluster ? ` ${onCluster(cluster)}` : ''
+    await admin.command({ query: `CREATE DATABASE IF NOT EXISTS \`${database.replace(/`/g, '')}\`${onEveryNode}` })
   } finally {
     await admin.close()
   }
@@ -37,7 +48,7 @@ export async function ensureServerDatabase (url: string): Promise<void> {
  * ingestion plugin's shipper, which closes before this plugin does.
  */
 export default fp(async function clickhouse (app, opts: ClickHouseOptions) {
-  if (opts.url) await ensureServerDatabase(opts.url)
+  if (opts.url) await ensureServerDatabase(opts.url, opts.cluster)
   let handle: ReturnType<typeof openClickHouse> | undefined
   try {
     handle = openClickHouse({ url: opts.url, dataDir: opts.dataDir })

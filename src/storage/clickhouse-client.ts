@@ -2,7 +2,7 @@ import { ClickHouseLogLevel, createClient, parseError, type ClickHouseClient } f
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
-import { checkStoreForm, clusterStatement } from './cluster-ddl.ts'
+import { checkStoreForm, clusterStatement, migrationsTableEngine } from './cluster-ddl.ts'
 
 /**
  * Where ClickHouse lives: a server when a URL is given, else the embedded engine under dataDir.
@@ -141,8 +141,11 @@ export interface MigrateOptions {
  * and a cluster statement that failed on some replica can be run again.
  */
 export async function migrateClickHouse (client: ClickHouseClient, opts: MigrateOptions = {}): Promise<string[]> {
-  await checkStoreForm(client, opts.cluster)
-  await client.command({ query: schemaMigrationsDdl(opts.cluster) })
+  const migrationsEngine = await migrationsTableEngine(client)
+  await checkStoreForm(client, opts.cluster, migrationsEngine)
+  // Created only when missing: on a cluster, ON CLUSTER waits for every replica, and a start with
+  // nothing to migrate must not wait on a replica that is down.
+  if (migrationsEngine === undefined) await client.command({ query: schemaMigrationsDdl(opts.cluster) })
   const rs = await client.query({ query: '/* svc:migrate */ SELECT version FROM schema_migrations', format: 'JSONEachRow' })
   const done = new Set((await rs.json<{ version: number }>()).map((r) => Number(r.version)))
   const applied: string[] = []

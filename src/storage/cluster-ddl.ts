@@ -55,7 +55,7 @@ export function clusterStatement (statement: string, cluster: string): string {
   if (REPLICATED_ENGINE.test(body)) {
     throw new Error(`migrations are written for one node (the cluster form adds replication): ${head(body)}`)
   }
-  const clause = `ON CLUSTER ${quoteCluster(cluster)}`
+  const clause = onCluster(cluster)
   let rewritten: string | undefined
   for (const pattern of CLAUSE_AFTER_NAME) {
     const match = pattern.exec(body)
@@ -84,27 +84,32 @@ function replicateEngines (sql: string): string {
     })).join('')
 }
 
-/** The cluster as an ON CLUSTER operand: a string literal, so names like all-replicated need no quoting rules. */
-function quoteCluster (cluster: string): string {
-  return `'${cluster.replace(/[\\']/g, (c) => `\\${c}`)}'`
+/** The ON CLUSTER clause; the name as a string literal, so names like all-replicated need no identifier quoting. */
+export function onCluster (cluster: string): string {
+  return `ON CLUSTER '${cluster.replace(/[\\']/g, (c) => `\\${c}`)}'`
 }
 
 function head (sql: string): string {
   return sql.replace(/\s+/g, ' ').slice(0, 80)
 }
 
+/** The engine of the store's schema_migrations table, undefined when the store has none yet. */
+export async function migrationsTableEngine (client: ClickHouseClient): Promise<string | undefined> {
+  return scalar(client, `/* svc:migrate */ SELECT engine AS value FROM system.tables
+    WHERE database = currentDatabase() AND name = 'schema_migrations'`)
+}
+
 /**
- * Refuses to migrate a store whose form does not match the setting, before any DDL runs:
- * - a store created for one node (its schema_migrations is not replicated) with CLICKHOUSE_CLUSTER
- *   set: ON CLUSTER DDL would add replicated tables on the other nodes beside the single-node ones;
+ * Refuses to migrate a store whose form does not match the setting, before any DDL runs (the form
+ * of schema_migrations, created first, is the store's):
+ * - a store created for one node with CLICKHOUSE_CLUSTER set: ON CLUSTER DDL would add replicated
+ *   tables on the other nodes beside the single-node ones;
  * - a store created for a cluster without it: new tables would exist on one replica only;
  * - with a cluster: a database of the Replicated engine (it replicates DDL itself and refuses ON
  *   CLUSTER), a cluster the server does not know, or one of several shards (the service keeps
  *   whole tables on each replica; several shards would each hold part of the data).
  */
-export async function checkStoreForm (client: ClickHouseClient, cluster: string | undefined): Promise<void> {
-  const migrationsEngine = await scalar(client, `/* svc:migrate */ SELECT engine AS value FROM system.tables
-    WHERE database = currentDatabase() AND name = 'schema_migrations'`)
+export async function checkStoreForm (client: ClickHouseClient, cluster: string | undefined, migrationsEngine: string | undefined): Promise<void> {
   const replicated = migrationsEngine?.startsWith('Replicated')
   if (!cluster) {
     if (replicated) {

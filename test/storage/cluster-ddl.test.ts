@@ -5,6 +5,7 @@ import { EventsRepository } from '../../src/storage/events-repository.ts'
 import { applyRetentionTtl } from '../../src/storage/retention.ts'
 import { buildEventRow } from '../../src/domain/event-row.ts'
 import { newEventId } from '../../src/domain/ids.ts'
+import { loadConfig } from '../../src/config.ts'
 import { TEST_DATA_DIR, randomId } from '../helpers/app.ts'
 
 // The cluster DDL cannot run here (ON CLUSTER needs the servers' DDL queue and Replicated tables need
@@ -44,6 +45,12 @@ t.test('a statement gets ON CLUSTER where its kind takes it, and a Replicated en
   t.equal(on('INSERT INTO a SELECT * FROM b'), 'INSERT INTO a SELECT * FROM b', 'data statements run once; replication copies what they write')
   t.throws(() => on('OPTIMIZE TABLE events FINAL'), /no cluster form/, 'an unknown kind of statement is refused, not run on one replica')
   t.throws(() => on("CREATE TABLE t (a UInt8) ENGINE = ReplicatedMergeTree('/p', 'r') ORDER BY a"), /written for one node/)
+})
+
+t.test('CLICKHOUSE_CLUSTER is a plain cluster name, never SQL', async (t) => {
+  t.equal(loadConfig({ CLICKHOUSE_CLUSTER: 'all-replicated' }).clickhouseCluster, 'all-replicated')
+  t.equal(loadConfig({}).clickhouseCluster, undefined, 'unset: one node, or ClickHouse Cloud')
+  t.throws(() => loadConfig({ CLICKHOUSE_CLUSTER: "c' SETTINGS x = 1 --" }), { name: 'ConfigError' })
 })
 
 t.test('every statement of every migration is re-runnable, so a cluster statement that failed on one replica can run again', async (t) => {
