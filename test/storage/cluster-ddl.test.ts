@@ -93,7 +93,17 @@ async function schema () {
   }
 }
 
-const runAll = async (queries: Array<{ q: string }>) => { for (const { q } of queries) await ch.command({ query: q }) }
+// The upgrade's SQL as docs/cluster.md gives it: each query prints the statements to run.
+const DROP_VIEWS = "SELECT 'DROP VIEW ' || name || ';' FROM system.tables WHERE database = currentDatabase() AND engine = 'MaterializedView'"
+const SET_ASIDE = "SELECT 'RENAME TABLE ' || arrayStringConcat(groupArray(name || ' TO ' || name || '_single'), ', ') || ';' " +
+  "FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree'"
+const ATTACH_PARTS = "SELECT DISTINCT 'ALTER TABLE ' || replaceOne(table, '_single', '') || ' ATTACH PARTITION ID ''' || partition_id || ''' FROM ' || table || ';' " +
+  "FROM system.parts WHERE database = currentDatabase() AND endsWith(table, '_single') AND table != 'schema_migrations_single' AND active"
+
+async function runPrinted (query: string): Promise<void> {
+  const printed = await (await ch.query({ query, format: 'JSONCompactEachRow' })).json<[string]>()
+  for (const [statement] of printed) await ch.command({ query: statement })
+}
 
 t.test('from one node to a cluster: the cluster schema matches the single-node one column for column, and the data moves over (docs/cluster.md)', async (t) => {
   t.ok((await migrateClickHouse(ch)).length > 0, 'a single-node store')
@@ -109,20 +119,16 @@ t.test('from one node to a cluster: the cluster schema matches the single-node o
   await events.insert([event({}), event({ type: 'error', errorMessage: 'boom', toolExecuted: 'db' }), event({ outcome: 'failed' })])
   await ch.insert({ table: 'agent_names', values: [{ agent_id: 'agent-1', user_id: userId, display_name: 'One', sns_name: '', deleted: false, changed_at: '2026-01-01 00:00:00' }], format: 'JSONEachRow' })
 
-  // Step 2 of the upgrade: stop the rollups being fed, set the single-node tables aside.
-  await runAll(await rows<{ q: string }>(`SELECT 'DROP VIEW ' || name AS q FROM system.tables
-    WHERE database = currentDatabase() AND engine = 'MaterializedView'`))
-  await runAll(await rows<{ q: string }>(`SELECT 'RENAME TABLE ' || arrayStringConcat(groupArray(name || ' TO ' || name || '_single'), ', ') AS q
-    FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree'`))
+  // Step 3 of the upgrade: the views go, the single-node tables are set aside.
+  await runPrinted(DROP_VIEWS)
+  await runPrinted(SET_ASIDE)
 
-  // Step 3: the migrations in their cluster form, here without ON CLUSTER and replication.
+  // Step 4: the migrations in their cluster form, here without ON CLUSTER and replication.
   for (const { cluster } of STATEMENTS) await ch.command({ query: withoutCluster(cluster) })
   t.same(await schema(), single, 'every table, view, column and index as on one node')
 
-  // Step 4: the parts move over (hard links); attaching does not run the views, so nothing counts twice.
-  await runAll(await rows<{ q: string }>(`SELECT DISTINCT 'ALTER TABLE ' || replaceOne(table, '_single', '') || ' ATTACH PARTITION ID '''
-      || partition_id || ''' FROM ' || table AS q
-    FROM system.parts WHERE database = currentDatabase() AND endsWith(table, '_single') AND table != 'schema_migrations_single' AND active`))
+  // Step 5: the parts move over (hard links); attaching does not run the views, so nothing counts twice.
+  await runPrinted(ATTACH_PARTS)
   const counts = async (suffix: string) => rows(`SELECT
       (SELECT count() FROM events${suffix} WHERE user_id = {u:String}) AS events,
       (SELECT sum(events) FROM spend_daily${suffix} WHERE user_id = {u:String}) AS spend_events,
