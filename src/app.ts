@@ -84,6 +84,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(clickhouse, {
     url: config.clickhouseUrl,
     dataDir: config.dataDir,
+    cluster: config.clickhouseCluster,
   })
   await app.register(analyticsSql, {
     enabled: !config.clickhouseUrl && config.analytics.port !== null,

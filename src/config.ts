@@ -53,6 +53,10 @@ export const settingsSchema = {
       env: 'CLICKHOUSE_URL', type: 'string', pattern: '^https?://',
       description: 'a ClickHouse server (`http://user:pass@host:8123/database`); unset: the embedded engine under `DATA_DIR`',
     },
+    clickhouseCluster: {
+      env: 'CLICKHOUSE_CLUSTER', type: 'string', pattern: '^[A-Za-z0-9_.-]+$',
+      description: 'the ClickHouse cluster (one shard of replicas) that holds the tables: migrations run `ON CLUSTER` with `Replicated*` engines ([cluster.md](cluster.md)); unset: one node, or ClickHouse Cloud',
+    },
     dataDir: { env: 'DATA_DIR', type: 'string', minLength: 1, default: './data', description: 'the embedded engine\'s files and the local signing key' },
     auth: {
       ...group({

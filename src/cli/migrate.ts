@@ -11,10 +11,10 @@ import { ensureServerDatabase } from '../plugins/clickhouse.ts'
 
 const config = loadConfig()
 const pool = await openPostgres(config.databaseUrl, undefined, (applied) => console.log(JSON.stringify({ postgres: applied })))
-if (config.clickhouseUrl) await ensureServerDatabase(config.clickhouseUrl)
+if (config.clickhouseUrl) await ensureServerDatabase(config.clickhouseUrl, config.clickhouseCluster)
 const handle = openClickHouse({ url: config.clickhouseUrl, dataDir: config.dataDir })
 try {
-  const applied = await withPostgresLock(pool, CLICKHOUSE_MIGRATION_LOCK, () => migrateClickHouse(handle.client))
+  const applied = await withPostgresLock(pool, CLICKHOUSE_MIGRATION_LOCK, () => migrateClickHouse(handle.client, { cluster: config.clickhouseCluster }))
   console.log(JSON.stringify({ clickhouse: applied }))
 } finally {
   await handle.release()

@@ -34,7 +34,7 @@ if (![total, agentCount, days].every((n) => Number.isInteger(n) && n > 0)) {
 const config = loadConfig()
 const pool = await openPostgres(config.databaseUrl)
 const handle = openClickHouse({ url: config.clickhouseUrl, dataDir: config.dataDir })
-await migrateClickHouse(handle.client)
+await migrateClickHouse(handle.client, { cluster: config.clickhouseCluster })
 const events = new EventsRepository(handle.client)
 const user = await new UsersRepository(pool).setTier(values.user!, 'enterprise', null)
 const agentsRepo = new AgentsRepository(pool)

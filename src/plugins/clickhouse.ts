@@ -3,6 +3,7 @@ import type { ClickHouseClient } from '@clickhouse/client'
 import { ClickHouseLogLevel, createClient } from '@clickhouse/client'
 import { migrateClickHouse, openClickHouse } from '../storage/clickhouse-client.ts'
 import { CLICKHOUSE_MIGRATION_LOCK, withPostgresLock } from '../storage/migration-lock.ts'
+import { onCluster } from '../storage/cluster-ddl.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -13,10 +14,15 @@ declare module 'fastify' {
 export interface ClickHouseOptions {
   url: string | undefined
   dataDir: string
+  /** CLICKHOUSE_CLUSTER: migrations in their cluster form (src/storage/cluster-ddl.ts). */
+  cluster: string | undefined
 }
 
-/** Creates the database named in a server URL when missing (the embedded engine uses `default`). */
-export async function ensureServerDatabase (url: string): Promise<void> {
+/**
+ * Creates the database named in a server URL when missing (the embedded engine uses `default`); on
+ * every node of the cluster when one is named, since the migrations create tables there.
+ */
+export async function ensureServerDatabase (url: string, cluster?: string): Promise<void> {
   const parsed = new URL(url)
   const database = parsed.pathname.slice(1)
   if (!database) return
@@ -24,7 +30,14 @@ export async function ensureServerDatabase (url: string): Promise<void> {
   // Its failure is the start-up error, reported once by main.ts: the client need not log it too.
   const admin = createClient({ url: parsed.toString(), log: { level: ClickHouseLogLevel.OFF } })
   try {
-    await admin.command({ query: `CREATE DATABASE IF NOT EXISTS \`${database.replace(/`/g, '')}\`` })
+    if (cluster) {
+      // ON CLUSTER waits for every node: skipped once this node has the database, so that a start
+      // does not wait on a replica that is down.
+      const rs = await admin.query({ query: '/* svc:migrate */ SELECT name FROM system.databases WHERE name = {database:String}', query_params: { database }, format: 'JSONEachRow' })
+      if ((await rs.json()).length > 0) return
+    }
+    const onEveryNode = cluster ? ` ${onCluster(cluster)}` : ''
+    await admin.command({ query: `CREATE DATABASE IF NOT EXISTS \`${database.replace(/`/g, '')}\`${onEveryNode}` })
   } finally {
     await admin.close()
   }
@@ -35,13 +48,13 @@ export async function ensureServerDatabase (url: string): Promise<void> {
  * ingestion plugin's shipper, which closes before this plugin does.
  */
 export default fp(async function clickhouse (app, opts: ClickHouseOptions) {
-  if (opts.url) await ensureServerDatabase(opts.url)
+  if (opts.url) await ensureServerDatabase(opts.url, opts.cluster)
   let handle: ReturnType<typeof openClickHouse> | undefined
   try {
     handle = openClickHouse({ url: opts.url, dataDir: opts.dataDir })
     // One instance at a time (api and worker processes, replicas): migrations are not all idempotent.
     const client = handle.client
-    const applied = await withPostgresLock(app.db, CLICKHOUSE_MIGRATION_LOCK, () => migrateClickHouse(client),
+    const applied = await withPostgresLock(app.db, CLICKHOUSE_MIGRATION_LOCK, () => migrateClickHouse(client, { cluster: opts.cluster }),
       () => app.log.info('waiting for another instance to finish the ClickHouse migrations'))
     if (applied.length) app.log.info({ applied }, 'ClickHouse migrations applied')
   } catch (err) {

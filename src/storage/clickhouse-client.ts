@@ -2,6 +2,7 @@ import { ClickHouseLogLevel, createClient, parseError, type ClickHouseClient } f
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
+import { checkStoreForm, clusterStatement, migrationsTableEngine } from './cluster-ddl.ts'
 
 /**
  * Where ClickHouse lives: a server when a URL is given, else the embedded engine under dataDir.
@@ -102,29 +103,59 @@ export function splitStatements (sql: string): string[] {
     .filter(Boolean)
 }
 
-/**
- * Applies clickhouse/NNN_name.sql files not yet recorded in schema_migrations, in order (up to
- * version `upTo` when given, which tests use to build a store as an older release left it).
- * Statements are written IF NOT EXISTS, so two processes racing at start cannot break anything.
- */
-export async function migrateClickHouse (client: ClickHouseClient, opts: { upTo?: number } = {}): Promise<string[]> {
-  await client.command({
-    query: `/* svc:migrate */ CREATE TABLE IF NOT EXISTS schema_migrations
+/** The table that records applied migrations; on a cluster it is replicated like the others. */
+export function schemaMigrationsDdl (cluster?: string): string {
+  const ddl = `/* svc:migrate */ CREATE TABLE IF NOT EXISTS schema_migrations
       (version UInt32, name String, applied_at DateTime DEFAULT now())
-      ENGINE = MergeTree ORDER BY version COMMENT 'ClickHouse migrations applied from clickhouse/'`,
-  })
+      ENGINE = MergeTree ORDER BY version COMMENT 'ClickHouse migrations applied from clickhouse/'`
+  return cluster ? clusterStatement(ddl, cluster) : ddl
+}
+
+/** One clickhouse/NNN_name.sql file. */
+export interface Migration { version: number; name: string; statements: string[] }
+
+/**
+ * The migration files in order, each statement in its single-node form, or in its cluster form
+ * (src/storage/cluster-ddl.ts) when a cluster is named.
+ */
+export function readMigrations (cluster?: string): Migration[] {
+  return readdirSync(MIGRATIONS_DIR).filter((f) => /^\d+_.*\.sql$/.test(f)).sort().map((name) => ({
+    version: Number(name.split('_')[0]),
+    name,
+    statements: splitStatements(readFileSync(new URL(name, MIGRATIONS_DIR), 'utf8'))
+      .map((statement) => cluster ? clusterStatement(statement, cluster) : statement),
+  }))
+}
+
+export interface MigrateOptions {
+  /** Apply up to this version only; tests use it to build a store as an older release left it. */
+  upTo?: number
+  /** The cluster (CLICKHOUSE_CLUSTER) whose replicas hold the tables; unset: one node, or ClickHouse Cloud. */
+  cluster?: string | undefined
+}
+
+/**
+ * Applies clickhouse/NNN_name.sql files not yet recorded in schema_migrations, in order, after
+ * checking that the store was created in the form the cluster setting asks for.
+ * Statements are written IF NOT EXISTS, so two processes racing at start cannot break anything,
+ * and a cluster statement that failed on some replica can be run again.
+ */
+export async function migrateClickHouse (client: ClickHouseClient, opts: MigrateOptions = {}): Promise<string[]> {
+  const migrationsEngine = await migrationsTableEngine(client)
+  await checkStoreForm(client, opts.cluster, migrationsEngine)
+  // Created only when missing: on a cluster, ON CLUSTER waits for every replica, and a start with
+  // nothing to migrate must not wait on a replica that is down.
+  if (migrationsEngine === undefined) await client.command({ query: schemaMigrationsDdl(opts.cluster) })
   const rs = await client.query({ query: '/* svc:migrate */ SELECT version FROM schema_migrations', format: 'JSONEachRow' })
   const done = new Set((await rs.json<{ version: number }>()).map((r) => Number(r.version)))
-  const files = readdirSync(MIGRATIONS_DIR).filter((f) => /^\d+_.*\.sql$/.test(f)).sort()
   const applied: string[] = []
-  for (const file of files) {
-    const version = Number(file.split('_')[0])
+  for (const { version, name, statements } of readMigrations(opts.cluster)) {
     if (done.has(version) || (opts.upTo !== undefined && version > opts.upTo)) continue
-    for (const statement of splitStatements(readFileSync(new URL(file, MIGRATIONS_DIR), 'utf8'))) {
+    for (const statement of statements) {
       await client.command({ query: statement })
     }
-    await client.insert({ table: 'schema_migrations', values: [{ version, name: file }], format: 'JSONEachRow' })
-    applied.push(file)
+    await client.insert({ table: 'schema_migrations', values: [{ version, name }], format: 'JSONEachRow' })
+    applied.push(name)
   }
   return applied
 }
