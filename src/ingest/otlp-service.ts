@@ -30,25 +30,36 @@ export class OtlpService {
 
   constructor (private readonly ingestion: IngestionService) {}
 
+  /** Builds the request's events from its spans, drops those already accepted, runs the steps over the rest, and answers. */
   async export (caller: IngestCaller, body: Buffer, encoding: OtlpEncoding): Promise<ExportOutcome> {
-    const { events, refusals } = this.ingestion.steps.runSync('decode', (r) => r.events.length + r.refusals.length, () => {
-      let spans
-      try {
-        spans = decodeTraces(body, encoding)
-      } catch (err) {
-        if (err instanceof OtlpDecodeError) throw new HttpError(400, 'bad_request', { message: err.message })
+    const { events, refusals } = this.ingestion.pipeline.build('decode', () => decodeSpans(body, encoding), (r) => r.events.length + r.refusals.length)
+    const { fresh, keys, repeated } = this.withoutRepeats(caller, events)
+    let accepted = 0
+    if (fresh.length > 0) {
+      const outcomes = await this.ingestion.ingestSpans(caller, fresh).catch((err: unknown) => {
+        for (const key of keys) if (key !== null) this.recentSpans.delete(key)
         throw err
-      }
-      const events: IncomingEvent[] = []
-      const refusals: HttpError[] = []
-      for (const span of spans) {
-        const mapped = spanToEvent(span)
-        if (typeof mapped === 'string') refusals.push(new HttpError(400, 'invalid_span', { message: mapped }))
-        else events.push(mapped)
-      }
-      return { events, refusals }
-    })
-    // Spans already accepted (a re-sent export, or the same span twice in one) are answered as accepted and not stored again.
+      })
+      outcomes.forEach((outcome, i) => {
+        if (outcome.kind === 'accepted') {
+          accepted++
+        } else {
+          refusals.push(outcome.error)
+          if (keys[i] !== null) this.recentSpans.delete(keys[i]!)
+        }
+      })
+    }
+    if (accepted === 0 && refusals.length > 0) throw shared(refusals)
+    const total = repeated + accepted + refusals.length
+    return { acceptedSpans: repeated + accepted, rejectedSpans: refusals.length, errorMessage: summary(refusals, total) }
+  }
+
+  /**
+   * The events whose spans were not accepted lately (a re-sent export, or the same span twice in
+   * one), each with its key in recentSpans (null for a span with no ids), and how many were dropped:
+   * those are answered as accepted and not stored again.
+   */
+  private withoutRepeats (caller: IngestCaller, events: IncomingEvent[]): { fresh: IncomingEvent[]; keys: (string | null)[]; repeated: number } {
     const fresh: IncomingEvent[] = []
     const keys: (string | null)[] = []
     let repeated = 0
@@ -62,25 +73,27 @@ export class OtlpService {
       fresh.push(event)
       keys.push(key)
     }
-    let accepted = 0
-    if (fresh.length > 0) {
-      const results = await this.ingestion.ingestSpans(caller, fresh).catch((err: unknown) => {
-        for (const key of keys) if (key !== null) this.recentSpans.delete(key)
-        throw err
-      })
-      results.forEach((result, i) => {
-        if (result instanceof HttpError) {
-          refusals.push(result)
-          if (keys[i] !== null) this.recentSpans.delete(keys[i]!)
-        } else {
-          accepted++
-        }
-      })
-    }
-    if (accepted === 0 && refusals.length > 0) throw shared(refusals)
-    const total = repeated + accepted + refusals.length
-    return { acceptedSpans: repeated + accepted, rejectedSpans: refusals.length, errorMessage: summary(refusals, total) }
+    return { fresh, keys, repeated }
   }
+}
+
+/** The `decode` step: the body decoded, and each span mapped to an event or refused. A body that cannot be decoded is refused whole (400). */
+function decodeSpans (body: Buffer, encoding: OtlpEncoding): { events: IncomingEvent[]; refusals: HttpError[] } {
+  let spans
+  try {
+    spans = decodeTraces(body, encoding)
+  } catch (err) {
+    if (err instanceof OtlpDecodeError) throw new HttpError(400, 'bad_request', { message: err.message })
+    throw err
+  }
+  const events: IncomingEvent[] = []
+  const refusals: HttpError[] = []
+  for (const span of spans) {
+    const mapped = spanToEvent(span)
+    if (typeof mapped === 'string') refusals.push(new HttpError(400, 'invalid_span', { message: mapped }))
+    else events.push(mapped)
+  }
+  return { events, refusals }
 }
 
 const RECENT_SPANS = 200_000

@@ -7,6 +7,7 @@ import { LmdbIngestLog } from './log/lmdb-ingest-log.ts'
 import { LeasedLimiter } from './leased-limiter.ts'
 import { AgentResolver } from '../cache/agent-resolver.ts'
 import { IngestionService } from './ingestion-service.ts'
+import { PipelineRunner } from './pipeline.ts'
 import { RowThread } from './row-thread.ts'
 
 declare module 'fastify' {
@@ -61,7 +62,16 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
     minEvents: opts.ingest.rowThreadMinEvents,
     onFailure: (err) => app.log.error({ err }, 'the row thread failed; rows are built on the main thread until it restarts'),
   })
-  const service = new IngestionService(resolver, log, shipper, leased ?? app.rateLimiter, activity, app.agentActive, rows)
+  const service = new IngestionService({
+    agents: resolver,
+    ingestLog: log,
+    shipper,
+    limiter: leased ?? app.rateLimiter,
+    activity,
+    pipeline: new PipelineRunner(app.log),
+    onAgentActive: app.agentActive,
+    rows,
+  })
   app.decorate('activity', activity)
   app.decorate('ingestion', service)
   app.decorate('ingestLog', log)
@@ -83,4 +93,4 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
     await leased?.close()
     await activity.close()
   })
-}, { name: 'ingestion', dependencies: ['postgres', 'clickhouse', 'redis', 'queues'] })
+}, { name: 'ingestion', dependencies: ['postgres', 'clickhouse', 'redis', 'anomaly'] })

@@ -80,7 +80,7 @@ export default fp(async function metrics (app, opts: MetricsOptions) {
     name: `${PREFIX}events_accepted_total`,
     help: 'Events written to the ingest log (acknowledged with 202) since start',
     registers: [registry],
-    collect () { this.set(app.ingestion.steps.snapshot().log?.events ?? 0) },
+    collect () { this.set(app.ingestion.pipeline.timings.snapshot().log?.events ?? 0) },
   })
   const backlog = (pick: (s: ReturnType<typeof app.ingestLog.stats>) => number) => function (this: Gauge) {
     this.set(pick(app.ingestLog.stats()))

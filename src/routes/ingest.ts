@@ -8,7 +8,7 @@ import { postBatch, postEvent } from '../../schemas/ingest-routes.ts'
  * schema step, the same for one event or 500), not by the route, so both run the same steps.
  */
 const ingest = (opts: { bodyLimit: number; batchBodyLimit: number }): FastifyPluginAsyncJsonSchemaToTs => async (app) => {
-  const authenticate = app.ingestion.steps.hook('key', (request: FastifyRequest) => app.authenticateKey(request))
+  const authenticate = app.ingestion.pipeline.hook('key', (request: FastifyRequest) => app.authenticateKey(request))
 
   app.post('/v1/events', { bodyLimit: opts.bodyLimit, onRequest: authenticate, schema: postEvent }, async (request, reply) => {
     const ack = await app.ingestion.ingestOne(callerOfKey(request.apiKey), request.body)
@@ -21,7 +21,10 @@ const ingest = (opts: { bodyLimit: number; batchBodyLimit: number }): FastifyPlu
     config: { jsonItems: 'events' },
     schema: postBatch,
   }, async (request, reply) => {
-    const { results, retryAfter } = await app.ingestion.ingestBatch(callerOfKey(request.apiKey), request.body.events, (i) => request.inputProblemsOf(i), request.jsonItemsText ?? undefined)
+    const { results, retryAfter } = await app.ingestion.ingestBatch(callerOfKey(request.apiKey), request.body.events, {
+      inputProblemsOf: (i) => request.inputProblemsOf(i),
+      parsedFrom: request.jsonItemsText ?? undefined,
+    })
     if (retryAfter !== null) reply.header('retry-after', retryAfter)
     return reply.code(207).send({ results })
   })

@@ -64,7 +64,7 @@ const otlp = (opts: { bodyLimit: number }): FastifyPluginAsync => async (app) =>
   app.post<{ Body: Buffer | undefined }>('/v1/traces', {
     bodyLimit: opts.bodyLimit,
     schema: postTraces,
-    onRequest: app.ingestion.steps.hook('key', (request: FastifyRequest) => app.authenticateKey(request)),
+    onRequest: app.ingestion.pipeline.hook('key', (request: FastifyRequest) => app.authenticateKey(request)),
   }, async (request, reply) => {
     if (!Buffer.isBuffer(request.body)) throw new HttpError(415, 'unsupported_media_type')
     const encoding = encodingOf(request)

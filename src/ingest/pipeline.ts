@@ -1,0 +1,137 @@
+import type { HttpError } from '../http-error.ts'
+import { StepTimings, type IngestStep } from './steps.ts'
+
+/**
+ * What became of one item of a request: accepted with its acknowledgement, refused with the error it
+ * alone would have got, or refused by the burst limit (its error carries the Retry-After).
+ */
+export type Outcome<A> =
+  | { kind: 'accepted'; ack: A }
+  | { kind: 'refused'; error: HttpError }
+  | { kind: 'rate_limited'; error: HttpError }
+
+/** A step's answer for one item: its final outcome, or undefined to hand it on to the next step. */
+export type Verdict<A> = Outcome<A> | undefined
+
+/**
+ * A named step of the pipeline: a function over the items still alive, in request order, with what
+ * the steps of the request share (`context`), answering one verdict per item in the same order. It
+ * answers without a promise when it need not wait: most requests then never leave the turn they
+ * arrived in until the log step. A step that throws fails the whole request (see PipelineRunner).
+ */
+export interface Step<C, I, A> {
+  readonly name: IngestStep
+  run (context: C, items: I[]): Verdict<A>[] | Promise<Verdict<A>[]>
+}
+
+/** Where a stalled step is reported. */
+export interface StallLogger {
+  warn (details: object, message: string): void
+}
+
+/**
+ * A step that takes longer than this is reported as stalled. A step takes microseconds to a few
+ * milliseconds, a synced commit of the log included; a second is the Redis command timeout and a
+ * fifth of Postgres' statement timeout, so a step this slow was waiting on a store that had stopped
+ * answering in time, not on load.
+ */
+export const STEP_STALL_MS = 1000
+
+/** The verdicts of a step that hands every item on. */
+export function passAll<A> (items: readonly unknown[]): Verdict<A>[] {
+  return new Array<Verdict<A>>(items.length).fill(undefined)
+}
+
+/**
+ * Runs the named steps of ingestion (PostHog's EventPipelineRunner): each step over the items still
+ * alive, in order, until every item has its outcome. It records each step's wall time once, in
+ * `timings` (read by /health, /metrics and the benchmark), and reports a step that stalled once it
+ * ends (every store it waits on has a timeout, so a stuck step does end). A step that throws (a full
+ * log, a store out of reach) fails the whole request: its error is thrown again as it is, for the
+ * one error handler to answer as it answers that error anywhere (503 with Retry-After for a full log
+ * or an unreachable store, 500 otherwise); refusing one item is a step's verdict, never a throw.
+ */
+export class PipelineRunner {
+  readonly timings = new StepTimings()
+
+  constructor (private readonly logger: StallLogger, private readonly stallMs = STEP_STALL_MS) {}
+
+  /** Runs `steps` in order over `items`; answers each item's outcome, in the items' order. */
+  async run<C, I, A> (steps: readonly Step<C, I, A>[], context: C, items: I[]): Promise<Outcome<A>[]> {
+    const outcomes = new Array<Outcome<A>>(items.length)
+    let alive = items
+    let positions = items.map((_, i) => i)
+    for (const step of steps) {
+      if (alive.length === 0) return outcomes
+      const started = performance.now()
+      let verdicts: Verdict<A>[] | Promise<Verdict<A>[]>
+      try {
+        verdicts = step.run(context, alive)
+        // Awaited only when the step had to wait: an await costs a turn of the event loop.
+        if (verdicts instanceof Promise) verdicts = await verdicts
+      } finally {
+        this.finish(step.name, alive.length, started)
+      }
+      if (verdicts.length !== alive.length) throw new Error(`step ${step.name} answered ${verdicts.length} verdicts for ${alive.length} items`)
+      if (!verdicts.some((v) => v !== undefined)) continue
+      const stillAlive: I[] = []
+      const stillAt: number[] = []
+      verdicts.forEach((verdict, i) => {
+        if (verdict !== undefined) outcomes[positions[i]!] = verdict
+        else {
+          stillAlive.push(alive[i]!)
+          stillAt.push(positions[i]!)
+        }
+      })
+      alive = stillAlive
+      positions = stillAt
+    }
+    if (alive.length > 0) throw new Error(`${alive.length} items passed every step without an outcome`)
+    return outcomes
+  }
+
+  /**
+   * Runs `build`, which makes a request's items out of its body (OTLP's decode), as step `name`;
+   * `count` says from what it built how many events it handled (none when it throws).
+   */
+  build<T> (name: IngestStep, build: () => T, count: (built: T) => number): T {
+    const started = performance.now()
+    let events = 0
+    try {
+      const built = build()
+      events = count(built)
+      return built
+    } finally {
+      this.finish(name, events, started)
+    }
+  }
+
+  /**
+   * A request hook in Fastify's callback style, run as step `name` over one event (the API key
+   * check): no promise at all when `check` answers synchronously, as it does when this process
+   * holds the key.
+   */
+  hook<R> (name: IngestStep, check: (request: R) => void | Promise<void>): (request: R, reply: unknown, done: (err?: Error) => void) => void {
+    return (request, _reply, done) => {
+      const started = performance.now()
+      const finish = (err?: unknown) => {
+        this.finish(name, 1, started)
+        done(err as Error | undefined)
+      }
+      let pending: void | Promise<void>
+      try {
+        pending = check(request)
+      } catch (err) {
+        return finish(err)
+      }
+      if (pending === undefined) return finish()
+      pending.then(() => finish(), finish)
+    }
+  }
+
+  private finish (name: IngestStep, events: number, started: number): void {
+    const ms = performance.now() - started
+    this.timings.record(name, events, ms)
+    if (ms > this.stallMs) this.logger.warn({ step: name, ms: Math.round(ms), events }, `ingest step ${name} stalled`)
+  }
+}
