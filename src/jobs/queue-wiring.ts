@@ -1,4 +1,4 @@
-import { Queue, Worker, type JobsOptions, type Processor } from 'bullmq'
+import { Queue, Worker, type BackoffStrategy, type JobsOptions, type Processor } from 'bullmq'
 import { Redis } from 'ioredis'
 import type { FastifyBaseLogger } from 'fastify'
 
@@ -19,6 +19,8 @@ export interface QueueSpec<Data> {
   /** Jobs a worker of this process runs at once. */
   concurrency: number
   schedules: JobSchedule<Data>[]
+  /** The queue's own retry schedule, for jobs whose `backoff.type` is not one of BullMQ's. */
+  backoffStrategy?: BackoffStrategy
 }
 
 export interface QueueWiringOptions {
@@ -74,7 +76,12 @@ export class QueueWiring {
     this.wired.push(wired)
     if (!this.opts.worker) return queue
 
-    const worker = new Worker<Data>(spec.name, spec.processor, { connection: this.connection, prefix: this.prefix, concurrency: spec.concurrency })
+    const worker = new Worker<Data>(spec.name, spec.processor, {
+      connection: this.connection,
+      prefix: this.prefix,
+      concurrency: spec.concurrency,
+      ...(spec.backoffStrategy ? { settings: { backoffStrategy: spec.backoffStrategy } } : {}),
+    })
     worker.on('failed', (job, err) => log.error({ err, job: job?.name, attempts: job?.attemptsMade }, `${spec.name} job failed`))
     worker.on('error', (err) => log.error({ err }, `${spec.name} worker error`))
     wired.worker = worker

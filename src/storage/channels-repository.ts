@@ -1,6 +1,6 @@
 import type pg from 'pg'
 import { newCuid } from '../domain/ids.ts'
-import type { ChannelKind, NotificationEvent } from '../domain/notifications.ts'
+import type { ChannelKind, EventType, NotificationEvent, TEST_EVENT } from '../domain/notifications.ts'
 import { iso, isoOrNull } from './timestamps.ts'
 
 /** A notification channel as stored, its credentials included (routes mask them). */
@@ -12,7 +12,7 @@ export type Channel = {
   url: string | null
   routingKey: string | null
   signingSecret: string | null
-  events: string[]
+  events: EventType[]
   enabled: boolean
   disabledReason: string | null
   disabledAt: string | null
@@ -27,7 +27,7 @@ export type DeliveryStatus = 'pending' | 'retrying' | 'delivered' | 'failed' | '
 export type Delivery = {
   id: string
   channelId: string
-  event: string
+  event: EventType | typeof TEST_EVENT
   status: DeliveryStatus
   attempts: number
   maxAttempts: number
@@ -47,14 +47,14 @@ export interface NewChannel {
   url: string | null
   routingKey: string | null
   signingSecret: string | null
-  events: string[]
+  events: EventType[]
 }
 
 export interface ChannelChange {
   label?: string | undefined
   url?: string | undefined
   routingKey?: string | undefined
-  events?: string[] | undefined
+  events?: EventType[] | undefined
   enabled?: boolean | undefined
 }
 
@@ -242,14 +242,14 @@ export class ChannelsRepository {
     return (res.rowCount ?? 0) > 0
   }
 
-  /** Ids of deliveries still to be attempted whose next attempt is overdue by `graceMs` (their job may be lost). */
-  async overdue (graceMs: number, limit: number): Promise<string[]> {
+  /** Deliveries still to be attempted whose next attempt is overdue by `graceMs` (their job may be lost). */
+  async overdue (graceMs: number, limit: number): Promise<{ id: string; maxAttempts: number }[]> {
     const { rows } = await this.db.query(
-      `/* svc:delivery_overdue */ SELECT id FROM notification_deliveries
+      `/* svc:delivery_overdue */ SELECT id, max_attempts FROM notification_deliveries
        WHERE status IN ('pending', 'retrying') AND coalesce(next_attempt_at, created_at) < now() - make_interval(secs => $1::float8 / 1000)
        ORDER BY created_at LIMIT $2`,
       [graceMs, limit],
     )
-    return rows.map((r) => r.id)
+    return rows.map((r) => ({ id: r.id, maxAttempts: r.max_attempts }))
   }
 }
