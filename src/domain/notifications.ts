@@ -16,7 +16,7 @@ export type ChannelKind = (typeof CHANNEL_KINDS)[number]
 /**
  * Attempts of one delivery, and the exponential schedule between them: 15 s × 4^(n-1) after the
  * n-th failed attempt (15 s, 1 min, 4 min, 16 min, 64 min, 4 h 16 min, 17 h 4 min), so the eighth
- * and last attempt comes 22 h 45 min after the first.
+ * and last attempt comes 22 h 45 min 15 s after the first.
  */
 export const DELIVERY_ATTEMPTS = 8
 const RETRY_BASE_MS = 15_000
