@@ -1,18 +1,15 @@
-import type { Job } from 'bullmq'
-import type { AttemptOutcome, NotificationService } from '../services/notification-service.ts'
+import { DelayedError, type Job } from 'bullmq'
+import type { NotificationService } from '../services/notification-service.ts'
 import { SWEEP_GRACE_MS, type NotifyJobData } from './notify.queue.ts'
 
-/** A failed attempt with attempts left: thrown so that BullMQ schedules the next one after the backoff. */
-export class RetryLater extends Error {
-  override name = 'RetryLater'
-}
-
-/** The thin processor: a delivery's attempt, or the sweep. */
+/** The thin processor: a delivery's attempt (delaying the job until the next one when it failed), or the sweep. */
 export function notifyProcessor (service: NotificationService) {
-  return async (job: Job<NotifyJobData>): Promise<AttemptOutcome | number> => {
+  return async (job: Job<NotifyJobData>, token?: string): Promise<unknown> => {
     if (job.data.kind === 'sweep') return service.sweep(SWEEP_GRACE_MS)
-    const outcome = await service.attempt(job.data.deliveryId)
-    if (outcome === 'retrying') throw new RetryLater(`delivery ${job.data.deliveryId} failed; the next attempt is scheduled`)
-    return outcome
+    const attempt = await service.attempt(job.data.deliveryId)
+    if (attempt.retryInMs === null) return attempt.outcome
+    await job.moveToDelayed(Date.now() + attempt.retryInMs, token)
+    // BullMQ's way of ending a job that moved itself to the delayed set: neither failed nor completed.
+    throw new DelayedError()
   }
 }

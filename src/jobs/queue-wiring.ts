@@ -1,9 +1,9 @@
-import { Queue, Worker, type BackoffStrategy, type JobsOptions, type Processor } from 'bullmq'
+import { Queue, Worker, type JobsOptions, type Processor } from 'bullmq'
 import { Redis } from 'ioredis'
 import type { FastifyBaseLogger } from 'fastify'
 
 /** A BullMQ job scheduler: a job `name` with `data` every `everyMs`, kept under the id `id`. */
-export interface JobSchedule<Data> {
+interface JobSchedule<Data> {
   id: string
   everyMs: number
   name: string
@@ -19,8 +19,6 @@ export interface QueueSpec<Data> {
   /** Jobs a worker of this process runs at once. */
   concurrency: number
   schedules: JobSchedule<Data>[]
-  /** The queue's own retry schedule, for jobs whose `backoff.type` is not one of BullMQ's. */
-  backoffStrategy?: BackoffStrategy
 }
 
 export interface QueueWiringOptions {
@@ -76,12 +74,7 @@ export class QueueWiring {
     this.wired.push(wired)
     if (!this.opts.worker) return queue
 
-    const worker = new Worker<Data>(spec.name, spec.processor, {
-      connection: this.connection,
-      prefix: this.prefix,
-      concurrency: spec.concurrency,
-      ...(spec.backoffStrategy ? { settings: { backoffStrategy: spec.backoffStrategy } } : {}),
-    })
+    const worker = new Worker<Data>(spec.name, spec.processor, { connection: this.connection, prefix: this.prefix, concurrency: spec.concurrency })
     worker.on('failed', (job, err) => log.error({ err, job: job?.name, attempts: job?.attemptsMade }, `${spec.name} job failed`))
     worker.on('error', (err) => log.error({ err }, `${spec.name} worker error`))
     wired.worker = worker

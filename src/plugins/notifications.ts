@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { Queue } from 'bullmq'
 import { NotificationService, type DeliveryQueue, type NotificationOptions } from '../services/notification-service.ts'
 import { NotificationSender } from '../services/notification-sender.ts'
-import { NOTIFY_JOB_OPTIONS, NOTIFY_QUEUE, SWEEP_EVERY_MS, SWEEP_SCHEDULER_ID, deliveryJobOptions, notifyBackoff, type NotifyJobData } from '../jobs/notify.queue.ts'
+import { NOTIFY_JOB_OPTIONS, NOTIFY_QUEUE, SWEEP_EVERY_MS, SWEEP_SCHEDULER_ID, deliveryJobOptions, type NotifyJobData } from '../jobs/notify.queue.ts'
 import { notifyProcessor } from '../jobs/notify.processor.ts'
 
 declare module 'fastify' {
@@ -19,22 +19,22 @@ declare module 'fastify' {
 export default fp(async function notifications (app, opts: NotificationOptions) {
   const sender = new NotificationSender({ allowPrivateNetworks: opts.allowPrivateNetworks })
   // The service queues deliveries and the queue's processor calls the service: the queue is bound below.
-  let queue: Queue<NotifyJobData> | undefined
+  const bound: { queue?: Queue<NotifyJobData> } = {}
   const deliveries: DeliveryQueue = {
-    async enqueue (delivery) {
-      await queue!.add('deliver', { kind: 'deliver', deliveryId: delivery.id }, deliveryJobOptions(delivery))
+    async enqueue (deliveryId) {
+      await bound.queue!.add('deliver', { kind: 'deliver', deliveryId }, deliveryJobOptions(deliveryId))
     },
   }
   const service = new NotificationService(app.channels, app.alerts, app.agents, sender, deliveries, opts, app.log)
-  queue = await app.queues.add<NotifyJobData>({
+  const queue = await app.queues.add<NotifyJobData>({
     name: NOTIFY_QUEUE,
     defaultJobOptions: NOTIFY_JOB_OPTIONS,
     processor: notifyProcessor(service),
     // Attempts wait on receivers (up to 5 s each), not on this process.
     concurrency: 10,
     schedules: [{ id: SWEEP_SCHEDULER_ID, everyMs: SWEEP_EVERY_MS, name: 'sweep', data: { kind: 'sweep' } }],
-    backoffStrategy: notifyBackoff,
   })
+  bound.queue = queue
   app.alerts.onStateChange(service.onAlertStateChange)
   app.errorClusters.onAnnounced(service.onClustersAnnounced)
   app.decorate('notifications', service)

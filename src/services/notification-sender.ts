@@ -129,7 +129,7 @@ async function readHead (body: AsyncIterable<Buffer> & { destroy(): unknown }): 
     if (size >= RESPONSE_KEEP_BYTES) break
   }
   body.destroy()
-  return Buffer.concat(chunks).subarray(0, RESPONSE_KEEP_BYTES).toString('utf8').replace(/\u0000/g, '')
+  return Buffer.concat(chunks).subarray(0, RESPONSE_KEEP_BYTES).toString('utf8').replaceAll('\u0000', '')
 }
 
 /** A failed attempt in a few words, without internals. */

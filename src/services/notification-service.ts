@@ -20,7 +20,7 @@ export const MAX_CHANNELS = 20
 /** The notify queue as the service uses it. */
 export interface DeliveryQueue {
   /** Schedules the attempts of a delivery; adding one already queued changes nothing. */
-  enqueue(delivery: { id: string; maxAttempts: number }): Promise<void>
+  enqueue(deliveryId: string): Promise<void>
 }
 
 export interface NotificationOptions {
@@ -40,8 +40,11 @@ export interface ChannelInput {
 
 export type ChannelChange = Omit<ChannelInput, 'kind'> & { enabled?: boolean | undefined }
 
-/** What became of one attempt (or of a job that found nothing to attempt). */
-export type AttemptOutcome = 'delivered' | 'retrying' | 'failed' | 'skipped' | 'gone' | 'done'
+/** What became of one attempt (or of a job that found nothing to attempt), and when to try again (retrying only). */
+export interface Attempt {
+  outcome: 'delivered' | 'retrying' | 'failed' | 'skipped' | 'gone' | 'done'
+  retryInMs: number | null
+}
 
 /** A channel as its owner sees it: Slack URLs and PagerDuty keys grant posting, so they are masked. */
 export function presentChannel (c: Channel) {
@@ -205,7 +208,7 @@ export class NotificationService {
 
   private async enqueue (delivery: Delivery): Promise<void> {
     try {
-      await this.queue.enqueue(delivery)
+      await this.queue.enqueue(delivery.id)
     } catch (err) {
       // The delivery is in Postgres: the sweep queues it again within a few minutes.
       this.log.warn({ err, delivery: delivery.id }, 'could not queue a notification delivery; the sweep will')
@@ -216,33 +219,28 @@ export class NotificationService {
 
   /**
    * One attempt of a delivery. A failure before the last attempt leaves it `retrying` (the caller
-   * schedules the next attempt); the last failure leaves it `failed`, and disables the channel when
+   * schedules the next attempt `retryInMs` later); the last failure leaves it `failed`, and disables the channel when
    * nothing reached it since the delivery's first attempt: a run of failures as long as the whole
-   * retry schedule (22 h 45 min). Test deliveries are tried once and never disable a channel.
+   * retry schedule (about 22 h 45 min). Test deliveries are tried once and never disable a channel.
    */
-  async attempt (deliveryId: string): Promise<AttemptOutcome> {
+  async attempt (deliveryId: string): Promise<Attempt> {
     const found = await this.channels.forAttempt(deliveryId)
-    if (!found) return 'gone'
+    if (!found) return { outcome: 'gone', retryInMs: null }
     const { delivery, event, channel } = found
-    if (delivery.status !== 'pending' && delivery.status !== 'retrying') return 'done'
+    if (delivery.status !== 'pending' && delivery.status !== 'retrying') return { outcome: 'done', retryInMs: null }
     const isTest = event.type === TEST_EVENT
     if (!channel.enabled && !isTest) {
       await this.channels.skip(deliveryId, 'the channel was disabled before this attempt')
-      return 'skipped'
+      return { outcome: 'skipped', retryInMs: null }
     }
     const result = await this.sender.send(this.request(channel, delivery.id, event))
     const attemptNo = delivery.attempts + 1
     const status = result.ok ? 'delivered' : attemptNo >= delivery.maxAttempts ? 'failed' : 'retrying'
-    const after = await this.channels.recordAttempt(deliveryId, {
-      status,
-      statusCode: result.statusCode,
-      error: result.error,
-      response: result.response,
-      nextAttemptAt: status === 'retrying' ? new Date(Date.now() + retryDelayMs(attemptNo)) : null,
-    })
+    const retryInMs = status === 'retrying' ? retryDelayMs(attemptNo) : null
+    const after = await this.channels.recordAttempt(deliveryId, { status, statusCode: result.statusCode, error: result.error, response: result.response, retryInMs })
     if (status === 'delivered') await this.channels.markSucceeded(channel.id)
     if (status === 'failed' && !isTest) await this.disableAfterRun(channel, after, result.error)
-    return status
+    return { outcome: status, retryInMs }
   }
 
   private async disableAfterRun (channel: Channel, delivery: Delivery, lastError: string | null): Promise<void> {
@@ -268,7 +266,7 @@ export class NotificationService {
   /** Queues again the deliveries whose next attempt is overdue (their job was lost, or never queued). */
   async sweep (graceMs: number): Promise<number> {
     const overdue = await this.channels.overdue(graceMs, 500)
-    for (const delivery of overdue) await this.queue.enqueue(delivery)
+    for (const id of overdue) await this.queue.enqueue(id)
     return overdue.length
   }
 }

@@ -64,7 +64,8 @@ export interface AttemptRecord {
   statusCode: number | null
   error: string | null
   response: string | null
-  nextAttemptAt: Date | null
+  /** When the delivery is retrying: how long after this attempt the next one is due. */
+  retryInMs: number | null
 }
 
 function toChannel (r: Record<string, any>): Channel {
@@ -208,10 +209,11 @@ export class ChannelsRepository {
     const { rows } = await this.db.query(
       `/* svc:delivery_attempt */ UPDATE notification_deliveries SET
          attempts = attempts + 1, status = $2, last_status_code = $3, last_error = $4, last_response = $5,
-         first_attempt_at = coalesce(first_attempt_at, now()), last_attempt_at = now(), next_attempt_at = $6,
+         first_attempt_at = coalesce(first_attempt_at, now()), last_attempt_at = now(),
+         next_attempt_at = now() + make_interval(secs => $6::float8 / 1000),
          finished_at = CASE WHEN $2 = 'retrying' THEN NULL ELSE now() END
        WHERE id = $1 RETURNING ${DELIVERY_COLUMNS}`,
-      [deliveryId, a.status, a.statusCode, a.error, a.response, a.nextAttemptAt],
+      [deliveryId, a.status, a.statusCode, a.error, a.response, a.retryInMs],
     )
     return toDelivery(rows[0])
   }
@@ -243,13 +245,13 @@ export class ChannelsRepository {
   }
 
   /** Deliveries still to be attempted whose next attempt is overdue by `graceMs` (their job may be lost). */
-  async overdue (graceMs: number, limit: number): Promise<{ id: string; maxAttempts: number }[]> {
+  async overdue (graceMs: number, limit: number): Promise<string[]> {
     const { rows } = await this.db.query(
-      `/* svc:delivery_overdue */ SELECT id, max_attempts FROM notification_deliveries
+      `/* svc:delivery_overdue */ SELECT id FROM notification_deliveries
        WHERE status IN ('pending', 'retrying') AND coalesce(next_attempt_at, created_at) < now() - make_interval(secs => $1::float8 / 1000)
        ORDER BY created_at LIMIT $2`,
       [graceMs, limit],
     )
-    return rows.map((r) => ({ id: r.id, maxAttempts: r.max_attempts }))
+    return rows.map((r) => r.id)
   }
 }
