@@ -22,7 +22,10 @@ export default fp(async function notifications (app, opts: NotificationOptions) 
   const bound: { queue?: Queue<NotifyJobData> } = {}
   const deliveries: DeliveryQueue = {
     async enqueue (deliveryId) {
-      await bound.queue!.add('deliver', { kind: 'deliver', deliveryId }, deliveryJobOptions(deliveryId))
+      const job = await bound.queue!.add('deliver', { kind: 'deliver', deliveryId }, deliveryJobOptions(deliveryId))
+      // add() leaves an existing job of that id as it is: one that failed for a fault of the service
+      // (Postgres down, its own retries used up) goes again, with its retries.
+      if (await job.isFailed()) await job.retry('failed', { resetAttemptsMade: true })
     },
   }
   const service = new NotificationService(app.channels, app.alerts, app.agents, sender, deliveries, opts, app.log)

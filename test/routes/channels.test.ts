@@ -1,6 +1,8 @@
 import t from 'tap'
 import { Webhook } from 'standardwebhooks'
-import { alertEvent } from '../../src/domain/notifications.ts'
+import { alertEvent, eventKey } from '../../src/domain/notifications.ts'
+import { newMessageId } from '../../src/domain/ids.ts'
+import { SWEEP_GRACE_MS } from '../../src/jobs/notify.queue.ts'
 import { buildTestApp, newUser, randomId, shipped, type TestUser } from '../helpers/app.ts'
 import { startReceiver, until } from '../helpers/receiver.ts'
 
@@ -223,6 +225,23 @@ t.test('a delivered attempt in between means no run: the channel stays enabled',
   }
   await finished(user, created.id, 1)
   t.match((await api(user, 'GET', '/v1/me/channels')).json().channels[0], { enabled: true, disabledReason: null })
+})
+
+t.test('a delivery whose job was lost with Redis is queued again from Postgres by the sweep', async (t) => {
+  const { user, channel } = await fixture()
+  const path = `/lost/${randomId()}`
+  const created = await channel({ kind: 'webhook', url: receiver.url(path) })
+  // What a delivery looks like after Redis lost its job: in Postgres, pending, and overdue.
+  const id = newMessageId()
+  const event = madeUpEvent()
+  await app.channels.addDelivery(created.id, { id, eventKey: eventKey(event, id), event, maxAttempts: 8 })
+  await app.notifications.sweep(SWEEP_GRACE_MS)
+  t.notOk(await app.notifyQueue.getJob(id), 'not overdue yet: left alone')
+  await app.db.query('UPDATE notification_deliveries SET created_at = now() - interval \'10 minutes\' WHERE id = $1', [id])
+  t.ok(await app.notifications.sweep(SWEEP_GRACE_MS) >= 1)
+  const [done] = await finished(user, created.id, 1)
+  t.match(done, { id, status: 'delivered', attempts: 1 })
+  t.equal(receiver.at(path)[0]!.headers['webhook-id'], id)
 })
 
 t.test('a test delivery is one attempt, to each kind of channel', async (t) => {
