@@ -10,12 +10,12 @@ import { HttpError, conflict, notFound, validationFailed } from '../http-error.t
 import type { AgentsRepository } from '../storage/agents-repository.ts'
 import type { AlertStateChange, AlertsRepository } from '../storage/alerts-repository.ts'
 import type { NewCluster } from '../storage/anomaly-repository.ts'
-import type { Channel, ChannelsRepository, Delivery } from '../storage/channels-repository.ts'
+import type { Channel, ChannelChange, ChannelsRepository, Delivery } from '../storage/channels-repository.ts'
 import { startOf } from './dashboard-service.ts'
 import { destinationProblem, type NotificationSender, type OutgoingRequest } from './notification-sender.ts'
 
 /** Channels a user may have: each event fans out to all of them. */
-export const MAX_CHANNELS = 20
+const MAX_CHANNELS = 20
 
 /** The notify queue as the service uses it. */
 export interface DeliveryQueue {
@@ -38,8 +38,6 @@ export interface ChannelInput {
   events?: EventType[] | undefined
 }
 
-export type ChannelChange = Omit<ChannelInput, 'kind'> & { enabled?: boolean | undefined }
-
 /** What became of one attempt (or of a job that found nothing to attempt), and when to try again (retrying only). */
 export interface Attempt {
   outcome: 'delivered' | 'retrying' | 'failed' | 'skipped' | 'gone' | 'done'
@@ -47,7 +45,7 @@ export interface Attempt {
 }
 
 /** A channel as its owner sees it: Slack URLs and PagerDuty keys grant posting, so they are masked. */
-export function presentChannel (c: Channel) {
+function presentChannel (c: Channel) {
   return {
     id: c.id,
     kind: c.kind,
@@ -64,8 +62,9 @@ export function presentChannel (c: Channel) {
   }
 }
 
-function hoursBetween (fromIso: string, to: number): string {
-  const h = (to - Date.parse(fromIso)) / 3_600_000
+/** How long since an instant, in words: minutes under an hour, else hours. */
+function durationSince (fromIso: string, now: number): string {
+  const h = (now - Date.parse(fromIso)) / 3_600_000
   return h < 1 ? `${Math.max(1, Math.round(h * 60))} min` : `${h.toFixed(1)} h`
 }
 
@@ -113,7 +112,9 @@ export class NotificationService {
     const current = await this.owned(userId, id)
     this.checkFields(current.kind, change, false)
     if (change.url !== undefined) await this.checkDestination(change.url)
-    return presentChannel((await this.channels.update(userId, id, change)) ?? notFoundError())
+    const updated = await this.channels.update(userId, id, change)
+    if (!updated) throw notFound()
+    return presentChannel(updated)
   }
 
   async delete (userId: string, id: string): Promise<void> {
@@ -125,6 +126,7 @@ export class NotificationService {
     const channel = await this.owned(userId, id)
     const messageId = newMessageId()
     const event = testEvent({ id: channel.id, kind: channel.kind, label: channel.label }, this.opts.dashboardUrl, new Date())
+    // A test's key is its own message id, so it is never a duplicate.
     const delivery = await this.channels.addDelivery(channel.id, { id: messageId, eventKey: eventKey(event, messageId), event, maxAttempts: 1 })
     await this.enqueue(delivery!)
     return delivery!
@@ -138,8 +140,11 @@ export class NotificationService {
     return { deliveries: page.items, nextCursor: page.nextCursor }
   }
 
+  /** The user's channel; anyone else's, like an unknown one, is a 404. */
   private async owned (userId: string, id: string): Promise<Channel> {
-    return (await this.channels.get(userId, id)) ?? notFoundError()
+    const channel = await this.channels.get(userId, id)
+    if (!channel) throw notFound()
+    return channel
   }
 
   /** Each kind takes its own destination field: a URL for webhooks and Slack, a routing key for PagerDuty. */
@@ -245,7 +250,7 @@ export class NotificationService {
 
   private async disableAfterRun (channel: Channel, delivery: Delivery, lastError: string | null): Promise<void> {
     const since = delivery.firstAttemptAt ?? delivery.createdAt
-    const reason = `every attempt for ${hoursBetween(since, Date.now())} failed (${delivery.attempts} attempts; last: ${lastError ?? 'unknown'}); ` +
+    const reason = `every attempt for ${durationSince(since, Date.now())} failed (${delivery.attempts} attempts; last: ${lastError ?? 'unknown'}); ` +
       'fix the destination, then enable the channel again'
     if (await this.channels.disableAfterRun(channel.id, since, reason)) {
       this.log.warn({ channel: channel.id, kind: channel.kind, reason }, 'notification channel disabled after a run of failures')
@@ -269,8 +274,4 @@ export class NotificationService {
     for (const id of overdue) await this.queue.enqueue(id)
     return overdue.length
   }
-}
-
-function notFoundError (): never {
-  throw notFound()
 }
