@@ -2,7 +2,7 @@
  * Serves ClickHouse's HTTP interface over the embedded engine, writes allowed, until SIGTERM/SIGINT:
  * a stand-in for a ClickHouse server in development and tests (`npm run test:server`), not a server
  * for production (docs/clickhouse-serve.md says what it cannot show).
- *   npm run clickhouse:serve -- [--port 8123] [--host 127.0.0.1] [--data-dir ./data] [--log-level warn]
+ *   npm run clickhouse:serve -- [--port 8123] [--host 127.0.0.1] [--data-dir ./data] [--log-level warn] [--exit-with-parent]
  * Prints one line, `clickhouse-serve listening on http://HOST:PORT`, once it accepts queries.
  */
 import { mkdirSync } from 'node:fs'
@@ -14,12 +14,13 @@ import { AnalyticsEngine } from '../analytics-sql/engine.ts'
 import { createAnalyticsHttpServer } from '../analytics-sql/http-interface.ts'
 import { prettyStream } from '../log-format.ts'
 
-const USAGE = `usage: npm run clickhouse:serve -- [--port 8123] [--host 127.0.0.1] [--data-dir ./data] [--log-level warn]
+const USAGE = `usage: npm run clickhouse:serve -- [--port 8123] [--host 127.0.0.1] [--data-dir ./data] [--log-level warn] [--exit-with-parent]
 
 Serves ClickHouse's HTTP interface (queries, inserts, /ping) over the embedded engine, with writes
 allowed and no authentication, until SIGTERM or SIGINT. The engine's files are kept under
 DATA-DIR/clickhouse, where the service keeps its embedded store. --port 0 picks a free port. Once it
 accepts queries it prints one line: "clickhouse-serve listening on http://HOST:PORT".
+--exit-with-parent stops it when the process that started it is gone, however that ended.
 
 A development and test tool (npm run test:server uses it), not a server for production: it has one
 process's concurrency, no users, quotas, sessions, async inserts or replication. See
@@ -36,6 +37,7 @@ function parse () {
         host: { type: 'string', default: '127.0.0.1' },
         'data-dir': { type: 'string', default: './data' },
         'log-level': { type: 'string', default: 'warn' },
+        'exit-with-parent': { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
     }).values
@@ -85,3 +87,11 @@ async function shutdown (signal: string): Promise<void> {
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'))
 process.on('SIGINT', () => void shutdown('SIGINT'))
+if (args['exit-with-parent']) {
+  // A parent killed by a signal cannot stop its children: once it is gone, this process is
+  // re-parented, and stops itself rather than serve nobody for ever (a test run cut short).
+  const parent = process.ppid
+  setInterval(() => {
+    if (process.ppid !== parent) void shutdown('parent exited')
+  }, 1000).unref()
+}

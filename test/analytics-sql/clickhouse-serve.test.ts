@@ -6,14 +6,17 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
+import { randomBytes } from 'node:crypto'
 import { createClient, ClickHouseError, ClickHouseLogLevel } from '@clickhouse/client'
 import { startClickHouseEndpoint } from '../helpers/clickhouse-endpoint.ts'
-import { randomId } from '../helpers/app.ts'
 
 const endpoint = await startClickHouseEndpoint()
 t.teardown(() => endpoint.close())
 const client = createClient({ url: endpoint.url, log: { level: ClickHouseLogLevel.OFF } })
 t.teardown(() => client.close())
+
+// Not the helper in app.ts: importing it would start a second endpoint under npm run test:server.
+const randomId = (prefix: string) => prefix + randomBytes(6).toString('hex')
 
 /** The ClickHouse error a promise rejects with (throws, failing the test, when it resolves or fails otherwise). */
 async function refusal (p: Promise<unknown>): Promise<ClickHouseError> {

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { Socket } from 'node:net'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 
@@ -22,16 +23,28 @@ const STOP_TIMEOUT_MS = 15_000
 
 /**
  * Starts a ClickHouse endpoint over a fresh embedded engine (or the one under `opts.dataDir`) on a
- * free port, and resolves once it accepts queries. The child is killed when this process exits,
- * whatever the way.
+ * free port, and resolves once it accepts queries. It does not keep this process alive; it is killed
+ * when this process exits, and stops by itself when this process is killed.
  */
 export async function startClickHouseEndpoint (opts: { dataDir?: string } = {}): Promise<ClickHouseEndpoint> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'clickhouse-serve-'))
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/clickhouse-serve.ts', '--port', '0', '--data-dir', dataDir], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/clickhouse-serve.ts', '--port', '0', '--data-dir', dataDir, '--exit-with-parent'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  const killOnExit = () => child.kill('SIGKILL')
+  const removeDataDir = () => {
+    if (opts.dataDir) return
+    try {
+      // Retries: at this process's exit the child may still be writing as it dies.
+      rmSync(dataDir, { recursive: true, force: true, maxRetries: 5 })
+    } catch {
+      // A temporary directory left behind is no reason to fail a test run.
+    }
+  }
+  const killOnExit = () => {
+    child.kill('SIGKILL')
+    removeDataDir()
+  }
   process.once('exit', killOnExit)
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   let stderr = ''
@@ -42,7 +55,7 @@ export async function startClickHouseEndpoint (opts: { dataDir?: string } = {}):
   })
   const cleanUp = () => {
     process.off('exit', killOnExit)
-    if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true })
+    removeDataDir()
   }
   let url: string
   try {
@@ -65,6 +78,9 @@ export async function startClickHouseEndpoint (opts: { dataDir?: string } = {}):
     cleanUp()
     throw err
   }
+  // Running, it must not keep this process alive: a test file ends when its tests do.
+  child.unref()
+  for (const stream of [child.stdout, child.stderr]) (stream as Partial<Socket>).unref?.()
   return {
     url,
     dataDir,
