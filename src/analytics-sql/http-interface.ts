@@ -214,7 +214,8 @@ export function createAnalyticsHttpServer (opts: AnalyticsHttpOptions): Server {
     })
     res.end(out.body)
   }
-  const server = createServer((req, res) => {
+  // A server takes URLs up to http_max_uri_size (1 MiB): query parameters travel in them.
+  const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => {
     const url = new URL(req.url ?? '/', 'http://analytics')
     const queryId = url.searchParams.get('query_id') || randomUUID()
     handle(req, res, url, queryId).catch((err: unknown) => {
