@@ -23,12 +23,12 @@ const STOP_TIMEOUT_MS = 15_000
 
 /**
  * Starts a ClickHouse endpoint over a fresh embedded engine (or the one under `opts.dataDir`) on a
- * free port, and resolves once it accepts queries. It does not keep this process alive; it is killed
+ * free port (or `opts.port`, to come back where a stopped one was), and resolves once it accepts queries. It does not keep this process alive; it is killed
  * when this process exits, and stops by itself when this process is killed.
  */
-export async function startClickHouseEndpoint (opts: { dataDir?: string } = {}): Promise<ClickHouseEndpoint> {
+export async function startClickHouseEndpoint (opts: { dataDir?: string; port?: number } = {}): Promise<ClickHouseEndpoint> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'clickhouse-serve-'))
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/clickhouse-serve.ts', '--port', '0', '--data-dir', dataDir, '--exit-with-parent'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/clickhouse-serve.ts', '--port', String(opts.port ?? 0), '--data-dir', dataDir, '--exit-with-parent'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
