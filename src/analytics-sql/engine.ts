@@ -86,6 +86,8 @@ const CAPPED: Record<string, keyof AnalyticsCaps> = {
   max_threads: 'maxThreads',
 }
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+/** Room for the statements that set a request's parameters: its URL (1 MiB at most), escaped. */
+const PARAMETERS_QUERY_SIZE = 4 * 1024 * 1024
 
 function literal (s: string): string {
   return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`
@@ -181,11 +183,17 @@ export class AnalyticsEngine {
     }
   }
 
+  /**
+   * `SET param_…` statements for the query's parameters. A server takes them from the URL (up to 1 MiB)
+   * outside max_query_size, which limits the query only; here each is a statement the engine parses,
+   * so the limit is lifted while they run and put back after.
+   */
   private static paramStatements (query: AnalyticsQuery): string[] {
-    return Object.entries(query.params).map(([name, value]) => {
+    const params = Object.entries(query.params).map(([name, value]) => {
       if (!NAME.test(name)) throw new AnalyticsError(457, 'BAD_QUERY_PARAMETER', `Invalid query parameter name: ${name}`)
       return `SET param_${name} = ${literal(value)}`
     })
+    return params.length ? [`SET max_query_size = ${PARAMETERS_QUERY_SIZE}`, ...params, 'SET max_query_size = DEFAULT'] : []
   }
 
   private static readonlySetup (query: AnalyticsQuery, caps: AnalyticsCaps | undefined): string {

@@ -70,6 +70,14 @@ t.test('settings travel with each request and last for it only', async (t) => {
   t.same(await token.json(), [{ s: '' }], 'an earlier request\'s setting is gone')
 })
 
+t.test('query parameters beyond max_query_size pass, as on a server (they are not part of the query)', async (t) => {
+  const ids = Array.from({ length: 20_000 }, (_, i) => `evt_${String(i).padStart(26, '0')}`)
+  const rs = await client.query({ query: 'SELECT length({ids:Array(String)}) AS n', query_params: { ids }, format: 'JSONEachRow' })
+  t.same(await rs.json(), [{ n: 20_000 }])
+  const size = await client.query({ query: "SELECT getSetting('max_query_size') AS m", query_params: { x: 1 }, format: 'JSONEachRow' })
+  t.same(await size.json(), [{ m: 262144 }], 'the query itself is held to the default limit')
+})
+
 t.test('errors carry the engine\'s code and type, in the body and the headers', async (t) => {
   const unknown = await refusal(client.query({ query: 'SELECT * FROM no_such_table' }))
   t.equal(unknown.code, '60')
