@@ -13,6 +13,7 @@ import pino from 'pino'
 import { AnalyticsEngine } from '../analytics-sql/engine.ts'
 import { createAnalyticsHttpServer } from '../analytics-sql/http-interface.ts'
 import { prettyStream } from '../log-format.ts'
+import { checkDataDirFree } from '../startup-failure.ts'
 
 const USAGE = `usage: npm run clickhouse:serve -- [--port 8123] [--host 127.0.0.1] [--data-dir ./data] [--log-level warn] [--exit-with-parent]
 
@@ -59,7 +60,15 @@ if (!Number.isInteger(port) || port < 0 || port > 65535 || !pino.levels.values[a
 }
 
 const log = pino({ level: args['log-level'] }, prettyStream(process.stderr))
-const path = join(resolve(args['data-dir']), 'clickhouse')
+const dataDir = resolve(args['data-dir'])
+try {
+  checkDataDirFree(dataDir)
+} catch (err) {
+  // One line naming the process that holds the directory, rather than the engine's lock error.
+  console.error(`clickhouse-serve: ${(err as Error).message}`)
+  process.exit(1)
+}
+const path = join(dataDir, 'clickhouse')
 mkdirSync(path, { recursive: true })
 const engine = await AnalyticsEngine.open(path, { writable: true })
 const server = createAnalyticsHttpServer({ engine, credentials: null, log, maxBodyBytes: MAX_BODY_BYTES, displayName: 'clickhouse-serve' })

@@ -141,13 +141,15 @@ t.test('gzip request and response compression', async (t) => {
   t.equal(await raw.text(), '1000\n')
 })
 
-t.test('--help says what the command is for; a bad option exits 2', async (t) => {
+t.test('--help says what the command is for; a bad option exits 2, a directory in use 1', async (t) => {
   const run = promisify(execFile)
   const cwd = fileURLToPath(new URL('../..', import.meta.url))
   const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli/clickhouse-serve.ts', '--help'], { cwd })
   t.match(stdout, /development and test tool/)
   t.match(stdout, /not a server for production/)
   await t.rejects(run(process.execPath, ['--import', 'tsx', 'src/cli/clickhouse-serve.ts', '--port', 'x'], { cwd }), { code: 2 })
+  await t.rejects(run(process.execPath, ['--import', 'tsx', 'src/cli/clickhouse-serve.ts', '--port', '0', '--data-dir', endpoint.dataDir], { cwd }),
+    { code: 1, stderr: /^clickhouse-serve: DATA_DIR .* is in use by process \d+/ }, 'a directory another process serves is refused in one line')
 })
 
 t.test('the data stays in the data directory across restarts', async (t) => {
