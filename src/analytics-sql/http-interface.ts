@@ -110,12 +110,13 @@ function compress (body: Buffer, accept: string): { body: Buffer; encoding?: str
   return { body }
 }
 
-function authenticated (req: IncomingMessage, url: URL, opts: AnalyticsHttpOptions): boolean {
-  if (!opts.credentials) return true
+/** The user a request presents when it is not the one allowed in; null when the request may go on. */
+function refusedUser (req: IncomingMessage, url: URL, opts: AnalyticsHttpOptions): string | null {
+  if (!opts.credentials) return null
   const { user, password } = credentials(req, url)
-  if (user === opts.credentials.user && passwordMatches(opts.credentials.password, password)) return true
+  if (user === opts.credentials.user && passwordMatches(opts.credentials.password, password)) return null
   opts.log.warn({ user, remote: req.socket.remoteAddress }, 'ClickHouse HTTP interface: authentication failed')
-  return false
+  return user
 }
 
 /** The engine's query of a request: statement and rows, parameters, settings and output format. */
@@ -187,11 +188,11 @@ export function createAnalyticsHttpServer (opts: AnalyticsHttpOptions): Server {
       res.end('Method not allowed\n')
       return
     }
-    if (!authenticated(req, url, opts)) {
+    const refused = refusedUser(req, url, opts)
+    if (refused !== null) {
       req.resume()
-      const { user } = credentials(req, url)
       return sendError(res, new AnalyticsError(516, 'AUTHENTICATION_FAILED',
-        `${user}: Authentication failed: password is incorrect, or there is no user with such name`), queryId)
+        `${refused}: Authentication failed: password is incorrect, or there is no user with such name`), queryId)
     }
     const body = req.method === 'POST' ? await readBody(req, maxBodyBytes) : ''
     const query = queryOf(req, url, body)
@@ -216,7 +217,13 @@ export function createAnalyticsHttpServer (opts: AnalyticsHttpOptions): Server {
   }
   // A server takes URLs up to http_max_uri_size (1 MiB): query parameters travel in them.
   const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => {
-    const url = new URL(req.url ?? '/', 'http://analytics')
+    let url: URL
+    try {
+      url = new URL(req.url ?? '/', 'http://analytics')
+    } catch {
+      res.writeHead(400, { 'content-type': 'text/plain; charset=UTF-8' }).end('Cannot parse the request URL\n')
+      return
+    }
     const queryId = url.searchParams.get('query_id') || randomUUID()
     handle(req, res, url, queryId).catch((err: unknown) => {
       const known = err instanceof AnalyticsError

@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { randomBytes } from 'node:crypto'
+import { connect } from 'node:net'
 import { createClient, ClickHouseError, ClickHouseLogLevel } from '@clickhouse/client'
 import { startClickHouseEndpoint } from '../helpers/clickhouse-endpoint.ts'
 
@@ -122,6 +123,16 @@ t.test('ping, database parameter, and what is refused rather than misread', asyn
   t.equal((await refusal(client.query({ query: 'SELECT 1', session_id: 's1' }))).code, '36', 'server-side sessions are refused')
   const native = await fetch(`${endpoint.url}/?compress=1`, { method: 'POST', body: 'SELECT 1' })
   t.equal(native.headers.get('x-clickhouse-exception-code'), '36')
+})
+
+t.test('a request URL that cannot be parsed is answered 400, and the server goes on', async (t) => {
+  const answer = await new Promise<string>((resolve, reject) => {
+    const socket = connect(Number(new URL(endpoint.url).port), '127.0.0.1', () => socket.end('GET //[ HTTP/1.1\r\nHost: x\r\n\r\n'))
+    let text = ''
+    socket.setEncoding('utf8').on('data', (chunk: string) => { text += chunk }).on('end', () => resolve(text)).on('error', reject)
+  })
+  t.match(answer, /^HTTP\/1\.1 400 /)
+  t.same(await client.ping(), { success: true })
 })
 
 t.test('gzip request and response compression', async (t) => {
