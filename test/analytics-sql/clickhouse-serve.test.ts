@@ -159,7 +159,9 @@ t.test('--help says what the command is for; a bad option exits 2, a directory i
   t.match(stdout, /development and test tool/)
   t.match(stdout, /not a server for production/)
   await t.rejects(run(process.execPath, ['--import', 'tsx', 'src/cli/clickhouse-serve.ts', '--port', 'x'], { cwd }), { code: 2 })
-  await t.rejects(run(process.execPath, ['--import', 'tsx', 'src/cli/clickhouse-serve.ts', '--port', '0', '--data-dir', endpoint.dataDir], { cwd }),
+  // Should it start after all (the test failing), it must not outlive the test.
+  const serve = ['--import', 'tsx', 'src/cli/clickhouse-serve.ts', '--port', '0', '--data-dir', endpoint.dataDir, '--exit-with-parent']
+  await t.rejects(run(process.execPath, serve, { cwd, timeout: 60_000 }),
     { code: 1, stderr: /^clickhouse-serve: DATA_DIR .* is in use by process \d+/ }, 'a directory another process serves is refused in one line')
 })
 
