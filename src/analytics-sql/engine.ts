@@ -196,6 +196,10 @@ export class AnalyticsEngine {
     return params.length ? [`SET max_query_size = ${PARAMETERS_QUERY_SIZE}`, ...params, 'SET max_query_size = DEFAULT'] : []
   }
 
+  /**
+   * A read-only connection's setup: with caps, the caller's allowed settings under our caps (the
+   * connection that runs the query); without, the parameters alone (the one that checks it).
+   */
   private static readonlySetup (query: AnalyticsQuery, caps: AnalyticsCaps | undefined): string {
     const statements = AnalyticsEngine.paramStatements(query)
     if (caps) {
