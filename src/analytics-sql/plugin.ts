@@ -43,13 +43,13 @@ export default fp(async function analyticsSql (app, opts: AnalyticsSqlOptions) {
     return
   }
   const { password, file } = loadAnalystPassword(opts.dataDir, opts.password)
-  const engine = await AnalyticsEngine.open(join(opts.dataDir, 'clickhouse'), opts.caps)
+  const engine = await AnalyticsEngine.open(join(opts.dataDir, 'clickhouse'), { writable: false, caps: opts.caps })
   let server: Server | undefined
   app.decorate('analyticsSql', {
     passwordFile: file,
     running: () => engine.running,
     async listen () {
-      server = createAnalyticsHttpServer({ engine, password, log: app.log })
+      server = createAnalyticsHttpServer({ engine, credentials: { user: ANALYST_USER, password }, log: app.log })
       const s = server
       await new Promise<void>((resolve, reject) => {
         s.once('error', reject)
