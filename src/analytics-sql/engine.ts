@@ -94,7 +94,7 @@ function literal (s: string): string {
 }
 
 /** Maps a chDB error (`Code: N. DB::Exception: … (TYPE)`) to an AnalyticsError. */
-export function toAnalyticsError (err: unknown): AnalyticsError {
+function toAnalyticsError (err: unknown): AnalyticsError {
   if (err instanceof AnalyticsError) return err
   const message = err instanceof Error ? err.message : String(err)
   const m = /Code: (\d+)\. (?:.*DB::Exception: )?(.*?)\s*\(([A-Z0-9_]{3,})\)(?: \(version [^)]*\))?[.\s]*$/s.exec(message)

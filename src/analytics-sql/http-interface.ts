@@ -42,7 +42,7 @@ const HTTP_PARAMETERS = new Set([
 const VERSION = '26.7'
 
 /** HTTP status of an engine error, as ClickHouse's HTTP handler chooses it. */
-export function httpStatusOf (code: number): number {
+function httpStatusOf (code: number): number {
   if (code === 516 || code === 194 || code === 192) return 401
   if (code === 164 || code === 497 || code === 446 || code === 291) return 403
   if ([60, 46, 47, 81, 16].includes(code)) return 404
