@@ -152,8 +152,8 @@ function withValues<T extends Record<string, unknown>> (o: T): { [K in keyof T]?
  * A trace's events (in time order) as its spans: each event once, linked into the span tree by
  * positions in the list (`parent`, `children`, `roots`), timed from the trace start (`offsetMs`).
  * Every fact appears once: the trace id, the agent's name, the lifted metadata keys and the parent's
- * span id are left out where the span or the trace already says them, and members without a value
- * are left out, so a 10,000-span run reads back whole at well under 1 KB a span.
+ * span id are left out where the span or the trace already says them, and so are members without a
+ * value: a span weighs its own content plus about 500 bytes, so a long run can be read back whole.
  */
 export function traceSpans (list: SpanEvent[]) {
   const start = Date.parse(list[0]!.timestamp)
