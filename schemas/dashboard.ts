@@ -76,41 +76,69 @@ export const sessionDetail = {
   properties: { sessionId: { type: 'string' }, ...groupTotals, events: { type: 'array', items: dashboardEvent } },
 } as const
 
-export const timelineEntry = {
+/** The most spans a trace detail holds: a longer run reads back its first ones (`truncated`). */
+export const TRACE_SPANS_MAX = 10_000
+const spansMax = TRACE_SPANS_MAX.toLocaleString('en-US')
+
+const position = { type: 'integer', minimum: 0, description: 'a position in `spans`' } as const
+
+/**
+ * One span of a trace detail: its event, once, linked to the others by positions in `spans`. Members
+ * without a value are left out (where an event in `/v1/me/events` shows null or an empty list).
+ */
+export const traceSpan = {
   type: 'object',
-  required: ['eventId', 'agentId', 'agent', 'type', 'offsetMs', 'privacyChip', 'denial', 'wakeup'],
+  description: 'An event of the trace as a span. Members without a value (null, an empty list, no tokens) are left out.',
+  required: ['eventId', 'agentId', 'offsetMs', 'type', 'parent', 'depth', 'costUsd', 'costStatus'],
   properties: {
-    eventId: { type: 'string' },
-    agentId: { type: 'string', description: 'cuid (kept for compatibility; also in `agent`)' },
-    agent: agentRef,
-    type: { type: 'string' },
-    toolExecuted: nullableString,
-    outcome: nullableString,
-    offsetMs: { type: 'integer', description: 'from the trace start' },
-    durationMs: { type: ['integer', 'null'] },
-    privacyChip,
-    denial: { description: '`metadata.denial` of the event as sent, or null' },
-    wakeup: { description: '`metadata.wakeup` of the event as sent, or null' },
-    spanId: nullableString,
-    parentSpanId: nullableString,
-    parentEventId: { ...nullableString, description: 'the event of the parent span in this trace; null for a root (no parent span, or one not received)' },
-    children: { type: 'array', items: { type: 'string' }, description: 'event ids of the child spans, in time order' },
+    eventId: dashboardEvent.properties.eventId,
+    agentId: { type: 'string', description: 'cuid of the agent; its name is in the trace\'s `agents`' },
+    offsetMs: { type: 'integer', description: 'the event time, in milliseconds from the trace `start`' },
+    type: dashboardEvent.properties.type,
+    parent: { type: ['integer', 'null'], minimum: 0, description: 'the position of the parent span in `spans`; null for a root' },
+    children: { type: 'array', items: position, description: 'positions of the child spans, in time order; left out when none' },
     depth: { type: 'integer', description: '0 for a root' },
+    durationMs: { type: 'integer' },
+    outcome: { enum: ['pending', 'success', 'failed'] },
+    model: { type: 'string' },
+    toolExecuted: { type: 'string' },
+    toolsConsidered: { type: 'array', items: { type: 'string' } },
+    input: anyJson,
+    reasoning: { type: 'string' },
+    transaction: { type: 'string' },
+    amount: { type: 'object', required: ['token', 'value'], properties: { token: { type: 'string' }, value: { type: 'number' } } },
+    errorMessage: { type: 'string' },
+    errorFingerprint: { type: 'string', description: '16 hex characters, for error events' },
+    sessionId: { type: 'string' },
+    spanId: { type: 'string', description: 'the OTLP span id (16 hex characters) or `metadata.spanId`' },
+    parentSpanId: {
+      type: 'string',
+      description: 'only when the span names a parent that is not linked (not received yet, or a cycle cut there): a linked parent\'s span id is its own `spanId`',
+    },
+    privacyChip: { enum: ['MIN', 'STD', 'FULL'], description: 'the chip of `metadata.privacyLevel` (minimal, standard, full)' },
+    tokens: { ...tokens, description: 'token counts from `metadata.tokensBreakdown` (`total` is their sum); left out when all are 0' },
+    costUsd: dashboardEvent.properties.costUsd,
+    costStatus: dashboardEvent.properties.costStatus,
+    metadata: {
+      type: 'object',
+      additionalProperties: true,
+      description: 'the metadata as sent without the keys shown above (traceId, spanId, parentSpanId, sessionId, privacyLevel, and the counts `tokens` carries); `denial`, `wakeup`, `otel` and any other key are here',
+    },
   },
 } as const
 
 export const traceDetail = {
   type: 'object',
-  description: 'A trace: its totals, a timeline, git context and working directory (the first event\'s that carries them), and its events.',
-  required: ['traceId', ...groupRequired, 'git', 'cwd', 'timeline', 'events'],
+  description: 'A trace, whole: its totals, git context and working directory (the first event\'s that carries them), and every event once, as a span of its tree.',
+  required: ['traceId', ...groupRequired, 'git', 'cwd', 'truncated', 'roots', 'spans'],
   properties: {
     traceId: { type: 'string' },
     ...groupTotals,
     git: { description: '`metadata.git` of the first event that has it (object or string), else null' },
     cwd: nullableString,
-    timeline: { type: 'array', items: timelineEntry },
-    roots: { type: 'array', items: { type: 'string' }, description: 'event ids of the root spans; every event when the trace has no span links (a flat timeline)' },
-    events: { type: 'array', items: dashboardEvent },
+    truncated: { type: 'boolean', description: `true when the trace has more than ${spansMax} events: \`spans\` and the totals are its first ${spansMax}` },
+    roots: { type: 'array', items: position, description: 'positions of the root spans; every span when the trace has no span links (a flat timeline)' },
+    spans: { type: 'array', items: traceSpan, description: 'every event of the trace once, in time order' },
   },
 } as const
 

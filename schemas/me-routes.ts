@@ -131,7 +131,7 @@ export const listTraces = {
 } as const
 
 export const getTrace = {
-  ...me, summary: 'One trace: totals, timeline, git context and events', params: traceParams, response: { 200: traceDetail, ...itemErrors },
+  ...me, summary: 'One trace, whole: totals, git context and its spans as a tree', params: traceParams, response: { 200: traceDetail, ...itemErrors },
 } as const
 
 const fingerprintParams = { type: 'object', required: ['fingerprint'], properties: { fingerprint: { type: 'string', pattern: '^[0-9a-f]{16}$' } } } as const

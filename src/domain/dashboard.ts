@@ -1,7 +1,7 @@
 import { traceTree } from './trace-tree.ts'
 /**
  * The dashboard's rules, as pure functions over what the stores return: cluster status, agent KPIs,
- * the 30-day calendar, session and trace totals, the trace timeline. No I/O.
+ * the 30-day calendar, session and trace totals, a trace's spans. No I/O.
  */
 
 export interface Tokens { inputBase: number; cacheCreation: number; cacheRead: number; output: number; total: number }
@@ -88,56 +88,106 @@ export function groupTotals (list: GroupEvent[], names: ReadonlyMap<string, stri
   }
 }
 
-interface TimelineEvent extends GroupEvent {
-  eventId: string
-  type: string
-  toolExecuted: string | null
-  outcome: string | null
-  durationMs: number | null
-  privacyChip: 'MIN' | 'STD' | 'FULL' | null
-  /** Absent or null: the event is not linked into a span tree. */
-  spanId?: string | null
-  parentSpanId?: string | null
-  metadata: unknown
-}
-
-const metadataValue = (e: { metadata: unknown }, key: string): unknown => {
-  const m = e.metadata
-  return m !== null && typeof m === 'object' && !Array.isArray(m) ? (m as Record<string, unknown>)[key] : undefined
-}
+const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
 
 /** The first value of a metadata key among the events (git, cwd), null when none carries it. */
 export function firstContext (list: { metadata: unknown }[], key: string): unknown {
   for (const e of list) {
-    const value = metadataValue(e, key)
+    const value = isRecord(e.metadata) ? e.metadata[key] : undefined
     if (value !== undefined && value !== '') return value
   }
   return null
 }
 
-/** The trace timeline: each event's offset from the trace start, with its denial and wakeup as sent. */
-export function timeline (list: TimelineEvent[], names: ReadonlyMap<string, string>) {
-  const start = Date.parse(list[0]!.timestamp)
-  const { links } = traceTree(list)
-  return list.map((e) => ({
-    eventId: e.eventId,
-    agentId: e.agentId,
-    agent: agentOf(names, e.agentId),
-    type: e.type,
-    toolExecuted: e.toolExecuted,
-    outcome: e.outcome,
-    offsetMs: Date.parse(e.timestamp) - start,
-    durationMs: e.durationMs,
-    privacyChip: e.privacyChip,
-    denial: metadataValue(e, 'denial') ?? null,
-    wakeup: metadataValue(e, 'wakeup') ?? null,
-    spanId: e.spanId ?? null,
-    parentSpanId: e.parentSpanId ?? null,
-    ...links.get(e.eventId)!,
-  }))
+/** A trace's event as GET /v1/me/traces/:traceId reads it back (see {@link traceSpans}). */
+export interface SpanEvent extends GroupEvent {
+  eventId: string
+  type: 'reasoning' | 'tool' | 'tx' | 'decision' | 'action' | 'error'
+  outcome: 'pending' | 'success' | 'failed' | null
+  model: string | null
+  toolExecuted: string | null
+  toolsConsidered: string[]
+  durationMs: number | null
+  input: unknown
+  reasoning: string | null
+  transaction: string | null
+  amount: { token: string; value: number } | null
+  errorMessage: string | null
+  metadata: unknown
+  sessionId: string | null
+  /** Absent or null: the event is not linked into a span tree. */
+  spanId?: string | null
+  parentSpanId?: string | null
+  privacyChip: 'MIN' | 'STD' | 'FULL' | null
+  costStatus: 'priced' | 'unknown_model' | 'no_model'
 }
 
-/** Event ids of a trace's root spans (every event, for a trace without span links). */
-export function timelineRoots (list: TimelineEvent[]): string[] {
-  return traceTree(list).roots
+/** Metadata keys every span shows as fields of its own (or, traceId, the trace does). */
+const LIFTED_KEYS = new Set(['traceId', 'spanId', 'parentSpanId', 'sessionId', 'privacyLevel'])
+/** tokensBreakdown keys the span's `tokens` carries; any other (reasoning) stays in metadata. */
+const COUNTED_KEYS = new Set(['inputBase', 'cacheCreation', 'cacheRead', 'output'])
+
+function without (o: Record<string, unknown>, keys: Set<string>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).filter(([k]) => !keys.has(k)))
+}
+
+/** The metadata (always an object when sent) a span does not already show elsewhere; undefined when nothing is left. */
+function ownMetadata (metadata: unknown): Record<string, unknown> | undefined {
+  if (!isRecord(metadata)) return undefined
+  const rest = without(metadata, LIFTED_KEYS)
+  if (isRecord(rest.tokensBreakdown)) {
+    const uncounted = without(rest.tokensBreakdown, COUNTED_KEYS)
+    if (Object.keys(uncounted).length > 0) rest.tokensBreakdown = uncounted
+    else delete rest.tokensBreakdown
+  }
+  return Object.keys(rest).length > 0 ? rest : undefined
+}
+
+/** The object without its members that hold no value (null, undefined, an empty list). */
+function withValues<T extends Record<string, unknown>> (o: T): { [K in keyof T]?: Exclude<T[K], null> } {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined && !(Array.isArray(v) && v.length === 0))) as { [K in keyof T]?: Exclude<T[K], null> }
+}
+
+/**
+ * A trace's events (in time order) as its spans: each event once, linked into the span tree by
+ * positions in the list (`parent`, `children`, `roots`), timed from the trace start (`offsetMs`).
+ * Every fact appears once: the trace id, the agent's name, the lifted metadata keys and the parent's
+ * span id are left out where the span or the trace already says them, and so are members without a
+ * value: a span weighs its own content plus about 500 bytes, so a long run can be read back whole.
+ */
+export function traceSpans (list: SpanEvent[]) {
+  const start = Date.parse(list[0]!.timestamp)
+  const tree = traceTree(list)
+  const spans = list.map((e, i) => ({
+    eventId: e.eventId,
+    agentId: e.agentId,
+    offsetMs: Date.parse(e.timestamp) - start,
+    type: e.type,
+    parent: tree.parent[i]!,
+    depth: tree.depth[i]!,
+    ...withValues({
+      children: tree.children[i],
+      durationMs: e.durationMs,
+      outcome: e.outcome,
+      model: e.model,
+      toolExecuted: e.toolExecuted,
+      toolsConsidered: e.toolsConsidered,
+      input: e.input,
+      reasoning: e.reasoning,
+      transaction: e.transaction,
+      amount: e.amount,
+      errorMessage: e.errorMessage,
+      errorFingerprint: e.errorFingerprint,
+      sessionId: e.sessionId,
+      spanId: e.spanId,
+      // Only a link the tree could not follow: otherwise it is the parent's spanId.
+      parentSpanId: tree.parent[i] === null ? e.parentSpanId : null,
+      privacyChip: e.privacyChip,
+      tokens: e.tokens.total > 0 ? e.tokens : null,
+      metadata: ownMetadata(e.metadata),
+    }),
+    costUsd: e.costUsd,
+    costStatus: e.costStatus,
+  }))
+  return { roots: tree.roots, spans }
 }

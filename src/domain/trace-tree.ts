@@ -1,13 +1,16 @@
 /** An event's place in its trace: the span it is, and the span it is a child of (null when not sent). */
-export interface TreeInput { eventId: string; spanId?: string | null; parentSpanId?: string | null }
+export interface TreeInput { spanId?: string | null; parentSpanId?: string | null }
 
-export interface TreeLinks {
-  /** The event of the parent span, null for a root. */
-  parentEventId: string | null
-  /** Events of the child spans, in the order given (time order). */
-  children: string[]
+/** A trace's tree over its events, by their positions in the list it was built from. */
+export interface TraceTree {
+  /** Positions of the root events: in list order, then the events where a cycle was cut. */
+  roots: number[]
+  /** The position of each event's parent, null for a root. */
+  parent: (number | null)[]
+  /** The positions of each event's children, in list order (time order). */
+  children: number[][]
   /** 0 for a root. */
-  depth: number
+  depth: number[]
 }
 
 /**
@@ -17,42 +20,37 @@ export interface TreeLinks {
  * which becomes a root, so every event appears exactly once. Events from POST /v1/events without
  * metadata.spanId / parentSpanId are all roots: the timeline stays flat.
  */
-export function traceTree (events: TreeInput[]): { roots: string[]; links: Map<string, TreeLinks> } {
-  const bySpan = new Map<string, string>()
-  for (const e of events) if (e.spanId && !bySpan.has(e.spanId)) bySpan.set(e.spanId, e.eventId)
-  const links = new Map<string, TreeLinks>(events.map((e) => [e.eventId, { parentEventId: null, children: [], depth: 0 }]))
-  for (const e of events) {
-    const parent = e.parentSpanId ? bySpan.get(e.parentSpanId) : undefined
-    if (parent !== undefined && parent !== e.eventId) {
-      links.get(e.eventId)!.parentEventId = parent
-      links.get(parent)!.children.push(e.eventId)
-    }
-  }
-  const roots = events.filter((e) => links.get(e.eventId)!.parentEventId === null).map((e) => e.eventId)
-  const visited = new Set<string>()
-  const walk = (root: string) => {
+export function traceTree (events: TreeInput[]): TraceTree {
+  const bySpan = new Map<string, number>()
+  events.forEach((e, i) => { if (e.spanId && !bySpan.has(e.spanId)) bySpan.set(e.spanId, i) })
+  const parent = events.map((e, i) => {
+    const p = e.parentSpanId ? bySpan.get(e.parentSpanId) : undefined
+    return p === undefined || p === i ? null : p
+  })
+  const children: number[][] = events.map(() => [])
+  parent.forEach((p, i) => { if (p !== null) children[p]!.push(i) })
+  const roots = parent.flatMap((p, i) => (p === null ? [i] : []))
+  const depth = events.map(() => -1)
+  const walk = (root: number) => {
+    depth[root] = 0
     const stack = [root]
-    links.get(root)!.depth = 0
     while (stack.length > 0) {
-      const id = stack.pop()!
-      visited.add(id)
-      const node = links.get(id)!
-      for (const child of node.children) {
-        links.get(child)!.depth = node.depth + 1
-        stack.push(child)
+      const i = stack.pop()!
+      for (const c of children[i]!) {
+        depth[c] = depth[i]! + 1
+        stack.push(c)
       }
     }
   }
   for (const root of roots) walk(root)
-  for (const e of events) {
-    if (visited.has(e.eventId)) continue
+  for (let i = 0; i < events.length; i++) {
+    if (depth[i] !== -1) continue
     // Only cycles are left unvisited: cut this event from its parent and start from it.
-    const node = links.get(e.eventId)!
-    const parent = links.get(node.parentEventId!)!
-    parent.children = parent.children.filter((c) => c !== e.eventId)
-    node.parentEventId = null
-    roots.push(e.eventId)
-    walk(e.eventId)
+    const p = parent[i]!
+    children[p] = children[p]!.filter((c) => c !== i)
+    parent[i] = null
+    roots.push(i)
+    walk(i)
   }
-  return { roots, links }
+  return { roots, parent, children, depth }
 }

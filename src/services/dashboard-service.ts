@@ -1,4 +1,4 @@
-import { agentKpis, agentOf, calendar, clusterStatus, firstContext, groupTotals, timeline, timelineRoots, windowStart, zeroTokens, DAY_MS, CALENDAR_DAYS } from '../domain/dashboard.ts'
+import { agentKpis, agentOf, calendar, clusterStatus, firstContext, groupTotals, traceSpans, windowStart, zeroTokens, DAY_MS, CALENDAR_DAYS } from '../domain/dashboard.ts'
 import { isCuid } from '../domain/ids.ts'
 import { clampInt, sinceBound } from '../domain/query-params.ts'
 import { pageOf, pageStart, type CursorList, type PageStart } from '../domain/cursor.ts'
@@ -7,6 +7,7 @@ import type { AgentsRepository, OwnedAgentProfile } from '../storage/agents-repo
 import type { AlertsRepository } from '../storage/alerts-repository.ts'
 import type { ClusterAggregate, DashboardEvent, DashboardRepository, Reader, SpendRow } from '../storage/dashboard-repository.ts'
 import type { ErrorClustersRepository } from '../storage/error-clusters-repository.ts'
+import { TRACE_SPANS_MAX } from '../../schemas/dashboard.ts'
 
 /**
  * The caller of a dashboard read: the reader (user, hidden agents), the names of their agents, and the
@@ -82,18 +83,23 @@ export class DashboardService {
     return { traces: page.items.map((s) => this.summary(r, s)), nextCursor: page.nextCursor }
   }
 
+  /**
+   * The whole trace as one list of spans linked into a tree. A read holds every span in memory at
+   * once, so a run longer than TRACE_SPANS_MAX (about 10 MB of JSON) is cut there and says so.
+   */
   async trace (r: DashboardReader, traceId: string) {
-    const list = await this.dashboard.eventsOf(r, 'trace_id', traceId)
+    const list = await this.dashboard.eventsOf(r, 'trace_id', traceId, TRACE_SPANS_MAX + 1)
     if (list.length === 0) throw notFound()
+    const truncated = list.length > TRACE_SPANS_MAX
+    if (truncated) list.length = TRACE_SPANS_MAX
     const cwd = firstContext(list, 'cwd')
     return {
       traceId,
       ...groupTotals(list, r.names),
       git: firstContext(list, 'git'),
       cwd: typeof cwd === 'string' ? cwd : null,
-      timeline: timeline(list, r.names),
-      roots: timelineRoots(list),
-      events: list.map((e) => this.withAgent(r, e)),
+      truncated,
+      ...traceSpans(list),
     }
   }
 

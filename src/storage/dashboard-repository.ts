@@ -6,7 +6,7 @@ import { isoFromMs as iso } from './timestamps.ts'
 /** Who is reading: the user, and their soft-deleted agents whose events every read hides. */
 export interface Reader { userId: string; hidden: string[] }
 
-export type TokenTotals = { inputBase: number; cacheCreation: number; cacheRead: number; output: number; total: number }
+type TokenTotals = { inputBase: number; cacheCreation: number; cacheRead: number; output: number; total: number }
 
 /** An event as the dashboard shows it: every spec field, plus cost, tokens and the privacy chip. */
 export type DashboardEvent = {
@@ -208,13 +208,13 @@ export class DashboardRepository {
     return pageOf('traces', asOf, list, opts.limit, (s) => ({ ms: Date.parse(s.end), id: s.traceId }))
   }
 
-  /** All events of one session or trace of the user, in time order (empty when it is not theirs). */
-  async eventsOf (r: Reader, column: 'session_id' | 'trace_id', id: string): Promise<DashboardEvent[]> {
+  /** The first `limit` events of one session or trace of the user, in time order (empty when it is not theirs). */
+  async eventsOf (r: Reader, column: 'session_id' | 'trace_id', id: string, limit = 10_000): Promise<DashboardEvent[]> {
     const rows = await this.rows(
       `/* svc:me_${column === 'session_id' ? 'session' : 'trace'}_events */ SELECT ${EVENT_COLUMNS} FROM events
        WHERE user_id = {u:String} AND ${column} = {id:String} AND agent_id NOT IN {hidden:Array(String)}
-       ORDER BY ts, event_id LIMIT 10000`,
-      { u: r.userId, id, hidden: r.hidden },
+       ORDER BY ts, event_id LIMIT {limit:UInt32}`,
+      { u: r.userId, id, hidden: r.hidden, limit },
     )
     return rows.map(toEvent)
   }

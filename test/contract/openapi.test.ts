@@ -176,7 +176,7 @@ t.test('every route answers bodies that match the document, on its happy path an
   await call('GET', '/v1/me/sessions/:id', { ...me, url: '/v1/me/sessions/none' })
   await call('GET', '/v1/me/traces', { ...me, url: '/v1/me/traces?since=all' })
   const detail = await call('GET', '/v1/me/traces/:traceId', { ...me, url: `/v1/me/traces/${trace}` })
-  t.match(detail.json().timeline[0], { denial: { tool: 'rm', reason: 'not allowed' }, wakeup: 'cron', agent: { id: agentId } })
+  t.match(detail.json().spans[0], { agentId, metadata: { denial: { tool: 'rm', reason: 'not allowed' }, wakeup: 'cron' } })
   await call('GET', '/v1/me/traces/:traceId', { ...me, url: `/v1/me/traces/${'x'.repeat(500)}` })
   const errors = await call('GET', '/v1/me/errors', me)
   const fingerprint = errors.json().clusters[0].fingerprint as string

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { agentKpis, calendar, clusterStatus, groupTotals, timeline, zeroTokens } from '../../src/domain/dashboard.ts'
+import { agentKpis, calendar, clusterStatus, groupTotals, traceSpans, zeroTokens, type SpanEvent } from '../../src/domain/dashboard.ts'
 import { DEFAULT_THRESHOLDS } from '../../src/domain/anomaly-rules.ts'
 import { alertSettingsBody } from '../../schemas/alert.ts'
 
@@ -24,18 +24,45 @@ t.test('calendar: 30 UTC days ending today, oldest first, zero-filled with a tok
   t.match(days[28], { day: '2026-05-30', eventCount: 3, tokens: { output: 7, total: 7 } })
 })
 
-t.test('group totals and the timeline name agents and carry denial and wakeup', async (t) => {
-  const base = { tokens: { ...zeroTokens(), output: 1, total: 1 }, costUsd: 0.1, errorFingerprint: null, type: 'tool', toolExecuted: null, outcome: null, durationMs: null, privacyChip: null }
+t.test('group totals name agents', async (t) => {
+  const base = { tokens: { ...zeroTokens(), output: 1, total: 1 }, costUsd: 0.1, errorFingerprint: null }
   const list = [
-    { ...base, eventId: 'e1', agentId: 'b', timestamp: '2026-05-01T00:00:00.000Z', metadata: { denial: { tool: 'rm' } } },
-    { ...base, eventId: 'e2', agentId: 'a', timestamp: '2026-05-01T00:00:01.500Z', metadata: { wakeup: 'cron' }, errorFingerprint: 'f' },
+    { ...base, agentId: 'b', timestamp: '2026-05-01T00:00:00.000Z' },
+    { ...base, agentId: 'a', timestamp: '2026-05-01T00:00:01.500Z', errorFingerprint: 'f' },
   ]
-  const names = new Map([['a', 'alpha']])
-  const totals = groupTotals(list, names)
+  const totals = groupTotals(list, new Map([['a', 'alpha']]))
   t.match(totals, { durationMs: 1500, eventCount: 2, errors: 1, costUsd: 0.2, tokens: { output: 2, total: 2 } })
   t.same(totals.agents, [{ id: 'a', displayName: 'alpha' }, { id: 'b', displayName: null }])
-  const line = timeline(list, names)
-  t.match(line, [{ offsetMs: 0, denial: { tool: 'rm' }, wakeup: null }, { offsetMs: 1500, denial: null, wakeup: 'cron', agent: { id: 'a', displayName: 'alpha' } }])
+})
+
+t.test('trace spans: each event once, linked by positions, timed from the start, without repeated or empty members', async (t) => {
+  const event = (over: Partial<SpanEvent>): SpanEvent => ({
+    eventId: 'e', agentId: 'a', timestamp: '2026-05-01T00:00:00.000Z', type: 'tool', outcome: null, model: null, toolExecuted: null,
+    toolsConsidered: [], durationMs: null, input: null, reasoning: null, transaction: null, amount: null, errorMessage: null,
+    errorFingerprint: null, metadata: null, sessionId: null, spanId: null, parentSpanId: null, privacyChip: null,
+    tokens: zeroTokens(), costUsd: 0, costStatus: 'no_model', ...over,
+  })
+  const { roots, spans } = traceSpans([
+    event({
+      eventId: 'root', spanId: 'r', model: 'gpt-4o', sessionId: 's', privacyChip: 'STD', costUsd: 0.5, costStatus: 'priced',
+      tokens: { ...zeroTokens(), inputBase: 10, output: 5, total: 15 },
+      metadata: { traceId: 't', spanId: 'r', sessionId: 's', privacyLevel: 'standard', tokensBreakdown: { inputBase: 10, output: 5, reasoning: 2 }, denial: { tool: 'rm' } },
+    }),
+    event({ eventId: 'child', timestamp: '2026-05-01T00:00:01.250Z', spanId: 'c', parentSpanId: 'r', durationMs: 40, metadata: { traceId: 't', spanId: 'c', parentSpanId: 'r', wakeup: 'cron' } }),
+    event({ eventId: 'orphan', timestamp: '2026-05-01T00:00:02.000Z', spanId: 'o', parentSpanId: 'gone', toolsConsidered: ['a', 'b'], metadata: { traceId: 't', spanId: 'o', parentSpanId: 'gone' } }),
+  ])
+  t.same(roots, [0, 2])
+  t.same(spans[0], {
+    eventId: 'root', agentId: 'a', offsetMs: 0, type: 'tool', parent: null, depth: 0, children: [1], model: 'gpt-4o', sessionId: 's', spanId: 'r',
+    privacyChip: 'STD', tokens: { inputBase: 10, cacheCreation: 0, cacheRead: 0, output: 5, total: 15 },
+    metadata: { tokensBreakdown: { reasoning: 2 }, denial: { tool: 'rm' } }, costUsd: 0.5, costStatus: 'priced',
+  }, 'metadata keeps only what no field shows (reasoning tokens, denial)')
+  t.same(spans[1], {
+    eventId: 'child', agentId: 'a', offsetMs: 1250, type: 'tool', parent: 0, depth: 1, durationMs: 40, spanId: 'c', metadata: { wakeup: 'cron' },
+    costUsd: 0, costStatus: 'no_model',
+  }, 'a linked parent is a position, not a repeated span id; no tokens, no nulls')
+  t.match(spans[2], { parent: null, parentSpanId: 'gone', toolsConsidered: ['a', 'b'] }, 'a parent that is not in the trace keeps its span id')
+  t.notOk('metadata' in spans[2]!, 'metadata with nothing left is left out')
 })
 
 t.test('the alert-settings schema offers exactly the fields of the default thresholds', async (t) => {

@@ -72,17 +72,21 @@ t.test('identity, time, errors and privacy', async (t) => {
 })
 
 t.test('trace tree: parents by span id, orphans and events without spans are roots, cycles are cut', async (t) => {
-  const ev = (eventId: string, spanId: string | null, parentSpanId: string | null) => ({ eventId, spanId, parentSpanId })
-  const { roots, links } = traceTree([ev('r', 's1', null), ev('c', 's2', 's1'), ev('g', 's3', 's2'), ev('o', 's4', 'missing'), ev('flat', null, null)])
-  t.same(roots, ['r', 'o', 'flat'])
-  t.same(links.get('r'), { parentEventId: null, children: ['c'], depth: 0 })
-  t.same(links.get('g'), { parentEventId: 'c', children: [], depth: 2 })
-  const cycle = traceTree([ev('a', 'x', 'y'), ev('b', 'y', 'x')])
-  t.same(cycle.roots, ['a'])
-  t.same(cycle.links.get('b'), { parentEventId: 'a', children: [], depth: 1 })
-  t.same(cycle.links.get('a')!.parentEventId, null)
-  const self = traceTree([ev('s', 'z', 'z')])
-  t.same(self.roots, ['s'], 'a span that is its own parent is a root')
+  const ev = (spanId: string | null, parentSpanId: string | null) => ({ spanId, parentSpanId })
+  // r ← c ← g, o names a parent that is not there, flat has no span.
+  const tree = traceTree([ev('s1', null), ev('s2', 's1'), ev('s3', 's2'), ev('s4', 'missing'), ev(null, null)])
+  t.same(tree.roots, [0, 3, 4])
+  t.same(tree.parent, [null, 0, 1, null, null])
+  t.same(tree.children, [[1], [2], [], [], []])
+  t.same(tree.depth, [0, 1, 2, 0, 0])
+  const cycle = traceTree([ev('x', 'y'), ev('y', 'x')])
+  t.same(cycle.roots, [0], 'the earliest event of a cycle becomes a root')
+  t.same(cycle.parent, [null, 0])
+  t.same(cycle.children, [[1], []])
+  t.same(cycle.depth, [0, 1])
+  const self = traceTree([ev('z', 'z')])
+  t.same(self.roots, [0], 'a span that is its own parent is a root')
+  t.same(traceTree([ev('d', null), ev('d', 'd')]).parent, [null, 0], 'the first event naming a span id is that span')
 })
 
 t.test('protobuf: nanosecond times to exact milliseconds (no floating-point rounding at a millisecond edge)', async (t) => {

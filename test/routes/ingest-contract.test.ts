@@ -111,7 +111,7 @@ t.test('read-your-writes with a slow shipper: every /v1/me read after a 202 incl
   t.equal((await get(user, '/v1/me/events')).json().events[0].eventId, ack.eventId, 'events')
   t.equal((await get(user, `/v1/me/sessions/${session}`)).json().events[0].eventId, ack.eventId, 'session')
   t.ok((await get(user, '/v1/me/sessions')).json().sessions.some((s: { sessionId: string }) => s.sessionId === session), 'sessions list')
-  t.equal((await get(user, `/v1/me/traces/${trace}`)).json().events[0].eventId, ack.eventId, 'trace')
+  t.equal((await get(user, `/v1/me/traces/${trace}`)).json().spans[0].eventId, ack.eventId, 'trace')
   t.ok((await get(user, '/v1/me/traces')).json().traces.some((x: { traceId: string }) => x.traceId === trace), 'traces list')
   t.equal((await get(user, '/v1/me/errors')).json().clusters[0].count, 1, 'error cluster')
   t.equal((await get(user, '/v1/me/spend-summary')).json().total.costUsd, 0.01, 'spend summary')

@@ -1,88 +1,184 @@
-// Sessions and traces: lists, and a detail page with the waterfall of its events and, where spans
-// have parents, their tree.
-import { useEffect, useState } from 'preact/hooks'
+// Sessions and traces: lists, and a detail page with the events as a span tree: subtrees collapse,
+// indentation stops at INDENT_CAP levels (deeper rows show their depth instead), and only the rows
+// in view are drawn, so a run of 10,000 spans stays responsive.
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { api, agentOf, agentsOf } from '../api.js'
 import { html, useData, ErrorNote, Loading, Empty, Kpi, PrivacyChip, Cost, Time, AgentLink, count, money, duration } from '../ui.js'
 
-const spanOf = (e) => e.spanId ?? e.metadata?.spanId ?? null
-const parentOf = (e) => e.parentSpanId ?? e.metadata?.parentSpanId ?? null
+/** Levels of indentation; deeper rows line up at the cap and show their depth. */
+export const INDENT_CAP = 10
+/** Subtrees below this depth start collapsed, so a long run opens on its outline. */
+export const OPEN_DEPTH = 8
+/** The height of a row in pixels: the same as `.tree-row` in app.css (rows are drawn by position). */
+const ROW_PX = 30
+/** Rows drawn above and below the visible ones, so a fast scroll does not show gaps. */
+const OVERSCAN = 12
+/** Details with more events than this are refreshed on demand, not every 10 s. */
+const AUTO_REFRESH_MAX = 1000
 
 /**
- * Rows of the waterfall: each event with its offset from the first event, its depth in the span
- * tree (0 when spans carry no parents) and whether the tree is in use. Children follow their
- * parent, siblings in time order; an event whose parent is unknown is a root.
+ * A session's events (in time order) in the shape of a trace detail, `{ roots, spans }`: each span
+ * with `offsetMs`, `parent`, `children` and `depth` by positions, by the trace detail's rules (the
+ * first event naming a span id is that span; an unknown parent makes a root; a cycle is cut at its
+ * earliest event).
  */
-export function waterfallRows (events) {
-  if (!events.length) return { rows: [], totalMs: 0, tree: false }
-  const start = Math.min(...events.map((e) => Date.parse(e.timestamp)))
-  const items = events.map((e) => ({ e, offsetMs: Date.parse(e.timestamp) - start, durationMs: e.durationMs ?? null, depth: 0 }))
-  items.sort((a, b) => a.offsetMs - b.offsetMs)
+export function treeOfEvents (events) {
+  if (!events.length) return { roots: [], spans: [] }
+  const start = Date.parse(events[0].timestamp)
   const bySpan = new Map()
-  for (const it of items) if (spanOf(it.e)) bySpan.set(spanOf(it.e), it)
-  const tree = items.some((it) => parentOf(it.e) && bySpan.has(parentOf(it.e)))
-  let rows = items
-  if (tree) {
-    const children = new Map()
-    const roots = []
-    for (const it of items) {
-      const p = parentOf(it.e)
-      const parent = p && p !== spanOf(it.e) ? bySpan.get(p) : undefined
-      if (parent) children.set(parent, [...(children.get(parent) || []), it])
-      else roots.push(it)
+  events.forEach((e, i) => { if (e.spanId && !bySpan.has(e.spanId)) bySpan.set(e.spanId, i) })
+  const spans = events.map((e, i) => {
+    const p = e.parentSpanId ? bySpan.get(e.parentSpanId) : undefined
+    return { ...e, offsetMs: Date.parse(e.timestamp) - start, parent: p === undefined || p === i ? null : p, children: [], depth: -1 }
+  })
+  spans.forEach((s, i) => { if (s.parent !== null) spans[s.parent].children.push(i) })
+  const roots = []
+  const walk = (root) => {
+    spans[root].depth = 0
+    const stack = [root]
+    while (stack.length) {
+      const i = stack.pop()
+      for (const c of spans[i].children) { spans[c].depth = spans[i].depth + 1; stack.push(c) }
     }
-    rows = []
-    const seen = new Set()
-    const walk = (it, depth) => {
-      if (seen.has(it)) return
-      seen.add(it)
-      rows.push({ ...it, depth })
-      for (const c of children.get(it) || []) walk(c, depth + 1)
-    }
-    for (const r of roots) walk(r, 0)
-    for (const it of items) if (!seen.has(it)) walk(it, 0) // a cycle of parents: shown flat
   }
-  const totalMs = Math.max(1, ...rows.map((r) => r.offsetMs + (r.durationMs || 0)))
-  return { rows, totalMs, tree }
+  spans.forEach((s, i) => { if (s.parent === null) { roots.push(i); walk(i) } })
+  spans.forEach((s, i) => {
+    if (s.depth !== -1) return
+    const p = spans[s.parent]
+    p.children = p.children.filter((c) => c !== i)
+    s.parent = null
+    roots.push(i)
+    walk(i)
+  })
+  return { roots, spans }
 }
 
-function Waterfall ({ events, names }) {
-  const [open, setOpen] = useState(null)
-  const { rows, totalMs, tree } = waterfallRows(events)
-  if (!rows.length) return html`<${Empty}>No events.</${Empty}>`
-  return html`<div class="waterfall" role="table" aria-label=${tree ? 'Timeline of events as a span tree' : 'Timeline of events'}>
-    <div class="wf-row wf-head" role="row">
-      <span role="columnheader">Event${tree ? ' (tree)' : ''}</span><span role="columnheader">Timeline · ${duration(totalMs)}</span>
-    </div>
-    ${rows.map((r) => {
-      const left = (r.offsetMs / totalMs) * 100
-      const width = r.durationMs ? Math.max((r.durationMs / totalMs) * 100, 0.6) : 0.6
-      const e = r.e
-      const label = `${e.type}${e.toolExecuted ? ` · ${e.toolExecuted}` : ''}`
-      return html`<div class=${`wf-row ${e.errorFingerprint ? 'row-error' : ''}`} role="row" key=${e.eventId}>
-        <span role="cell" class="wf-label" style=${`padding-left:${r.depth * 1.1}rem`}>
-          <button class="link" aria-expanded=${open === e.eventId} onClick=${() => setOpen(open === e.eventId ? null : e.eventId)}>${r.depth ? '└ ' : ''}${label}</button>
-          <span class="muted"> <${AgentLink} agent=${agentOf(e, names)} /></span>
-          <span class="wf-text"> +${duration(r.offsetMs)} · ${r.durationMs === null ? '—' : duration(r.durationMs)}</span>
-        </span>
-        <span role="cell" class="wf-track" title=${`+${duration(r.offsetMs)}, ${r.durationMs === null ? 'no duration' : duration(r.durationMs)}`}>
-          <span class=${`wf-bar type-${e.type} ${r.durationMs ? '' : 'instant'}`} style=${`left:${Math.min(left, 99.4)}%;width:${Math.min(width, 100 - Math.min(left, 99.4))}%`}></span>
-        </span>
-        ${open === e.eventId
-? html`<div class="wf-detail" role="cell">
-          <dl class="detail">
-            <dt>Outcome</dt><dd>${e.outcome || '—'}</dd>
-            <dt>Model</dt><dd>${e.model || '—'}</dd>
-            <dt>Tokens</dt><dd>${count(e.tokens?.total)}</dd>
-            <dt>Cost</dt><dd><${Cost} event=${e} /></dd>
-            <dt>Privacy</dt><dd><${PrivacyChip} chip=${e.privacyChip} /></dd>
-            ${spanOf(e) ? html`<dt>Span</dt><dd><code>${spanOf(e)}</code>${parentOf(e) ? html` ← <code>${parentOf(e)}</code>` : null}</dd>` : null}
-            ${e.errorMessage ? html`<dt>Error</dt><dd class="bad">${e.errorMessage}</dd>` : null}
-            <dt>Event</dt><dd><code>${e.eventId}</code></dd>
-          </dl></div>`
-: null}
-      </div>`
-    })}
+/** Positions of the rows to show, in tree order (a span, then its subtree), skipping collapsed subtrees. */
+export function visibleRows (spans, roots, collapsed) {
+  const rows = []
+  const stack = [...roots].reverse()
+  while (stack.length) {
+    const i = stack.pop()
+    rows.push(i)
+    const children = spans[i].children
+    if (children && !collapsed.has(spans[i].eventId)) for (let k = children.length - 1; k >= 0; k--) stack.push(children[k])
+  }
+  return rows
+}
+
+/** How many spans each span has below it (its whole subtree). */
+function belowCounts (spans, roots) {
+  const order = visibleRows(spans, roots, new Set())
+  const below = new Array(spans.length).fill(0)
+  for (let k = order.length - 1; k >= 0; k--) {
+    const s = spans[order[k]]
+    if (s.parent !== null) below[s.parent] += below[order[k]] + 1
+  }
+  return below
+}
+
+/** The event ids of the spans that have children and pass `test`. */
+function parentsWhere (spans, test) {
+  return new Set(spans.filter((s) => s.children?.length && test(s)).map((s) => s.eventId))
+}
+
+const labelOf = (s) => `${s.type}${s.toolExecuted ? ` · ${s.toolExecuted}` : ''}`
+
+function TreeRow ({ s, index, open, below, selected, onToggle, onSelect, totalMs, names }) {
+  const left = Math.min((s.offsetMs / totalMs) * 100, 99.4)
+  const width = Math.min(s.durationMs ? Math.max((s.durationMs / totalMs) * 100, 0.6) : 0.6, 100 - left)
+  const hasChildren = Boolean(s.children?.length)
+  const label = labelOf(s)
+  const timing = `+${duration(s.offsetMs)} · ${s.durationMs == null ? '—' : duration(s.durationMs)}`
+  return html`<div class=${`wf-row tree-row ${s.errorFingerprint ? 'row-error' : ''} ${selected ? 'selected' : ''}`} role="row"
+      aria-rowindex=${index + 2} aria-level=${s.depth + 1}>
+    <span role="cell" class="wf-label" style=${`--indent:${Math.min(s.depth, INDENT_CAP)}`} title=${`depth ${s.depth}`}>
+      ${hasChildren
+        ? html`<button class="twisty" aria-expanded=${open} aria-label=${`${open ? 'Collapse' : 'Expand'} ${label} (${count(below)} below)`}
+            onClick=${() => onToggle(s.eventId)}>${open ? '▾' : '▸'}</button>`
+        : html`<span class="twisty" aria-hidden="true"></span>`}
+      ${s.depth > INDENT_CAP ? html`<span class="depth" title=${`depth ${s.depth}`}>${s.depth}</span>` : null}
+      <button class="link" aria-pressed=${selected} onClick=${() => onSelect(index)}>${label}</button>
+      ${!open && hasChildren ? html`<span class="muted"> +${count(below)}</span>` : null}
+      <span class="muted"> <${AgentLink} agent=${agentOf(s, names)} /></span>
+      <span class="wf-text"> ${timing}</span>
+    </span>
+    <span role="cell" class="wf-track" title=${timing}>
+      <span class=${`wf-bar type-${s.type} ${s.durationMs ? '' : 'instant'}`} style=${`left:${left}%;width:${width}%`}></span>
+    </span>
   </div>`
+}
+
+function SpanDetail ({ s, names }) {
+  const meta = s.metadata && Object.keys(s.metadata).length ? s.metadata : null
+  return html`<section class="card wide span-detail" aria-labelledby="span-h">
+    <h2 id="span-h">${labelOf(s)} <span class="muted">· depth ${s.depth}</span></h2>
+    <dl class="detail">
+      <dt>Agent</dt><dd><${AgentLink} agent=${agentOf(s, names)} /></dd>
+      <dt>When</dt><dd>+${duration(s.offsetMs)} · ${s.durationMs == null ? 'no duration' : duration(s.durationMs)}</dd>
+      <dt>Outcome</dt><dd>${s.outcome || '—'}</dd>
+      <dt>Model</dt><dd>${s.model || '—'}</dd>
+      <dt>Tokens</dt><dd>${count(s.tokens?.total ?? 0)}</dd>
+      <dt>Cost</dt><dd><${Cost} event=${s} /></dd>
+      <dt>Privacy</dt><dd>${s.privacyChip ? html`<${PrivacyChip} chip=${s.privacyChip} />` : '—'}</dd>
+      ${s.spanId ? html`<dt>Span</dt><dd><code>${s.spanId}</code>${s.parentSpanId ? html` ← <code>${s.parentSpanId}</code>${s.parent === null ? ' (not received)' : ''}` : null}</dd>` : null}
+      ${s.errorMessage ? html`<dt>Error</dt><dd class="bad">${s.errorMessage}</dd>` : null}
+      <dt>Event</dt><dd><code>${s.eventId}</code></dd>
+    </dl>
+    ${s.reasoning ? html`<h3>Reasoning</h3><pre>${s.reasoning}</pre>` : null}
+    ${s.input != null ? html`<h3>Input</h3><pre>${JSON.stringify(s.input, null, 2)}</pre>` : null}
+    ${meta ? html`<details><summary>Metadata</summary><pre>${JSON.stringify(meta, null, 2)}</pre></details>` : null}
+  </section>`
+}
+
+/**
+ * The span tree: one row per visible span, each after its parent, siblings in time order, with its
+ * bar on the trace's time axis. Only the rows in the scrolled window are in the page.
+ */
+function SpanTree ({ roots, spans, names }) {
+  // Collapsed at the open depth only: expanding one of them shows its whole subtree.
+  const [collapsed, setCollapsed] = useState(() => parentsWhere(spans, (s) => s.depth === OPEN_DEPTH - 1))
+  const [selected, setSelected] = useState(null)
+  const [view, setView] = useState({ top: 0, height: window.innerHeight })
+  const scroller = useRef()
+  const rows = useMemo(() => visibleRows(spans, roots, collapsed), [spans, roots, collapsed])
+  const below = useMemo(() => belowCounts(spans, roots), [spans, roots])
+  const totalMs = useMemo(() => Math.max(1, ...spans.map((s) => s.offsetMs + (s.durationMs || 0))), [spans])
+  const tree = spans.some((s) => s.parent !== null)
+  useEffect(() => {
+    const measure = () => scroller.current && setView({ top: scroller.current.scrollTop, height: scroller.current.clientHeight })
+    measure()
+    window.addEventListener('resize', measure)
+    return () => window.removeEventListener('resize', measure)
+  }, [])
+  if (!spans.length) return html`<${Empty}>No events.</${Empty}>`
+  const toggle = (id) => setCollapsed((c) => { const next = new Set(c); if (!next.delete(id)) next.add(id); return next })
+  const first = Math.max(0, Math.floor(view.top / ROW_PX) - OVERSCAN)
+  const last = Math.min(rows.length, Math.ceil((view.top + view.height) / ROW_PX) + OVERSCAN)
+  const onScroll = (e) => setView({ top: e.currentTarget.scrollTop, height: e.currentTarget.clientHeight })
+  return html`
+    ${tree
+      ? html`<div class="tree-tools">
+        <button class="small" onClick=${() => setCollapsed(new Set())}>Expand all</button>
+        <button class="small" onClick=${() => setCollapsed(parentsWhere(spans, () => true))}>Collapse all</button>
+        <span class="muted">${count(rows.length)} of ${count(spans.length)} spans shown</span>
+      </div>`
+      : null}
+    <div class="waterfall" role="table" aria-label=${tree ? 'Timeline of events as a span tree' : 'Timeline of events'} aria-rowcount=${rows.length + 1}>
+      <div class="wf-row wf-head" role="row" aria-rowindex="1">
+        <span role="columnheader">Event${tree ? ' (tree)' : ''}</span><span role="columnheader">Timeline · ${duration(totalMs)}</span>
+      </div>
+      <div class="tree-scroll" ref=${scroller} onScroll=${onScroll}>
+        <div style=${`height:${rows.length * ROW_PX}px;position:relative`}>
+          <div style=${`position:absolute;left:0;right:0;top:${first * ROW_PX}px`}>
+            ${rows.slice(first, last).map((i, k) => html`<${TreeRow} key=${spans[i].eventId} s=${spans[i]} index=${first + k}
+              open=${!collapsed.has(spans[i].eventId)} below=${below[i]} selected=${selected === i}
+              onToggle=${toggle} onSelect=${() => setSelected(selected === i ? null : i)} totalMs=${totalMs} names=${names} />`)}
+          </div>
+        </div>
+      </div>
+    </div>
+    ${selected !== null && spans[selected] ? html`<${SpanDetail} s=${spans[selected]} names=${names} />` : null}`
 }
 
 function Git ({ git, cwd }) {
@@ -99,20 +195,21 @@ function chipsOf (events) {
 }
 
 function Detail ({ kind, item, names }) {
-  const events = item.events || []
-  const unpriced = events.filter((e) => e.costStatus === 'unknown_model').length
+  const { roots, spans } = useMemo(() => (kind === 'trace' ? item : treeOfEvents(item.events || [])), [item])
+  const unpriced = spans.filter((s) => s.costStatus === 'unknown_model').length
   return html`
     <div class="kpis">
       <${Kpi} label="Duration" value=${duration(item.durationMs)} hint=${html`<${Time} iso=${item.start} />`} />
-      <${Kpi} label="Events" value=${count(item.eventCount ?? events.length)} hint=${`${count(item.errors)} errors`} tone=${item.errors ? 'bad' : ''} />
+      <${Kpi} label="Events" value=${count(item.eventCount ?? spans.length)} hint=${`${count(item.errors)} errors`} tone=${item.errors ? 'bad' : ''} />
       <${Kpi} label="Tokens" value=${count(item.tokens?.total)} hint=${`${count(item.tokens?.inputBase)} in · ${count(item.tokens?.output)} out`} />
       <${Kpi} label="Cost" value=${money(item.costUsd)} hint=${unpriced ? `${unpriced} events unpriced` : null} />
     </div>
+    ${item.truncated ? html`<p class="note" role="status">This run has more spans than a trace detail holds: its first ${count(spans.length)} are shown, and the figures are theirs.</p>` : null}
     <p>Agents: ${agentsOf(item, names).map((a, i) => html`${i ? ', ' : ''}<${AgentLink} agent=${a} />`)}
-      · Privacy: ${chipsOf(events).map((c) => html`<${PrivacyChip} chip=${c} /> `)}</p>
+      · Privacy: ${chipsOf(spans).map((c) => html`<${PrivacyChip} chip=${c} /> `)}</p>
     <${Git} git=${item.git} cwd=${item.cwd} />
-    <section class="card wide" aria-labelledby="tl"><h2 id="tl">Timeline</h2><${Waterfall} events=${events} names=${names} /></section>
-    ${kind === 'trace' ? null : html`<p class="muted">Traces in this session: ${[...new Set(events.map((e) => e.traceId).filter(Boolean))].map((t, i) => html`${i ? ', ' : ''}<a href=${`#/traces/${encodeURIComponent(t)}`}>${t}</a>`)}</p>`}`
+    <section class="card wide" aria-labelledby="tl"><h2 id="tl">Timeline</h2><${SpanTree} roots=${roots} spans=${spans} names=${names} /></section>
+    ${kind === 'trace' ? null : html`<p class="muted">Traces in this session: ${[...new Set(spans.map((e) => e.traceId).filter(Boolean))].map((t, i) => html`${i ? ', ' : ''}<a href=${`#/traces/${encodeURIComponent(t)}`}>${t}</a>`)}</p>`}`
 }
 
 function List ({ kind, names }) {
@@ -157,10 +254,18 @@ function List ({ kind, names }) {
 
 function DetailPage ({ kind, id, names }) {
   const key = kind === 'trace' ? 'traces' : 'sessions'
-  const { data, error } = useData(() => api(`/v1/me/${key}/${encodeURIComponent(id)}`), [id], 10_000)
+  const { data, error, reload } = useData(() => api(`/v1/me/${key}/${encodeURIComponent(id)}`), [id])
+  const size = (data?.spans || data?.events || []).length
+  // A small run is refreshed every 10 s; a large one is read again only when asked (it is megabytes).
+  useEffect(() => {
+    if (!data || size > AUTO_REFRESH_MAX) return
+    const timer = setTimeout(reload, document.hidden ? 50_000 : 10_000)
+    return () => clearTimeout(timer)
+  }, [data, error])
   return html`
     <p class="crumbs"><a href=${`#/${key}`}>${kind === 'trace' ? 'Traces' : 'Sessions'}</a> /</p>
     <h1 tabindex="-1">${kind === 'trace' ? 'Trace' : 'Session'} <code>${id}</code></h1>
+    ${size > AUTO_REFRESH_MAX ? html`<p class="tree-tools"><button class="small" onClick=${reload}>Refresh</button> <span class="muted">(a run this long is not refreshed by itself)</span></p>` : null}
     ${error?.status === 404 ? html`<p>Not found: no events of yours carry this id.</p>` : html`<${ErrorNote} error=${error} />`}
     ${data ? html`<${Detail} kind=${kind} item=${data} names=${names} />` : error ? null : html`<${Loading} />`}`
 }
