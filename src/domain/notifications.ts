@@ -171,9 +171,12 @@ function figuresLine (figures: Record<string, unknown>): string {
     .join(' · ')
 }
 
-/** A Slack incoming-webhook message: `text` (notifications, fallbacks) and `blocks` (what people see). */
+/**
+ * A Slack incoming-webhook message: `text` (notifications, fallbacks) and `blocks` (what people
+ * see). Both are mrkdwn, so both have &, < and > escaped.
+ */
 export function slackMessage (event: NotificationEvent): { text: string; blocks: Record<string, unknown>[] } {
-  const text = truncate(summary(event), 3000)
+  const text = truncate(slackEscape(summary(event)), 3000)
   const context: string[] = []
   if ('agent' in event.data) context.push(`agent *${slackEscape(agentName(event.data.agent))}*`)
   if ('alert' in event.data) {
@@ -185,7 +188,7 @@ export function slackMessage (event: NotificationEvent): { text: string; blocks:
   return {
     text,
     blocks: [
-      { type: 'section', text: { type: 'mrkdwn', text: slackEscape(text) } },
+      { type: 'section', text: { type: 'mrkdwn', text } },
       { type: 'context', elements: [{ type: 'mrkdwn', text: truncate(context.join(' · '), 3000) }] },
     ],
   }
