@@ -14,6 +14,7 @@ import ingestion from './ingest/plugin.ts'
 import queues from './plugins/queues.ts'
 import anomaly from './plugins/anomaly.ts'
 import maintenance from './plugins/maintenance.ts'
+import notifications from './plugins/notifications.ts'
 import metrics from './plugins/metrics.ts'
 import meAlerts from './routes/me/alerts.ts'
 import cors from './plugins/cors.ts'
@@ -32,6 +33,7 @@ import meEvents from './routes/me/events.ts'
 import meErrors from './routes/me/error-clusters.ts'
 import meSpend from './routes/me/spend.ts'
 import meTestEvent from './routes/me/test-event.ts'
+import meChannels from './routes/me/channels.ts'
 import dashboardData from './plugins/dashboard-data.ts'
 import openapi from './plugins/openapi.ts'
 import repositories from './plugins/repositories.ts'
@@ -96,6 +98,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   })
   await app.register(repositories)
   await app.register(queues, { redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker })
+  await app.register(notifications, config.notify)
   await app.register(anomaly, { everyMs: config.anomalyEveryMs })
   await app.register(maintenance, { namesEveryMs: config.namesSyncEveryMs, retention: config.retention })
   await app.register(metrics, { token: config.metricsToken })
@@ -142,6 +145,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     await scope.register(meSpend)
     await scope.register(meTestEvent)
     await scope.register(meAlerts)
+    await scope.register(meChannels)
   })
   return app
 }

@@ -188,6 +188,20 @@ const settingsSchema = {
       env: 'ACTIVITY_FLUSH_MS', type: 'integer', minimum: 100, maximum: 60000, default: 1000,
       description: 'how often coalesced side effects (`lastSeenAt`, `lastUsedAt`, `framework`, monthly usage) are written',
     },
+    notify: group({
+      dashboardUrl: {
+        env: 'DASHBOARD_URL', type: 'string', pattern: '^https?://',
+        description: 'where people open the dashboard: notifications link to its pages; unset: `http://HOST:PORT`',
+      },
+      pagerdutyEventsUrl: {
+        env: 'PAGERDUTY_EVENTS_URL', type: 'string', pattern: '^https?://', default: 'https://events.pagerduty.com/v2/enqueue',
+        description: 'PagerDuty Events API v2 endpoint that `pagerduty` notification channels post to',
+      },
+      allowPrivateNetworks: {
+        env: 'NOTIFY_ALLOW_PRIVATE_NETWORKS', enum: ['0', '1'], default: '0',
+        description: '`1` lets notification channels reach loopback, private and link-local addresses (local use and tests); `0` refuses them at delivery',
+      },
+    }),
     metricsToken: {
       env: 'METRICS_TOKEN', type: 'string', minLength: 16,
       description: 'bearer token of `GET /metrics`; unset: no `/metrics` route and nothing collected',
@@ -305,7 +319,7 @@ function analyticsPort (value: string): number | null {
   return port
 }
 
-/** The settings whose value is computed from what was set: paths, lists, roles, the identity provider, the analysts' port. */
+/** The settings whose value is computed from what was set: paths, lists, roles, the identity provider, the analysts' port, notification links. */
 function derive (s: Settings) {
   const roles = s.roles.split(',')
   return {
@@ -316,6 +330,11 @@ function derive (s: Settings) {
     roles: { api: roles.includes('api'), worker: roles.includes('worker') },
     ingest: { ...s.ingest, logDir: resolve(s.ingest.logDir ?? `${s.dataDir}/ingest-log`) },
     analytics: { ...s.analytics, port: analyticsPort(s.analytics.port) },
+    notify: {
+      ...s.notify,
+      dashboardUrl: (s.notify.dashboardUrl ?? `http://${s.host}:${s.port}`).replace(/\/+$/, ''),
+      allowPrivateNetworks: s.notify.allowPrivateNetworks === '1',
+    },
   }
 }
 

@@ -49,6 +49,9 @@ const EVERY_SETTING = {
   BURST_LEASE_MS: '1002',
   ANOMALY_EVERY_MS: '60001',
   ACTIVITY_FLUSH_MS: '1003',
+  DASHBOARD_URL: 'https://dash.example/',
+  PAGERDUTY_EVENTS_URL: 'https://pd.example/v2/enqueue',
+  NOTIFY_ALLOW_PRIVATE_NETWORKS: '1',
   METRICS_TOKEN: 'a-metrics-token-of-32-characters',
   NAMES_SYNC_EVERY_MS: '60002',
   RETENTION_DAYS: '91',
@@ -106,6 +109,7 @@ t.test('defaults: every setting unset', async (t) => {
     burstLeaseMs: 1000,
     anomalyEveryMs: 60000,
     activityFlushMs: 1000,
+    notify: { dashboardUrl: 'http://127.0.0.1:3000', pagerdutyEventsUrl: 'https://events.pagerduty.com/v2/enqueue', allowPrivateNetworks: false },
     namesSyncEveryMs: 60000,
     retention: { events: 90, rollups: 0, alerts: 90, waitlist: 730 },
     analytics: {
@@ -157,6 +161,7 @@ t.test('every setting lands in its place', async (t) => {
     burstLeaseMs: 1002,
     anomalyEveryMs: 60001,
     activityFlushMs: 1003,
+    notify: { dashboardUrl: 'https://dash.example', pagerdutyEventsUrl: 'https://pd.example/v2/enqueue', allowPrivateNetworks: true },
     metricsToken: 'a-metrics-token-of-32-characters',
     namesSyncEveryMs: 60002,
     retention: { events: 91, rollups: 366, alerts: 92, waitlist: 731 },
@@ -194,6 +199,7 @@ t.test('a bad value stops start-up with a message naming the setting and the rul
     [{ ANALYTICS_PORT: '99999' }, 'ANALYTICS_PORT must be a port (0-65535) or off'],
     [{ AUTH_JWKS_URL: 'https://idp.example/jwks' }, 'settings must have properties AUTH_ISSUER, AUTH_AUDIENCE when property AUTH_JWKS_URL is present'],
     [{ AUTH_ISSUER: 'i' }, 'settings must have property AUTH_JWKS_URL when property AUTH_ISSUER is present'],
+    [{ NOTIFY_ALLOW_PRIVATE_NETWORKS: 'yes' }, 'NOTIFY_ALLOW_PRIVATE_NETWORKS must be equal to one of the allowed values'],
   ]
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), new ConfigError(`invalid settings: ${message}`), JSON.stringify(env))

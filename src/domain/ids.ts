@@ -42,3 +42,8 @@ const ulid = monotonicFactory(pooledRandom)
 export function newEventId (now = Date.now()): string {
   return 'evt_' + ulid(now)
 }
+
+/** A new notification message id: `msg_` + a ULID (the Standard Webhooks `webhook-id`). */
+export function newMessageId (now = Date.now()): string {
+  return 'msg_' + ulid(now)
+}

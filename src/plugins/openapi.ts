@@ -8,7 +8,7 @@ with an API key; dashboards read \`/v1/me/*\` with the identity provider's token
 \`/v1/explorer\`, \`/v1/x402\`, \`/v1/waitlist\` and \`/health\` need no authentication.
 
 Every error has the body \`{ error, reason?, message?, details?, requestId? }\`. Lists of events, sessions,
-traces, alerts and agents are paged with an opaque \`cursor\` (the previous page's \`nextCursor\`).
+traces, alerts, agents and channel deliveries are paged with an opaque \`cursor\` (the previous page's \`nextCursor\`).
 Names in snake case (\`by_agent\`, \`by_model\`, \`by_day\`) and \`total\` are fixed by the service specification.`
 
 /**

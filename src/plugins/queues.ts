@@ -11,7 +11,7 @@ declare module 'fastify' {
 interface QueuesOptions { redisUrl: string; prefix: string; worker: boolean }
 
 /**
- * BullMQ, wired once for every queue (anomaly, maintenance): the queues in every role; workers and
+ * BullMQ, wired once for every queue (anomaly, maintenance, notify): the queues in every role; workers and
  * job schedulers in the worker role. Jobs are idempotent, so a retried or duplicated job is harmless.
  */
 export default fp(async function queues (app, opts: QueuesOptions) {

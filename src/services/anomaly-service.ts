@@ -9,12 +9,18 @@ import type { ErrorClustersRepository } from '../storage/error-clusters-reposito
 const RULES: RuleName[] = ['error_rate', 'spend_spike', 'latency_spike', 'silence']
 /** Agents seen within this long are evaluated on a tick (the longest window is a day plus the silence window). */
 const CANDIDATE_MS = 26 * 3_600_000
+/**
+ * A cluster whose first event is this recent is announced as new (once). Evaluations run every
+ * minute, so an hour leaves room for workers that were down; older clusters are not new any more.
+ */
+const NEW_CLUSTER_MS = 3_600_000
 
 export interface EvaluationResult { evaluatedAgents: number; raised: number; updated: number; cleared: number }
 
 /**
- * Anomaly evaluation: reads aggregates, applies the rules, and records alerts. Idempotent: running it
- * twice (or concurrently) for the same state leaves one open alert per agent and rule.
+ * Anomaly evaluation: reads aggregates, applies the rules, records alerts, and records the error
+ * clusters seen for the first time. Idempotent: running it twice (or concurrently) for the same
+ * state leaves one open alert per agent and rule, and announces a new cluster once.
  */
 export class AnomalyService {
   constructor (
@@ -78,6 +84,8 @@ export class AnomalyService {
       }
     }
     result.cleared = await this.alerts.clearQuiet([...candidates.values()].flat(), firing, RULES)
+    const pairs = [...candidates].flatMap(([userId, agentIds]) => agentIds.map((agentId) => ({ userId, agentId })))
+    await this.clusters.announce(await this.anomalies.newClusters(pairs, nowMs - NEW_CLUSTER_MS))
     if (result.raised > 0) this.log.info({ ...result }, 'anomaly evaluation raised alerts')
     return result
   }

@@ -32,6 +32,10 @@ export interface RaiseInput {
   figures: Record<string, unknown>
 }
 
+/** An alert that opened (a new alert, not an update of an open one) or cleared: what people are told about. */
+export interface AlertStateChange { change: 'opened' | 'cleared'; ids: string[] }
+export type AlertStateListener = (change: AlertStateChange) => Promise<void>
+
 // A snooze that has ended reads as active even before the scheduled tick writes it back.
 const STATUS = 'CASE WHEN a.status = \'snoozed\' AND a.snoozed_until <= now() THEN \'active\' ELSE a.status END'
 const COLUMNS = `a.id, a.agent_id, g.display_name AS agent_name, (g.deleted_at IS NOT NULL) AS agent_deleted, a.rule, a.severity, a.message, a.figures,
@@ -61,7 +65,22 @@ function toAlert (r: Record<string, any>): Alert {
 
 /** Alerts and alert settings in Postgres. Every method that takes a user id is scoped to that user. */
 export class AlertsRepository {
+  private readonly listeners: AlertStateListener[] = []
+
   constructor (private readonly db: pg.Pool) {}
+
+  /**
+   * Calls `listener` after each state change this repository writes (an alert opened, alerts
+   * cleared), and waits for it. A listener must not throw.
+   */
+  onStateChange (listener: AlertStateListener): void {
+    this.listeners.push(listener)
+  }
+
+  private async changed (change: AlertStateChange['change'], ids: string[]): Promise<void> {
+    if (ids.length === 0) return
+    for (const listener of this.listeners) await listener({ change, ids })
+  }
 
   /**
    * Raises an alert or, when the agent already has an open one for the rule, updates it (figures,
@@ -78,6 +97,7 @@ export class AlertsRepository {
        RETURNING id, (xmax = 0) AS created`,
       [newCuid(), input.userId, input.agentId, input.rule, input.severity, input.message, input.figures],
     )
+    if (rows[0].created) await this.changed('opened', [rows[0].id])
     return { id: rows[0].id, created: rows[0].created }
   }
 
@@ -91,8 +111,9 @@ export class AlertsRepository {
     )
     const quiet = rows.filter((r) => !firing.has(`${r.agent_id}\u0000${r.rule}`)).map((r) => r.id)
     if (quiet.length === 0) return 0
-    const res = await this.db.query('/* svc:alert_clear */ UPDATE alerts SET cleared_at = now(), updated_at = now() WHERE id = ANY($1) AND cleared_at IS NULL', [quiet])
-    return res.rowCount ?? 0
+    const res = await this.db.query('/* svc:alert_clear */ UPDATE alerts SET cleared_at = now(), updated_at = now() WHERE id = ANY($1) AND cleared_at IS NULL RETURNING id', [quiet])
+    await this.changed('cleared', res.rows.map((r) => r.id))
+    return res.rows.length
   }
 
   /**
@@ -102,19 +123,22 @@ export class AlertsRepository {
   async clearQuietRegressions (userId: string, firing: string[]): Promise<number> {
     const res = await this.db.query(
       `/* svc:alert_clear_regressions */ UPDATE alerts SET cleared_at = now(), updated_at = now()
-       WHERE user_id = $1 AND rule LIKE 'regression:%' AND status = 'acknowledged' AND cleared_at IS NULL AND NOT (rule = ANY($2))`,
+       WHERE user_id = $1 AND rule LIKE 'regression:%' AND status = 'acknowledged' AND cleared_at IS NULL AND NOT (rule = ANY($2))
+       RETURNING id`,
       [userId, firing],
     )
-    return res.rowCount ?? 0
+    await this.changed('cleared', res.rows.map((r) => r.id))
+    return res.rows.length
   }
 
   /** Clears the user's acknowledged regression alert of one cluster (it was resolved or re-opened by hand). */
   async clearRegression (userId: string, fingerprint: string): Promise<void> {
-    await this.db.query(
+    const res = await this.db.query(
       `/* svc:alert_clear_regression */ UPDATE alerts SET cleared_at = now(), updated_at = now()
-       WHERE user_id = $1 AND rule = $2 AND status = 'acknowledged' AND cleared_at IS NULL`,
+       WHERE user_id = $1 AND rule = $2 AND status = 'acknowledged' AND cleared_at IS NULL RETURNING id`,
       [userId, `regression:${fingerprint}`],
     )
+    await this.changed('cleared', res.rows.map((r) => r.id))
   }
 
   /** Writes back snoozes that have ended (reads already show them active). */
@@ -160,6 +184,15 @@ export class AlertsRepository {
       [id, userId],
     )
     return rows[0] ? toAlert(rows[0]) : null
+  }
+
+  /** These alerts with the user each belongs to, whoever that is (for notifications). */
+  async withOwners (ids: string[]): Promise<{ userId: string; alert: Alert }[]> {
+    const { rows } = await this.db.query(
+      `/* svc:alert_with_owners */ SELECT a.user_id, ${COLUMNS} FROM alerts a JOIN agents g ON g.id = a.agent_id WHERE a.id = ANY($1)`,
+      [ids],
+    )
+    return rows.map((r) => ({ userId: r.user_id, alert: toAlert(r) }))
   }
 
   /**

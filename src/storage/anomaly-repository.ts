@@ -7,6 +7,9 @@ export interface AnomalyWindows { errorMinutes: number; latencyMinutes: number; 
 /** Failed-event fingerprints of resolved clusters that have an event later than their resolution. */
 export interface Regression { fingerprint: string; agentId: string; lastSeenMs: number; count: number; sample: string }
 
+/** An error cluster whose first event is recent: a candidate for `error_cluster.created`. */
+export interface NewCluster { userId: string; fingerprint: string; agentId: string; firstSeenMs: number; lastSeenMs: number; count: number; sample: string }
+
 /** The ClickHouse reads of anomaly evaluation: per-agent aggregates over the last day or so. */
 export class AnomalyRepository {
   constructor (private readonly ch: ClickHouseClient) {}
@@ -56,6 +59,33 @@ export class AnomalyRepository {
       activeHours: Number(r.active_hours),
       previousEvents: Number(r.previous_events),
       silenceWindowEvents: Number(r.silence_events),
+    }))
+  }
+
+  /**
+   * Clusters of these (user, agent) pairs whose first event, over all time, is at or after
+   * `sinceMs`. The rollup's sort key starts with (user, fingerprint), so looking up the whole
+   * history of the few fingerprints seen recently is cheap.
+   */
+  async newClusters (agents: { userId: string; agentId: string }[], sinceMs: number): Promise<NewCluster[]> {
+    if (agents.length === 0) return []
+    const rs = await this.ch.query({
+      query: `/* svc:anomaly_new_clusters */ SELECT user_id, error_fingerprint AS fp, argMax(agent_id, last_ts) AS agent,
+          toUnixTimestamp64Milli(min(first_ts)) AS first_ms, toUnixTimestamp64Milli(max(last_ts)) AS last_ms,
+          sum(events) AS n, argMaxMerge(sample) AS sample
+        FROM error_clusters_hourly
+        WHERE (user_id, error_fingerprint) IN (
+          SELECT user_id, error_fingerprint FROM error_clusters_hourly
+          WHERE (user_id, agent_id) IN {pairs:Array(Tuple(String, String))}
+            AND hour >= toStartOfHour(fromUnixTimestamp64Milli({since:Int64})))
+        GROUP BY user_id, fp
+        HAVING min(first_ts) >= fromUnixTimestamp64Milli({since:Int64})`,
+      query_params: { pairs: agents.map((a) => new TupleParam([a.userId, a.agentId])), since: sinceMs },
+      format: 'JSONEachRow',
+    })
+    const rows = await rs.json<Record<string, any>>()
+    return rows.map((r) => ({
+      userId: r.user_id, fingerprint: r.fp, agentId: r.agent, firstSeenMs: Number(r.first_ms), lastSeenMs: Number(r.last_ms), count: Number(r.n), sample: r.sample,
     }))
   }
 

@@ -1,8 +1,37 @@
 import type pg from 'pg'
+import type { NewCluster } from './anomaly-repository.ts'
 
-/** Resolution state of a user's error clusters, in Postgres. */
+export type ClustersAnnouncedListener = (clusters: NewCluster[]) => Promise<void>
+
+/** Resolution state of a user's error clusters, and which new clusters were announced, in Postgres. */
 export class ErrorClustersRepository {
+  private readonly listeners: ClustersAnnouncedListener[] = []
+
   constructor (private readonly db: pg.Pool) {}
+
+  /** Calls `listener` with the clusters each `announce` records for the first time, and waits for it. A listener must not throw. */
+  onAnnounced (listener: ClustersAnnouncedListener): void {
+    this.listeners.push(listener)
+  }
+
+  /**
+   * Records clusters seen for the first time, each once whatever the number of evaluations that
+   * find it (a cluster that already has a row, as one resolved by hand, is not announced), and tells
+   * the listeners about those recorded now.
+   */
+  async announce (clusters: NewCluster[]): Promise<NewCluster[]> {
+    if (clusters.length === 0) return []
+    const { rows } = await this.db.query(
+      `/* svc:clusters_announce */ INSERT INTO error_clusters (user_id, fingerprint, announced_at, updated_at)
+       SELECT u, f, now(), now() FROM unnest($1::text[], $2::text[]) AS n(u, f)
+       ON CONFLICT (user_id, fingerprint) DO NOTHING RETURNING user_id, fingerprint`,
+      [clusters.map((c) => c.userId), clusters.map((c) => c.fingerprint)],
+    )
+    const recorded = new Set(rows.map((r) => `${r.user_id}\u0000${r.fingerprint}`))
+    const fresh = clusters.filter((c) => recorded.has(`${c.userId}\u0000${c.fingerprint}`))
+    if (fresh.length > 0) for (const listener of this.listeners) await listener(fresh)
+    return fresh
+  }
 
   /** resolvedAt (ms) per fingerprint, for the fingerprints asked about. */
   async resolvedAt (userId: string, fingerprints: string[]): Promise<Map<string, number>> {

@@ -59,11 +59,12 @@ export async function applyRetentionTtl (client: ClickHouseClient, days: Retenti
 }
 
 /**
- * Deletes cleared alerts and waitlist sign-ups older than their retention, in batches. Idempotent:
- * a second run deletes nothing more. Returns the rows deleted per table.
+ * Deletes cleared alerts, finished notification deliveries (kept as long as cleared alerts) and
+ * waitlist sign-ups older than their retention, in batches. Idempotent: a second run deletes nothing
+ * more. Returns the rows deleted per table.
  */
-export async function cleanPostgres (db: pg.Pool, days: RetentionDays): Promise<{ alerts: number; waitlist: number }> {
-  const deleted = { alerts: 0, waitlist: 0 }
+export async function cleanPostgres (db: pg.Pool, days: RetentionDays): Promise<{ alerts: number; deliveries: number; waitlist: number }> {
+  const deleted = { alerts: 0, deliveries: 0, waitlist: 0 }
   const rounds = async (sql: string, keepDays: number) => {
     if (keepDays <= 0) return 0
     let total = 0
@@ -75,6 +76,8 @@ export async function cleanPostgres (db: pg.Pool, days: RetentionDays): Promise<
   }
   deleted.alerts = await rounds(`/* svc:retention_alerts */ DELETE FROM alerts WHERE id IN (
       SELECT id FROM alerts WHERE cleared_at < now() - make_interval(days => $1::int) LIMIT $2)`, days.alerts)
+  deleted.deliveries = await rounds(`/* svc:retention_deliveries */ DELETE FROM notification_deliveries WHERE id IN (
+      SELECT id FROM notification_deliveries WHERE finished_at < now() - make_interval(days => $1::int) LIMIT $2)`, days.alerts)
   deleted.waitlist = await rounds(`/* svc:retention_waitlist */ DELETE FROM waitlist WHERE id IN (
       SELECT id FROM waitlist WHERE created_at < now() - make_interval(days => $1::int) LIMIT $2)`, days.waitlist)
   return deleted

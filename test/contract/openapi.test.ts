@@ -199,6 +199,16 @@ t.test('every route answers bodies that match the document, on its happy path an
   await call('GET', '/v1/me/alert-settings', me)
   await call('PUT', '/v1/me/alert-settings', { ...me, payload: { error_rate: { minRate: 0.3 }, silence: { enabled: false } } })
   await call('PUT', '/v1/me/alert-settings', { ...me, payload: { error_rate: { minRate: 2 } } })
+  // A PagerDuty channel: no destination to resolve; this app runs no worker, so nothing is sent.
+  const channel = await call('POST', '/v1/me/channels', { ...me, payload: { kind: 'pagerduty', routingKey: 'contract-key', label: 'c' } })
+  await call('POST', '/v1/me/channels', { ...me, payload: { kind: 'webhook' } })
+  await call('GET', '/v1/me/channels', me)
+  const channelUrl = `/v1/me/channels/${channel.json().id}`
+  await call('PATCH', '/v1/me/channels/:id', { ...me, url: channelUrl, payload: { events: ['alert.triggered'] } })
+  await call('POST', '/v1/me/channels/:id/test', { ...me, url: `${channelUrl}/test` })
+  await call('GET', '/v1/me/channels/:id/deliveries', { ...me, url: `${channelUrl}/deliveries` })
+  await call('GET', '/v1/me/channels/:id/deliveries', { ...me, url: '/v1/me/channels/unknown/deliveries' })
+  await call('DELETE', '/v1/me/channels/:id', { ...me, url: channelUrl })
   await call('DELETE', '/v1/me/agents/:id', { ...me, url: `/v1/me/agents/${agentId}` })
   await call('POST', '/v1/events', { auth: { authorization: `Bearer ${key.secret}` }, payload: { agentId } })
 

@@ -48,6 +48,8 @@ export function testConfig (overrides: Record<string, string> = {}): Config {
     LOG_LEVEL: 'silent',
     // Test apps run no BullMQ worker unless a test asks for one (ROLES: 'api,worker').
     ROLES: 'api',
+    // No test reaches PagerDuty, not even with a delivery another test left behind (port 9: discard).
+    PAGERDUTY_EVENTS_URL: 'http://127.0.0.1:9/v2/enqueue',
     ...overrides,
   }
   const dbName = new URL(env.DATABASE_URL).pathname.slice(1)

@@ -119,7 +119,7 @@ t.test('RETENTION_DAYS becomes a TTL on events by receive time; rollups keep the
   t.notMatch(await ttl('spend_daily'), /TTL/, '0 removes the TTL')
 })
 
-t.test('old cleared alerts and waitlist sign-ups are deleted; recent ones and open alerts stay', async (t) => {
+t.test('old cleared alerts, finished deliveries and waitlist sign-ups are deleted; recent ones and open alerts stay', async (t) => {
   const mk = async (clearedDaysAgo: number | null, rule: string) => {
     const id = randomId('alert-')
     await app.db.query(`INSERT INTO alerts (id, user_id, agent_id, rule, severity, message, cleared_at)
@@ -133,14 +133,25 @@ t.test('old cleared alerts and waitlist sign-ups are deleted; recent ones and op
   const oldEmail = `${randomId('old-')}@example.com`
   const newEmail = `${randomId('new-')}@example.com`
   await app.db.query('INSERT INTO waitlist (email, created_at) VALUES ($1, now() - interval \'1000 days\'), ($2, now())', [oldEmail, newEmail])
+  const channel = await app.channels.create(user.id, { kind: 'pagerduty', label: '', url: null, routingKey: 'k', signingSecret: null, events: ['alert.triggered'] })
+  const delivery = async (finishedDaysAgo: number | null) => {
+    const id = randomId('msg_')
+    await app.db.query(`INSERT INTO notification_deliveries (id, channel_id, event, event_key, payload, max_attempts, finished_at)
+      VALUES ($1, $2, 'alert.triggered', $1, '{}', 8, CASE WHEN $3::int IS NULL THEN NULL ELSE now() - make_interval(days => $3::int) END)`,
+    [id, channel.id, finishedDaysAgo])
+    return id
+  }
+  const deliveries = [await delivery(200), await delivery(10), await delivery(null)]
 
   const first = await cleanPostgres(app.db, { events: 90, rollups: 0, alerts: 90, waitlist: 730 })
-  t.ok(first.alerts >= 1 && first.waitlist >= 1, JSON.stringify(first))
+  t.ok(first.alerts >= 1 && first.deliveries >= 1 && first.waitlist >= 1, JSON.stringify(first))
   const left = await app.db.query('SELECT id FROM alerts WHERE id = ANY($1) ORDER BY id', [[old, recent, open]])
   t.same(left.rows.map((r) => r.id).sort(), [recent, open].sort())
   const emails = await app.db.query('SELECT email FROM waitlist WHERE email = ANY($1)', [[oldEmail, newEmail]])
   t.same(emails.rows.map((r) => r.email), [newEmail])
-  t.same(await cleanPostgres(app.db, { events: 90, rollups: 0, alerts: 90, waitlist: 730 }), { alerts: 0, waitlist: 0 }, 'a second run deletes nothing')
+  const kept = await app.db.query('SELECT id FROM notification_deliveries WHERE id = ANY($1)', [deliveries])
+  t.same(kept.rows.map((r) => r.id).sort(), deliveries.slice(1).sort(), 'recent and unfinished deliveries stay')
+  t.same(await cleanPostgres(app.db, { events: 90, rollups: 0, alerts: 90, waitlist: 730 }), { alerts: 0, deliveries: 0, waitlist: 0 }, 'a second run deletes nothing')
 })
 
 t.test('in the worker role, schedulers copy names without being asked', async (t) => {

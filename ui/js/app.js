@@ -11,6 +11,7 @@ import { ErrorsPage } from './pages/errors.js'
 import { AlertsPage } from './pages/alerts.js'
 import { SpendPage } from './pages/spend.js'
 import { KeysPage } from './pages/keys.js'
+import { ChannelsPage } from './pages/channels.js'
 
 const NAV = [
   ['overview', 'Overview'],
@@ -22,6 +23,7 @@ const NAV = [
   ['alerts', 'Alerts'],
   ['spend', 'Spend'],
   ['keys', 'API keys'],
+  ['channels', 'Channels'],
 ]
 
 /**
@@ -92,6 +94,7 @@ function Page ({ route, names, refreshNames }) {
     case 'alerts': return html`<${AlertsPage} ...${props} />`
     case 'spend': return html`<${SpendPage} ...${props} />`
     case 'keys': return html`<${KeysPage} ...${props} />`
+    case 'channels': return html`<${ChannelsPage} ...${props} />`
     default: return html`<${Overview} ...${props} />`
   }
 }

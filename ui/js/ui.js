@@ -125,6 +125,33 @@ export function ConfirmButton ({ label, question, confirmLabel, onConfirm, busy 
   </span>`
 }
 
+/** A secret the service shows only once (an API key, a signing secret), with a copy button; `children` say how to use it. */
+export function SecretOnce ({ title, secret, onDismiss, children }) {
+  const [copied, setCopied] = useState(null)
+  const box = useRef()
+  useEffect(() => box.current?.focus(), [])
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(secret)
+      setCopied('Copied to the clipboard.')
+    } catch {
+      box.current?.select()
+      setCopied('Selected: press Ctrl+C (⌘C) to copy.')
+    }
+  }
+  return html`<section class="card secret" aria-labelledby="new-secret">
+    <h2 id="new-secret">${title}</h2>
+    <p><strong>Copy the secret now: it is shown only this once.</strong> ${children}</p>
+    <div class="inline">
+      <label class="sr-only" for="secret">Secret</label>
+      <input id="secret" ref=${box} readonly value=${secret} class="mono wide-input" onFocus=${(e) => e.target.select()} />
+      <button class="primary" onClick=${copy}>Copy</button>
+    </div>
+    <p role="status" class="muted">${copied || ''}</p>
+    <button onClick=${onDismiss}>I have stored it</button>
+  </section>`
+}
+
 function css (name) { return window.getComputedStyle(document.documentElement).getPropertyValue(name).trim() }
 
 /**

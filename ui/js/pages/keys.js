@@ -1,33 +1,7 @@
 // API keys: create (the secret is shown once, with a copy button), list, revoke.
-import { useState, useRef, useEffect } from 'preact/hooks'
+import { useState } from 'preact/hooks'
 import { api, agentRef } from '../api.js'
-import { html, useData, useAction, ErrorNote, Loading, Empty, Time, ConfirmButton, AgentLink, ago } from '../ui.js'
-
-function NewSecret ({ created, onDismiss }) {
-  const [copied, setCopied] = useState(null)
-  const box = useRef()
-  useEffect(() => box.current?.focus(), [])
-  const copy = async () => {
-    try {
-      await navigator.clipboard.writeText(created.secret)
-      setCopied('Copied to the clipboard.')
-    } catch {
-      box.current?.select()
-      setCopied('Selected: press Ctrl+C (⌘C) to copy.')
-    }
-  }
-  return html`<section class="card secret" aria-labelledby="new-key">
-    <h2 id="new-key">Key “${created.label}” created</h2>
-    <p><strong>Copy the secret now: it is shown only this once.</strong> Send it as <code>Authorization: Bearer …</code> to <code>POST /v1/events</code>.</p>
-    <div class="inline">
-      <label class="sr-only" for="secret">Secret</label>
-      <input id="secret" ref=${box} readonly value=${created.secret} class="mono wide-input" onFocus=${(e) => e.target.select()} />
-      <button class="primary" onClick=${copy}>Copy</button>
-    </div>
-    <p role="status" class="muted">${copied || ''}</p>
-    <button onClick=${onDismiss}>I have stored it</button>
-  </section>`
-}
+import { html, useData, useAction, ErrorNote, Loading, Empty, Time, ConfirmButton, AgentLink, SecretOnce, ago } from '../ui.js'
 
 function KeyRow ({ k, names, onRevoked }) {
   const action = useAction()
@@ -57,7 +31,10 @@ export function KeysPage ({ names }) {
   const agents = [...names.entries()].sort((a, b) => a[1].localeCompare(b[1]))
   return html`
     <h1 tabindex="-1">API keys</h1>
-    ${created ? html`<${NewSecret} created=${created} onDismiss=${() => setCreated(null)} />` : null}
+    ${created
+? html`<${SecretOnce} title=${`Key “${created.label}” created`} secret=${created.secret} onDismiss=${() => setCreated(null)}>
+        Send it as <code>Authorization: Bearer …</code> to <code>POST /v1/events</code>.</${SecretOnce}>`
+: null}
     <section class="card" aria-labelledby="create"><h2 id="create">Create a key</h2>
       <form class="inline" onSubmit=${submit}>
         <label>Label <input value=${label} maxLength="100" required onInput=${(e) => setLabel(e.target.value)} placeholder="laptop" /></label>

@@ -1,0 +1,30 @@
+import { createHmac, randomBytes } from 'node:crypto'
+
+/**
+ * Signing by the Standard Webhooks specification (standardwebhooks.com): the secret is `whsec_` +
+ * base64 of random bytes; each attempt carries `webhook-id` (the same on every retry),
+ * `webhook-timestamp` (Unix seconds of the attempt) and `webhook-signature` (`v1,` + base64 of
+ * HMAC-SHA256 over `id.timestamp.body`, keyed with the secret's decoded bytes). Receivers verify it
+ * with any of the specification's libraries.
+ */
+
+const SECRET_PREFIX = 'whsec_'
+
+/** A new signing secret: `whsec_` + 32 random bytes in base64. */
+export function newSigningSecret (): string {
+  return SECRET_PREFIX + randomBytes(32).toString('base64')
+}
+
+export interface SignedHeaders {
+  'webhook-id': string
+  'webhook-timestamp': string
+  'webhook-signature': string
+}
+
+/** The three headers of one attempt to deliver `body` as message `id` at `timestampSeconds`. */
+export function signedHeaders (secret: string, id: string, timestampSeconds: number, body: string): SignedHeaders {
+  const key = Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64')
+  const timestamp = String(timestampSeconds)
+  const signature = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')
+  return { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${signature}` }
+}

@@ -1,0 +1,257 @@
+import type pg from 'pg'
+import { newCuid } from '../domain/ids.ts'
+import type { ChannelKind, EventType, NotificationEvent, TEST_EVENT } from '../domain/notifications.ts'
+import { iso, isoOrNull } from './timestamps.ts'
+
+/** A notification channel as stored, its credentials included (routes mask them). */
+export type Channel = {
+  id: string
+  userId: string
+  kind: ChannelKind
+  label: string
+  url: string | null
+  routingKey: string | null
+  signingSecret: string | null
+  events: EventType[]
+  enabled: boolean
+  disabledReason: string | null
+  disabledAt: string | null
+  lastSuccessAt: string | null
+  createdAt: string
+  updatedAt: string
+}
+
+export type DeliveryStatus = 'pending' | 'retrying' | 'delivered' | 'failed' | 'skipped'
+
+/** One event to one channel, and how its attempts went. */
+export type Delivery = {
+  id: string
+  channelId: string
+  event: EventType | typeof TEST_EVENT
+  status: DeliveryStatus
+  attempts: number
+  maxAttempts: number
+  lastStatusCode: number | null
+  lastError: string | null
+  lastResponse: string | null
+  createdAt: string
+  firstAttemptAt: string | null
+  lastAttemptAt: string | null
+  nextAttemptAt: string | null
+  finishedAt: string | null
+}
+
+export interface NewChannel {
+  kind: ChannelKind
+  label: string
+  url: string | null
+  routingKey: string | null
+  signingSecret: string | null
+  events: EventType[]
+}
+
+export interface ChannelChange {
+  label?: string | undefined
+  url?: string | undefined
+  routingKey?: string | undefined
+  events?: EventType[] | undefined
+  enabled?: boolean | undefined
+}
+
+/** What an attempt left behind, and the delivery's status after it. */
+export interface AttemptRecord {
+  status: 'delivered' | 'retrying' | 'failed'
+  statusCode: number | null
+  error: string | null
+  response: string | null
+  /** When the delivery is retrying: how long after this attempt the next one is due. */
+  retryInMs: number | null
+}
+
+function toChannel (r: Record<string, any>): Channel {
+  return {
+    id: r.id,
+    userId: r.user_id,
+    kind: r.kind,
+    label: r.label,
+    url: r.url,
+    routingKey: r.routing_key,
+    signingSecret: r.signing_secret,
+    events: r.events,
+    enabled: r.enabled,
+    disabledReason: r.disabled_reason,
+    disabledAt: isoOrNull(r.disabled_at),
+    lastSuccessAt: isoOrNull(r.last_success_at),
+    createdAt: iso(r.created_at),
+    updatedAt: iso(r.updated_at),
+  }
+}
+
+function toDelivery (r: Record<string, any>): Delivery {
+  return {
+    id: r.id,
+    channelId: r.channel_id,
+    event: r.event,
+    status: r.status,
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    lastStatusCode: r.last_status_code,
+    lastError: r.last_error,
+    lastResponse: r.last_response,
+    createdAt: iso(r.created_at),
+    firstAttemptAt: isoOrNull(r.first_attempt_at),
+    lastAttemptAt: isoOrNull(r.last_attempt_at),
+    nextAttemptAt: isoOrNull(r.next_attempt_at),
+    finishedAt: isoOrNull(r.finished_at),
+  }
+}
+
+const DELIVERY_COLUMNS = `id, channel_id, event, status, attempts, max_attempts, last_status_code, last_error, last_response,
+  created_at, first_attempt_at, last_attempt_at, next_attempt_at, finished_at`
+
+/** Notification channels and their delivery log in Postgres. Methods taking a user id are scoped to that user. */
+export class ChannelsRepository {
+  constructor (private readonly db: pg.Pool) {}
+
+  async create (userId: string, c: NewChannel): Promise<Channel> {
+    const { rows } = await this.db.query(
+      `/* svc:channel_create */ INSERT INTO notification_channels (id, user_id, kind, label, url, routing_key, signing_secret, events)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+      [newCuid(), userId, c.kind, c.label, c.url, c.routingKey, c.signingSecret, c.events],
+    )
+    return toChannel(rows[0])
+  }
+
+  async count (userId: string): Promise<number> {
+    const { rows } = await this.db.query('/* svc:channel_count */ SELECT count(*)::int AS n FROM notification_channels WHERE user_id = $1', [userId])
+    return rows[0].n
+  }
+
+  /** The user's channels, newest first. */
+  async list (userId: string): Promise<Channel[]> {
+    const { rows } = await this.db.query('/* svc:channel_list */ SELECT * FROM notification_channels WHERE user_id = $1 ORDER BY created_at DESC, id DESC', [userId])
+    return rows.map(toChannel)
+  }
+
+  async get (userId: string, id: string): Promise<Channel | null> {
+    const { rows } = await this.db.query('/* svc:channel_get */ SELECT * FROM notification_channels WHERE id = $1 AND user_id = $2', [id, userId])
+    return rows[0] ? toChannel(rows[0]) : null
+  }
+
+  /** Applies the fields given; enabling a channel clears why it was disabled. Null when it is not the user's. */
+  async update (userId: string, id: string, change: ChannelChange): Promise<Channel | null> {
+    const { rows } = await this.db.query(
+      `/* svc:channel_update */ UPDATE notification_channels SET
+         label = coalesce($3, label), url = coalesce($4, url), routing_key = coalesce($5, routing_key),
+         events = coalesce($6, events), enabled = coalesce($7, enabled),
+         disabled_reason = CASE WHEN $7 IS NULL THEN disabled_reason END,
+         disabled_at = CASE WHEN $7 IS NULL THEN disabled_at END,
+         updated_at = now()
+       WHERE id = $1 AND user_id = $2 RETURNING *`,
+      [id, userId, change.label ?? null, change.url ?? null, change.routingKey ?? null, change.events ?? null, change.enabled ?? null],
+    )
+    return rows[0] ? toChannel(rows[0]) : null
+  }
+
+  /** Deletes the channel and its delivery log; false when it is not the user's. */
+  async delete (userId: string, id: string): Promise<boolean> {
+    const res = await this.db.query('/* svc:channel_delete */ DELETE FROM notification_channels WHERE id = $1 AND user_id = $2', [id, userId])
+    return (res.rowCount ?? 0) > 0
+  }
+
+  /** The user's enabled channels that take this event type. */
+  async subscribed (userId: string, eventType: string): Promise<Channel[]> {
+    const { rows } = await this.db.query(
+      '/* svc:channel_subscribed */ SELECT * FROM notification_channels WHERE user_id = $1 AND enabled AND $2 = ANY(events)',
+      [userId, eventType],
+    )
+    return rows.map(toChannel)
+  }
+
+  /**
+   * Records a delivery of `event` to the channel, unless one with the same key exists (then null):
+   * the unique (channel, key) is what delivers a state change at most once, however often it is published.
+   */
+  async addDelivery (channelId: string, d: { id: string; eventKey: string; event: NotificationEvent; maxAttempts: number }): Promise<Delivery | null> {
+    const { rows } = await this.db.query(
+      `/* svc:delivery_add */ INSERT INTO notification_deliveries (id, channel_id, event, event_key, payload, max_attempts)
+       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (channel_id, event_key) DO NOTHING RETURNING ${DELIVERY_COLUMNS}`,
+      [d.id, channelId, d.event.type, d.eventKey, d.event, d.maxAttempts],
+    )
+    return rows[0] ? toDelivery(rows[0]) : null
+  }
+
+  /** A page of the channel's deliveries, newest first (by creation, then id). */
+  async deliveries (channelId: string, limit: number, after: { ms: number; id: string } | null): Promise<Delivery[]> {
+    const { rows } = await this.db.query(
+      `/* svc:delivery_list */ SELECT ${DELIVERY_COLUMNS} FROM notification_deliveries
+       WHERE channel_id = $1
+         AND ($3::bigint IS NULL OR (date_trunc('milliseconds', created_at), id) < ('epoch'::timestamptz + $3::bigint * interval '1 millisecond', $4::text))
+       ORDER BY date_trunc('milliseconds', created_at) DESC, id DESC LIMIT $2`,
+      [channelId, limit, after?.ms ?? null, after?.id ?? ''],
+    )
+    return rows.map(toDelivery)
+  }
+
+  /** A delivery with its event and its channel, for an attempt; null when either is gone. */
+  async forAttempt (deliveryId: string): Promise<{ delivery: Delivery; event: NotificationEvent; channel: Channel } | null> {
+    const { rows } = await this.db.query(
+      `/* svc:delivery_for_attempt */ SELECT to_jsonb(d) AS d, to_jsonb(c) AS c FROM notification_deliveries d
+       JOIN notification_channels c ON c.id = d.channel_id WHERE d.id = $1`,
+      [deliveryId],
+    )
+    if (!rows[0]) return null
+    return { delivery: toDelivery(rows[0].d), event: rows[0].d.payload, channel: toChannel(rows[0].c) }
+  }
+
+  /** Records one attempt and the status it leaves the delivery in. */
+  async recordAttempt (deliveryId: string, a: AttemptRecord): Promise<Delivery> {
+    const { rows } = await this.db.query(
+      `/* svc:delivery_attempt */ UPDATE notification_deliveries SET
+         attempts = attempts + 1, status = $2, last_status_code = $3, last_error = $4, last_response = $5,
+         first_attempt_at = coalesce(first_attempt_at, now()), last_attempt_at = now(),
+         next_attempt_at = now() + make_interval(secs => $6::float8 / 1000),
+         finished_at = CASE WHEN $2 = 'retrying' THEN NULL ELSE now() END
+       WHERE id = $1 RETURNING ${DELIVERY_COLUMNS}`,
+      [deliveryId, a.status, a.statusCode, a.error, a.response, a.retryInMs],
+    )
+    return toDelivery(rows[0])
+  }
+
+  /** Ends a delivery without sending it (its channel was disabled meanwhile). */
+  async skip (deliveryId: string, reason: string): Promise<void> {
+    await this.db.query(
+      `/* svc:delivery_skip */ UPDATE notification_deliveries SET status = 'skipped', last_error = $2, next_attempt_at = NULL, finished_at = now()
+       WHERE id = $1 AND status IN ('pending', 'retrying')`,
+      [deliveryId, reason],
+    )
+  }
+
+  async markSucceeded (channelId: string): Promise<void> {
+    await this.db.query('/* svc:channel_success */ UPDATE notification_channels SET last_success_at = now() WHERE id = $1', [channelId])
+  }
+
+  /**
+   * Disables the channel with the reason, unless a delivery to it succeeded since `failingSince`
+   * (then the failures were not a run). True when it was disabled now.
+   */
+  async disableAfterRun (channelId: string, failingSince: string, reason: string): Promise<boolean> {
+    const res = await this.db.query(
+      `/* svc:channel_disable */ UPDATE notification_channels SET enabled = false, disabled_reason = $3, disabled_at = now(), updated_at = now()
+       WHERE id = $1 AND enabled AND (last_success_at IS NULL OR last_success_at < $2)`,
+      [channelId, failingSince, reason],
+    )
+    return (res.rowCount ?? 0) > 0
+  }
+
+  /** Deliveries still to be attempted whose next attempt is overdue by `graceMs` (their job may be lost). */
+  async overdue (graceMs: number, limit: number): Promise<string[]> {
+    const { rows } = await this.db.query(
+      `/* svc:delivery_overdue */ SELECT id FROM notification_deliveries
+       WHERE status IN ('pending', 'retrying') AND coalesce(next_attempt_at, created_at) < now() - make_interval(secs => $1::float8 / 1000)
+       ORDER BY created_at LIMIT $2`,
+      [graceMs, limit],
+    )
+    return rows.map((r) => r.id)
+  }
+}

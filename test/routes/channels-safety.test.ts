@@ -1,0 +1,57 @@
+import t from 'tap'
+import { buildTestApp, newUser, randomId, type TestUser } from '../helpers/app.ts'
+import { startReceiver, until } from '../helpers/receiver.ts'
+
+// Without NOTIFY_ALLOW_PRIVATE_NETWORKS, destinations that resolve to non-public addresses are refused:
+// at creation, and at delivery on the address the connection would use. The receiver is a real
+// server on the loopback: it counts connections, to show that none is ever made.
+const receiver = await startReceiver(t)
+const prefix = `test:${randomId()}:`
+// The default: refuses private destinations, and runs the notify worker.
+const strict = await buildTestApp(t, { REDIS_PREFIX: prefix, ROLES: 'api,worker' })
+// Another instance on the same queues, set up for local use: it lets channels be created towards the
+// loopback (as a name that resolved to a public address at creation would), but it runs no worker,
+// so the strict instance makes every attempt.
+const lenient = await buildTestApp(t, { REDIS_PREFIX: prefix, NOTIFY_ALLOW_PRIVATE_NETWORKS: '1' })
+
+const post = (app: typeof strict, user: TestUser, url: string, payload?: Record<string, unknown>) =>
+  app.inject({ method: 'POST', url, headers: user.auth, ...(payload ? { payload } : {}) })
+
+t.test('creating a channel towards a non-public address is refused', async (t) => {
+  const user = await newUser(strict)
+  const before = receiver.connections
+  for (const url of [
+    receiver.url('/inside'),
+    `http://localhost:${receiver.port}/inside`,
+    `http://[::1]:${receiver.port}/`,
+    `http://[::ffff:127.0.0.1]:${receiver.port}/`,
+    'http://169.254.169.254/latest/meta-data/',
+    'http://10.0.0.7/hook',
+    'http://0.0.0.0/',
+  ]) {
+    const res = await post(strict, user, '/v1/me/channels', { kind: 'webhook', url })
+    t.equal(res.statusCode, 400, url)
+    t.match(res.json(), { error: 'destination_refused', message: /^refused: .* (loopback|link-local|private|unspecified) address, not on the public internet$/ })
+  }
+  const existing = (await post(lenient, user, '/v1/me/channels', { kind: 'webhook', url: receiver.url('/ok') })).json()
+  const patch = await strict.inject({ method: 'PATCH', url: `/v1/me/channels/${existing.id}`, headers: user.auth, payload: { url: 'http://192.168.1.1/' } })
+  t.equal(patch.statusCode, 400, 'nor can a channel be pointed there')
+  t.equal(receiver.connections, before, 'no connection was made')
+})
+
+t.test('at delivery the resolved address is checked again: refused, no connection, the reason in the log', async (t) => {
+  const user = await newUser(lenient)
+  const before = { connections: receiver.connections, requests: receiver.received.length }
+  for (const url of [receiver.url('/inside'), `http://localhost:${receiver.port}/inside`]) {
+    const channel = (await post(lenient, user, '/v1/me/channels', { kind: 'webhook', url })).json()
+    const test = await post(lenient, user, `/v1/me/channels/${channel.id}/test`)
+    t.equal(test.statusCode, 202)
+    const delivery = await until(async () => {
+      const [d] = (await strict.inject({ url: `/v1/me/channels/${channel.id}/deliveries`, headers: user.auth })).json().deliveries
+      return d.status === 'failed' && d
+    }, 15_000, 'the attempt')
+    t.match(delivery, { attempts: 1, lastStatusCode: null, lastResponse: null, lastError: /^refused: (127\.0\.0\.1 is|localhost resolves to (127\.0\.0\.1|::1),) a loopback address/ }, url)
+  }
+  t.equal(receiver.connections, before.connections, 'no connection was made')
+  t.equal(receiver.received.length, before.requests)
+})

@@ -1,0 +1,343 @@
+import t from 'tap'
+import { Webhook } from 'standardwebhooks'
+import { alertEvent, eventKey } from '../../src/domain/notifications.ts'
+import { newMessageId } from '../../src/domain/ids.ts'
+import { SWEEP_GRACE_MS } from '../../src/jobs/notify.queue.ts'
+import { buildTestApp, newUser, randomId, shipped, type TestUser } from '../helpers/app.ts'
+import { startReceiver, until } from '../helpers/receiver.ts'
+
+const DASHBOARD = 'https://dash.example.com'
+const receiver = await startReceiver(t)
+// The receivers listen on this machine's loopback, which channels may reach only with
+// NOTIFY_ALLOW_PRIVATE_NETWORKS=1 (channels-safety.test.ts shows the refusal without it).
+const app = await buildTestApp(t, {
+  ROLES: 'api,worker',
+  NOTIFY_ALLOW_PRIVATE_NETWORKS: '1',
+  PAGERDUTY_EVENTS_URL: receiver.url('/pagerduty/v2/enqueue'),
+  DASHBOARD_URL: DASHBOARD,
+})
+
+const api = (user: TestUser, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) =>
+  app.inject({ method, url, headers: user.auth, ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }) })
+
+async function fixture () {
+  const user = await newUser(app, { tier: 'enterprise', burst: 100000 })
+  const key = await user.createKey()
+  const batch = async (events: Record<string, unknown>[]) => {
+    const res = await app.inject({ method: 'POST', url: '/v1/events/batch', headers: { authorization: `Bearer ${key.secret}` }, payload: { events } })
+    if (res.statusCode !== 207 || res.json().results.some((r: { status: number }) => r.status !== 202)) throw new Error(res.body)
+    return res.json().results as { agentId: string }[]
+  }
+  const channel = async (body: Record<string, unknown>) => {
+    const res = await api(user, 'POST', '/v1/me/channels', body)
+    if (res.statusCode !== 201) throw new Error(`POST /v1/me/channels: ${res.statusCode} ${res.body}`)
+    return res.json()
+  }
+  return { user, batch, channel }
+}
+const failures = (agentId: string, n: number, errorMessage = 'upstream 502') =>
+  Array.from({ length: n }, () => ({ agentId, outcome: 'failed', toolExecuted: 'http', errorMessage }))
+const successes = (agentId: string, n: number) => Array.from({ length: n }, () => ({ agentId, outcome: 'success' }))
+
+/** One anomaly evaluation of the user, as the tick runs it. */
+async function evaluate (user: TestUser) {
+  await shipped(app)
+  await app.activity.flush()
+  return app.anomaly.evaluateUser(user.id, Date.now())
+}
+const bodies = (path: string) => receiver.at(path).map((r) => JSON.parse(r.body))
+const deliveries = async (user: TestUser, channelId: string) => (await api(user, 'GET', `/v1/me/channels/${channelId}/deliveries`)).json().deliveries
+const finished = (user: TestUser, channelId: string, n: number) =>
+  until(async () => {
+    const list = await deliveries(user, channelId)
+    return list.length === n && list.every((d: { status: string }) => !['pending', 'retrying'].includes(d.status)) && list
+  }, 15_000, `${n} finished deliveries`)
+
+/** An alert event made up for tests that are about delivery, not about what raises alerts. */
+function madeUpEvent () {
+  const at = new Date().toISOString()
+  const alert = {
+    id: randomId('alert-'), rule: 'error_rate', severity: 'warning' as const, status: 'active', message: 'made up', figures: {},
+    triggerCount: 1, createdAt: at, lastTriggeredAt: at, clearedAt: null,
+  }
+  return alertEvent('opened', alert, { id: 'cagent', displayName: 'agent' }, DASHBOARD, new Date())
+}
+
+t.test('an error spike reaches a webhook receiver signed and verifiable; each state change is delivered once', async (t) => {
+  const { user, batch, channel } = await fixture()
+  const path = `/hook/${randomId()}`
+  const created = await channel({ kind: 'webhook', url: receiver.url(path), label: 'ops' })
+  t.match(created, { kind: 'webhook', label: 'ops', url: receiver.url(path), routingKey: null, enabled: true, disabledReason: null, secret: /^whsec_[A-Za-z0-9+/=]{40,}$/ })
+  t.same(created.events, ['alert.triggered', 'alert.resolved', 'error_cluster.created', 'error_cluster.reopened'], 'every event by default')
+  const listed = (await api(user, 'GET', '/v1/me/channels')).json().channels
+  t.equal(listed.length, 1)
+  t.notOk('secret' in listed[0], 'the secret is shown only once')
+
+  const name = randomId('flaky-')
+  const [r] = await batch([...failures(name, 12), ...successes(name, 2)])
+  await evaluate(user)
+  await until(() => bodies(path).length >= 2, 15_000, 'the alert and the new cluster')
+  const webhook = new Webhook(created.secret)
+  for (const req of receiver.at(path)) {
+    t.same(webhook.verify(req.body, req.headers as Record<string, string>), JSON.parse(req.body), `${JSON.parse(req.body).type} verifies`)
+    t.match(req.headers['webhook-id'], /^msg_[0-9A-Z]{26}$/)
+  }
+  const triggered = bodies(path).find((b) => b.type === 'alert.triggered')
+  t.match(triggered, {
+    timestamp: String,
+    data: {
+      alert: { id: String, rule: 'error_rate', severity: 'critical', status: 'active', message: /12 of 14 events failed/, figures: { failed: 12, total: 14 } },
+      agent: { id: r!.agentId, displayName: name },
+      url: `${DASHBOARD}/#/alerts`,
+    },
+  })
+  t.match(bodies(path).find((b) => b.type === 'error_cluster.created'), {
+    data: { cluster: { fingerprint: /^[0-9a-f]{16}$/, status: 'open', sampleMessage: 'upstream 502', count: 12 }, agent: { id: r!.agentId }, url: `${DASHBOARD}/#/errors` },
+  })
+
+  await batch(failures(name, 3))
+  await evaluate(user)
+  await evaluate(user)
+  t.equal((await deliveries(user, created.id)).length, 2, 'a continuing anomaly and a known cluster are not delivered again')
+
+  const alertId = triggered.data.alert.id
+  t.equal((await api(user, 'POST', `/v1/me/alerts/${alertId}/acknowledge`)).statusCode, 200)
+  await batch(successes(name, 40))
+  await evaluate(user)
+  const resolved = await until(() => bodies(path).find((b) => b.type === 'alert.resolved'), 15_000, 'alert.resolved')
+  t.match(resolved.data.alert, { id: alertId, status: 'acknowledged', clearedAt: String })
+
+  const log = await finished(user, created.id, 3)
+  t.same(log.map((d: { event: string }) => d.event), ['alert.resolved', 'error_cluster.created', 'alert.triggered'], 'newest first')
+  for (const d of log) t.match(d, { status: 'delivered', attempts: 1, maxAttempts: 8, lastStatusCode: 200, lastError: null, lastResponse: 'ok', lastAttemptAt: String, nextAttemptAt: null, finishedAt: String })
+  t.equal(receiver.at(path).length, 3, 'three state changes, three requests')
+})
+
+t.test('Slack and PagerDuty receivers get their own formats; a regression re-opens its cluster', async (t) => {
+  const { user, batch, channel } = await fixture()
+  const slackPath = `/slack/${randomId()}`
+  const slack = await channel({ kind: 'slack', url: receiver.url(slackPath), events: ['alert.triggered', 'error_cluster.reopened'] })
+  const routingKey = randomId('routing-')
+  const pagerduty = await channel({ kind: 'pagerduty', routingKey, label: 'on-call' })
+  t.notOk('secret' in slack, 'only webhooks have a signing secret')
+  t.equal(slack.url, `http://127.0.0.1:${receiver.port}/…${slackPath.slice(-4)}`, 'a Slack URL is shown masked')
+  t.match(pagerduty, { url: null, routingKey: `…${routingKey.slice(-4)}` })
+  const paged = () => bodies('/pagerduty/v2/enqueue').filter((b) => b.routing_key === routingKey)
+
+  const name = randomId('disk-')
+  await batch(failures(name, 12, 'disk full on /var/data'))
+  await evaluate(user)
+  const message = await until(() => bodies(slackPath)[0], 15_000, 'the Slack message')
+  t.match(message, {
+    text: new RegExp(`^\\[critical\\] error_rate on ${name}: 12 of 12 events failed`),
+    blocks: [{ type: 'section', text: { type: 'mrkdwn', text: /error_rate/ } }, { type: 'context', elements: [{ type: 'mrkdwn', text: new RegExp(`^agent \\*${name}\\* · `) }] }],
+  })
+  const context = message.blocks[1].elements[0].text
+  for (const part of ['failed 12', 'total 12', `<${DASHBOARD}/#/alerts|Open in the dashboard>`]) t.ok(context.includes(part), `the context has ${part}`)
+  await until(() => paged().length >= 2, 15_000, 'two PagerDuty events')
+  const trigger = paged().find((b) => b.payload?.class === 'alert.triggered')
+  const alertId = (await api(user, 'GET', '/v1/me/alerts')).json().alerts[0].id
+  t.match(trigger, {
+    routing_key: routingKey,
+    event_action: 'trigger',
+    dedup_key: alertId,
+    payload: { summary: new RegExp(`error_rate on ${name}`), severity: 'critical', source: name, class: 'alert.triggered', custom_details: { alert: { id: alertId } } },
+    links: [{ href: `${DASHBOARD}/#/alerts` }],
+  })
+  const clusterTrigger = paged().find((b) => b.payload?.class === 'error_cluster.created')
+  t.match(clusterTrigger, { event_action: 'trigger', dedup_key: /^error_cluster:[0-9a-f]{16}$/, payload: { severity: 'error', summary: /disk full on \/var\/data/ } })
+  const fingerprint = clusterTrigger.dedup_key.slice('error_cluster:'.length)
+
+  // Resolved, then the error happens again: the cluster re-opens, as one event.
+  t.equal((await api(user, 'POST', `/v1/me/errors/${fingerprint}/resolve`)).statusCode, 200)
+  await new Promise((resolve) => setTimeout(resolve, 5))
+  await batch(failures(name, 1, 'disk full on /var/data'))
+  await evaluate(user)
+  const reopened = await until(() => paged().find((b) => b.payload?.class === 'error_cluster.reopened'), 15_000, 'the re-opening')
+  const regression = (await api(user, 'GET', '/v1/me/alerts')).json().alerts.find((a: { rule: string }) => a.rule === `regression:${fingerprint}`)
+  t.match(reopened, { event_action: 'trigger', dedup_key: regression.id, payload: { summary: new RegExp(`Error cluster ${fingerprint} re-opened on ${name}`) } })
+  await until(() => bodies(slackPath).find((b) => b.text.startsWith(`Error cluster ${fingerprint} re-opened`)), 15_000, 'the re-opening on Slack')
+
+  // Handled and resolved again: PagerDuty resolves the same incident.
+  await api(user, 'POST', `/v1/me/alerts/${regression.id}/acknowledge`)
+  await api(user, 'POST', `/v1/me/errors/${fingerprint}/resolve`)
+  t.same(await until(() => paged().find((b) => b.event_action === 'resolve'), 15_000, 'the resolve'), { routing_key: routingKey, event_action: 'resolve', dedup_key: regression.id })
+  await finished(user, slack.id, 2)
+  t.same((await deliveries(user, slack.id)).map((d: { event: string }) => d.event).sort(), ['alert.triggered', 'error_cluster.reopened'], 'Slack got only what it subscribed to')
+})
+
+t.test('a failing receiver is retried with the same webhook-id, and the delivery log shows each attempt', async (t) => {
+  const { user, channel } = await fixture()
+  const path = `/flaky/${randomId()}`
+  receiver.script(path, [{ status: 500, body: 'upstream down' }, { status: 200, body: 'ok' }])
+  const created = await channel({ kind: 'webhook', url: receiver.url(path) })
+  const [delivery] = await app.notifications.publish(user.id, madeUpEvent())
+  const retrying = await until(async () => (await deliveries(user, created.id)).find((d: { status: string }) => d.status === 'retrying'), 15_000, 'a retrying delivery')
+  t.match(retrying, { id: delivery!.id, attempts: 1, lastStatusCode: 500, lastError: 'HTTP 500', lastResponse: 'upstream down', finishedAt: null })
+  t.equal(Date.parse(retrying.nextAttemptAt) - Date.parse(retrying.lastAttemptAt), 15_000, 'the first retry is due 15 s later')
+
+  const job = (await app.notifyQueue.getJob(delivery!.id))!
+  await until(async () => (await job.getState()) === 'delayed', 15_000, 'the job waiting for its retry')
+  await job.promote()
+  const [done] = await finished(user, created.id, 1)
+  t.match(done, { status: 'delivered', attempts: 2, lastStatusCode: 200, lastError: null, lastResponse: 'ok' })
+  const [first, second] = receiver.at(path)
+  t.equal(first!.headers['webhook-id'], second!.headers['webhook-id'], 'the same webhook-id on the retry')
+  const webhook = new Webhook(created.secret)
+  for (const req of [first!, second!]) t.ok(webhook.verify(req.body, req.headers as Record<string, string>), 'each attempt is signed')
+})
+
+t.test('a run of failures disables the channel with the reason; enabling it clears that', async (t) => {
+  const { user, channel } = await fixture()
+  const path = `/down/${randomId()}`
+  receiver.script(path, [{ status: 503, body: 'maintenance' }])
+  const created = await channel({ kind: 'webhook', url: receiver.url(path) })
+  const [delivery] = await app.notifications.publish(user.id, madeUpEvent())
+  const job = (await app.notifyQueue.getJob(delivery!.id))!
+  for (let attempt = 1; attempt < 8; attempt++) {
+    await until(async () => (await job.getState()) === 'delayed' && (await deliveries(user, created.id))[0].attempts === attempt, 15_000, `attempt ${attempt}`)
+    await job.promote()
+  }
+  const [failed] = await finished(user, created.id, 1)
+  t.match(failed, { status: 'failed', attempts: 8, lastStatusCode: 503, lastError: 'HTTP 503', nextAttemptAt: null })
+  t.equal(receiver.at(path).length, 8)
+  const [disabled] = (await api(user, 'GET', '/v1/me/channels')).json().channels
+  t.match(disabled, { enabled: false, disabledAt: String, disabledReason: /failed \(8 attempts; last: HTTP 503\)/ })
+
+  t.same(await app.notifications.publish(user.id, madeUpEvent()), [], 'a disabled channel gets nothing')
+  const enabled = await api(user, 'PATCH', `/v1/me/channels/${created.id}`, { enabled: true })
+  t.equal(enabled.statusCode, 200)
+  t.match(enabled.json(), { enabled: true, disabledReason: null, disabledAt: null })
+})
+
+t.test('a delivered attempt in between means no run: the channel stays enabled', async (t) => {
+  const { user, channel } = await fixture()
+  const path = `/sometimes/${randomId()}`
+  receiver.script(path, [{ status: 500 }])
+  const created = await channel({ kind: 'webhook', url: receiver.url(path) })
+  const [delivery] = await app.notifications.publish(user.id, madeUpEvent())
+  const job = (await app.notifyQueue.getJob(delivery!.id))!
+  for (let attempt = 1; attempt < 8; attempt++) {
+    await until(async () => (await job.getState()) === 'delayed', 15_000, `attempt ${attempt}`)
+    // Meanwhile another delivery to the same channel gets through.
+    if (attempt === 4) await app.channels.markSucceeded(created.id)
+    await job.promote()
+  }
+  await finished(user, created.id, 1)
+  t.match((await api(user, 'GET', '/v1/me/channels')).json().channels[0], { enabled: true, disabledReason: null })
+})
+
+t.test('a delivery whose job was lost with Redis is queued again from Postgres by the sweep', async (t) => {
+  const { user, channel } = await fixture()
+  const path = `/lost/${randomId()}`
+  const created = await channel({ kind: 'webhook', url: receiver.url(path) })
+  // What a delivery looks like after Redis lost its job: in Postgres, pending, and overdue.
+  const id = newMessageId()
+  const event = madeUpEvent()
+  await app.channels.addDelivery(created.id, { id, eventKey: eventKey(event, id), event, maxAttempts: 8 })
+  await app.notifications.sweep(SWEEP_GRACE_MS)
+  t.notOk(await app.notifyQueue.getJob(id), 'not overdue yet: left alone')
+  await app.db.query('UPDATE notification_deliveries SET created_at = now() - interval \'10 minutes\' WHERE id = $1', [id])
+  t.ok(await app.notifications.sweep(SWEEP_GRACE_MS) >= 1)
+  const [done] = await finished(user, created.id, 1)
+  t.match(done, { id, status: 'delivered', attempts: 1 })
+  t.equal(receiver.at(path)[0]!.headers['webhook-id'], id)
+})
+
+t.test('a test delivery is one attempt, to each kind of channel', async (t) => {
+  const { user, channel } = await fixture()
+  const hook = await channel({ kind: 'webhook', url: receiver.url(`/test-hook/${randomId()}`) })
+  const res = await api(user, 'POST', `/v1/me/channels/${hook.id}/test`)
+  t.equal(res.statusCode, 202)
+  t.match(res.json(), { id: /^msg_/, event: 'channel.test', status: 'pending', attempts: 0, maxAttempts: 1 })
+  const [done] = await finished(user, hook.id, 1)
+  t.match(done, { status: 'delivered', attempts: 1 })
+  const req = receiver.received.find((r) => r.headers['webhook-id'] === res.json().id)!
+  t.match(new Webhook(hook.secret).verify(req.body, req.headers as Record<string, string>), { type: 'channel.test', data: { channel: { id: hook.id, kind: 'webhook' }, url: `${DASHBOARD}/` } })
+
+  const routingKey = randomId('routing-')
+  const pd = await channel({ kind: 'pagerduty', routingKey })
+  await api(user, 'POST', `/v1/me/channels/${pd.id}/test`)
+  const paged = await until(() => bodies('/pagerduty/v2/enqueue').find((b) => b.routing_key === routingKey), 15_000, 'the PagerDuty test')
+  t.match(paged, { event_action: 'trigger', payload: { severity: 'info', class: 'channel.test' } })
+
+  const brokenPath = `/test-broken/${randomId()}`
+  receiver.script(brokenPath, [{ status: 404, body: 'no_service' }])
+  const broken = await channel({ kind: 'slack', url: receiver.url(brokenPath) })
+  await api(user, 'POST', `/v1/me/channels/${broken.id}/test`)
+  const [failed] = await finished(user, broken.id, 1)
+  t.match(failed, { status: 'failed', attempts: 1, lastStatusCode: 404, lastResponse: 'no_service' })
+  t.match((await api(user, 'GET', '/v1/me/channels')).json().channels.find((c: { id: string }) => c.id === broken.id), { enabled: true }, 'a failed test does not disable a channel')
+})
+
+t.test('channels are their owner\'s: anyone else gets 404', async (t) => {
+  const { user, channel } = await fixture()
+  const other = await newUser(app)
+  const mine = await channel({ kind: 'webhook', url: receiver.url('/mine') })
+  t.same((await api(other, 'GET', '/v1/me/channels')).json().channels, [])
+  for (const [method, url, payload] of [
+    ['PATCH', `/v1/me/channels/${mine.id}`, { label: 'x' }],
+    ['DELETE', `/v1/me/channels/${mine.id}`],
+    ['POST', `/v1/me/channels/${mine.id}/test`],
+    ['GET', `/v1/me/channels/${mine.id}/deliveries`],
+    ['GET', '/v1/me/channels/nope/deliveries'],
+  ] as const) {
+    const res = await api(other, method, url, payload)
+    t.equal(res.statusCode, 404, `${method} ${url}`)
+    t.same(res.json(), { error: 'not_found' })
+  }
+  t.equal((await api(user, 'GET', '/v1/me/channels')).json().channels[0].label, '', 'unchanged')
+  t.equal((await api(user, 'DELETE', `/v1/me/channels/${mine.id}`)).statusCode, 204)
+  t.equal((await api(user, 'GET', `/v1/me/channels/${mine.id}/deliveries`)).statusCode, 404, 'deleted with its log')
+})
+
+t.test('bodies are validated: each kind takes its own destination', async (t) => {
+  const { user, channel } = await fixture()
+  const bad: [Record<string, unknown>, unknown][] = [
+    [{ kind: 'webhook' }, [{ path: ['url'], message: 'is required for a webhook channel' }]],
+    [{ kind: 'slack', url: receiver.url('/s'), routingKey: 'k' }, [{ path: ['routingKey'], message: 'is not used by a slack channel' }]],
+    [{ kind: 'pagerduty', url: receiver.url('/p') }, [{ path: ['routingKey'], message: 'is required for a pagerduty channel' }, { path: ['url'], message: 'is not used by a pagerduty channel' }]],
+    [{ kind: 'email', url: receiver.url('/e') }, undefined],
+    [{ kind: 'webhook', url: 'ftp://example.com/' }, undefined],
+    [{ kind: 'webhook', url: receiver.url('/e'), events: [] }, undefined],
+    [{ kind: 'webhook', url: receiver.url('/e'), events: ['alert.snoozed'] }, undefined],
+    [{ kind: 'webhook', url: receiver.url('/e'), extra: 1 }, undefined],
+  ]
+  for (const [body, details] of bad) {
+    const res = await api(user, 'POST', '/v1/me/channels', body)
+    t.equal(res.statusCode, 400, JSON.stringify(body))
+    t.equal(res.json().error, 'validation_failed')
+    if (details) t.same(res.json().details, details)
+  }
+  const pd = await channel({ kind: 'pagerduty', routingKey: 'key-1', events: ['alert.triggered'] })
+  const patched = await api(user, 'PATCH', `/v1/me/channels/${pd.id}`, { url: receiver.url('/p') })
+  t.equal(patched.statusCode, 400)
+  t.equal((await api(user, 'PATCH', `/v1/me/channels/${pd.id}`, {})).statusCode, 400, 'an empty change')
+  const changed = await api(user, 'PATCH', `/v1/me/channels/${pd.id}`, { routingKey: 'key-2345', label: 'pager', events: ['alert.triggered', 'alert.resolved'] })
+  t.match(changed.json(), { routingKey: '…2345', label: 'pager', events: ['alert.triggered', 'alert.resolved'] })
+})
+
+t.test('a user has at most 20 channels', async (t) => {
+  const { user, channel } = await fixture()
+  for (let i = 0; i < 20; i++) await channel({ kind: 'webhook', url: receiver.url(`/many/${i}`) })
+  const res = await api(user, 'POST', '/v1/me/channels', { kind: 'webhook', url: receiver.url('/many/20') })
+  t.equal(res.statusCode, 409)
+  t.same(res.json(), { error: 'conflict', reason: 'too_many_channels' })
+})
+
+t.test('the delivery log pages with a cursor, newest first', async (t) => {
+  const { user, channel } = await fixture()
+  const created = await channel({ kind: 'webhook', url: receiver.url(`/paged/${randomId()}`) })
+  for (let i = 0; i < 5; i++) await app.notifications.publish(user.id, madeUpEvent())
+  const seen: string[] = []
+  let cursor: string | null = null
+  do {
+    const page: { deliveries: { id: string }[]; nextCursor: string | null } = (await api(user, 'GET', `/v1/me/channels/${created.id}/deliveries?limit=2${cursor ? `&cursor=${cursor}` : ''}`)).json()
+    t.ok(page.deliveries.length <= 2)
+    seen.push(...page.deliveries.map((d) => d.id))
+    cursor = page.nextCursor
+  } while (cursor)
+  t.equal(seen.length, 5)
+  t.same(seen, [...seen].sort().reverse(), 'newest first (message ids sort by time)')
+  t.equal((await api(user, 'GET', `/v1/me/channels/${created.id}/deliveries?cursor=garbage`)).statusCode, 400)
+})
