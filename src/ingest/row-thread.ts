@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads'
 import { buildEventRow, type EventSource, type IncomingEvent } from '../domain/event-row.ts'
+import type { UserPriceTable } from '../domain/pricing.ts'
 import { eventLine } from '../storage/events-repository.ts'
 import { rowBytes, type RowBytes } from './log/entry-codec.ts'
 
@@ -11,6 +12,8 @@ export interface RowJob {
   userId: string
   receivedAt: number
   source: EventSource
+  /** The prices the user set, looked up once for the request; absent when the user has set none. */
+  prices?: UserPriceTable | undefined
   /**
    * The JSON text the events were parsed from, when the caller has it: `events` are the items at
    * `indices` of its `key` array. The row thread is sent this text instead of the events (a string
@@ -45,7 +48,7 @@ export function rowLines (job: RowJob): string[] {
   const lines = new Array<string>(job.events.length)
   for (let i = 0; i < job.events.length; i++) {
     lines[i] = eventLine(buildEventRow(job.events[i]!, {
-      eventId: job.eventIds[i]!, userId: job.userId, agentId: job.agentIds[i]!, receivedAt: job.receivedAt, source: job.source,
+      eventId: job.eventIds[i]!, userId: job.userId, agentId: job.agentIds[i]!, receivedAt: job.receivedAt, source: job.source, prices: job.prices,
     }))
   }
   return lines

@@ -8,6 +8,7 @@ import { DashboardRepository } from '../storage/dashboard-repository.ts'
 import { ErrorClustersRepository } from '../storage/error-clusters-repository.ts'
 import { AlertsRepository } from '../storage/alerts-repository.ts'
 import { AnomalyRepository } from '../storage/anomaly-repository.ts'
+import { ModelPricesRepository } from '../storage/model-prices-repository.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -21,6 +22,7 @@ declare module 'fastify' {
     errorClusters: ErrorClustersRepository
     alerts: AlertsRepository
     anomalyReads: AnomalyRepository
+    modelPrices: ModelPricesRepository
   }
 }
 
@@ -32,6 +34,7 @@ export default fp(async function repositories (app) {
   app.decorate('registry', new RegistryRepository(app.db))
   app.decorate('errorClusters', new ErrorClustersRepository(app.db))
   app.decorate('alerts', new AlertsRepository(app.db))
+  app.decorate('modelPrices', new ModelPricesRepository(app.db))
   app.decorate('events', new EventsRepository(app.clickhouse))
   app.decorate('publicEvents', new PublicEventsRepository(app.clickhouse))
   app.decorate('dashboard', new DashboardRepository(app.clickhouse))
