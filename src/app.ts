@@ -32,6 +32,7 @@ import meEvents from './routes/me/events.ts'
 import meErrors from './routes/me/error-clusters.ts'
 import meSpend from './routes/me/spend.ts'
 import meTestEvent from './routes/me/test-event.ts'
+import meModelPrices from './routes/me/model-prices.ts'
 import dashboardData from './plugins/dashboard-data.ts'
 import openapi from './plugins/openapi.ts'
 import repositories from './plugins/repositories.ts'
@@ -142,6 +143,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     await scope.register(meSpend)
     await scope.register(meTestEvent)
     await scope.register(meAlerts)
+    await scope.register(meModelPrices)
   })
   return app
 }

@@ -47,9 +47,6 @@ export interface UserPrice {
   cacheWritePerMTok: number | null
 }
 
-/** The highest price a user may set, in USD per million tokens (the catalogue's dearest is a few hundred). */
-export const USER_PRICE_MAX_PER_MTOK = 10_000
-
 /**
  * A user's prices compiled for pricing, by model name exactly as events send it. Plain data (maps,
  * arrays, bigints), so that it is handed to the row thread with a job as it is.
@@ -143,7 +140,7 @@ function userPico (perMTok: number): PicoPrice {
   return { base: BigInt(perMTok.toFixed(6).replace('.', '')), tiers: [] }
 }
 
-/** A user's prices (each within 0..USER_PRICE_MAX_PER_MTOK), compiled once for every event they price. */
+/** A user's prices (non-negative, as the route's schema admits them), compiled once for every event they price. */
 export function userPriceTable (prices: Iterable<readonly [model: string, price: UserPrice]>): UserPriceTable {
   const table = new Map<string, CompiledPrices>()
   for (const [model, p] of prices) {
