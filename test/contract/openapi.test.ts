@@ -199,6 +199,12 @@ t.test('every route answers bodies that match the document, on its happy path an
   await call('GET', '/v1/me/alert-settings', me)
   await call('PUT', '/v1/me/alert-settings', { ...me, payload: { error_rate: { minRate: 0.3 }, silence: { enabled: false } } })
   await call('PUT', '/v1/me/alert-settings', { ...me, payload: { error_rate: { minRate: 2 } } })
+  const priced = { ...me, url: '/v1/me/model-prices/acme%2Fhouse-llm' }
+  await call('PUT', '/v1/me/model-prices/:model', { ...priced, payload: { inputPerMTok: 0.15, outputPerMTok: 0.6 } })
+  await call('PUT', '/v1/me/model-prices/:model', { ...priced, payload: { inputPerMTok: -1, outputPerMTok: 0.6 } })
+  await call('GET', '/v1/me/model-prices', me)
+  await call('DELETE', '/v1/me/model-prices/:model', priced)
+  await call('DELETE', '/v1/me/model-prices/:model', priced)
   await call('DELETE', '/v1/me/agents/:id', { ...me, url: `/v1/me/agents/${agentId}` })
   await call('POST', '/v1/events', { auth: { authorization: `Bearer ${key.secret}` }, payload: { agentId } })
 
