@@ -11,6 +11,7 @@ import { ErrorsPage } from './pages/errors.js'
 import { AlertsPage } from './pages/alerts.js'
 import { SpendPage } from './pages/spend.js'
 import { KeysPage } from './pages/keys.js'
+import { PricesPage } from './pages/prices.js'
 
 const NAV = [
   ['overview', 'Overview'],
@@ -21,6 +22,7 @@ const NAV = [
   ['errors', 'Errors'],
   ['alerts', 'Alerts'],
   ['spend', 'Spend'],
+  ['prices', 'Model prices'],
   ['keys', 'API keys'],
 ]
 
@@ -92,6 +94,7 @@ function Page ({ route, names, refreshNames }) {
     case 'alerts': return html`<${AlertsPage} ...${props} />`
     case 'spend': return html`<${SpendPage} ...${props} />`
     case 'keys': return html`<${KeysPage} ...${props} />`
+    case 'prices': return html`<${PricesPage} ...${props} />`
     default: return html`<${Overview} ...${props} />`
   }
 }
