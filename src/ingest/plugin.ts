@@ -29,7 +29,7 @@ declare module 'fastify' {
   }
 }
 
-export interface IngestionOptions { cacheTtlMs: number; sharedCacheTtlSeconds: number; activityFlushMs: number; burstLeaseMs: number; ingest: Config['ingest'] }
+interface IngestionOptions { cacheTtlMs: number; sharedCacheTtlSeconds: number; activityFlushMs: number; burstLeaseMs: number; ingest: Config['ingest'] }
 
 /**
  * The ingestion pipeline, this instance's ingest log and the shipper that moves it to ClickHouse,

@@ -3,7 +3,7 @@
  * for OTLP (POST /v1/traces): the body decoded and each span mapped to an event, before `schema`.
  * `prices` looks up, once per request, the model prices the user set, which `row` prices events by.
  */
-export const INGEST_STEPS = ['key', 'decode', 'schema', 'burst', 'resolve', 'prices', 'row', 'log'] as const
+const INGEST_STEPS = ['key', 'decode', 'schema', 'burst', 'resolve', 'prices', 'row', 'log'] as const
 export type IngestStep = (typeof INGEST_STEPS)[number]
 
 export type StepFigures = {
