@@ -21,7 +21,7 @@ const cachePerMTok = {
   description: `USD per million tokens, 0 to ${MAX_PER_MTOK}; omitted or null: these tokens are billed at the input price`,
 } as const
 
-export const modelPrice = {
+const modelPrice = {
   type: 'object',
   description: 'A price the user set for a model: it prices the user\'s events with exactly this `model`, ingested after it was set.',
   required: ['model', 'inputPerMTok', 'outputPerMTok', 'cacheReadPerMTok', 'cacheWritePerMTok', 'updatedAt'],
