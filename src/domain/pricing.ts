@@ -152,6 +152,17 @@ export function userPriceTable (prices: Iterable<readonly [model: string, price:
   return table
 }
 
+/** The part of a table that prices the models `events` name; undefined when it prices none of them. */
+export function pricesNamedBy (table: UserPriceTable, events: readonly { model?: string | undefined }[]): UserPriceTable | undefined {
+  let used: Map<string, CompiledPrices> | undefined
+  for (const { model } of events) {
+    if (model === undefined) continue
+    const price = table.get(model)
+    if (price) (used ??= new Map()).set(model, price)
+  }
+  return used
+}
+
 function compile (model: ModelInfo): Schedule | null {
   if (!Array.isArray(model.prices)) {
     const prices = compilePrices(model.prices)

@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads'
 import { buildEventRow, type EventSource, type IncomingEvent } from '../domain/event-row.ts'
-import type { UserPriceTable } from '../domain/pricing.ts'
+import { pricesNamedBy, type UserPriceTable } from '../domain/pricing.ts'
 import { eventLine } from '../storage/events-repository.ts'
 import { rowBytes, type RowBytes } from './log/entry-codec.ts'
 
@@ -23,9 +23,15 @@ export interface RowJob {
   parsedFrom?: { text: string; key: string; indices: number[] }
 }
 
-/** What the row thread is sent of a job: its events, or the text they were parsed from instead. */
+/**
+ * What the row thread is sent of a job: its events, or the text they were parsed from instead; and of
+ * the user's prices only those of the models its events name. A message is copied object by object:
+ * a table of 200 prices costs about 0.4 ms to copy, one price 2 µs, and a lookup per event 20 ns.
+ */
 export function threadJob (job: RowJob): RowJob {
-  return job.parsedFrom ? { ...job, events: [] } : job
+  const events = job.parsedFrom ? [] : job.events
+  if (!job.prices) return events === job.events ? job : { ...job, events }
+  return { ...job, events, prices: pricesNamedBy(job.prices, job.events) }
 }
 
 /** A job the row thread was sent, with its events again (parsed from its text when it came with one). */

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { costOf, keptPerMTok, userPriceTable, type TokenCounts, type UserPrice } from '../../src/domain/pricing.ts'
+import { costOf, keptPerMTok, pricesNamedBy, userPriceTable, type TokenCounts, type UserPrice } from '../../src/domain/pricing.ts'
 
 const tokens = (t: Partial<TokenCounts>): TokenCounts => ({ inputBase: 0, cacheCreation: 0, cacheRead: 0, output: 0, ...t })
 const price = (p: Partial<UserPrice>): UserPrice => ({ inputPerMTok: 0, outputPerMTok: 0, cacheReadPerMTok: null, cacheWritePerMTok: null, ...p })
@@ -61,4 +61,15 @@ t.test('prices are kept to 6 decimal places; half a nano-dollar rounds up', asyn
   t.equal(costOf('m', tokens({ output: 1 }), { userPrices: table }).nanoUsd, 0)
   const dear = userPriceTable([['m', price({ inputPerMTok: 499.999999 })]])
   t.equal(costOf('m', tokens({ inputBase: 10_000_000_000 }), { userPrices: dear }).usd, '4999999.990000000', 'the largest token count, exactly')
+})
+
+t.test('the part of a table a job needs: the prices of the models its events name', async (t) => {
+  const table = userPriceTable(['a', 'b', 'c'].map((m, i) => [m, price({ inputPerMTok: i + 1 })] as const))
+  const part = pricesNamedBy(table, [{ model: 'b' }, {}, { model: 'b' }, { model: 'gpt-4o' }, { model: 'c' }])
+  t.same([...part!.keys()], ['b', 'c'])
+  t.equal(part!.get('b'), table.get('b'), 'the same compiled prices')
+  t.equal(pricesNamedBy(table, [{ model: 'gpt-4o' }, {}]), undefined, 'none: nothing to send')
+  const sent = structuredClone(part!)
+  const used = tokens({ inputBase: 1_000 })
+  t.same(costOf('c', used, { userPrices: sent }), costOf('c', used, { userPrices: table }), 'a copy prices as the original')
 })

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, newUser, randomId, sendBatch, sendEvent, shipped, type TestUser } from '../helpers/app.ts'
 import { costOf } from '../../src/domain/pricing.ts'
@@ -99,6 +100,36 @@ t.test('a batch built on the row thread is priced the same', async (t) => {
   const expected = formula(tokensBreakdown, HOUSE)
   const catalogue = costOf('gpt-4o', tokensBreakdown).nanoUsd / 1e9
   t.same(costs, events.map((e) => (e.model === 'house-llm-7b' ? { cost: expected, status: 'user_price' } : { cost: catalogue, status: 'priced' })))
+})
+
+t.test('spans exported over OTLP are priced by the user\'s price as well', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  t.equal((await put(app, user, 'house-llm-7b', HOUSE)).statusCode, 200)
+  const attribute = (key: string, value: object) => ({ key, value })
+  const span = {
+    traceId: randomBytes(16).toString('hex'),
+    spanId: randomBytes(8).toString('hex'),
+    name: 'chat house-llm-7b',
+    attributes: [
+      attribute('gen_ai.operation.name', { stringValue: 'chat' }),
+      attribute('gen_ai.request.model', { stringValue: 'house-llm-7b' }),
+      // The conventions' input count includes cache reads and writes.
+      attribute('gen_ai.usage.input_tokens', { intValue: String(tokensBreakdown.inputBase + tokensBreakdown.cacheCreation + tokensBreakdown.cacheRead) }),
+      attribute('gen_ai.usage.cache_read.input_tokens', { intValue: String(tokensBreakdown.cacheRead) }),
+      attribute('gen_ai.usage.cache_creation.input_tokens', { intValue: String(tokensBreakdown.cacheCreation) }),
+      attribute('gen_ai.usage.output_tokens', { intValue: String(tokensBreakdown.output) }),
+    ],
+  }
+  const res = await app.inject({
+    method: 'POST',
+    url: '/v1/traces',
+    headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
+    payload: JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [span] }] }] }),
+  })
+  t.equal(res.statusCode, 200, res.body)
+  const [event] = (await app.inject({ url: '/v1/me/events?limit=1', headers: user.auth })).json().events
+  t.match(event, { model: 'house-llm-7b', costStatus: 'user_price', costUsd: formula(tokensBreakdown, HOUSE) })
 })
 
 t.test('another instance prices by a new price, and by the catalogue after a DELETE, at once', async (t) => {
