@@ -37,7 +37,7 @@ export const dashboardEvent = {
     privacyChip,
     tokens,
     costUsd: { type: 'number', description: 'list-price cost in USD from the model and tokens' },
-    costStatus: { enum: ['priced', 'unknown_model', 'no_model'] },
+    costStatus: { enum: ['priced', 'user_price', 'unknown_model', 'no_model'], description: '`priced` by the catalogue, `user_price` by the caller\'s own price for the model; `unknown_model` (no price) and `no_model` cost 0' },
     errorFingerprint: { ...nullableString, description: '16 hex characters for error events, else null' },
     contentHash: { type: 'string', description: 'SHA-256 of the canonical JSON of the payload as sent' },
   },
@@ -164,7 +164,7 @@ const spendFigures = {
   eventCount: { type: 'integer' },
   errors: { type: 'integer', description: 'number of error events' },
   tokens,
-  unpricedEvents: { type: 'integer', description: 'events whose model the price catalogue does not know (their cost counts as 0)' },
+  unpricedEvents: { type: 'integer', description: 'events whose model had no price, neither the catalogue\'s nor the caller\'s (their cost counts as 0)' },
 } as const
 const spendRequired = ['costUsd', 'eventCount', 'errors', 'tokens', 'unpricedEvents'] as const
 
@@ -193,7 +193,7 @@ export const spendSummary = {
     },
     unpriced_models: {
       type: 'array',
-      description: 'models the price catalogue does not know, with their events in the window (counted at cost 0 above); snake case like its siblings',
+      description: 'models with no price (neither the catalogue\'s nor the caller\'s, see /v1/me/model-prices), with their events in the window (counted at cost 0 above); snake case like its siblings',
       items: { type: 'object', required: ['model', 'eventCount'], properties: { model: { type: 'string' }, eventCount: { type: 'integer' } } },
     },
   },

@@ -34,6 +34,7 @@ import meErrors from './routes/me/error-clusters.ts'
 import meSpend from './routes/me/spend.ts'
 import meTestEvent from './routes/me/test-event.ts'
 import meChannels from './routes/me/channels.ts'
+import meModelPrices from './routes/me/model-prices.ts'
 import dashboardData from './plugins/dashboard-data.ts'
 import openapi from './plugins/openapi.ts'
 import repositories from './plugins/repositories.ts'
@@ -146,6 +147,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     await scope.register(meTestEvent)
     await scope.register(meAlerts)
     await scope.register(meChannels)
+    await scope.register(meModelPrices)
   })
   return app
 }

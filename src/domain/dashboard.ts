@@ -1,4 +1,5 @@
 import { traceTree } from './trace-tree.ts'
+import type { CostStatus } from './pricing.ts'
 /**
  * The dashboard's rules, as pure functions over what the stores return: cluster status, agent KPIs,
  * the 30-day calendar, session and trace totals, a trace's spans. No I/O.
@@ -119,7 +120,7 @@ export interface SpanEvent extends GroupEvent {
   spanId?: string | null
   parentSpanId?: string | null
   privacyChip: 'MIN' | 'STD' | 'FULL' | null
-  costStatus: 'priced' | 'unknown_model' | 'no_model'
+  costStatus: CostStatus
 }
 
 /** Metadata keys every span shows as fields of its own (or, traceId, the trace does). */

@@ -1,6 +1,6 @@
 import { contentHash } from './canonical-json.ts'
 import { errorFingerprint } from './fingerprint.ts'
-import { costOf, type CostStatus } from './pricing.ts'
+import { costOf, type CostStatus, type UserPriceTable } from './pricing.ts'
 import { parseIsoDateTime } from './date-time.ts'
 
 /** An event as accepted by the event schema (schemas/event.ts) (validated before it gets here). */
@@ -94,6 +94,8 @@ export interface RowContext {
   receivedAt: number
   /** Default 'events'. */
   source?: EventSource
+  /** The prices the user set, which win over the catalogue; none when the user has set none. */
+  prices?: UserPriceTable | undefined
 }
 
 /** The event's time in unix ms: its own timestamp when given, else the receive time. */
@@ -109,7 +111,8 @@ function jsonOrEmpty (value: unknown): string {
 
 /**
  * Builds the stored row of an accepted event: ids, times, every spec field, metadata keys lifted into
- * columns, token counts, cost from the price catalogue, error fingerprint and content hash.
+ * columns, token counts, cost (the user's price for the model, else the catalogue's), error
+ * fingerprint and content hash.
  */
 export function buildEventRow (event: IncomingEvent, ctx: RowContext): EventRow {
   const meta = event.metadata ?? {}
@@ -123,7 +126,7 @@ export function buildEventRow (event: IncomingEvent, ctx: RowContext): EventRow 
   }
   const type = event.type ?? 'decision'
   const ts = eventTime(event, ctx.receivedAt)
-  const cost = costOf(event.model, tokens, { provider: meta.provider, at: ts })
+  const cost = costOf(event.model, tokens, { provider: meta.provider, at: ts, userPrices: ctx.prices })
   return {
     event_id: ctx.eventId,
     user_id: ctx.userId,

@@ -14,8 +14,11 @@ export interface TokenCounts {
   reasoning?: number
 }
 
-/** Whether an event's cost could be computed: priced, a model the catalogue does not know, or no model named. */
-export type CostStatus = 'priced' | 'unknown_model' | 'no_model'
+/**
+ * How an event's cost was computed: from the catalogue (`priced`), from the price its user set for
+ * the model (`user_price`); or why it is 0: a model neither knows (`unknown_model`), no model named.
+ */
+export type CostStatus = 'priced' | 'user_price' | 'unknown_model' | 'no_model'
 
 export interface Cost {
   /** Cost in USD as an exact decimal string with 9 places (nano-dollars), ready for Decimal(18, 9). */
@@ -29,7 +32,26 @@ export interface PriceQuery {
   provider?: string | undefined
   /** When the call was made (unix ms): the catalogue holds dated price changes. Default: now. */
   at?: number | undefined
+  /** The prices the event's user set, which win over the catalogue (see userPriceTable). */
+  userPrices?: UserPriceTable | undefined
 }
+
+/**
+ * A price a user set for one model, in USD per million tokens. Cache reads and cache writes without
+ * a price of their own are billed as input, and reasoning as output, as the catalogue does.
+ */
+export interface UserPrice {
+  inputPerMTok: number
+  outputPerMTok: number
+  cacheReadPerMTok: number | null
+  cacheWritePerMTok: number | null
+}
+
+/**
+ * A user's prices compiled for pricing, by model name exactly as events send it. Plain data (maps,
+ * arrays, bigints), so that it is handed to the row thread with a job as it is.
+ */
+export type UserPriceTable = ReadonlyMap<string, CompiledPrices>
 
 /**
  * A model name resolved in the catalogue: its provider narrowed to that one model, the name to match
@@ -103,6 +125,42 @@ function compilePrices (prices: ModelPrice): CompiledPrices | null {
     out[field] = { base, tiers: (tiers as { start: number; price: bigint }[]).sort((a, b) => a.start - b.start) }
   }
   return out
+}
+
+/**
+ * A user's price per million tokens as it is kept: to 6 decimal places, a pico-dollar per token, the
+ * precision the exact calculation works in.
+ */
+export function keptPerMTok (perMTok: number): number {
+  return Number(perMTok.toFixed(6))
+}
+
+/** $1/Mtok is 1,000,000 pico-dollars per token: the digits of the kept price, read as an integer (exactly). */
+function userPico (perMTok: number): PicoPrice {
+  return { base: BigInt(perMTok.toFixed(6).replace('.', '')), tiers: [] }
+}
+
+/** A user's prices (non-negative, as the route's schema admits them), compiled once for every event they price. */
+export function userPriceTable (prices: Iterable<readonly [model: string, price: UserPrice]>): UserPriceTable {
+  const table = new Map<string, CompiledPrices>()
+  for (const [model, p] of prices) {
+    const compiled: CompiledPrices = { input: userPico(p.inputPerMTok), output: userPico(p.outputPerMTok), request: 0n }
+    if (p.cacheReadPerMTok !== null) compiled.cacheRead = userPico(p.cacheReadPerMTok)
+    if (p.cacheWritePerMTok !== null) compiled.cacheWrite = userPico(p.cacheWritePerMTok)
+    table.set(model, compiled)
+  }
+  return table
+}
+
+/** The part of a table that prices the models `events` name; undefined when it prices none of them. */
+export function pricesNamedBy (table: UserPriceTable, events: readonly { model?: string | undefined }[]): UserPriceTable | undefined {
+  let used: Map<string, CompiledPrices> | undefined
+  for (const { model } of events) {
+    if (model === undefined) continue
+    const price = table.get(model)
+    if (price) (used ??= new Map()).set(model, price)
+  }
+  return used
 }
 
 function compile (model: ModelInfo): Schedule | null {
@@ -213,24 +271,28 @@ export function catalogueUsage (tokens: TokenCounts): Usage {
  * cache writes + cache reads) and prices each part at its own rate, tiered prices by that total. The
  * model's prices are compiled once to integer pico-dollars per token, so the cost is exact and is
  * rounded once to whole nano-dollars (the catalogue's own calculation, in floating point and about
- * 50 µs a call, is used only for prices the integer path does not handle). Unknown or missing model:
- * cost 0 and a status saying why.
+ * 50 µs a call, is used only for prices the integer path does not handle). A price the user set for
+ * the model (`query.userPrices`, by the exact name) wins over the catalogue and is computed the same
+ * exact way. Unknown or missing model: cost 0 and a status saying why.
  */
 export function costOf (model: string | undefined, tokens: TokenCounts, query: PriceQuery = {}): Cost {
   if (!model) return { usd: NO_COST, nanoUsd: 0, status: 'no_model' }
+  // The user's own price first, by the exact name: it wins over the catalogue.
+  const own = query.userPrices?.get(model)
+  if (own) return exactCost(own, tokens, 'user_price')
   const resolved = resolveModel(model, query.provider)
   if (!resolved) return { usd: NO_COST, nanoUsd: 0, status: 'unknown_model' }
   const at = query.at ?? Date.now()
-  let nano: number
-  if (resolved.schedule) {
-    const prices = scheduledPrices(resolved.schedule, at)
-    const inputTotal = tokens.inputBase + tokens.cacheCreation + tokens.cacheRead
-    // Half a nano-dollar and up rounds up.
-    nano = Number((picoCost(prices, tokens, inputTotal) + 500n) / 1000n)
-  } else {
-    const price = calcPrice(catalogueUsage(tokens), resolved.name, { provider: resolved.provider, timestamp: new Date(at) })
-    if (!price) return { usd: NO_COST, nanoUsd: 0, status: 'unknown_model' }
-    nano = Math.round(price.total_price * 1e9)
-  }
+  if (resolved.schedule) return exactCost(scheduledPrices(resolved.schedule, at), tokens, 'priced')
+  const price = calcPrice(catalogueUsage(tokens), resolved.name, { provider: resolved.provider, timestamp: new Date(at) })
+  if (!price) return { usd: NO_COST, nanoUsd: 0, status: 'unknown_model' }
+  const nano = Math.round(price.total_price * 1e9)
   return { usd: nanoToUsd(nano), nanoUsd: nano, status: 'priced' }
+}
+
+/** The cost at compiled prices, computed in pico-dollars and rounded once to nano-dollars (half up). */
+function exactCost (prices: CompiledPrices, tokens: TokenCounts, status: CostStatus): Cost {
+  const inputTotal = tokens.inputBase + tokens.cacheCreation + tokens.cacheRead
+  const nano = Number((picoCost(prices, tokens, inputTotal) + 500n) / 1000n)
+  return { usd: nanoToUsd(nano), nanoUsd: nano, status }
 }

@@ -4,6 +4,8 @@ import { agentDeleted, forbidden, HttpError, rateLimited, validationFailed } fro
 import { toDetails, validateEvent, type ErrorDetail } from '../validation.ts'
 import type { ActivityRecorder } from './activity-recorder.ts'
 import type { AgentResolver } from '../cache/agent-resolver.ts'
+import type { ModelPriceResolver } from '../cache/model-price-resolver.ts'
+import type { UserPriceTable } from '../domain/pricing.ts'
 import type { AgentRef, Resolution } from '../storage/agents-repository.ts'
 import type { EventShipper } from './shipper.ts'
 import type { IngestLog } from './log/ingest-log.ts'
@@ -73,6 +75,8 @@ export interface IngestionParts {
   onAgentActive?: (userId: string, agentId: string) => void
   /** Builds the rows' lines (the `row` step): large requests on the row thread; by default all here. */
   rows?: { rows(job: RowJob): RowBytes | Promise<RowBytes> }
+  /** The model prices users set (the `prices` step); by default none, every event priced by the catalogue. */
+  prices?: Pick<ModelPriceResolver, 'peek' | 'get'>
 }
 
 /** How an entry point hands its events to the pipeline. */
@@ -92,6 +96,8 @@ interface IngestRun extends IngestRequest {
   receivedAt: number
   /** The lines the `row` step built, which the `log` step appends. */
   rows: RowBytes | null
+  /** The caller's user's model prices, set by `prices`; null when the user has set none. */
+  prices: UserPriceTable | null
 }
 
 /** One event on its way through the steps; what a step learns of it is written on it for the next ones. */
@@ -111,13 +117,15 @@ type IngestVerdict = Verdict<EventAck>
 /** A single event that does not match the schema names the body, as route validation does. */
 const bodyInvalid = (details: ErrorDetail[]) => new HttpError(400, 'validation_failed', { message: 'the body is not valid', details })
 const noInputProblems: ProblemsOf = () => []
+/** Without a price resolver no user has prices of their own. */
+const NO_PRICES: NonNullable<IngestionParts['prices']> = { peek: () => null, get: async () => null }
 
 /**
  * The one ingestion pipeline, for POST /v1/events (1 event), the batch endpoint (up to 500), the
  * dashboard's test event and OTLP spans (POST /v1/traces, one event per span). Every request runs
  * the same named steps through one runner: key (checked by the route's hook, timed by the runner) →
- * schema → burst → resolve → row → log. The log step appends the rows to the instance's ingest log
- * and resolves once they are on disk; the shipper takes them to ClickHouse.
+ * schema → burst → resolve → prices → row → log. The log step appends the rows to the instance's
+ * ingest log and resolves once they are on disk; the shipper takes them to ClickHouse.
  */
 export class IngestionService {
   readonly pipeline: PipelineRunner
@@ -134,11 +142,13 @@ export class IngestionService {
   private readonly activity: IngestionParts['activity']
   private readonly onAgentActive: NonNullable<IngestionParts['onAgentActive']>
   private readonly rows: NonNullable<IngestionParts['rows']>
+  private readonly prices: NonNullable<IngestionParts['prices']>
 
   private readonly steps: readonly Step<IngestRun, IngestItem, EventAck>[] = [
     { name: 'schema', run: (run, items) => this.checkSchema(run, items) },
     { name: 'burst', run: (run, items) => this.takeBurst(run, items) },
     { name: 'resolve', run: (run, items) => this.resolveAgents(run, items) },
+    { name: 'prices', run: (run, items) => this.lookUpPrices(run, items) },
     { name: 'row', run: (run, items) => this.buildRows(run, items) },
     { name: 'log', run: (run, items) => this.appendToLog(run, items) },
   ]
@@ -152,6 +162,7 @@ export class IngestionService {
     this.activity = parts.activity
     this.onAgentActive = parts.onAgentActive ?? (() => {})
     this.rows = parts.rows ?? { rows: rowBytesOf }
+    this.prices = parts.prices ?? NO_PRICES
   }
 
   /** Ingests one event; resolves with its acknowledgement once it is in the ingest log, or throws its refusal. */
@@ -207,7 +218,7 @@ export class IngestionService {
     const receivedAt = this.receive()
     try {
       const items = events.map((event, index): IngestItem => ({ index, event, agent: null, eventId: '' }))
-      return await this.pipeline.run(this.steps, { ...request, receivedAt, rows: null }, items)
+      return await this.pipeline.run(this.steps, { ...request, receivedAt, rows: null, prices: null }, items)
     } finally {
       this.answered(receivedAt)
       if (--this.active === 0) for (const wake of this.idleWaiters.splice(0)) wake()
@@ -297,9 +308,27 @@ export class IngestionService {
     })
   }
 
+  /**
+   * `prices`: the model prices the caller's user set, once for the request, without waiting when this
+   * process holds them (the usual case). Every event goes on: a model the user set no price for is
+   * priced by the catalogue.
+   */
+  private lookUpPrices (run: IngestRun, items: IngestItem[]): IngestVerdict[] | Promise<IngestVerdict[]> {
+    const held = this.prices.peek(run.caller.userId)
+    if (held !== undefined) {
+      run.prices = held
+      return passAll(items)
+    }
+    return this.prices.get(run.caller.userId).then((table) => {
+      run.prices = table
+      return passAll(items)
+    })
+  }
+
   /** `row`: each event's id and its ingest log line; large requests on the row thread, the others here without a promise. */
   private buildRows (run: IngestRun, items: IngestItem[]): IngestVerdict[] | Promise<IngestVerdict[]> {
     const job: RowJob = { events: [], eventIds: [], agentIds: [], userId: run.caller.userId, receivedAt: run.receivedAt, source: run.source }
+    if (run.prices) job.prices = run.prices
     for (const item of items) {
       item.eventId = newEventId(run.receivedAt)
       job.events.push(item.event as IncomingEvent)

@@ -6,6 +6,7 @@ import type { IngestLog } from './log/ingest-log.ts'
 import { LmdbIngestLog } from './log/lmdb-ingest-log.ts'
 import { LeasedLimiter } from './leased-limiter.ts'
 import { AgentResolver } from '../cache/agent-resolver.ts'
+import { ModelPriceResolver } from '../cache/model-price-resolver.ts'
 import { IngestionService } from './ingestion-service.ts'
 import { PipelineRunner } from './pipeline.ts'
 import { RowThread } from './row-thread.ts'
@@ -23,6 +24,8 @@ declare module 'fastify' {
      * owner when none is named, here, in Redis and on every other instance. Never throws.
      */
     forgetAgents: (ownerId?: string) => Promise<void>
+    /** Drops one user's cached model prices here, in Redis and on every other instance (after a change). Never throws. */
+    forgetModelPrices: (userId: string) => Promise<void>
   }
 }
 
@@ -55,7 +58,9 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
 
   const activity = new ActivityRecorder(app.keys, app.agents, app.users, app.log, opts.activityFlushMs)
   activity.start()
-  const resolver = new AgentResolver(app.agents, { ...app.sharedCacheBase, localTtlMs: opts.cacheTtlMs, sharedTtlSeconds: opts.sharedCacheTtlSeconds })
+  const caches = { ...app.sharedCacheBase, localTtlMs: opts.cacheTtlMs, sharedTtlSeconds: opts.sharedCacheTtlSeconds }
+  const resolver = new AgentResolver(app.agents, caches)
+  const prices = new ModelPriceResolver(app.modelPrices, caches)
   // The burst limit from tokens leased out of Redis in slices, unless leasing is off (BURST_LEASE_MS=0).
   const leased = opts.burstLeaseMs > 0 ? new LeasedLimiter(app.rateLimiter, { leaseMs: opts.burstLeaseMs, maxShare: 0.05 }) : null
   const rows = new RowThread({
@@ -71,6 +76,7 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
     pipeline: new PipelineRunner(app.log),
     onAgentActive: app.agentActive,
     rows,
+    prices,
   })
   app.decorate('activity', activity)
   app.decorate('ingestion', service)
@@ -79,6 +85,9 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
   app.decorate('rowThread', rows)
   app.decorate('forgetAgents', async (ownerId?: string) => {
     await (ownerId === undefined ? resolver.forgetAll() : resolver.forgetOwner(ownerId))
+  })
+  app.decorate('forgetModelPrices', async (userId: string) => {
+    await prices.forget(userId)
   })
   // onClose hooks run in reverse registration order: this one runs before the stores close.
   app.addHook('onClose', async () => {

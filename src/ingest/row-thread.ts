@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads'
 import { buildEventRow, type EventSource, type IncomingEvent } from '../domain/event-row.ts'
+import { pricesNamedBy, type UserPriceTable } from '../domain/pricing.ts'
 import { eventLine } from '../storage/events-repository.ts'
 import { rowBytes, type RowBytes } from './log/entry-codec.ts'
 
@@ -11,6 +12,8 @@ export interface RowJob {
   userId: string
   receivedAt: number
   source: EventSource
+  /** The prices the user set, looked up once for the request; absent when the user has set none. */
+  prices?: UserPriceTable | undefined
   /**
    * The JSON text the events were parsed from, when the caller has it: `events` are the items at
    * `indices` of its `key` array. The row thread is sent this text instead of the events (a string
@@ -20,9 +23,15 @@ export interface RowJob {
   parsedFrom?: { text: string; key: string; indices: number[] }
 }
 
-/** What the row thread is sent of a job: its events, or the text they were parsed from instead. */
+/**
+ * What the row thread is sent of a job: its events, or the text they were parsed from instead; and of
+ * the user's prices only those of the models its events name. A message is copied object by object:
+ * a table of 200 prices costs about 0.4 ms to copy, one price 2 µs, and a lookup per event 20 ns.
+ */
 export function threadJob (job: RowJob): RowJob {
-  return job.parsedFrom ? { ...job, events: [] } : job
+  const events = job.parsedFrom ? [] : job.events
+  if (!job.prices) return events === job.events ? job : { ...job, events }
+  return { ...job, events, prices: pricesNamedBy(job.prices, job.events) }
 }
 
 /** A job the row thread was sent, with its events again (parsed from its text when it came with one). */
@@ -45,7 +54,7 @@ export function rowLines (job: RowJob): string[] {
   const lines = new Array<string>(job.events.length)
   for (let i = 0; i < job.events.length; i++) {
     lines[i] = eventLine(buildEventRow(job.events[i]!, {
-      eventId: job.eventIds[i]!, userId: job.userId, agentId: job.agentIds[i]!, receivedAt: job.receivedAt, source: job.source,
+      eventId: job.eventIds[i]!, userId: job.userId, agentId: job.agentIds[i]!, receivedAt: job.receivedAt, source: job.source, prices: job.prices,
     }))
   }
   return lines

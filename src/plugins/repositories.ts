@@ -9,6 +9,7 @@ import { ErrorClustersRepository } from '../storage/error-clusters-repository.ts
 import { AlertsRepository } from '../storage/alerts-repository.ts'
 import { AnomalyRepository } from '../storage/anomaly-repository.ts'
 import { ChannelsRepository } from '../storage/channels-repository.ts'
+import { ModelPricesRepository } from '../storage/model-prices-repository.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -23,6 +24,7 @@ declare module 'fastify' {
     alerts: AlertsRepository
     anomalyReads: AnomalyRepository
     channels: ChannelsRepository
+    modelPrices: ModelPricesRepository
   }
 }
 
@@ -35,6 +37,7 @@ export default fp(async function repositories (app) {
   app.decorate('errorClusters', new ErrorClustersRepository(app.db))
   app.decorate('alerts', new AlertsRepository(app.db))
   app.decorate('channels', new ChannelsRepository(app.db))
+  app.decorate('modelPrices', new ModelPricesRepository(app.db))
   app.decorate('events', new EventsRepository(app.clickhouse))
   app.decorate('publicEvents', new PublicEventsRepository(app.clickhouse))
   app.decorate('dashboard', new DashboardRepository(app.clickhouse))

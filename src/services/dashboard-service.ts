@@ -15,6 +15,11 @@ import { TRACE_SPANS_MAX } from '../../schemas/dashboard.ts'
  */
 export interface DashboardReader extends Reader { names: ReadonlyMap<string, string>; settledAt: number }
 
+/** The models of spend rows by model whose events had no price (neither the catalogue's nor the user's), with how many. */
+export function unpricedModels (byModel: SpendRow[]): { model: string; eventCount: number }[] {
+  return byModel.filter((s) => s.unpricedEvents > 0).map((s) => ({ model: s.key, eventCount: s.unpricedEvents }))
+}
+
 /** Where the requested page of a list starts; a cursor this list did not hand out is a 400. */
 export function startOf (list: CursorList, cursor: string | undefined, settledAt: number): PageStart {
   const start = pageStart(list, cursor, settledAt)
@@ -150,8 +155,8 @@ export class DashboardService {
       by_agent: byAgent.map((s) => ({ agentId: s.key, agent: agentOf(r.names, s.key), displayName: r.names.get(s.key) ?? null, ...figures(s) })),
       by_model: byModel.map((s) => ({ model: s.key === '' ? null : s.key, ...figures(s) })),
       by_day: byDay.map((s) => ({ day: s.key, ...figures(s) })),
-      // Models the price catalogue does not know: their events count with cost 0 in every figure above.
-      unpriced_models: byModel.filter((s) => s.unpricedEvents > 0).map((s) => ({ model: s.key, eventCount: s.unpricedEvents })),
+      // Models with no price: their events count with cost 0 in every figure above.
+      unpriced_models: unpricedModels(byModel),
     }
   }
 

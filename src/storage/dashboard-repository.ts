@@ -1,6 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { pageOf, type Page, type PageStart } from '../domain/cursor.ts'
 import { privacyChip, type PrivacyChip } from '../domain/privacy.ts'
+import type { CostStatus } from '../domain/pricing.ts'
 import { isoFromMs as iso } from './timestamps.ts'
 
 /** Who is reading: the user, and their soft-deleted agents whose events every read hides. */
@@ -35,7 +36,7 @@ export type DashboardEvent = {
   privacyChip: PrivacyChip | null
   tokens: TokenTotals
   costUsd: number
-  costStatus: 'priced' | 'unknown_model' | 'no_model'
+  costStatus: CostStatus
   errorFingerprint: string | null
   contentHash: string
 }

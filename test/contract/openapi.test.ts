@@ -209,6 +209,12 @@ t.test('every route answers bodies that match the document, on its happy path an
   await call('GET', '/v1/me/channels/:id/deliveries', { ...me, url: `${channelUrl}/deliveries` })
   await call('GET', '/v1/me/channels/:id/deliveries', { ...me, url: '/v1/me/channels/unknown/deliveries' })
   await call('DELETE', '/v1/me/channels/:id', { ...me, url: channelUrl })
+  const priced = { ...me, url: '/v1/me/model-prices/acme%2Fhouse-llm' }
+  await call('PUT', '/v1/me/model-prices/:model', { ...priced, payload: { inputPerMTok: 0.15, outputPerMTok: 0.6 } })
+  await call('PUT', '/v1/me/model-prices/:model', { ...priced, payload: { inputPerMTok: -1, outputPerMTok: 0.6 } })
+  await call('GET', '/v1/me/model-prices', me)
+  await call('DELETE', '/v1/me/model-prices/:model', priced)
+  await call('DELETE', '/v1/me/model-prices/:model', priced)
   await call('DELETE', '/v1/me/agents/:id', { ...me, url: `/v1/me/agents/${agentId}` })
   await call('POST', '/v1/events', { auth: { authorization: `Bearer ${key.secret}` }, payload: { agentId } })
 

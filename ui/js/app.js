@@ -12,6 +12,7 @@ import { AlertsPage } from './pages/alerts.js'
 import { SpendPage } from './pages/spend.js'
 import { KeysPage } from './pages/keys.js'
 import { ChannelsPage } from './pages/channels.js'
+import { PricesPage } from './pages/prices.js'
 
 const NAV = [
   ['overview', 'Overview'],
@@ -22,6 +23,7 @@ const NAV = [
   ['errors', 'Errors'],
   ['alerts', 'Alerts'],
   ['spend', 'Spend'],
+  ['prices', 'Model prices'],
   ['keys', 'API keys'],
   ['channels', 'Channels'],
 ]
@@ -95,6 +97,7 @@ function Page ({ route, names, refreshNames }) {
     case 'spend': return html`<${SpendPage} ...${props} />`
     case 'keys': return html`<${KeysPage} ...${props} />`
     case 'channels': return html`<${ChannelsPage} ...${props} />`
+    case 'prices': return html`<${PricesPage} ...${props} />`
     default: return html`<${Overview} ...${props} />`
   }
 }

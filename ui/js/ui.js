@@ -103,10 +103,11 @@ export function PrivacyChip ({ chip }) {
   return html`<span class=${`chip chip-${chip.toLowerCase()}`} title=${`privacy: ${title}`}>${chip}</span>`
 }
 
-/** Cost, with unpriced models (the service knows no price for them) visibly marked. */
+/** Cost, with unpriced models (no price known for them) visibly marked, and your own prices named. */
 export function Cost ({ event }) {
   if (event.costStatus === 'unknown_model') return html`<span class="chip chip-unpriced" title=${`no price known for ${event.model}`}>unpriced</span>`
   if (event.costStatus === 'no_model') return html`<span class="muted">—</span>`
+  if (event.costStatus === 'user_price') return html`<span title=${`priced by your own price for ${event.model}`}>${money(event.costUsd)}</span>`
   return html`<span>${money(event.costUsd)}</span>`
 }
 

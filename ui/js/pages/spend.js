@@ -13,7 +13,7 @@ function Breakdown ({ title, rows, first, names, unpriced = new Map() }) {
     <thead><tr><th scope="col">${first}</th><th scope="col" class="num">Spend</th><th scope="col" class="num">Share</th><th scope="col" class="num">Events</th><th scope="col" class="num">Tokens</th><th scope="col" class="num">Errors</th></tr></thead>
     <tbody>${[...rows].sort((a, b) => b.costUsd - a.costUsd).map((r) => html`<tr>
       <th scope="row">${'model' in r
-        ? html`${r.model || html`<span class="muted">no model</span>`}${unpriced.has(r.model) ? html` <span class="chip chip-unpriced" title=${`no price known for this model: ${count(unpriced.get(r.model))} events counted at $0`}>unpriced</span>` : null}`
+        ? html`${r.model || html`<span class="muted">no model</span>`}${unpriced.has(r.model) ? html` <a class="chip chip-unpriced" href=${`#/prices?model=${encodeURIComponent(r.model)}`} title=${`no price known for this model: ${count(unpriced.get(r.model))} events counted at $0; set one`}>unpriced</a>` : null}`
         : html`<${AgentLink} agent=${{ ...agentOf(r, names), displayName: r.displayName ?? names.get(r.agentId) ?? null }} />`}</th>
       <td class="num">${money(r.costUsd)}</td><td class="num">${percent(total ? r.costUsd / total : 0)}</td>
       <td class="num">${count(r.eventCount)}</td><td class="num">${count(r.tokens?.total)}</td><td class="num">${count(r.errors)}</td></tr>`)}</tbody>

@@ -1,0 +1,56 @@
+import { windowStart } from '../domain/dashboard.ts'
+import { keptPerMTok, type UserPrice } from '../domain/pricing.ts'
+import { conflict, notFound } from '../http-error.ts'
+import type { DashboardRepository, Reader } from '../storage/dashboard-repository.ts'
+import type { ModelPrice, ModelPricesRepository } from '../storage/model-prices-repository.ts'
+import { unpricedModels } from './dashboard-service.ts'
+import { MAX_MODEL_PRICES, UNPRICED_WINDOW_DAYS } from '../../schemas/model-price.ts'
+
+/** A price as the PUT body has it: the cache prices may be left out. */
+type PriceBody = Omit<UserPrice, 'cacheReadPerMTok' | 'cacheWritePerMTok'> & { cacheReadPerMTok?: number | null; cacheWritePerMTok?: number | null }
+
+/**
+ * The prices a user sets for models. A change is forgotten by every instance's cache before it is
+ * answered, so the user's events ingested after the answer are priced by it; events already
+ * ingested keep the cost they were stored with.
+ */
+export class ModelPricesService {
+  constructor (
+    private readonly prices: ModelPricesRepository,
+    private readonly dashboard: Pick<DashboardRepository, 'spend'>,
+    private readonly forget: (userId: string) => Promise<void>,
+  ) {}
+
+  /** The user's prices, and the models their events of the last UNPRICED_WINDOW_DAYS days used without one. */
+  async list (r: Reader) {
+    const [prices, byModel] = await Promise.all([
+      this.prices.list(r.userId),
+      this.dashboard.spend(r, 'model', windowStart(Date.now(), UNPRICED_WINDOW_DAYS)),
+    ])
+    return { prices, unpricedModels: unpricedModels(byModel) }
+  }
+
+  /** Sets the user's price for a model; 409 when it would be one more than MAX_MODEL_PRICES. */
+  async put (userId: string, model: string, body: PriceBody): Promise<ModelPrice> {
+    const price: UserPrice = {
+      inputPerMTok: keptPerMTok(body.inputPerMTok),
+      outputPerMTok: keptPerMTok(body.outputPerMTok),
+      cacheReadPerMTok: keptOrNull(body.cacheReadPerMTok),
+      cacheWritePerMTok: keptOrNull(body.cacheWritePerMTok),
+    }
+    const saved = await this.prices.put(userId, model, price, MAX_MODEL_PRICES)
+    if (!saved) throw conflict('too_many_prices')
+    await this.forget(userId)
+    return saved
+  }
+
+  /** Removes the user's price for a model; 404 when there is none. */
+  async remove (userId: string, model: string): Promise<void> {
+    if (!(await this.prices.remove(userId, model))) throw notFound()
+    await this.forget(userId)
+  }
+}
+
+function keptOrNull (perMTok: number | null | undefined): number | null {
+  return perMTok === undefined || perMTok === null ? null : keptPerMTok(perMTok)
+}

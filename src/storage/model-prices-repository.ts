@@ -1,0 +1,70 @@
+import type pg from 'pg'
+import type { UserPrice } from '../domain/pricing.ts'
+import { iso } from './timestamps.ts'
+
+/** A price a user set for a model, as listed and answered. */
+export type ModelPrice = { model: string } & UserPrice & { updatedAt: string }
+
+const numberOrNull = (value: unknown): number | null => (value === null ? null : Number(value))
+
+function toModelPrice (r: Record<string, any>): ModelPrice {
+  // numeric columns arrive as text ('0.150000'): six decimal places, which a double holds as typed.
+  return {
+    model: r.model,
+    inputPerMTok: Number(r.input_per_mtok),
+    outputPerMTok: Number(r.output_per_mtok),
+    cacheReadPerMTok: numberOrNull(r.cache_read_per_mtok),
+    cacheWritePerMTok: numberOrNull(r.cache_write_per_mtok),
+    updatedAt: iso(r.updated_at),
+  }
+}
+
+/** The prices users set for models, in Postgres (postgres/008). */
+export class ModelPricesRepository {
+  constructor (private readonly db: pg.Pool) {}
+
+  /** The user's prices, by model name. */
+  async list (userId: string): Promise<ModelPrice[]> {
+    const { rows } = await this.db.query(
+      '/* svc:model_prices_list */ SELECT * FROM model_prices WHERE user_id = $1 ORDER BY model',
+      [userId],
+    )
+    return rows.map(toModelPrice)
+  }
+
+  /**
+   * Sets the user's price for a model (a new one, or in place of the one there was). Null when the
+   * model has no price yet and the user already has `max`: the count and the insert run under a lock
+   * of the user's row, so concurrent requests cannot pass the limit together.
+   */
+  async put (userId: string, model: string, price: UserPrice, max: number): Promise<ModelPrice | null> {
+    const client = await this.db.connect()
+    try {
+      await client.query('BEGIN')
+      await client.query('/* svc:model_prices_lock */ SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [userId])
+      const { rows } = await client.query(
+        `/* svc:model_prices_put */ INSERT INTO model_prices AS p (user_id, model, input_per_mtok, output_per_mtok, cache_read_per_mtok, cache_write_per_mtok)
+         SELECT $1, $2, $3, $4, $5, $6
+         WHERE (SELECT count(*) FROM model_prices WHERE user_id = $1) < $7
+            OR EXISTS (SELECT 1 FROM model_prices WHERE user_id = $1 AND model = $2)
+         ON CONFLICT (user_id, model) DO UPDATE SET input_per_mtok = EXCLUDED.input_per_mtok, output_per_mtok = EXCLUDED.output_per_mtok,
+           cache_read_per_mtok = EXCLUDED.cache_read_per_mtok, cache_write_per_mtok = EXCLUDED.cache_write_per_mtok, updated_at = now()
+         RETURNING *`,
+        [userId, model, price.inputPerMTok, price.outputPerMTok, price.cacheReadPerMTok, price.cacheWritePerMTok, max],
+      )
+      await client.query('COMMIT')
+      return rows[0] ? toModelPrice(rows[0]) : null
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw err
+    } finally {
+      client.release()
+    }
+  }
+
+  /** Removes the user's price for a model; false when there was none. */
+  async remove (userId: string, model: string): Promise<boolean> {
+    const { rowCount } = await this.db.query('/* svc:model_prices_delete */ DELETE FROM model_prices WHERE user_id = $1 AND model = $2', [userId, model])
+    return rowCount === 1
+  }
+}
