@@ -34,6 +34,8 @@ const env = {
   DATABASE_URL: TEST_DATABASE_URL,
   REDIS_PREFIX: `test:${randomId()}:`,
   LOG_LEVEL: 'warn',
+  // No analysts' port: the default one (8123) may be taken on a shared machine.
+  ANALYTICS_PORT: 'off',
   ...TEST_CLICKHOUSE_ENV,
 }
 
