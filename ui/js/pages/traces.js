@@ -153,8 +153,11 @@ function SpanTree ({ roots, spans, names }) {
   }, [])
   if (!spans.length) return html`<${Empty}>No events.</${Empty}>`
   const toggle = (id) => setCollapsed((c) => { const next = new Set(c); if (!next.delete(id)) next.add(id); return next })
-  const first = Math.max(0, Math.floor(view.top / ROW_PX) - OVERSCAN)
-  const last = Math.min(rows.length, Math.ceil((view.top + view.height) / ROW_PX) + OVERSCAN)
+  // The scroll position as the browser will clamp it once fewer rows fit (after a collapse): the rows
+  // drawn must not wait for that scroll event.
+  const top = Math.max(0, Math.min(view.top, rows.length * ROW_PX - view.height))
+  const first = Math.max(0, Math.floor(top / ROW_PX) - OVERSCAN)
+  const last = Math.min(rows.length, Math.ceil((top + view.height) / ROW_PX) + OVERSCAN)
   const onScroll = (e) => setView({ top: e.currentTarget.scrollTop, height: e.currentTarget.clientHeight })
   return html`
     ${tree
