@@ -35,11 +35,11 @@ export class OtlpService {
     const claim = await this.spans.claim(caller.userId, events)
     let accepted = 0
     if (claim.fresh.length > 0) {
-      const outcomes = await this.ingestion.ingestSpans(caller, claim.fresh).catch((err: unknown) => {
-        this.spans.settle(claim, null)
+      const outcomes = await this.ingestion.ingestSpans(caller, claim.fresh).catch(async (err: unknown) => {
+        await this.spans.settle(claim, null)
         throw err
       })
-      this.spans.settle(claim, outcomes.map((o) => o.kind === 'accepted'))
+      await this.spans.settle(claim, outcomes.map((o) => o.kind === 'accepted'))
       for (const outcome of outcomes) {
         if (outcome.kind === 'accepted') accepted++
         else refusals.push(outcome.error)

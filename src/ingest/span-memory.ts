@@ -149,17 +149,18 @@ export class SpanMemory {
       }
     })
     if (busy) {
-      this.settle(claim, null)
+      await this.settle(claim, null)
       throw spansInFlight()
     }
     return claim
   }
 
   /**
-   * Settles a claim once its request is answered: `accepted[i]` says whether fresh event i was
-   * stored; null when none was (the request failed). Does not wait for Redis.
+   * Settles a claim before its request is answered (so that a re-send after the answer finds its
+   * spans accepted, or free): `accepted[i]` says whether fresh event i was stored; null when none
+   * was (the request failed). Never throws.
    */
-  settle (claim: SpanClaim, accepted: boolean[] | null): void {
+  async settle (claim: SpanClaim, accepted: boolean[] | null): Promise<void> {
     const spans: SpanRef[] = []
     const flags: string[] = []
     claim.spans.forEach((span, i) => {
@@ -170,7 +171,7 @@ export class SpanMemory {
       flags.push(stored ? '1' : '0')
     })
     if (!claim.shared || spans.length === 0) return
-    void this.redis.run((redis) => redis.spanMemorySettle(...scriptArgs([this.opts.windowMs], spans, flags)))
+    await this.redis.run((redis) => redis.spanMemorySettle(...scriptArgs([this.opts.windowMs], spans, flags)))
   }
 }
 
