@@ -5,7 +5,7 @@
  * through Fastify's type provider) and the OpenAPI document (GET /openapi.json).
  */
 
-export const ERROR_DESCRIPTIONS = {
+const ERROR_DESCRIPTIONS = {
   400: 'The request is malformed or a value is out of range (`validation_failed` with `details`, `invalid_json`, `bad_request`, `invalid_text`)',
   401: 'Missing, invalid or revoked credentials (`unauthorized` with `reason`)',
   403: 'The credentials may not do this (`forbidden` with `reason`)',

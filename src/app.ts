@@ -37,7 +37,7 @@ import openapi from './plugins/openapi.ts'
 import repositories from './plugins/repositories.ts'
 import webUi from './plugins/web-ui.ts'
 
-// Session and trace ids are up to 200 characters (schemas/event.json), i.e. up to 400 UTF-16 units once
+// Session and trace ids are up to 200 characters (schemas/event.ts), i.e. up to 400 UTF-16 units once
 // decoded: the detail routes must route every id ingestion accepts (Fastify's default is 100).
 const MAX_PARAM_LENGTH = 400
 // A connection that makes no progress for this long (a client that stopped reading its answer) is closed.

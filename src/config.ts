@@ -16,7 +16,7 @@ function group<const P> (properties: P) {
  * the settings table of docs/operations.md (`npm run docs:settings`). ARCHITECTURE §5 names the
  * first ones; the rest are tuning knobs with safe defaults.
  */
-export const settingsSchema = {
+const settingsSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {

@@ -30,5 +30,3 @@ export const validationFailed = (details: ErrorDetail[]) => new HttpError(400, '
 export const agentDeleted = () => new HttpError(410, 'agent_deleted')
 export const rateLimited = (retryAfterSeconds: number) =>
   new HttpError(429, 'rate_limited', {}, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) })
-export const storeUnavailable = (retryAfterSeconds = 1) =>
-  new HttpError(503, 'unavailable', { message: 'event store unavailable, retry with backoff' }, { 'retry-after': String(retryAfterSeconds) })

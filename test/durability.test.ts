@@ -7,7 +7,7 @@ import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { request } from 'undici'
-import { TEST_DATABASE_URL, randomId } from './helpers/app.ts'
+import { TEST_CLICKHOUSE_ENV, TEST_CLICKHOUSE_URL, TEST_DATABASE_URL, randomId } from './helpers/app.ts'
 import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { openClickHouse } from '../src/storage/clickhouse-client.ts'
 import { EventsRepository } from '../src/storage/events-repository.ts'
@@ -34,6 +34,7 @@ const env = {
   DATABASE_URL: TEST_DATABASE_URL,
   REDIS_PREFIX: `test:${randomId()}:`,
   LOG_LEVEL: 'warn',
+  ...TEST_CLICKHOUSE_ENV,
 }
 
 function start (): ChildProcess {
@@ -160,7 +161,7 @@ t.test('after a restart the log ships: every event that got a 202 is stored exac
   child.kill('SIGTERM')
   t.equal((await gone).code, 0)
 
-  const handle = openClickHouse({ dataDir })
+  const handle = openClickHouse({ url: TEST_CLICKHOUSE_URL, dataDir })
   t.teardown(() => handle.release())
   const stored = await new EventsRepository(handle.client).existingIds(allAccepted)
   const lost = allAccepted.filter((id) => !stored.has(id))

@@ -1,14 +1,14 @@
 import type { Session } from 'chdb'
 
 /**
- * Read-only SQL for analysts on the embedded engine (the engine behind the analysts' HTTP port).
+ * SQL over the embedded engine, as ClickHouse's HTTP interface runs it, in one of two modes.
  *
- * The embedded engine is one per process and shared with the service, but each chDB connection
- * (`Session`) carries its own settings. So every analyst query gets two fresh connections to the
- * same data directory: one that checks the query, and one that runs it after `SET`ting the caller's
- * parameters and allowed settings, then our caps, then `readonly = 1` last (which the engine does not
- * let anyone undo). Nothing set there can reach the service's connection, and nothing the service
- * sets reaches analysts.
+ * Read-only (the analysts' port). The embedded engine is one per process and shared with the
+ * service, but each chDB connection (`Session`) carries its own settings. So every analyst query gets
+ * two fresh connections to the same data directory: one that checks the query, and one that runs it
+ * after `SET`ting the caller's parameters and allowed settings, then our caps, then `readonly = 1` last
+ * (which the engine does not let anyone undo). Nothing set there can reach the service's connection,
+ * and nothing the service sets reaches analysts.
  *
  * What `readonly = 1` does not refuse in the embedded engine, the check does: more than one statement
  * (the embedded engine runs them all), `INTO OUTFILE`, statements other than SELECT / EXPLAIN / SHOW /
@@ -16,6 +16,12 @@ import type { Session } from 'chdb'
  * the scalar functions that read the machine's files (`file`). The check parses with the engine itself
  * (`formatQuery`, `EXPLAIN AST`), and the statement run is the engine's own formatting of the query,
  * so what was checked is what runs.
+ *
+ * Writable (`npm run clickhouse:serve`, the stand-in for a ClickHouse server in development and
+ * tests). Each request gets one fresh connection, so its settings last for that request only, as on a
+ * server; it runs the caller's text as sent (an insert's rows after its statement), once the engine's
+ * parser has found one statement in it, since a server refuses several where the embedded engine
+ * would run them all.
  */
 export interface AnalyticsCaps {
   maxExecutionSeconds: number
@@ -27,7 +33,14 @@ export interface AnalyticsCaps {
 }
 
 export interface AnalyticsQuery {
+  /** The statement: the `query` URL parameter, or else the body. */
   sql: string
+  /** The body when the statement came in the URL: an insert's rows (read-only mode appends it to the statement). */
+  data?: string | undefined
+  /** The `database` URL parameter or `X-ClickHouse-Database` header. */
+  database?: string | undefined
+  /** GET requests run with `readonly = 2` on a server, whatever the mode. */
+  method: 'GET' | 'POST'
   /** Query parameters as sent over HTTP (`param_x`), in ClickHouse's escaped text form. */
   params: Record<string, string>
   /** Settings the client asked for (URL parameters that are not HTTP-level ones). */
@@ -43,6 +56,9 @@ export interface AnalyticsResult {
   bytes: number
   elapsedMs: number
 }
+
+/** What the engine lets a query do: read under caps (the analysts' port), or anything (a server's stand-in). */
+export type EngineAccess = { writable: false; caps: AnalyticsCaps } | { writable: true }
 
 /** An engine error in ClickHouse's shape (code, type, message), as the HTTP interface reports it. */
 export class AnalyticsError extends Error {
@@ -70,17 +86,20 @@ const CAPPED: Record<string, keyof AnalyticsCaps> = {
   max_threads: 'maxThreads',
 }
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+/** Room for the statements that set a request's parameters: its URL (1 MiB at most), escaped. */
+const PARAMETERS_QUERY_SIZE = 4 * 1024 * 1024
 
 function literal (s: string): string {
   return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`
 }
 
 /** Maps a chDB error (`Code: N. DB::Exception: … (TYPE)`) to an AnalyticsError. */
-export function toAnalyticsError (err: unknown): AnalyticsError {
+function toAnalyticsError (err: unknown): AnalyticsError {
   if (err instanceof AnalyticsError) return err
   const message = err instanceof Error ? err.message : String(err)
   const m = /Code: (\d+)\. (?:.*DB::Exception: )?(.*?)\s*\(([A-Z0-9_]{3,})\)(?: \(version [^)]*\))?[.\s]*$/s.exec(message)
-  if (m) return new AnalyticsError(Number(m[1]), m[3]!, m[2]!.replace(/^Code: \d+\. DB::Exception: /, '').trim())
+  // The HTTP interface writes the message followed by `. (TYPE)`, as a server does: without its own final period.
+  if (m) return new AnalyticsError(Number(m[1]), m[3]!, m[2]!.replace(/^Code: \d+\. DB::Exception: /, '').trim().replace(/\.$/, ''))
   if ((err as { code?: string })?.code === 'CHDB_TIMEOUT') {
     return new AnalyticsError(159, 'TIMEOUT_EXCEEDED', 'Timeout exceeded: the query ran past the analysts\' time limit')
   }
@@ -109,6 +128,16 @@ export function functionsInAst (ast: string): Array<[string, boolean]> {
 
 type SessionClass = typeof Session
 
+/** A statement as the engine's parser reads it: its formatted text (without FORMAT) and output format. */
+interface ParsedStatement {
+  statement: string
+  format: string
+}
+
+function backquoted (name: string): string {
+  return `\`${name.replace(/\\/g, '\\\\').replace(/`/g, '\\`')}\``
+}
+
 export class AnalyticsEngine {
   private active = 0
   private readonly inFlight = new Set<Promise<unknown>>()
@@ -119,23 +148,32 @@ export class AnalyticsEngine {
     return this.active
   }
 
-  private constructor (private readonly SessionCtor: SessionClass, private readonly path: string, readonly caps: AnalyticsCaps) {}
+  private constructor (
+    private readonly SessionCtor: SessionClass,
+    private readonly path: string,
+    readonly access: EngineAccess,
+    /** Held open for the engine's life: the data directory stays loaded between queries. */
+    private readonly keeper: Session,
+  ) {}
 
-  /** Opens the analysts' side of the embedded engine whose data lives at `path` (chdb is loaded here, only in embedded mode). */
-  static async open (path: string, caps: AnalyticsCaps): Promise<AnalyticsEngine> {
+  /**
+   * Opens the engine whose data lives at `path` (chdb is loaded here, only in embedded mode); fails
+   * when the directory cannot be opened (another process owns it).
+   */
+  static async open (path: string, access: EngineAccess): Promise<AnalyticsEngine> {
     const chdb = await import('chdb')
-    return new AnalyticsEngine(chdb.Session, path, caps)
+    return new AnalyticsEngine(chdb.Session, path, access, new chdb.Session(path))
   }
 
-  /** Runs one analyst query; throws AnalyticsError with the engine's code and type. */
+  /** Runs one query; throws AnalyticsError with the engine's code and type. */
   async run (query: AnalyticsQuery): Promise<AnalyticsResult> {
     if (this.closed) throw new AnalyticsError(210, 'NETWORK_ERROR', 'the service is shutting down')
-    if (this.active >= this.caps.maxConcurrentQueries) {
-      throw new AnalyticsError(202, 'TOO_MANY_SIMULTANEOUS_QUERIES',
-        `Too many simultaneous queries. Maximum: ${this.caps.maxConcurrentQueries}`)
+    const cap = this.access.writable ? Infinity : this.access.caps.maxConcurrentQueries
+    if (this.active >= cap) {
+      throw new AnalyticsError(202, 'TOO_MANY_SIMULTANEOUS_QUERIES', `Too many simultaneous queries. Maximum: ${cap}`)
     }
     this.active++
-    const work = this.execute(query)
+    const work = this.access.writable ? this.executeWritable(query) : this.executeReadonly(query, this.access.caps)
     this.inFlight.add(work)
     try {
       return await work
@@ -145,13 +183,26 @@ export class AnalyticsEngine {
     }
   }
 
-  private setup (query: AnalyticsQuery, withSettings: boolean): string {
-    const statements: string[] = []
-    for (const [name, value] of Object.entries(query.params)) {
+  /**
+   * `SET param_…` statements for the query's parameters. A server takes them from the URL (up to 1 MiB)
+   * outside max_query_size, which limits the query only; here each is a statement the engine parses,
+   * so the limit is lifted while they run and put back after.
+   */
+  private static paramStatements (query: AnalyticsQuery): string[] {
+    const params = Object.entries(query.params).map(([name, value]) => {
       if (!NAME.test(name)) throw new AnalyticsError(457, 'BAD_QUERY_PARAMETER', `Invalid query parameter name: ${name}`)
-      statements.push(`SET param_${name} = ${literal(value)}`)
-    }
-    if (withSettings) {
+      return `SET param_${name} = ${literal(value)}`
+    })
+    return params.length ? [`SET max_query_size = ${PARAMETERS_QUERY_SIZE}`, ...params, 'SET max_query_size = DEFAULT'] : []
+  }
+
+  /**
+   * A read-only connection's setup: with caps, the caller's allowed settings under our caps (the
+   * connection that runs the query); without, the parameters alone (the one that checks it).
+   */
+  private static readonlySetup (query: AnalyticsQuery, caps: AnalyticsCaps | undefined): string {
+    const statements = AnalyticsEngine.paramStatements(query)
+    if (caps) {
       const chosen: Record<string, string> = {}
       for (const [name, value] of Object.entries(query.settings)) {
         if (!NAME.test(name)) throw new AnalyticsError(115, 'UNKNOWN_SETTING', `Unknown setting ${name}`)
@@ -160,20 +211,19 @@ export class AnalyticsEngine {
         if (cap) {
           const asked = Number(value)
           if (!Number.isFinite(asked) || asked < 0) throw new AnalyticsError(72, 'CANNOT_PARSE_NUMBER', `Cannot parse ${name} = ${value}`)
-          if (asked > 0 && asked < this.caps[cap]) chosen[name] = String(Math.floor(asked))
+          if (asked > 0 && asked < caps[cap]) chosen[name] = String(Math.floor(asked))
           continue
         }
         if (!CLIENT_SETTINGS.test(name)) throw refuse(`Cannot modify '${name}' setting in readonly mode`)
         chosen[name] = value
       }
       for (const [name, value] of Object.entries(chosen)) statements.push(`SET ${name} = ${literal(value)}`)
-      const c = this.caps
       statements.push(
-        `SET max_execution_time = ${chosen.max_execution_time ?? c.maxExecutionSeconds}`,
-        `SET max_memory_usage = ${chosen.max_memory_usage ?? c.maxMemoryBytes}`,
-        `SET max_result_rows = ${chosen.max_result_rows ?? c.maxResultRows}`,
-        `SET max_result_bytes = ${chosen.max_result_bytes ?? c.maxResultBytes}`,
-        `SET max_threads = ${chosen.max_threads ?? c.maxThreads}`,
+        `SET max_execution_time = ${chosen.max_execution_time ?? caps.maxExecutionSeconds}`,
+        `SET max_memory_usage = ${chosen.max_memory_usage ?? caps.maxMemoryBytes}`,
+        `SET max_result_rows = ${chosen.max_result_rows ?? caps.maxResultRows}`,
+        `SET max_result_bytes = ${chosen.max_result_bytes ?? caps.maxResultBytes}`,
+        `SET max_threads = ${chosen.max_threads ?? caps.maxThreads}`,
         "SET result_overflow_mode = 'throw'",
         "SET timeout_overflow_mode = 'throw'",
         'SET allow_introspection_functions = 0',
@@ -183,66 +233,94 @@ export class AnalyticsEngine {
     return statements.join('; ')
   }
 
-  /** Checks the query with the engine's parser; returns the statement to run and its output format. */
-  private async check (session: Session, query: AnalyticsQuery): Promise<{ statement: string; format: string }> {
-    let formatted: string
+  /** A server's setup of one request: its database, parameters and settings, and readonly = 2 for a GET. */
+  private static writableSetup (query: AnalyticsQuery): string {
+    const statements = query.database ? [`USE ${backquoted(query.database)}`] : []
+    statements.push(...AnalyticsEngine.paramStatements(query))
+    for (const [name, value] of Object.entries(query.settings)) {
+      if (!NAME.test(name)) throw new AnalyticsError(115, 'UNKNOWN_SETTING', `Unknown setting ${name}`)
+      statements.push(`SET ${name} = ${literal(value)}`)
+    }
+    if (query.method === 'GET' && Number(query.settings.readonly ?? 0) === 0) statements.push('SET readonly = 2')
+    return statements.join('; ')
+  }
+
+  private static async runOn (session: Session, sql: string): Promise<string> {
     try {
-      formatted = (await session.queryAsync(`SELECT formatQuery(${literal(query.sql)})`, { format: 'TSVRaw' })).text().trim()
+      return (await session.queryAsync(sql, { format: 'TSVRaw' })).text()
     } catch (err) {
       throw toAnalyticsError(err)
     }
+  }
+
+  /**
+   * Parses the statement with the engine (a syntax error, or more than one statement, is the engine's
+   * SYNTAX_ERROR); the output format is its FORMAT clause's, else the default (an insert's FORMAT
+   * names its input).
+   */
+  private static async parse (session: Session, sql: string, defaultFormat: string): Promise<ParsedStatement> {
+    const formatted = (await AnalyticsEngine.runOn(session, `SELECT formatQuery(${literal(sql)})`)).trim()
     if (!formatted) throw new AnalyticsError(62, 'SYNTAX_ERROR', 'Empty query')
-    let statement = formatted
-    let format = query.defaultFormat
     const withFormat = /\nFORMAT (\w+)$/.exec(formatted)
-    if (withFormat) {
-      format = withFormat[1]!
-      statement = formatted.slice(0, withFormat.index)
-    }
-    if (/\bINTO\s+OUTFILE\b/i.test(statement)) throw refuse('INTO OUTFILE is not allowed')
-    let ast: string
-    try {
-      ast = (await session.queryAsync(`EXPLAIN AST ${statement}`, { format: 'TSVRaw' })).text()
-    } catch (err) {
-      throw toAnalyticsError(err)
-    }
+    if (!withFormat || /^INSERT\b/.test(formatted)) return { statement: formatted, format: defaultFormat }
+    return { statement: formatted.slice(0, withFormat.index), format: withFormat[1]! }
+  }
+
+  /** Checks a read-only query; returns the statement to run and its output format. */
+  private static async check (session: Session, sql: string, defaultFormat: string): Promise<ParsedStatement> {
+    const parsed = await AnalyticsEngine.parse(session, sql, defaultFormat)
+    if (/\bINTO\s+OUTFILE\b/i.test(parsed.statement)) throw refuse('INTO OUTFILE is not allowed')
+    const ast = await AnalyticsEngine.runOn(session, `EXPLAIN AST ${parsed.statement}`)
     const kind = ast.trimStart().split(/\s/, 1)[0] ?? ''
     if (!ALLOWED_STATEMENTS.test(kind)) throw refuse(`Only SELECT, EXPLAIN, SHOW, DESCRIBE and EXISTS queries are allowed (got ${kind})`)
     for (const [name, table] of functionsInAst(ast)) {
       if (table && !ALLOWED_TABLE_FUNCTIONS.has(name)) throw refuse(`Table function ${name} is not allowed: only the service's tables can be read`)
       if (!table && REFUSED_FUNCTIONS.has(name)) throw refuse(`Function ${name} is not allowed`)
     }
-    return { statement, format }
+    return parsed
   }
 
-  private async execute (query: AnalyticsQuery): Promise<AnalyticsResult> {
+  private static async execute (session: Session, sql: string, format: string, timeoutMs?: number): Promise<AnalyticsResult> {
+    const started = Date.now()
+    try {
+      const result = await session.queryAsync(sql, timeoutMs === undefined ? { format } : { format, timeout: timeoutMs })
+      const body = Buffer.from(result.bytes())
+      return { body, format, rows: result.rowsRead ?? 0, bytes: result.bytesRead ?? 0, elapsedMs: Date.now() - started }
+    } catch (err) {
+      throw toAnalyticsError(err)
+    }
+  }
+
+  private async executeReadonly (query: AnalyticsQuery, caps: AnalyticsCaps): Promise<AnalyticsResult> {
+    if (query.database && query.database !== 'default') {
+      throw new AnalyticsError(81, 'UNKNOWN_DATABASE', `Database ${query.database} does not exist (the service's tables are in default)`)
+    }
+    const sql = [query.sql, query.data ?? ''].filter((s) => s.trim()).join('\n')
     const guard = new this.SessionCtor(this.path)
     let runner: Session | undefined
     try {
-      try {
-        await guard.queryAsync(this.setup(query, false))
-      } catch (err) {
-        throw toAnalyticsError(err)
-      }
-      const { statement, format } = await this.check(guard, query)
+      await AnalyticsEngine.runOn(guard, AnalyticsEngine.readonlySetup(query, undefined))
+      const { statement, format } = await AnalyticsEngine.check(guard, sql, query.defaultFormat)
       runner = new this.SessionCtor(this.path)
-      try {
-        await runner.queryAsync(this.setup(query, true))
-      } catch (err) {
-        throw toAnalyticsError(err)
-      }
-      const started = Date.now()
-      try {
-        // The engine stops the query at max_execution_time; the timeout only answers the client if it did not.
-        const result = await runner.queryAsync(statement, { format, timeout: (this.caps.maxExecutionSeconds + 10) * 1000 })
-        const body = Buffer.from(result.bytes())
-        return { body, format, rows: result.rowsRead ?? 0, bytes: result.bytesRead ?? 0, elapsedMs: Date.now() - started }
-      } catch (err) {
-        throw toAnalyticsError(err)
-      }
+      await AnalyticsEngine.runOn(runner, AnalyticsEngine.readonlySetup(query, caps))
+      // The engine stops the query at max_execution_time; the timeout only answers the client if it did not.
+      return await AnalyticsEngine.execute(runner, statement, format, (caps.maxExecutionSeconds + 10) * 1000)
     } finally {
       guard.close()
       runner?.close()
+    }
+  }
+
+  private async executeWritable (query: AnalyticsQuery): Promise<AnalyticsResult> {
+    const session = new this.SessionCtor(this.path)
+    try {
+      const setup = AnalyticsEngine.writableSetup(query)
+      if (setup) await AnalyticsEngine.runOn(session, setup)
+      const { format } = await AnalyticsEngine.parse(session, query.sql, query.defaultFormat)
+      // The text as sent, not its formatting: formatQuery drops an insert's inline rows (VALUES …).
+      return await AnalyticsEngine.execute(session, query.data === undefined ? query.sql : `${query.sql}\n${query.data}`, format)
+    } finally {
+      session.close()
     }
   }
 
@@ -250,5 +328,6 @@ export class AnalyticsEngine {
   async close (): Promise<void> {
     this.closed = true
     await Promise.allSettled([...this.inFlight])
+    this.keeper.close()
   }
 }

@@ -3,24 +3,31 @@ import { randomUUID } from 'node:crypto'
 import { createBrotliDecompress, createGunzip, createInflate, gzipSync, deflateSync, brotliCompressSync } from 'node:zlib'
 import type { Readable } from 'node:stream'
 import type { FastifyBaseLogger } from 'fastify'
-import { AnalyticsError, type AnalyticsEngine } from './engine.ts'
-import { ANALYST_USER, passwordMatches } from './password.ts'
+import { AnalyticsError, type AnalyticsEngine, type AnalyticsQuery, type AnalyticsResult } from './engine.ts'
+import { passwordMatches } from './password.ts'
 
 /**
- * The subset of ClickHouse's HTTP interface that read-only clients use (the official clients,
- * clickhouse-connect, Grafana's and DBeaver's drivers over HTTP, curl): `GET|POST /` with the query in
- * the `query` URL parameter and/or the body, `param_<name>` query parameters, settings as URL
- * parameters, `default_format`, `query_id`, gzip/deflate/br bodies, response compression with
- * `enable_http_compression=1`, `/ping`, credentials by Basic auth, `X-ClickHouse-User`/`-Key` headers
- * or `user`/`password` parameters. Errors are ClickHouse's: `Code: N. DB::Exception: … (TYPE)` with
- * `X-ClickHouse-Exception-Code`.
+ * The subset of ClickHouse's HTTP interface that clients use (the official clients, clickhouse-connect,
+ * Grafana's and DBeaver's drivers over HTTP, curl): `GET|POST /` with the query in the `query` URL
+ * parameter and/or the body (with the statement in the URL, the body is an insert's rows),
+ * `param_<name>` query parameters, settings as URL parameters, `database`, `default_format`,
+ * `query_id`, gzip/deflate/br bodies, response compression with `enable_http_compression=1`, `/ping`,
+ * credentials by Basic auth, `X-ClickHouse-User`/`-Key` headers or `user`/`password` parameters.
+ * Errors are ClickHouse's: `Code: N. DB::Exception: … (TYPE)` with `X-ClickHouse-Exception-Code`.
+ * Whether writes are allowed is the engine's mode (read-only for analysts, writable for
+ * `npm run clickhouse:serve`).
  */
 export interface AnalyticsHttpOptions {
   engine: AnalyticsEngine
-  password: string
+  /** The one user allowed in; null lets every request in (a development tool on the loopback). */
+  credentials: { user: string; password: string } | null
   log: FastifyBaseLogger
-  /** Largest query (URL plus body), bytes. */
+  /** Largest statement (the URL's query or the body holding it), bytes. */
   maxQueryBytes?: number
+  /** Largest body (an insert's rows), bytes; maxQueryBytes unless given. */
+  maxBodyBytes?: number
+  /** X-ClickHouse-Server-Display-Name of the answers. */
+  displayName?: string
 }
 
 /** URL parameters that belong to the HTTP layer, not to the engine's settings. */
@@ -35,7 +42,7 @@ const HTTP_PARAMETERS = new Set([
 const VERSION = '26.7'
 
 /** HTTP status of an engine error, as ClickHouse's HTTP handler chooses it. */
-export function httpStatusOf (code: number): number {
+function httpStatusOf (code: number): number {
   if (code === 516 || code === 194 || code === 192) return 401
   if (code === 164 || code === 497 || code === 446 || code === 291) return 403
   if ([60, 46, 47, 81, 16].includes(code)) return 404
@@ -103,12 +110,69 @@ function compress (body: Buffer, accept: string): { body: Buffer; encoding?: str
   return { body }
 }
 
-/** Builds the HTTP server of the analysts' SQL port; listening and closing are the caller's. */
+/** The user a request presents when it is not the one allowed in; null when the request may go on. */
+function refusedUser (req: IncomingMessage, url: URL, opts: AnalyticsHttpOptions): string | null {
+  if (!opts.credentials) return null
+  const { user, password } = credentials(req, url)
+  if (user === opts.credentials.user && passwordMatches(opts.credentials.password, password)) return null
+  opts.log.warn({ user, remote: req.socket.remoteAddress }, 'ClickHouse HTTP interface: authentication failed')
+  return user
+}
+
+/** The engine's query of a request: statement and rows, parameters, settings and output format. */
+function queryOf (req: IncomingMessage, url: URL, body: string): AnalyticsQuery {
+  const inUrl = url.searchParams.get('query')
+  const params: Record<string, string> = {}
+  const settings: Record<string, string> = {}
+  for (const [name, value] of url.searchParams) {
+    if (name.startsWith('param_')) params[name.slice(6)] = value
+    else if (!HTTP_PARAMETERS.has(name) && !name.startsWith('http_')) settings[name] = value
+  }
+  const database = url.searchParams.get('database') ?? req.headers['x-clickhouse-database']
+  const format = req.headers['x-clickhouse-format']
+  return {
+    sql: inUrl ?? body,
+    data: inUrl !== null && body ? body : undefined,
+    database: typeof database === 'string' ? database : undefined,
+    method: req.method === 'GET' ? 'GET' : 'POST',
+    params,
+    settings,
+    defaultFormat: url.searchParams.get('default_format') ?? (typeof format === 'string' ? format : 'TabSeparated'),
+  }
+}
+
+/** Refuses what this interface does not speak, rather than answer in a form the client would misread. */
+function refuseUnsupported (url: URL, writable: boolean): void {
+  // ClickHouse's own compressed framing (compress=1 / decompress=1): HTTP compression works instead.
+  if (url.searchParams.get('compress') === '1' || url.searchParams.get('decompress') === '1') {
+    throw new AnalyticsError(36, 'BAD_ARGUMENTS', 'compress=1 and decompress=1 (ClickHouse\'s native compression) are not supported here: use HTTP compression (enable_http_compression=1 with Accept-Encoding) or none')
+  }
+  // A server keeps a session's settings and temporary tables between requests; each request here
+  // has its own connection, so a session would silently lose them.
+  if (writable && url.searchParams.get('session_id')) {
+    throw new AnalyticsError(36, 'BAD_ARGUMENTS', 'server-side sessions (session_id) are not supported here: each request runs on its own connection')
+  }
+}
+
+function summaryOf (result: AnalyticsResult): string {
+  return JSON.stringify({
+    read_rows: String(result.rows),
+    read_bytes: String(result.bytes),
+    // The embedded engine does not report what a statement wrote.
+    written_rows: '0',
+    written_bytes: '0',
+    total_rows_to_read: '0',
+    result_rows: String(result.rows),
+    result_bytes: String(result.body.length),
+    elapsed_ns: String(result.elapsedMs * 1_000_000),
+  })
+}
+
+/** Builds the HTTP server of ClickHouse's HTTP interface over the engine; listening and closing are the caller's. */
 export function createAnalyticsHttpServer (opts: AnalyticsHttpOptions): Server {
   const maxQueryBytes = opts.maxQueryBytes ?? 1024 * 1024
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const url = new URL(req.url ?? '/', 'http://analytics')
-    const queryId = url.searchParams.get('query_id') || randomUUID()
+  const maxBodyBytes = opts.maxBodyBytes ?? maxQueryBytes
+  const handle = async (req: IncomingMessage, res: ServerResponse, url: URL, queryId: string) => {
     const ok = () => {
       res.writeHead(200, { 'content-type': 'text/plain; charset=UTF-8' })
       res.end('Ok.\n')
@@ -124,38 +188,19 @@ export function createAnalyticsHttpServer (opts: AnalyticsHttpOptions): Server {
       res.end('Method not allowed\n')
       return
     }
-    const { user, password } = credentials(req, url)
-    if (user !== ANALYST_USER || !passwordMatches(opts.password, password)) {
-      opts.log.warn({ user, remote: req.socket.remoteAddress }, 'analytics SQL: authentication failed')
+    const refused = refusedUser(req, url, opts)
+    if (refused !== null) {
       req.resume()
       return sendError(res, new AnalyticsError(516, 'AUTHENTICATION_FAILED',
-        `${user}: Authentication failed: password is incorrect, or there is no user with such name`), queryId)
+        `${refused}: Authentication failed: password is incorrect, or there is no user with such name`), queryId)
     }
-    const body = req.method === 'POST' ? await readBody(req, maxQueryBytes) : ''
-    const sql = [url.searchParams.get('query') ?? '', body].filter((s) => s.trim()).join('\n')
-    if (!sql.trim()) return ok()
-    if (Buffer.byteLength(sql) > maxQueryBytes) throw new AnalyticsError(62, 'SYNTAX_ERROR', `Max query size exceeded: the query is over ${maxQueryBytes} bytes`)
-    // ClickHouse's own compressed framing (compress=1 / decompress=1) is not spoken here: say so rather
-    // than answer in a form the client would misread. HTTP compression (enable_http_compression) works.
-    if (url.searchParams.get('compress') === '1' || url.searchParams.get('decompress') === '1') {
-      throw new AnalyticsError(36, 'BAD_ARGUMENTS', 'compress=1 and decompress=1 (ClickHouse\'s native compression) are not supported here: use HTTP compression (enable_http_compression=1 with Accept-Encoding) or none')
-    }
-    const database = url.searchParams.get('database') ?? req.headers['x-clickhouse-database']
-    if (database && database !== 'default') throw new AnalyticsError(81, 'UNKNOWN_DATABASE', `Database ${database} does not exist (the service's tables are in default)`)
-    const params: Record<string, string> = {}
-    const settings: Record<string, string> = {}
-    for (const [name, value] of url.searchParams) {
-      if (name.startsWith('param_')) params[name.slice(6)] = value
-      else if (!HTTP_PARAMETERS.has(name) && !name.startsWith('http_')) settings[name] = value
-    }
-    const format = req.headers['x-clickhouse-format']
-    const result = await opts.engine.run({
-      sql,
-      params,
-      settings,
-      defaultFormat: url.searchParams.get('default_format') ?? (typeof format === 'string' ? format : 'TabSeparated'),
-    })
-    opts.log.info({ queryId, ms: result.elapsedMs, rows: result.rows, format: result.format }, 'analytics SQL query')
+    const body = req.method === 'POST' ? await readBody(req, maxBodyBytes) : ''
+    const query = queryOf(req, url, body)
+    if (!query.sql.trim() && !query.data?.trim()) return ok()
+    if (Buffer.byteLength(query.sql) > maxQueryBytes) throw new AnalyticsError(62, 'SYNTAX_ERROR', `Max query size exceeded: the query is over ${maxQueryBytes} bytes`)
+    refuseUnsupported(url, opts.engine.access.writable)
+    const result = await opts.engine.run(query)
+    opts.log.info({ queryId, ms: result.elapsedMs, rows: result.rows, format: result.format }, 'ClickHouse HTTP interface query')
     const wantsCompression = url.searchParams.get('enable_http_compression') === '1'
     const out = wantsCompression ? compress(result.body, String(req.headers['accept-encoding'] ?? '')) : { body: result.body }
     res.writeHead(200, {
@@ -163,28 +208,27 @@ export function createAnalyticsHttpServer (opts: AnalyticsHttpOptions): Server {
       'x-clickhouse-format': result.format,
       'x-clickhouse-query-id': queryId,
       'x-clickhouse-timezone': 'UTC',
-      'x-clickhouse-server-display-name': 'agent-telemetry',
-      'x-clickhouse-summary': JSON.stringify({
-        read_rows: String(result.rows),
-        read_bytes: String(result.bytes),
-        written_rows: '0',
-        written_bytes: '0',
-        total_rows_to_read: '0',
-        result_rows: String(result.rows),
-        result_bytes: String(result.body.length),
-        elapsed_ns: String(result.elapsedMs * 1_000_000),
-      }),
+      'x-clickhouse-server-display-name': opts.displayName ?? 'agent-telemetry',
+      'x-clickhouse-summary': summaryOf(result),
       ...(out.encoding ? { 'content-encoding': out.encoding } : {}),
       'content-length': out.body.length,
     })
     res.end(out.body)
   }
-  const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
+  // A server takes URLs up to http_max_uri_size (1 MiB): query parameters travel in them.
+  const server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => {
+    let url: URL
+    try {
+      url = new URL(req.url ?? '/', 'http://analytics')
+    } catch {
+      res.writeHead(400, { 'content-type': 'text/plain; charset=UTF-8' }).end('Cannot parse the request URL\n')
+      return
+    }
+    const queryId = url.searchParams.get('query_id') || randomUUID()
+    handle(req, res, url, queryId).catch((err: unknown) => {
       const known = err instanceof AnalyticsError
-      if (!known) opts.log.error({ err }, 'analytics SQL: unexpected error')
-      else opts.log.info({ code: err.code, type: err.type }, 'analytics SQL query refused or failed')
-      const queryId = new URL(req.url ?? '/', 'http://analytics').searchParams.get('query_id') ?? ''
+      if (!known) opts.log.error({ err }, 'ClickHouse HTTP interface: unexpected error')
+      else opts.log.info({ queryId, code: err.code, type: err.type }, 'ClickHouse HTTP interface: query refused or failed')
       sendError(res, known ? err : new AnalyticsError(1001, 'STD_EXCEPTION', 'internal error'), queryId)
     })
   })

@@ -7,7 +7,7 @@ import { ANALYST_USER, loadAnalystPassword } from './password.ts'
 import { createAnalyticsHttpServer } from './http-interface.ts'
 
 /** The analysts' SQL port of this instance; null when it does not run (a ClickHouse server, or ANALYTICS_PORT=off). */
-export interface AnalyticsSqlPort {
+interface AnalyticsSqlPort {
   /** Starts listening (main.ts calls it after the API listens); resolves with the port bound. */
   listen(): Promise<number>
   /** Where the password is kept when generated (undefined when ANALYST_PASSWORD is set). */
@@ -22,7 +22,7 @@ declare module 'fastify' {
   }
 }
 
-export interface AnalyticsSqlOptions {
+interface AnalyticsSqlOptions {
   /** False with a ClickHouse server (analysts connect to it) or with ANALYTICS_PORT=off. */
   enabled: boolean
   port: number
@@ -43,13 +43,13 @@ export default fp(async function analyticsSql (app, opts: AnalyticsSqlOptions) {
     return
   }
   const { password, file } = loadAnalystPassword(opts.dataDir, opts.password)
-  const engine = await AnalyticsEngine.open(join(opts.dataDir, 'clickhouse'), opts.caps)
+  const engine = await AnalyticsEngine.open(join(opts.dataDir, 'clickhouse'), { writable: false, caps: opts.caps })
   let server: Server | undefined
   app.decorate('analyticsSql', {
     passwordFile: file,
     running: () => engine.running,
     async listen () {
-      server = createAnalyticsHttpServer({ engine, password, log: app.log })
+      server = createAnalyticsHttpServer({ engine, credentials: { user: ANALYST_USER, password }, log: app.log })
       const s = server
       await new Promise<void>((resolve, reject) => {
         s.once('error', reject)

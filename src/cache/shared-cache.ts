@@ -4,7 +4,7 @@ import type { Redis, Result } from 'ioredis'
 import { LRUCache } from 'lru-cache'
 
 /** What the cache needs of the invalidation bus (InvalidationBus has this shape). */
-export interface CacheBus {
+interface CacheBus {
   on(topic: string, handler: (id: string) => void): void
   publish(topic: string, id: string): Promise<void>
 }

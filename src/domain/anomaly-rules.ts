@@ -25,7 +25,7 @@ export interface AgentAggregates {
 }
 
 export type RuleName = 'error_rate' | 'spend_spike' | 'latency_spike' | 'silence'
-export type Severity = 'warning' | 'critical'
+type Severity = 'warning' | 'critical'
 
 export interface Finding {
   rule: RuleName

@@ -3,8 +3,8 @@
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?$/
 
 /** Event instants must lie in [1970-01-01T00:00:00Z, 2300-01-01T00:00:00Z): the range of the store's DateTime64 and of reads. */
-export const MIN_EVENT_TIME_MS = 0
-export const END_EVENT_TIME_MS = Date.UTC(2300, 0, 1)
+const MIN_EVENT_TIME_MS = 0
+const END_EVENT_TIME_MS = Date.UTC(2300, 0, 1)
 
 /**
  * Parses an ISO 8601 date-time to unix milliseconds. A missing zone means UTC. Returns NaN for

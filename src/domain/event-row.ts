@@ -3,7 +3,7 @@ import { errorFingerprint } from './fingerprint.ts'
 import { costOf, type CostStatus } from './pricing.ts'
 import { parseIsoDateTime } from './date-time.ts'
 
-/** An event as accepted by schemas/event.json (validated before it gets here). */
+/** An event as accepted by the event schema (schemas/event.ts) (validated before it gets here). */
 export interface IncomingEvent {
   agentId?: string
   timestamp?: string | number

@@ -2,7 +2,7 @@ import { randomBytes, randomFillSync } from 'node:crypto'
 import { monotonicFactory } from 'ulid'
 
 /** The spec's cuid shape: `c` followed by 24 lowercase letters or digits. */
-export const CUID_PATTERN = /^c[a-z0-9]{24}$/
+const CUID_PATTERN = /^c[a-z0-9]{24}$/
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789'
 

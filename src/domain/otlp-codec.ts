@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url'
 export type AttrValue = string | number | boolean | null | AttrValue[] | { [key: string]: AttrValue }
 export type Attributes = Record<string, AttrValue>
 
-export interface OtlpSpanEvent { name: string; timeMs: number; attributes: Attributes }
+interface OtlpSpanEvent { name: string; timeMs: number; attributes: Attributes }
 
 /** One span with its resource and scope. Ids are lowercase hex, '' when absent or not well formed. */
 export interface OtlpSpan {

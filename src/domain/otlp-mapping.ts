@@ -8,7 +8,7 @@ import { wellFormed, type AttrValue, type Attributes, type OtlpSpan } from './ot
  */
 
 /** Resource or span attribute naming the span's privacy level (minimal | standard | full). */
-export const PRIVACY_ATTRIBUTE = 'agent_telemetry.privacy_level'
+const PRIVACY_ATTRIBUTE = 'agent_telemetry.privacy_level'
 
 const MODEL_CALLS = new Set(['chat', 'text_completion', 'generate_content', 'embeddings', 'completion'])
 const AGENT_OPERATIONS = new Set(['invoke_agent', 'create_agent'])
@@ -33,7 +33,7 @@ export function isContentAttribute (key: string): boolean {
 const MAX_TOKENS = 10_000_000_000
 
 /** What a span was: a model call, a tool execution, an agent run, or anything else. */
-export type SpanRole = 'model' | 'tool' | 'agent' | 'other'
+type SpanRole = 'model' | 'tool' | 'agent' | 'other'
 
 export function spanRole (span: OtlpSpan): SpanRole {
   const a = span.attributes

@@ -41,7 +41,7 @@ declare module 'fastify' {
  */
 const RETRY_IN_FLIGHT_MS = 10_000
 
-export interface IngestionOptions { cacheTtlMs: number; sharedCacheTtlSeconds: number; activityFlushMs: number; burstLeaseMs: number; ingest: Config['ingest'] }
+interface IngestionOptions { cacheTtlMs: number; sharedCacheTtlSeconds: number; activityFlushMs: number; burstLeaseMs: number; ingest: Config['ingest'] }
 
 /**
  * The ingestion pipeline, this instance's ingest log and the shipper that moves it to ClickHouse,

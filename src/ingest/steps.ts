@@ -2,7 +2,7 @@
  * The named steps every ingested event goes through, in order (ARCHITECTURE §1). `decode` runs only
  * for OTLP (POST /v1/traces): the body decoded and each span mapped to an event, before `schema`.
  */
-export const INGEST_STEPS = ['key', 'decode', 'schema', 'burst', 'resolve', 'row', 'log'] as const
+const INGEST_STEPS = ['key', 'decode', 'schema', 'burst', 'resolve', 'row', 'log'] as const
 export type IngestStep = (typeof INGEST_STEPS)[number]
 
 export type StepFigures = {

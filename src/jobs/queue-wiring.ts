@@ -3,7 +3,7 @@ import { Redis } from 'ioredis'
 import type { FastifyBaseLogger } from 'fastify'
 
 /** A BullMQ job scheduler: a job `name` with `data` every `everyMs`, kept under the id `id`. */
-export interface JobSchedule<Data> {
+interface JobSchedule<Data> {
   id: string
   everyMs: number
   name: string

@@ -11,7 +11,7 @@ declare module 'fastify' {
   }
 }
 
-export interface ClickHouseOptions {
+interface ClickHouseOptions {
   url: string | undefined
   dataDir: string
   /** CLICKHOUSE_CLUSTER: migrations in their cluster form (src/storage/cluster-ddl.ts). */

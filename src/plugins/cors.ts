@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 
 /** Every method a route of the API answers (HEAD with each GET); the CORS test checks the list against the routes. */
-export const API_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
+const API_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
 
 const PREFLIGHT_MAX_AGE_SECONDS = 600
 

@@ -15,7 +15,7 @@ declare module 'fastify' {
   }
 }
 
-export interface MaintenanceOptions {
+interface MaintenanceOptions {
   namesEveryMs: number
   retention: RetentionDays
 }

@@ -5,7 +5,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { unauthorized } from '../http-error.ts'
 import { bearerToken } from '../auth/bearer.ts'
 
-export interface MetricsOptions {
+interface MetricsOptions {
   /** Bearer token required by GET /metrics; undefined: the route does not exist (404). */
   token: string | undefined
 }

@@ -8,7 +8,7 @@ declare module 'fastify' {
   }
 }
 
-export interface QueuesOptions { redisUrl: string; prefix: string; worker: boolean }
+interface QueuesOptions { redisUrl: string; prefix: string; worker: boolean }
 
 /**
  * BullMQ, wired once for every queue (anomaly, maintenance): the queues in every role; workers and

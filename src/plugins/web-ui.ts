@@ -25,7 +25,7 @@ function packageDir (name: string): string {
  * Browser builds taken from installed packages, served under /vendor/. Only these files: the import
  * map in ui/index.html names them, and nothing else of node_modules is reachable.
  */
-export const VENDOR_FILES: Record<string, string> = {
+const VENDOR_FILES: Record<string, string> = {
   'preact.mjs': join(packageDir('preact'), 'dist', 'preact.mjs'),
   'preact-hooks.mjs': join(packageDir('preact'), 'hooks', 'dist', 'hooks.mjs'),
   'htm.mjs': join(packageDir('htm'), 'dist', 'htm.mjs'),

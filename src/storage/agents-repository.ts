@@ -4,7 +4,7 @@ import { iso, isoOrNull } from './timestamps.ts'
 
 /** Name and owner-wallet marker of the placeholder agent that test events go to. */
 export const TEST_AGENT_NAME = 'test-agent'
-export const testWallet = (userId: string) => `test:${userId}`
+const testWallet = (userId: string) => `test:${userId}`
 
 /** The few agent fields ingestion decides on. */
 export interface AgentRef {

@@ -112,7 +112,7 @@ export function schemaMigrationsDdl (cluster?: string): string {
 }
 
 /** One clickhouse/NNN_name.sql file. */
-export interface Migration { version: number; name: string; statements: string[] }
+interface Migration { version: number; name: string; statements: string[] }
 
 /**
  * The migration files in order, each statement in its single-node form, or in its cluster form

@@ -6,7 +6,7 @@ import { isoFromMs as iso } from './timestamps.ts'
 /** Who is reading: the user, and their soft-deleted agents whose events every read hides. */
 export interface Reader { userId: string; hidden: string[] }
 
-export type TokenTotals = { inputBase: number; cacheCreation: number; cacheRead: number; output: number; total: number }
+type TokenTotals = { inputBase: number; cacheCreation: number; cacheRead: number; output: number; total: number }
 
 /** An event as the dashboard shows it: every spec field, plus cost, tokens and the privacy chip. */
 export type DashboardEvent = {

@@ -37,7 +37,7 @@ export function eventLine (r: EventRow): string {
 }
 
 /** One insertBlock call as its listeners see it, once it has settled. */
-export interface InsertOutcome {
+interface InsertOutcome {
   /** From the call to its end, successful or not. */
   durationMs: number
   /** Rows in the block: the caller's count, else the block's lines. */

@@ -4,7 +4,7 @@ import { newCuid } from '../domain/ids.ts'
 import { iso, isoOrNull } from './timestamps.ts'
 import type { Tier } from './users-repository.ts'
 
-export const KEY_PREFIX_LENGTH = 12
+const KEY_PREFIX_LENGTH = 12
 
 /** SHA-256 (hex) of a key secret: the only form in which a secret is stored or cached. */
 export function hashSecret (secret: string): string {
@@ -12,7 +12,7 @@ export function hashSecret (secret: string): string {
 }
 
 /** A new secret: `vk_` + 32 random bytes in base64url (43 characters). */
-export function newSecret (): string {
+function newSecret (): string {
   return 'vk_' + randomBytes(32).toString('base64url')
 }
 

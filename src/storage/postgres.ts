@@ -19,7 +19,7 @@ export function withDefaultUser (databaseUrl: string): string {
 }
 
 /** Creates the database named in the URL when it does not exist yet (connecting to `postgres`). */
-export async function ensureDatabase (databaseUrl: string): Promise<void> {
+async function ensureDatabase (databaseUrl: string): Promise<void> {
   const url = new URL(withDefaultUser(databaseUrl))
   const name = decodeURIComponent(url.pathname.slice(1))
   if (!name) throw new Error('DATABASE_URL names no database')
@@ -42,7 +42,7 @@ export async function ensureDatabase (databaseUrl: string): Promise<void> {
 }
 
 /** Applies postgres/NNN.do.*.sql migrations not applied yet, one process at a time; returns the files applied. */
-export async function migratePostgres (databaseUrl: string): Promise<string[]> {
+async function migratePostgres (databaseUrl: string): Promise<string[]> {
   const client = new pg.Client({ connectionString: withDefaultUser(databaseUrl) })
   await client.connect()
   try {

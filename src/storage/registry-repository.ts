@@ -22,7 +22,7 @@ export interface ListQuery { limit: number; offset: number; search?: string | un
 const str = (v: unknown) => (typeof v === 'string' ? v : null)
 
 /** Only whitelisted keys leave: the registry's metadata and enrichment may hold anything. */
-export function toPublicAgent (r: Record<string, any>): PublicAgent {
+function toPublicAgent (r: Record<string, any>): PublicAgent {
   const m = r.metadata ?? {}
   const e = r.enriched ?? {}
   return {

@@ -7,6 +7,8 @@ import { buildApp } from '../../src/app.ts'
 import { loadConfig, type Config } from '../../src/config.ts'
 import { loadLocalSigningKey, signLocalToken } from '../../src/auth/local-signing-key.ts'
 import type { Tier } from '../../src/storage/users-repository.ts'
+import { openClickHouse, type ClickHouseHandle } from '../../src/storage/clickhouse-client.ts'
+import { startClickHouseEndpoint } from './clickhouse-endpoint.ts'
 
 /** Tests share one Postgres database whose name ends in _test; each test makes its own users. */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://localhost:5432/agent_telemetry_test'
@@ -14,6 +16,21 @@ export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://lo
 /** The embedded engine is one per process, so each test file (a process) gets one fresh data dir. */
 export const TEST_DATA_DIR = mkdtempSync(join(tmpdir(), 'agent-telemetry-test-'))
 process.once('exit', () => rmSync(TEST_DATA_DIR, { recursive: true, force: true }))
+
+/**
+ * `npm run test:server` sets TEST_CLICKHOUSE=server: each test file (a process) then gets its own
+ * ClickHouse endpoint (`npm run clickhouse:serve` in a child process) and talks to it as to a
+ * ClickHouse server, through CLICKHOUSE_URL. Undefined: the embedded engine under TEST_DATA_DIR.
+ */
+export const TEST_CLICKHOUSE_URL = process.env.TEST_CLICKHOUSE === 'server' ? (await startClickHouseEndpoint()).url : undefined
+
+/** The environment a child process of the service needs to reach the same ClickHouse as this test. */
+export const TEST_CLICKHOUSE_ENV: Record<string, string> = TEST_CLICKHOUSE_URL ? { CLICKHOUSE_URL: TEST_CLICKHOUSE_URL } : {}
+
+/** This test file's ClickHouse, opened directly (the server endpoint, or the embedded engine). */
+export function openTestClickHouse (): ClickHouseHandle {
+  return openClickHouse({ url: TEST_CLICKHOUSE_URL, dataDir: TEST_DATA_DIR })
+}
 
 export function randomId (prefix = ''): string {
   return prefix + randomBytes(6).toString('hex')
@@ -25,6 +42,7 @@ export function testConfig (overrides: Record<string, string> = {}): Config {
     DATABASE_URL: TEST_DATABASE_URL,
     REDIS_PREFIX: `test:${randomId()}:`,
     DATA_DIR: TEST_DATA_DIR,
+    ...TEST_CLICKHOUSE_ENV,
     // Each app instance owns its ingest log, as each service instance does.
     INGEST_LOG_DIR: join(TEST_DATA_DIR, `ingest-log-${randomId()}`),
     LOG_LEVEL: 'silent',

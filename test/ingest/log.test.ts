@@ -4,16 +4,16 @@ import { join } from 'node:path'
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { open } from 'lmdb'
-import { openClickHouse, migrateClickHouse } from '../../src/storage/clickhouse-client.ts'
+import { migrateClickHouse } from '../../src/storage/clickhouse-client.ts'
 import { EventsRepository, INSERT_COLUMNS, eventLine } from '../../src/storage/events-repository.ts'
 import { LmdbIngestLog } from '../../src/ingest/log/lmdb-ingest-log.ts'
 import { logRows } from '../../src/ingest/log/entry-codec.ts'
 import { EventShipper } from '../../src/ingest/shipper.ts'
 import { buildEventRow } from '../../src/domain/event-row.ts'
-import { TEST_DATA_DIR, randomId } from '../helpers/app.ts'
+import { TEST_DATA_DIR, openTestClickHouse, randomId } from '../helpers/app.ts'
 import { logLine, storedCounts } from '../helpers/stored-events.ts'
 
-const handle = openClickHouse({ dataDir: TEST_DATA_DIR })
+const handle = openTestClickHouse()
 t.teardown(() => handle.release())
 await migrateClickHouse(handle.client)
 const events = new EventsRepository(handle.client)

@@ -1,16 +1,16 @@
 import t from 'tap'
 import pino from 'pino'
-import { migrateClickHouse, openClickHouse } from '../../src/storage/clickhouse-client.ts'
+import { migrateClickHouse } from '../../src/storage/clickhouse-client.ts'
 import { EventsRepository } from '../../src/storage/events-repository.ts'
 import { rowBytes } from '../../src/ingest/log/entry-codec.ts'
 import { EventShipper, isRowRefusal, type InsertBlock } from '../../src/ingest/shipper.ts'
 import { MemoryIngestLog } from '../helpers/memory-ingest-log.ts'
-import { TEST_DATA_DIR, randomId } from '../helpers/app.ts'
+import { openTestClickHouse, randomId } from '../helpers/app.ts'
 import { logLine, storedCounts } from '../helpers/stored-events.ts'
 
 // The embedded engine of this file starts empty: the first test ships before the tables exist, and
 // applies the schema.
-const handle = openClickHouse({ dataDir: TEST_DATA_DIR })
+const handle = openTestClickHouse()
 t.teardown(() => handle.release())
 const events = new EventsRepository(handle.client)
 const logger = pino({ level: 'silent' })

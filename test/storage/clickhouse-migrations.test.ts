@@ -1,11 +1,11 @@
 import t from 'tap'
-import { migrateClickHouse, openClickHouse, splitStatements } from '../../src/storage/clickhouse-client.ts'
+import { migrateClickHouse, splitStatements } from '../../src/storage/clickhouse-client.ts'
 import { EventsRepository, INSERT_COLUMNS, eventLine } from '../../src/storage/events-repository.ts'
 import { buildEventRow, type EventRow } from '../../src/domain/event-row.ts'
 import { newEventId } from '../../src/domain/ids.ts'
-import { TEST_DATA_DIR, randomId } from '../helpers/app.ts'
+import { openTestClickHouse, randomId } from '../helpers/app.ts'
 
-const handle = openClickHouse({ dataDir: TEST_DATA_DIR })
+const handle = openTestClickHouse()
 t.teardown(() => handle.release())
 const ch = handle.client
 

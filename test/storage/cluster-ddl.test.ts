@@ -1,17 +1,17 @@
 import t from 'tap'
-import { migrateClickHouse, openClickHouse, readMigrations, schemaMigrationsDdl } from '../../src/storage/clickhouse-client.ts'
+import { migrateClickHouse, readMigrations, schemaMigrationsDdl } from '../../src/storage/clickhouse-client.ts'
 import { clusterStatement, REPLICA_NAME, REPLICA_PATH } from '../../src/storage/cluster-ddl.ts'
 import { EventsRepository } from '../../src/storage/events-repository.ts'
 import { applyRetentionTtl } from '../../src/storage/retention.ts'
 import { buildEventRow } from '../../src/domain/event-row.ts'
 import { newEventId } from '../../src/domain/ids.ts'
 import { loadConfig } from '../../src/config.ts'
-import { TEST_DATA_DIR, randomId } from '../helpers/app.ts'
+import { openTestClickHouse, randomId } from '../helpers/app.ts'
 
 // The cluster DDL cannot run here (ON CLUSTER needs the servers' DDL queue and Replicated tables need
 // Keeper): the engine parses every cluster statement, and runs it without those two parts to build
 // the schema a replica would have.
-const handle = openClickHouse({ dataDir: TEST_DATA_DIR })
+const handle = openTestClickHouse()
 t.teardown(() => handle.release())
 const ch = handle.client
 const CLUSTER = 'telemetry'

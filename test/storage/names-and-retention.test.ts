@@ -2,14 +2,16 @@ import t from 'tap'
 import { readFileSync } from 'node:fs'
 import { spawnSync } from 'node:child_process'
 import { createClient, ClickHouseLogLevel } from '@clickhouse/client'
-import { buildTestApp, newUser, randomId, sendEvent, shipped } from '../helpers/app.ts'
+import { buildTestApp, newUser, randomId, sendEvent, shipped, TEST_CLICKHOUSE_URL } from '../helpers/app.ts'
 import { applyRetentionTtl, cleanPostgres } from '../../src/storage/retention.ts'
 import { MAINTENANCE_QUEUE, NAMES_SCHEDULER_ID, RETENTION_SCHEDULER_ID } from '../../src/jobs/maintenance.queue.ts'
 
 const PASSWORD = 'analyst-test-password'
 const app = await buildTestApp(t, { ANALYTICS_PORT: '0', ANALYST_PASSWORD: PASSWORD })
-const port = await app.analyticsSql!.listen()
-const analyst = createClient({ url: `http://127.0.0.1:${port}`, username: 'analyst', password: PASSWORD, log: { level: ClickHouseLogLevel.OFF } })
+// Analysts read through the service's SQL port on the embedded engine, and straight from a server.
+const analyst = TEST_CLICKHOUSE_URL
+  ? createClient({ url: TEST_CLICKHOUSE_URL, log: { level: ClickHouseLogLevel.OFF } })
+  : createClient({ url: `http://127.0.0.1:${await app.analyticsSql!.listen()}`, username: 'analyst', password: PASSWORD, log: { level: ClickHouseLogLevel.OFF } })
 t.teardown(() => analyst.close())
 
 async function rows<T> (query: string, params: Record<string, unknown> = {}): Promise<T[]> {

@@ -3,7 +3,7 @@ import { conflict } from '../../http-error.ts'
 import type { User } from '../../storage/users-repository.ts'
 import { getMe, patchMe } from '../../../schemas/me-routes.ts'
 
-export function publicUser (u: User) {
+function publicUser (u: User) {
   return { id: u.id, privyId: u.privyId, email: u.email, wallet: u.wallet, handle: u.handle, tier: u.tier, createdAt: u.createdAt }
 }
 
