@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { promisify } from 'node:util'
 import { deflateRaw, inflateRaw } from 'node:zlib'
 import type { FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify'
-import { conflict, HttpError } from '../http-error.ts'
+import { HttpError } from '../http-error.ts'
 import type { BestEffortRedis } from './best-effort-redis.ts'
 
 /** The request header (IETF httpapi draft "The Idempotency-Key HTTP Header Field", as Stripe uses it). */
@@ -49,7 +49,7 @@ export class IdempotencyStore {
     if (held === null) return { kind: 'run', recorded: true }
     const record = parseRecord(held)
     if (record.fingerprint !== fingerprint) throw keyReused()
-    if (record.state === 'in_flight') throw conflict('idempotency_key_in_flight')
+    if (record.state === 'in_flight') throw keyInFlight()
     return { kind: 'replay', status: record.status, body: (await inflate(record.body)).toString('utf8') }
   }
 
@@ -77,6 +77,13 @@ function parseRecord (stored: Buffer): IdempotencyRecord {
   const [state, a, b] = stored.subarray(0, end).toString('latin1').split(' ')
   if (state === 'd') return { state: 'done', status: Number(a), fingerprint: b!, body: stored.subarray(end + 1) }
   return { state: 'in_flight', fingerprint: a! }
+}
+
+function keyInFlight (): HttpError {
+  return new HttpError(409, 'conflict', {
+    reason: 'idempotency_key_in_flight',
+    message: 'a request with this Idempotency-Key is still under way; retry once it is answered',
+  })
 }
 
 function keyReused (): HttpError {

@@ -180,7 +180,7 @@ t.test('a request still under way on one instance: its key answers 409 on anothe
   const held = await holdAgentCreation(user.id, 'held-agent', () => sendKeyed(a, '/v1/events', secret, key, event))
   const during = await sendKeyed(b, '/v1/events', secret, key, event)
   t.equal(during.statusCode, 409)
-  t.same(during.json(), { error: 'conflict', reason: 'idempotency_key_in_flight' })
+  t.match(during.json(), { error: 'conflict', reason: 'idempotency_key_in_flight', message: /still under way/ })
   await held.release()
   const first = await held.started as Awaited<ReturnType<typeof sendKeyed>>
   t.equal(first.statusCode, 202)
