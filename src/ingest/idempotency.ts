@@ -6,14 +6,14 @@ import { HttpError } from '../http-error.ts'
 import type { BestEffortRedis } from './best-effort-redis.ts'
 
 /** The request header (IETF httpapi draft "The Idempotency-Key HTTP Header Field", as Stripe uses it). */
-export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key'
+const IDEMPOTENCY_KEY_HEADER = 'idempotency-key'
 /** Set on an answer replayed from the record of an earlier request with the same key. */
-export const REPLAYED_HEADER = 'idempotent-replayed'
+const REPLAYED_HEADER = 'idempotent-replayed'
 
 const deflate = promisify(deflateRaw)
 const inflate = promisify(inflateRaw)
 
-export interface IdempotencyOptions {
+interface IdempotencyOptions {
   /** REDIS_PREFIX. */
   prefix: string
   /** How long an answer is kept and replayed (IDEMPOTENCY_WINDOW_HOURS). */
@@ -23,7 +23,7 @@ export interface IdempotencyOptions {
 }
 
 /** What to do with a request that carries a key: run it (and record its answer when `recorded`), or answer it as the first time. */
-export type Begun =
+type Begun =
   | { kind: 'run'; recorded: boolean }
   | { kind: 'replay'; status: number; body: string }
 

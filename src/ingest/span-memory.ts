@@ -72,7 +72,7 @@ export interface SpanMemoryOptions {
 interface SpanRef { trace: string; span: string }
 
 /** What `claim` found: the events to store, and how many were accepted before (answered as accepted, not stored again). */
-export interface SpanClaim {
+interface SpanClaim {
   userId: string
   fresh: IncomingEvent[]
   /** The span of each fresh event, in the same order (null: a span without ids, never remembered). */
