@@ -7,6 +7,7 @@
  * reads cost the engine CPU that (b) would otherwise have): from its 202 to the first read that
  * counts it (straight from ClickHouse, through the analysts' SQL port); (e) time to drain the ingest backlog after (b) stops; (f) microseconds per event in
  * each pipeline step during (b), the event-loop delay, and Postgres transactions a second.
+ * With --runs …,ck: (ck) is (c) with a new Idempotency-Key on every request (what a keyed request costs).
  */
 import autocannon from 'autocannon'
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -174,17 +175,21 @@ try {
     }
   }
 
-  const results: Partial<Record<'a' | 'b' | 'd' | 'c0' | 'c', Figures>> = {}
+  const results: Partial<Record<'a' | 'b' | 'd' | 'c0' | 'c' | 'ck', Figures>> = {}
+  // (ck): every request a new key, as a client that sends one with each request (and the same on its retries).
+  let keysSent = 0
+  const withNewKey = (request: autocannon.Request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': `${redisPrefix}${keysSent++}` } })
   // What each run sends where; every round uses the same.
   const load = {
     a: { url: `http://127.0.0.1:${barePort}/v1/events`, method: 'POST', headers, body: single, connections, duration },
     b: { url: `${base}/v1/events`, method: 'POST', headers, body: single, connections, duration },
     c0: { url: `http://127.0.0.1:${barePort}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration },
     c: { url: `${base}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration },
+    ck: { url: `${base}/v1/events/batch`, method: 'POST', headers, body: batch, connections: batchConnections, duration, requests: [{ setupRequest: withNewKey }] },
   } satisfies Record<string, autocannon.Options>
 
   // Earlier rounds: the ratios only.
-  const ratios: { b: number[]; c: number[] } = { b: [], c: [] }
+  const ratios: { b: number[]; c: number[]; ck: number[] } = { b: [], c: [], ck: [] }
   for (let round = 1; round < rounds; round++) {
     if (runs.has('a') && runs.has('b')) {
       const a = await measure(`(a) round ${round}`, bare, load.a)
@@ -197,6 +202,11 @@ try {
       const c = await measure(`(c) round ${round}`, service, load.c, 500)
       ratios.c.push(c.eventsPerSec! / c0.eventsPerSec!)
       console.error(`round ${round}: (c0) ${c0.eventsPerSec!.toFixed(0)} events/s, (c) ${c.eventsPerSec!.toFixed(0)} events/s`)
+      if (runs.has('ck')) {
+        const ck = await measure(`(ck) round ${round}`, service, load.ck, 500)
+        ratios.ck.push(ck.eventsPerSec! / c0.eventsPerSec!)
+        console.error(`round ${round}: (ck) ${ck.eventsPerSec!.toFixed(0)} events/s`)
+      }
     }
   }
 
@@ -271,6 +281,10 @@ try {
     await untilShipped()
     batchDrainMs = performance.now() - loadEnded
   }
+  if (runs.has('ck')) {
+    results.ck = await measure('(ck) (c), a new Idempotency-Key each', service, load.ck, 500)
+    await untilShipped()
+  }
   const batchStepsAfter = (await health()).ingest.steps
   await db.end()
 
@@ -287,13 +301,16 @@ try {
   if (a && b) console.log(`CPU per event, server process, all threads: (b) ${(b.cpuUsPerEvent / a.cpuUsPerEvent).toFixed(1)} × (a)`)
   if (c0 && c) console.log(`CPU per event, server process, all threads: (c) ${(c.cpuUsPerEvent / c0.cpuUsPerEvent).toFixed(1)} × (c0)`)
   if (c0 && c) console.log(`(c)/(c0) = ${(c.eventsPerSec! / c0.eventsPerSec! * 100).toFixed(1)} %  (target ≥ 15 %, aim 25 %) ${verdict(c.eventsPerSec! / c0.eventsPerSec! >= 0.15)}`)
+  if (c0 && results.ck) console.log(`(ck)/(c0) = ${(results.ck.eventsPerSec! / c0.eventsPerSec! * 100).toFixed(1)} %  (a new Idempotency-Key on every request)`)
   if (c) console.log(`(c) backlog when it stopped: ${batchBacklog} rows (${(batchBacklog / c.eventsPerSec!).toFixed(1)} s of its rate), shipped ${batchDrainMs.toFixed(0)} ms later`)
   if (rounds > 1) {
     if (a && b) ratios.b.push(b.rps / a.rps)
     if (c0 && c) ratios.c.push(c.eventsPerSec! / c0.eventsPerSec!)
+    if (c0 && results.ck) ratios.ck.push(results.ck.eventsPerSec! / c0.eventsPerSec!)
     const show = (xs: number[]) => `${xs.map((x) => (x * 100).toFixed(1)).join(', ')} %; median ${(median(xs) * 100).toFixed(1)} %`
     if (ratios.b.length) console.log(`(b)/(a) over ${ratios.b.length} rounds: ${show(ratios.b)}`)
     if (ratios.c.length) console.log(`(c)/(c0) over ${ratios.c.length} rounds: ${show(ratios.c)}`)
+    if (ratios.ck.length) console.log(`(ck)/(c0) over ${ratios.ck.length} rounds: ${show(ratios.ck)}`)
   }
   if (b) {
     if (probeFailure) console.log(`(d) the probe stopped early: ${probeFailure}`)

@@ -2,7 +2,9 @@
  * OTLP ingestion benchmark: node --import tsx bench/otlp.bench.ts [-- --duration 10 --connections 8]
  * The service runs in its own process; autocannon runs here. From one run, printed side by side:
  * (t) POST /v1/traces, protobuf, 512 spans a request (the SDK's BatchSpanProcessor default batch),
- * spans made by the OpenTelemetry JS SDK: GenAI chat and tool spans with model, tokens and agent;
+ * spans made by the OpenTelemetry JS SDK: GenAI chat and tool spans with model, tokens and agent,
+ * new trace ids in every request; (r) the same export sent again and again (a re-send, answered
+ * without storing anything);
  * (e) the same calls as events through POST /v1/events/batch, 500 a request (its maximum);
  * and the microseconds per event of each pipeline step during each run (GET /health).
  */
@@ -39,8 +41,11 @@ function cpuMicros (pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
 }
 
-/** 512 spans as an agent instrumented with the SDK exports them: per turn an agent span, a chat span and a tool span. */
-function otlpBody (): Buffer {
+/**
+ * 512 spans as an agent instrumented with the SDK exports them: per turn an agent span, a chat span
+ * and a tool span. With where each trace id lies in the body, so that a request can be given new ones.
+ */
+function otlpBody (): { body: Buffer; traceIdsAt: number[] } {
   const memory = new InMemorySpanExporter()
   const provider = new BasicTracerProvider({ resource: resourceFromAttributes({ 'service.name': 'bench-service' }), spanProcessors: [new SimpleSpanProcessor(memory)] })
   const tracer = provider.getTracer('bench', '1.0.0')
@@ -58,7 +63,29 @@ function otlpBody (): Buffer {
     tracer.startSpan('execute_tool search', { attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.agent.name': agent, 'gen_ai.tool.name': 'search' } }, ctx).end()
     root.end()
   }
-  return Buffer.from(ProtobufTraceSerializer.serializeRequest(memory.getFinishedSpans().slice(0, SPANS))!)
+  const spans = memory.getFinishedSpans().slice(0, SPANS)
+  const body = Buffer.from(ProtobufTraceSerializer.serializeRequest(spans)!)
+  const traceIdsAt: number[] = []
+  for (const traceId of new Set(spans.map((s) => s.spanContext().traceId))) {
+    const bytes = Buffer.from(traceId, 'hex')
+    for (let at = body.indexOf(bytes); at !== -1; at = body.indexOf(bytes, at + bytes.length)) traceIdsAt.push(at)
+  }
+  return { body, traceIdsAt }
+}
+
+/**
+ * (t)'s requests: the export with new trace ids (the first 8 bytes of each, a counter), so that every
+ * span is a new one, as from an agent that keeps working; the same body would be a re-send, which
+ * the service answers without storing it.
+ */
+function withNewTraceIds (traces: { body: Buffer; traceIdsAt: number[] }): (request: autocannon.Request) => autocannon.Request {
+  let sent = 0n
+  return (request) => {
+    const body = Buffer.from(traces.body)
+    sent++
+    for (const at of traces.traceIdsAt) body.writeBigUInt64BE(sent, at)
+    return { ...request, body }
+  }
 }
 
 /** The same kinds of calls as /v1/events events. */
@@ -91,15 +118,19 @@ try {
   const batch = JSON.stringify({ events: Array.from({ length: EVENTS }, (_, i) => event(i)) })
   const steps = async () => ((await (await fetch(`${base}/health`)).json()) as { ingest: { steps: Steps } }).ingest.steps
 
-  const runs: { name: string; url: string; body: Buffer | string; type: string; perRequest: number }[] = [
+  const runs: { name: string; url: string; body: Buffer | string; type: string; perRequest: number; setupRequest?: (request: autocannon.Request) => autocannon.Request }[] = [
     { name: `(e) /v1/events/batch x${EVENTS} JSON`, url: `${base}/v1/events/batch`, body: batch, type: 'application/json', perRequest: EVENTS },
-    { name: `(t) /v1/traces x${SPANS} protobuf`, url: `${base}/v1/traces`, body: traces, type: 'application/x-protobuf', perRequest: SPANS },
+    { name: `(t) /v1/traces x${SPANS} protobuf`, url: `${base}/v1/traces`, body: traces.body, type: 'application/x-protobuf', perRequest: SPANS, setupRequest: withNewTraceIds(traces) },
+    { name: '(r) the same export re-sent', url: `${base}/v1/traces`, body: traces.body, type: 'application/x-protobuf', perRequest: SPANS },
   ]
   const rows: string[] = []
   const stepRows = new Map<string, string[]>()
   const rates: number[] = []
   for (const run of runs) {
-    const opts = { url: run.url, method: 'POST' as const, headers: { authorization: `Bearer ${key.secret}`, 'content-type': run.type }, body: run.body, connections, duration }
+    const opts = {
+      url: run.url, method: 'POST' as const, headers: { authorization: `Bearer ${key.secret}`, 'content-type': run.type }, body: run.body, connections, duration,
+      ...(run.setupRequest ? { requests: [{ setupRequest: run.setupRequest }] } : {}),
+    }
     await autocannon({ ...opts, duration: 2 }) // warm-up
     const before = await steps()
     const cpuBefore = cpuMicros(service.pid!)
@@ -122,7 +153,7 @@ try {
   console.log('run'.padEnd(34) + 'req/s'.padStart(8) + 'events/s'.padStart(12) + 'p50 ms'.padStart(9) + 'p99 ms'.padStart(9) + 'non-2xx'.padStart(9) + 'errors'.padStart(8) + 'CPU µs/event'.padStart(14))
   for (const row of rows) console.log(row)
   console.log(`\n(t)/(e) = ${(rates[1]! / rates[0]! * 100).toFixed(1)} % (spans/s through OTLP against events/s through the batch endpoint)`)
-  console.log('µs per event per step (wall time, waits included):'.padEnd(52) + 'during (e)'.padStart(14) + 'during (t)'.padStart(14))
+  console.log('µs per event per step (wall time, waits included):'.padEnd(52) + runs.map((r) => `during ${r.name.slice(0, 3)}`.padStart(14)).join(''))
   for (const [step, cells] of stepRows) console.log(`    ${step.padEnd(48)}${cells.map((c) => c.padStart(14)).join('')}`)
 } finally {
   service?.kill('SIGTERM')

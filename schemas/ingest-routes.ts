@@ -7,6 +7,37 @@ import { apiKeyAuth, errorBody, errorResponses } from './common.ts'
 const ingest = { tags: ['ingestion'], security: apiKeyAuth } as const
 const { $id: _e, title: _t, ...eventBody } = event
 const { $id: _a, title: _at, ...ack } = eventAck
+const { $id: _ig, ...errorShape } = errorBody
+const { title: _et, description: _ed, ...errorFields } = errorShape
+
+/** The Idempotency-Key request header of both event routes (IETF httpapi draft, as Stripe uses it). */
+const idempotencyHeaders = {
+  type: 'object',
+  properties: {
+    'idempotency-key': {
+      type: 'string',
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[\\x20-\\x7E]+$',
+      description: 'Optional: a key of your choice (1-255 printable ASCII characters, e.g. a UUID), new for each request and the same on its retries. ' +
+        'Within `IDEMPOTENCY_WINDOW_HOURS` (24 h) of a 2xx answer, a request of the same user with the same key gets that answer again ' +
+        '(same status and body, same event ids, header `Idempotent-Replayed: true`) and stores nothing. ' +
+        'An answer other than a 2xx stored nothing and is not kept: its retry runs again.',
+      examples: ['8e03978e-40d5-43e8-bc93-6894a57f9324'],
+    },
+  },
+} as const
+
+/** Response headers of an answer that may be a replay. */
+const replayHeaders = {
+  'idempotent-replayed': { type: 'string', enum: ['true'], description: 'present when this is the answer of an earlier request with the same Idempotency-Key, replayed' },
+} as const
+
+/** 409 and 422 of a request with an Idempotency-Key. */
+const idempotencyErrors = {
+  409: { ...errorFields, description: 'A request with the same Idempotency-Key is still under way (`conflict`, reason `idempotency_key_in_flight`); retry once it is answered' },
+  422: { ...errorFields, description: 'The Idempotency-Key was used for a request with another body or path within the window (`idempotency_key_reused`)' },
+} as const
 
 export const postEvent = {
   ...ingest,
@@ -14,10 +45,10 @@ export const postEvent = {
   description: 'The body is checked by the ingestion pipeline (after the API key, before the burst limit), against this schema and the input rules.',
   // Documented here, validated by the pipeline's own schema step (x-validated-by): the route compiles no validator for it.
   body: { ...eventBody, 'x-validated-by': 'ingestion-pipeline' },
-  response: { 202: ack, ...errorResponses(400, 401, 403, 410, 413, 415, 429, 503) },
+  headers: idempotencyHeaders,
+  response: { 202: { ...ack, headers: replayHeaders }, ...errorResponses(400, 401, 403, 410, 413, 415, 429, 503), ...idempotencyErrors },
 } as const
 
-const { $id: _ig, ...errorShape } = errorBody
 const { $id: _b, title: _bt, ...batchBody } = eventBatch
 
 export const postBatch = {
@@ -25,9 +56,11 @@ export const postBatch = {
   summary: 'Send 1 to 500 events; one result per event',
   description: 'Each event is checked on its own against the POST /v1/events body schema and the input rules; a bad event gets its own 400 result.',
   body: batchBody,
+  headers: idempotencyHeaders,
   response: {
     207: {
       type: 'object',
+      headers: replayHeaders,
       required: ['results'],
       properties: {
         results: {
@@ -42,6 +75,7 @@ export const postBatch = {
       },
     },
     ...errorResponses(400, 401, 413, 415, 503),
+    ...idempotencyErrors,
   },
 } as const
 

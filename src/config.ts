@@ -120,6 +120,10 @@ const settingsSchema = {
         env: 'INGEST_ROW_THREAD_MIN_EVENTS', type: 'integer', minimum: 0, default: 64,
         description: 'requests with at least this many accepted events build their rows (hash, cost, line) on the row thread instead of the main thread; 0 never uses the thread',
       },
+      retryWindowHours: {
+        env: 'IDEMPOTENCY_WINDOW_HOURS', type: 'integer', minimum: 24, maximum: 720, default: 24,
+        description: 'how long every instance recognises a re-sent OTLP span and replays the answer to a retried `Idempotency-Key` request (kept in Redis: [ingest.md](ingest.md#retries-stored-once))',
+      },
       readYourWritesTimeoutMs: {
         env: 'READ_YOUR_WRITES_TIMEOUT_MS', type: 'integer', minimum: 0, maximum: 10000, default: 2000,
         description: 'how long a `/v1/me` request waits for the caller\'s acknowledged events to reach ClickHouse',

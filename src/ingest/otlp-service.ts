@@ -1,9 +1,9 @@
-import { LRUCache } from 'lru-cache'
 import { decodeTraces, OtlpDecodeError, type OtlpEncoding } from '../domain/otlp-codec.ts'
 import { spanToEvent } from '../domain/otlp-mapping.ts'
 import type { IncomingEvent } from '../domain/event-row.ts'
 import { HttpError } from '../http-error.ts'
 import type { IngestCaller, IngestionService } from './ingestion-service.ts'
+import type { SpanMemory } from './span-memory.ts'
 
 /** What an export request that was not refused as a whole answers: how many spans were refused, and why. */
 export interface ExportOutcome {
@@ -19,61 +19,35 @@ export interface ExportOutcome {
  * resolution, the ingest log). A request none of whose spans is accepted answers the refusal they
  * share (429 with Retry-After when any was over the burst limit), so retryable refusals are retried
  * by the exporter; otherwise refused spans are reported in partial_success (which exporters do not retry).
+ * A span is stored once whichever instance takes it and however often it is re-sent within the
+ * window (see SpanMemory).
  */
 export class OtlpService {
+  constructor (private readonly ingestion: IngestionService, private readonly spans: SpanMemory) {}
+
   /**
-   * Spans this instance accepted (or is accepting) lately, by user, trace and span id: an exporter that
-   * re-sends an export (its answer was lost or late) does not store its spans twice. A re-send that
-   * reaches another instance, or arrives after a restart or past this many spans, is stored again.
+   * Builds the request's events from its spans, claims them (spans accepted before, by any
+   * instance, are answered as accepted and not stored again), runs the steps over the rest, and
+   * answers; the claim is settled with what became of each span.
    */
-  private readonly recentSpans = new LRUCache<string, true>({ max: RECENT_SPANS })
-
-  constructor (private readonly ingestion: IngestionService) {}
-
-  /** Builds the request's events from its spans, drops those already accepted, runs the steps over the rest, and answers. */
   async export (caller: IngestCaller, body: Buffer, encoding: OtlpEncoding): Promise<ExportOutcome> {
     const { events, refusals } = this.ingestion.pipeline.build('decode', () => decodeSpans(body, encoding), (r) => r.events.length + r.refusals.length)
-    const { fresh, keys, repeated } = this.withoutRepeats(caller, events)
+    const claim = await this.spans.claim(caller.userId, events)
     let accepted = 0
-    if (fresh.length > 0) {
-      const outcomes = await this.ingestion.ingestSpans(caller, fresh).catch((err: unknown) => {
-        for (const key of keys) if (key !== null) this.recentSpans.delete(key)
+    if (claim.fresh.length > 0) {
+      const outcomes = await this.ingestion.ingestSpans(caller, claim.fresh).catch(async (err: unknown) => {
+        await this.spans.settle(claim, null)
         throw err
       })
-      outcomes.forEach((outcome, i) => {
-        if (outcome.kind === 'accepted') {
-          accepted++
-        } else {
-          refusals.push(outcome.error)
-          if (keys[i] !== null) this.recentSpans.delete(keys[i]!)
-        }
-      })
+      await this.spans.settle(claim, outcomes.map((o) => o.kind === 'accepted'))
+      for (const outcome of outcomes) {
+        if (outcome.kind === 'accepted') accepted++
+        else refusals.push(outcome.error)
+      }
     }
     if (accepted === 0 && refusals.length > 0) throw shared(refusals)
-    const total = repeated + accepted + refusals.length
-    return { acceptedSpans: repeated + accepted, rejectedSpans: refusals.length, errorMessage: summary(refusals, total) }
-  }
-
-  /**
-   * The events whose spans were not accepted lately (a re-sent export, or the same span twice in
-   * one), each with its key in recentSpans (null for a span with no ids), and how many were dropped:
-   * those are answered as accepted and not stored again.
-   */
-  private withoutRepeats (caller: IngestCaller, events: IncomingEvent[]): { fresh: IncomingEvent[]; keys: (string | null)[]; repeated: number } {
-    const fresh: IncomingEvent[] = []
-    const keys: (string | null)[] = []
-    let repeated = 0
-    for (const event of events) {
-      const key = spanKey(caller.userId, event)
-      if (key !== null && this.recentSpans.has(key)) {
-        repeated++
-        continue
-      }
-      if (key !== null) this.recentSpans.set(key, true)
-      fresh.push(event)
-      keys.push(key)
-    }
-    return { fresh, keys, repeated }
+    const total = claim.repeated + accepted + refusals.length
+    return { acceptedSpans: claim.repeated + accepted, rejectedSpans: refusals.length, errorMessage: summary(refusals, total) }
   }
 }
 
@@ -94,13 +68,6 @@ function decodeSpans (body: Buffer, encoding: OtlpEncoding): { events: IncomingE
     else events.push(mapped)
   }
   return { events, refusals }
-}
-
-const RECENT_SPANS = 200_000
-
-function spanKey (userId: string, event: IncomingEvent): string | null {
-  const { traceId, spanId } = event.metadata ?? {}
-  return typeof traceId === 'string' && typeof spanId === 'string' ? `${userId}\u0000${traceId}\u0000${spanId}` : null
 }
 
 /** The one refusal answering a request none of whose spans was accepted. */

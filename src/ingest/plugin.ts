@@ -10,6 +10,9 @@ import { ModelPriceResolver } from '../cache/model-price-resolver.ts'
 import { IngestionService } from './ingestion-service.ts'
 import { PipelineRunner } from './pipeline.ts'
 import { RowThread } from './row-thread.ts'
+import { BestEffortRedis } from './best-effort-redis.ts'
+import { SpanMemory } from './span-memory.ts'
+import { IdempotencyStore } from './idempotency.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -19,6 +22,10 @@ declare module 'fastify' {
     /** Builds the rows of large requests off the main thread. */
     rowThread: RowThread
     activity: ActivityRecorder
+    /** Which OTLP spans any instance accepted within IDEMPOTENCY_WINDOW_HOURS. */
+    spanMemory: SpanMemory
+    /** The records of Idempotency-Key requests, shared by every instance. */
+    idempotency: IdempotencyStore
     /**
      * Drops cached agent resolutions of one owner (after a rename or delete of its agent), or of every
      * owner when none is named, here, in Redis and on every other instance. Never throws.
@@ -28,6 +35,14 @@ declare module 'fastify' {
     forgetModelPrices: (userId: string) => Promise<void>
   }
 }
+
+/**
+ * How long a request under way holds the spans or the Idempotency-Key it claimed. Longer than a
+ * request takes to be answered (the stores its steps wait on time out within seconds: Redis 1 s,
+ * Postgres 6 s), and short, because after a crash its retries are held off until then (409, or 503
+ * for a re-sent export, which exporters retry).
+ */
+const RETRY_IN_FLIGHT_MS = 10_000
 
 interface IngestionOptions { cacheTtlMs: number; sharedCacheTtlSeconds: number; activityFlushMs: number; burstLeaseMs: number; ingest: Config['ingest'] }
 
@@ -78,6 +93,11 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
     rows,
     prices,
   })
+  // What Redis remembers of retries: ingestion goes on without it while Redis is out of reach.
+  const memory = new BestEffortRedis(app.redis, app.log)
+  const retries = { prefix: app.redisPrefix, windowMs: opts.ingest.retryWindowHours * 3_600_000, inFlightMs: RETRY_IN_FLIGHT_MS }
+  app.decorate('spanMemory', new SpanMemory(memory, retries))
+  app.decorate('idempotency', new IdempotencyStore(memory, retries))
   app.decorate('activity', activity)
   app.decorate('ingestion', service)
   app.decorate('ingestLog', log)

@@ -1,16 +1,19 @@
 import type { FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
 import { callerOfKey } from '../ingest/ingestion-service.ts'
+import { idempotencyHooks } from '../ingest/idempotency.ts'
 import { postBatch, postEvent } from '../../schemas/ingest-routes.ts'
 
 /**
  * POST /v1/events and POST /v1/events/batch. Bodies are validated by the ingestion pipeline (its
- * schema step, the same for one event or 500), not by the route, so both run the same steps.
+ * schema step, the same for one event or 500), not by the route, so both run the same steps. Both
+ * take an Idempotency-Key: a retry with the key of an answered request gets that answer again.
  */
 const ingest = (opts: { bodyLimit: number; batchBodyLimit: number }): FastifyPluginAsyncJsonSchemaToTs => async (app) => {
   const authenticate = app.ingestion.pipeline.hook('key', (request: FastifyRequest) => app.authenticateKey(request))
+  const idempotent = idempotencyHooks(app.idempotency)
 
-  app.post('/v1/events', { bodyLimit: opts.bodyLimit, onRequest: authenticate, schema: postEvent }, async (request, reply) => {
+  app.post('/v1/events', { bodyLimit: opts.bodyLimit, onRequest: authenticate, ...idempotent, schema: postEvent }, async (request, reply) => {
     const ack = await app.ingestion.ingestOne(callerOfKey(request.apiKey), request.body)
     return reply.code(202).send(ack)
   })
@@ -18,6 +21,7 @@ const ingest = (opts: { bodyLimit: number; batchBodyLimit: number }): FastifyPlu
   app.post('/v1/events/batch', {
     bodyLimit: opts.batchBodyLimit,
     onRequest: authenticate,
+    ...idempotent,
     config: { jsonItems: 'events' },
     schema: postBatch,
   }, async (request, reply) => {
