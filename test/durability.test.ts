@@ -1,29 +1,19 @@
 import t from 'tap'
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createServer } from 'node:net'
-import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { request } from 'undici'
+import { exited, freePort, startService, waitHealthy } from './helpers/service-process.ts'
 import { TEST_CLICKHOUSE_ENV, TEST_CLICKHOUSE_URL, TEST_DATABASE_URL, randomId } from './helpers/app.ts'
 import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { openClickHouse } from '../src/storage/clickhouse-client.ts'
 import { EventsRepository } from '../src/storage/events-repository.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
 
-const root = fileURLToPath(new URL('..', import.meta.url))
 const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-durability-'))
 process.once('exit', () => rmSync(dataDir, { recursive: true, force: true }))
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as { port: number }).port
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 const port = await freePort()
 const base = `http://127.0.0.1:${port}`
@@ -40,29 +30,8 @@ const env = {
 }
 
 function start (): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] })
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-  })
-  return child
+  return startService(t, env)
 }
-
-async function waitHealthy (child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 60_000
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}`)
-    try {
-      const res = await request(`${base}/health`)
-      if (res.statusCode === 200) return void (await res.body.dump())
-      await res.body.dump()
-    } catch { /* not listening yet */ }
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error('service did not become healthy')
-}
-
-const exited = (child: ChildProcess) =>
-  new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
 
 /** Concurrent clients sending events until `stop()`; returns the ids that got a 202. */
 function load (secret: string, clients: number) {
@@ -101,7 +70,7 @@ function load (secret: string, clients: number) {
 }
 
 let child = start()
-await waitHealthy(child)
+await waitHealthy(child, base)
 
 // A user on the enterprise tier with a burst that load cannot reach, and a key, through the API.
 const subject = randomId('durable-')
@@ -134,7 +103,7 @@ t.test('SIGKILL mid-load loses no acknowledged event', async (t) => {
 
 t.test('SIGTERM mid-load: in-flight requests finish, the process exits 0', async (t) => {
   child = start()
-  await waitHealthy(child)
+  await waitHealthy(child, base)
   const run = load(secret, 24)
   await new Promise((resolve) => setTimeout(resolve, 1500))
   const gone = exited(child)
@@ -149,7 +118,7 @@ t.test('SIGTERM mid-load: in-flight requests finish, the process exits 0', async
 
 t.test('after a restart the log ships: every event that got a 202 is stored exactly once, rollups agree', async (t) => {
   child = start()
-  await waitHealthy(child)
+  await waitHealthy(child, base)
   const deadline = Date.now() + 60_000
   let backlog = -1
   while (Date.now() < deadline) {

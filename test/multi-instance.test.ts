@@ -1,10 +1,9 @@
 import t from 'tap'
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { createServer, type Server } from 'node:http'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createClient } from '@clickhouse/client'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
@@ -12,6 +11,7 @@ import pg from 'pg'
 import { request } from 'undici'
 import { TEST_DATABASE_URL, randomId } from './helpers/app.ts'
 import { startClickHouseEndpoint } from './helpers/clickhouse-endpoint.ts'
+import { freePort, startService, waitHealthy } from './helpers/service-process.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
 
 /*
@@ -20,7 +20,6 @@ import { withDefaultUser } from '../src/storage/postgres.ts'
  * Redis prefix: what a deployment behind a load balancer looks like.
  */
 
-const root = fileURLToPath(new URL('..', import.meta.url))
 const work = mkdtempSync(join(tmpdir(), 'agent-telemetry-multi-'))
 process.once('exit', () => rmSync(work, { recursive: true, force: true }))
 
@@ -43,14 +42,6 @@ const jwksUrl = `http://127.0.0.1:${(idp.address() as { port: number }).port}/jw
 async function tokenFor (subject: string): Promise<string> {
   return new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setSubject(subject)
     .setIssuer(ISSUER).setAudience(AUDIENCE).setIssuedAt().setExpirationTime('1h').sign(privateKey)
-}
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as { port: number }).port
-  await new Promise((resolve) => server.close(resolve))
-  return port
 }
 
 const shared = {
@@ -78,25 +69,7 @@ async function instance (name: string, extra: Record<string, string> = {}): Prom
 }
 
 function launch (env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: root, env, stdio: ['ignore', 'inherit', 'inherit'] })
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-  })
-  return child
-}
-
-async function waitHealthy (i: Instance): Promise<void> {
-  const deadline = Date.now() + 90_000
-  while (Date.now() < deadline) {
-    if (i.child.exitCode !== null) throw new Error(`${i.name} exited with ${i.child.exitCode}`)
-    try {
-      const res = await request(`${i.base}/health`)
-      await res.body.dump()
-      if (res.statusCode === 200) return
-    } catch { /* not listening yet */ }
-    await sleep(100)
-  }
-  throw new Error(`${i.name} did not become healthy`)
+  return startService(t, env)
 }
 
 async function call (i: Instance, method: 'GET' | 'POST' | 'DELETE' | 'PUT', path: string, auth: string, body?: unknown) {
@@ -124,7 +97,7 @@ const instances = await Promise.all(['a', 'b', 'c'].map((name) => instance(name)
 const [a, b, c] = instances as [Instance, Instance, Instance]
 
 t.test('three instances started at once all migrate and become healthy', async (t) => {
-  await Promise.all(instances.map(waitHealthy))
+  await Promise.all(instances.map((i) => waitHealthy(i.child, i.base)))
   for (const i of instances) t.equal(i.child.exitCode, null, `${i.name} is running`)
   const ch = createClient({ url: clickhouse.url })
   t.teardown(() => ch.close())
@@ -174,7 +147,7 @@ t.test('an instance SIGKILLed with acknowledged events in its log ships them aft
   // The longest pause after an insert: at most the first of the events below ships before the kill.
   c.env = { ...c.env, INGEST_SHIP_MIN_INTERVAL_MS: '60000' }
   c.child = launch(c.env)
-  await waitHealthy(c)
+  await waitHealthy(c.child, c.base)
   const held: string[] = []
   for (let n = 0; n < 30; n++) {
     const res = await call(c, 'POST', '/v1/events', secret, { agentId: 'multi-agent', reasoning: `held ${n}` })
@@ -192,7 +165,7 @@ t.test('an instance SIGKILLed with acknowledged events in its log ships them aft
 
   c.env = { ...c.env, INGEST_SHIP_MIN_INTERVAL_MS: '100' }
   c.child = launch(c.env)
-  await waitHealthy(c)
+  await waitHealthy(c.child, c.base)
   const shipped = await until(async () => {
     const res = await request(`${c.base}/health`)
     const backlog = ((await res.body.json()) as { ingest: { backlogRows: number } }).ingest.backlogRows
