@@ -234,6 +234,12 @@ export class NotificationService {
     const { delivery, event, channel } = found
     if (delivery.status !== 'pending' && delivery.status !== 'retrying') return { outcome: 'done', retryInMs: null }
     const isTest = event.type === TEST_EVENT
+    // A row written by hand (or by a later release, rolled back) may hold something else: it is
+    // finished with the reason instead of failing its job at every attempt.
+    if (!isTest && !(EVENT_TYPES as readonly string[]).includes(event.type)) {
+      await this.channels.skip(deliveryId, 'the stored payload is not a notification event')
+      return { outcome: 'skipped', retryInMs: null }
+    }
     if (!channel.enabled && !isTest) {
       await this.channels.skip(deliveryId, 'the channel was disabled before this attempt')
       return { outcome: 'skipped', retryInMs: null }

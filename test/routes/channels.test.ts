@@ -341,3 +341,14 @@ t.test('the delivery log pages with a cursor, newest first', async (t) => {
   t.same(seen, [...seen].sort().reverse(), 'newest first (message ids sort by time)')
   t.equal((await api(user, 'GET', `/v1/me/channels/${created.id}/deliveries?cursor=garbage`)).statusCode, 400)
 })
+
+t.test('a delivery whose stored payload is not an event is finished as skipped, saying why', async (t) => {
+  const { channel } = await fixture()
+  const created = await channel({ kind: 'pagerduty', routingKey: randomId('rk-') })
+  const id = newMessageId()
+  await app.db.query(`INSERT INTO notification_deliveries (id, channel_id, event, event_key, payload, max_attempts)
+    VALUES ($1, $2, 'alert.triggered', $1, '{}', 8)`, [id, created.id])
+  t.match(await app.notifications.attempt(id), { outcome: 'skipped', retryInMs: null })
+  const { rows } = await app.db.query('SELECT status, last_error, finished_at FROM notification_deliveries WHERE id = $1', [id])
+  t.match(rows[0], { status: 'skipped', last_error: 'the stored payload is not a notification event', finished_at: Date })
+})
