@@ -29,7 +29,8 @@ t.test('job schedulers are re-created after Redis loses them', async (t) => {
     cursor = next
   } while (cursor !== '0')
   t.ok(keys.some((key) => key.endsWith(':repeat')), 'the schedulers are among the keys deleted')
-  t.equal(await worker.redis.del(...keys), keys.length, 'every key of the deployment deleted')
+  // Not necessarily every one: a job's lock may expire between the scan and the deletion.
+  t.ok(await worker.redis.del(...keys) > 0, 'the deployment\'s keys deleted')
   const lostAt = Date.now()
 
   t.ok(await until(() => worker.anomalyQueue.getJobScheduler(TICK_SCHEDULER_ID), 5_000), 'back within a few seconds')
