@@ -217,11 +217,11 @@ const settingsSchema = {
     retention: group({
       events: {
         env: 'RETENTION_DAYS', type: 'integer', minimum: 0, maximum: 36500, default: 90,
-        description: 'days an event is kept after it was received (ClickHouse TTL on `events`); 0: forever',
+        description: 'days an event is kept after it was received (ClickHouse TTL on `events`, and on `group_totals` by the newest event of a session or trace); 0: forever',
       },
       rollups: {
         env: 'ROLLUP_RETENTION_DAYS', type: 'integer', minimum: 0, maximum: 36500, default: 0,
-        description: 'days `spend_daily` and `error_clusters_hourly` keep a day / hour (by event time); 0: forever',
+        description: 'days the rollups (`spend_daily`, `error_clusters_hourly`, `error_clusters_daily`, `agent_hourly`) keep a day / hour (by event time); 0: forever',
       },
       alerts: { env: 'ALERT_RETENTION_DAYS', type: 'integer', minimum: 0, maximum: 36500, default: 90, description: 'days a cleared alert is kept in Postgres; 0: forever' },
       waitlist: { env: 'WAITLIST_RETENTION_DAYS', type: 'integer', minimum: 0, maximum: 36500, default: 730, description: 'days a waitlist sign-up is kept in Postgres; 0: forever' },

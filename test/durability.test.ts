@@ -145,4 +145,14 @@ t.test('after a restart the log ships: every event that got a 202 is stored exac
   const errors = await q("SELECT countIf(error_fingerprint != '') AS n FROM events WHERE user_id = {u:String}")
   t.ok(errors > 0)
   t.equal(await q('SELECT sum(events) AS n FROM error_clusters_hourly WHERE user_id = {u:String}'), errors, 'the error rollup equals the error events')
+  t.equal(await q('SELECT sum(events) AS n FROM error_clusters_daily WHERE user_id = {u:String}'), errors, 'so does the daily one')
+  t.equal(await q('SELECT sum(events) AS n FROM agent_hourly WHERE user_id = {u:String}'), rows, 'agent_hourly equals the sum over events')
+  const inGroups = async (kind: string, column: string) => [
+    await q(`SELECT sum(events) AS n FROM group_totals WHERE user_id = {u:String} AND kind = '${kind}'`),
+    await q(`SELECT countIf(${column} != '') AS n FROM events WHERE user_id = {u:String}`),
+  ]
+  const [sessions, withSession] = await inGroups('session', 'session_id')
+  t.equal(sessions, withSession, 'the session totals count each event of a session once')
+  const [traces, withTrace] = await inGroups('trace', 'trace_id')
+  t.equal(traces, withTrace, 'so do the trace totals')
 })

@@ -1,7 +1,9 @@
 /**
  * Fills one user with realistic events, straight into the event store (the service must not be
  * running on the same DATA_DIR with the embedded engine):
- *   npm run seed -- --events 1000000 [--user seed] [--agents 40] [--days 30]
+ *   npm run seed -- --events 1000000 [--user seed] [--agents 40] [--days 30] [--from 0]
+ * --from N continues a store already seeded with N events for the user: the new events, sessions and
+ * traces are numbered after them (a store grown from 1 M to 10 M events holds what seeding 10 M would).
  * Prints the user's subject; `npm run token -- <subject>` gives a token to read it with.
  */
 import { parseArgs } from 'node:util'
@@ -21,13 +23,15 @@ const { values } = parseArgs({
     user: { type: 'string', default: 'seed' },
     agents: { type: 'string', default: '40' },
     days: { type: 'string', default: '30' },
+    from: { type: 'string', default: '0' },
   },
 })
 const total = Number(values.events)
 const agentCount = Number(values.agents)
 const days = Number(values.days)
-if (![total, agentCount, days].every((n) => Number.isInteger(n) && n > 0)) {
-  console.error('usage: npm run seed -- --events N [--user name] [--agents N] [--days N]')
+const from = Number(values.from)
+if (![total, agentCount, days].every((n) => Number.isInteger(n) && n > 0) || !Number.isInteger(from) || from < 0) {
+  console.error('usage: npm run seed -- --events N [--user name] [--agents N] [--days N] [--from N]')
   process.exit(2)
 }
 
@@ -49,7 +53,7 @@ const TOOLS = ['search', 'read_file', 'write_file', 'http_get', 'sql', 'swap', '
 const TYPES = ['decision', 'tool', 'tool', 'tool', 'reasoning', 'action', 'tx', 'error'] as const
 const ERRORS = ['timeout after 30000ms calling tool', 'rate limit exceeded (429)', 'ENOENT: no such file /tmp/x', 'invalid JSON in tool output', 'insufficient funds for transfer']
 const LEVELS = ['minimal', 'standard', 'full'] as const
-let seed = 42
+let seed = 42 + from
 const rand = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648)
 const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!
 
@@ -69,7 +73,7 @@ while (written < total) {
   const n = Math.min(BATCH, total - written)
   const rows = []
   for (let i = 0; i < n; i++) {
-    const k = written + i
+    const k = from + written + i
     const type = pick(TYPES)
     const failed = type === 'error' || rand() < 0.03
     // Sessions of 25 events and traces of 8 are contiguous in time, as real agents produce them.

@@ -140,12 +140,7 @@ export class DashboardService {
   /** days: 1..365: the window is today (UTC) and the days - 1 before it. */
   async spendSummary (r: DashboardReader, days: number) {
     const from = windowStart(Date.now(), days)
-    const [total, byAgent, byModel, byDay] = await Promise.all([
-      this.dashboard.spend(r, 'total', from),
-      this.dashboard.spend(r, 'agent_id', from),
-      this.dashboard.spend(r, 'model', from),
-      this.dashboard.spend(r, 'day', from),
-    ])
+    const { total, agent_id: byAgent, model: byModel, day: byDay } = await this.dashboard.spendBreakdown(r, from)
     const figures = (s: SpendRow | undefined) =>
       ({ costUsd: s?.costUsd ?? 0, eventCount: s?.events ?? 0, errors: s?.errors ?? 0, tokens: s?.tokens ?? zeroTokens(), unpricedEvents: s?.unpricedEvents ?? 0 })
     return {

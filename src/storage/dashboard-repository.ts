@@ -3,6 +3,7 @@ import { pageOf, type Page, type PageStart } from '../domain/cursor.ts'
 import { privacyChip, type PrivacyChip } from '../domain/privacy.ts'
 import type { CostStatus } from '../domain/pricing.ts'
 import { isoFromMs as iso } from './timestamps.ts'
+import { DAY_MS } from '../domain/dashboard.ts'
 
 /** Who is reading: the user, and their soft-deleted agents whose events every read hides. */
 export interface Reader { userId: string; hidden: string[] }
@@ -54,6 +55,14 @@ const parseJson = (s: string) => (s === '' ? null : JSON.parse(s))
 export function tokensOf (r: Record<string, any>, names = ['t_in', 't_cw', 't_cr', 't_out']): TokenTotals {
   const [a, b, c, d] = names.map((n) => Number(r[n] ?? 0)) as [number, number, number, number]
   return { inputBase: a, cacheCreation: b, cacheRead: c, output: d, total: a + b + c + d }
+}
+
+/** A Decimal(…, 9) as ClickHouse writes it ('12.5', '-0.000000001') in nano-units. */
+function decimalNanos (text: string): bigint {
+  const negative = text.startsWith('-')
+  const [whole = '0', fraction = ''] = (negative ? text.slice(1) : text).split('.')
+  const n = BigInt(whole) * 1_000_000_000n + BigInt((fraction + '000000000').slice(0, 9))
+  return negative ? -n : n
 }
 
 function toEvent (r: Record<string, any>): DashboardEvent {
@@ -179,15 +188,40 @@ export class DashboardRepository {
       if (ids.length > opts.limit || from === opts.sinceMs) break
     }
     if (ids.length === 0) return { rows: [] as Record<string, any>[], asOf }
-    const rows = await this.rows(
-      `/* svc:me_${name} */ SELECT ${column} AS id,
-         toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS end_ms, count() AS n,
-         groupUniqArray(agent_id) AS agents, ${TOKEN_SUMS}, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
-       FROM events
-       WHERE ${scope} AND ${column} IN {ids:Array(String)}
-       GROUP BY id ORDER BY end_ms DESC, id`,
-      { ...params, ids },
+    // The groups' totals from their rollup rows: a few rows per group, found by the sort key.
+    const kind = column === 'session_id' ? 'session' : 'trace'
+    const totals = await this.rows(
+      `/* svc:me_${name}_totals */ SELECT group_id AS id,
+         toUnixTimestamp64Milli(min(first_ts)) AS start_ms, toUnixTimestamp64Milli(max(last_ts)) AS end_ms,
+         toUnixTimestamp64Milli(max(last_received)) AS received_ms, sum(events) AS n, groupUniqArray(agent_id) AS agents,
+         sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) AS t_cw, sum(tokens_cache_read) AS t_cr, sum(tokens_output) AS t_out,
+         toString(sum(cost_usd)) AS cost, sum(errors) AS errors
+       FROM group_totals
+       WHERE user_id = {u:String} AND kind = {kind:String} AND group_id IN {ids:Array(String)} AND agent_id NOT IN {hidden:Array(String)}
+         ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}
+       GROUP BY id`,
+      { ...params, kind, ids },
     )
+    // A group with events received after the page's snapshot, or older than the list's window, is
+    // summed from its events instead, within the time its rollup rows span (from its first event on).
+    const exact = totals.filter((x) => Number(x.received_ms) <= asOf && Number(x.start_ms) >= opts.sinceMs)
+    const rest = ids.filter((id) => !exact.some((x) => x.id === id))
+    let recounted: Record<string, any>[] = []
+    if (rest.length > 0) {
+      const starts = totals.filter((x) => rest.includes(x.id)).map((x) => Number(x.start_ms))
+      const from = Math.max(opts.sinceMs, starts.length === rest.length ? Math.min(...starts) : opts.sinceMs)
+      recounted = await this.rows(
+        `/* svc:me_${name} */ SELECT ${column} AS id,
+           toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS end_ms, count() AS n,
+           groupUniqArray(agent_id) AS agents, ${TOKEN_SUMS}, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
+         FROM events
+         WHERE ${scope} AND ts >= fromUnixTimestamp64Milli({from:Int64}) AND ${column} IN {ids:Array(String)}
+         GROUP BY id`,
+        { ...params, ids: rest, from },
+      )
+    }
+    const rows = [...exact, ...recounted]
+      .sort((a, b) => Number(b.end_ms) - Number(a.end_ms) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     return { rows, asOf }
   }
 
@@ -221,25 +255,72 @@ export class DashboardRepository {
   }
 
   /**
-   * Error clusters from the hourly rollup: `since` is rounded down to the hour, so a window may
-   * include up to an hour more than asked. First/last seen are exact event times.
+   * Error clusters from the rollups: `since` is rounded down to the hour, so a window may include up
+   * to an hour more than asked. Whole days come from the daily rollup, the hours before the first of
+   * them from the hourly one; one cluster (a fingerprint) is read from the hourly rollup, whose sort
+   * key starts with it. First/last seen are exact event times.
    */
   async clusters (r: Reader, opts: { sinceMs: number; fingerprint?: string; agentId?: string; limit: number }): Promise<ClusterAggregate[]> {
+    const hourMs = 3_600_000
+    const from = Math.floor(opts.sinceMs / hourMs) * hourMs
+    const dayEdge = Math.ceil(from / DAY_MS) * DAY_MS
+    const filters = `user_id = {u:String} AND agent_id NOT IN {hidden:Array(String)}
+      ${opts.fingerprint ? 'AND error_fingerprint = {fp:String}' : ''} ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}`
+    const columns = 'error_fingerprint, agent_id, events, first_ts, last_ts, sample, tools'
+    const source = opts.fingerprint
+      ? `SELECT ${columns} FROM error_clusters_hourly WHERE ${filters} AND hour >= toDateTime({fromS:UInt32}, 'UTC')`
+      : `SELECT ${columns} FROM error_clusters_daily WHERE ${filters} AND day >= toDate(toDateTime({dayS:UInt32}, 'UTC'))
+         UNION ALL
+         SELECT ${columns} FROM error_clusters_hourly WHERE ${filters}
+           AND hour >= toDateTime({fromS:UInt32}, 'UTC') AND hour < toDateTime({dayS:UInt32}, 'UTC')`
     const rows = await this.rows(
       `/* svc:me_errors */ SELECT error_fingerprint AS fp, sum(events) AS n,
          toUnixTimestamp64Milli(min(first_ts)) AS first_ms, toUnixTimestamp64Milli(max(last_ts)) AS last_ms,
          argMaxMerge(sample) AS sample, groupUniqArray(agent_id) AS agents, groupUniqArrayArray(tools) AS tools
-       FROM error_clusters_hourly
-       WHERE user_id = {u:String} AND agent_id NOT IN {hidden:Array(String)}
-         AND hour >= toStartOfHour(fromUnixTimestamp64Milli({since:Int64}))
-         ${opts.fingerprint ? 'AND error_fingerprint = {fp:String}' : ''} ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}
+       FROM (${source})
        GROUP BY fp ORDER BY last_ms DESC, fp LIMIT {limit:UInt32}`,
-      { u: r.userId, hidden: r.hidden, since: opts.sinceMs, fp: opts.fingerprint ?? '', agent: opts.agentId ?? '', limit: opts.limit },
+      { u: r.userId, hidden: r.hidden, fromS: from / 1000, dayS: dayEdge / 1000, fp: opts.fingerprint ?? '', agent: opts.agentId ?? '', limit: opts.limit },
     )
     return rows.map((x) => ({
       fingerprint: x.fp, count: Number(x.n), firstSeen: iso(x.first_ms), lastSeen: iso(x.last_ms), lastSeenMs: Number(x.last_ms),
       sampleMessage: orNull(x.sample), agents: [...x.agents].sort(), tools: [...x.tools].filter(Boolean).sort(),
     }))
+  }
+
+  /**
+   * The spend summary's four breakdowns since a day (UTC, inclusive) in one read of the rollup:
+   * the total, and by agent, model and day (ordered as `spend` orders them).
+   */
+  async spendBreakdown (r: Reader, fromDay: string): Promise<Record<'total' | 'agent_id' | 'model' | 'day', SpendRow[]>> {
+    const rows = await this.rows(
+      `/* svc:me_spend_summary */ SELECT grouping(agent_id) = 0 AS by_agent, grouping(model) = 0 AS by_model, grouping(day) = 0 AS by_day,
+              agent_id, model, toString(day) AS d, toString(sum(cost_usd)) AS cost, sum(events) AS n, sum(errors) AS errors,
+              sum(unpriced_events) AS unpriced, ${TOKEN_SUMS}
+       FROM spend_daily
+       WHERE user_id = {u:String} AND day >= {from:Date} AND agent_id NOT IN {hidden:Array(String)}
+       GROUP BY GROUPING SETS ((), (agent_id), (model), (day))`,
+      { u: r.userId, from: fromDay, hidden: r.hidden },
+    )
+    const out: Record<'total' | 'agent_id' | 'model' | 'day', SpendRow[]> = { total: [], agent_id: [], model: [], day: [] }
+    const nanos = new Map<SpendRow, bigint>()
+    for (const x of rows) {
+      const set = Number(x.by_agent) ? 'agent_id' : Number(x.by_model) ? 'model' : Number(x.by_day) ? 'day' : 'total'
+      const key = set === 'agent_id' ? x.agent_id : set === 'model' ? x.model : set === 'day' ? x.d : ''
+      // No event since the day: the empty grouping set still answers one row of zeros, as no row would.
+      if (set === 'total' && Number(x.n) === 0) continue
+      const row = { key, costUsd: Number(x.cost), events: Number(x.n), errors: Number(x.errors), tokens: tokensOf(x), unpricedEvents: Number(x.unpriced) }
+      nanos.set(row, decimalNanos(x.cost))
+      out[set].push(row)
+    }
+    // By cost as the exact decimal (two sums a nano-dollar apart may be one double), then key.
+    const byCost = (a: SpendRow, b: SpendRow) => {
+      const d = nanos.get(b)! - nanos.get(a)!
+      return d > 0n ? 1 : d < 0n ? -1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0
+    }
+    out.agent_id.sort(byCost)
+    out.model.sort(byCost)
+    out.day.sort((a, b) => (a.key < b.key ? -1 : 1))
+    return out
   }
 
   /** Spend rollup grouped by agent, model or day since a day (UTC, inclusive). */
@@ -256,14 +337,25 @@ export class DashboardRepository {
     return rows.map((x) => ({ key: x.key, costUsd: Number(x.cost), events: Number(x.n), errors: Number(x.errors), tokens: tokensOf(x), unpricedEvents: Number(x.unpriced) }))
   }
 
-  /** Events, cost and errors per agent since a time, from raw events (for windows that are not whole days). */
+  /**
+   * Events, cost and errors per agent since a time (any instant, not only whole hours): the whole
+   * hours from the hourly rollup, the part of an hour before the first of them from the events.
+   */
   async agentWindow (r: Reader, sinceMs: number, agentId?: string): Promise<Map<string, { events: number; costUsd: number; errors: number }>> {
+    const hourMs = 3_600_000
+    const edge = Math.ceil(sinceMs / hourMs) * hourMs
+    const agent = agentId ? 'AND agent_id = {agent:String}' : ''
     const rows = await this.rows(
-      `/* svc:me_agents_window */ SELECT agent_id, count() AS n, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
-       FROM events WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64})
-         ${agentId ? 'AND agent_id = {agent:String}' : ''}
-       GROUP BY agent_id`,
-      { u: r.userId, since: sinceMs, agent: agentId ?? '' },
+      `/* svc:me_agents_window */ SELECT agent_id, sum(n) AS n, toString(sum(cost)) AS cost, sum(errors) AS errors FROM (
+         SELECT agent_id, sum(events) AS n, sum(cost_usd) AS cost, sum(errors) AS errors FROM agent_hourly
+         WHERE user_id = {u:String} AND hour >= toDateTime({edgeS:UInt32}, 'UTC') ${agent}
+         GROUP BY agent_id
+         UNION ALL
+         SELECT agent_id, count() AS n, sum(toDecimal128(cost_usd, 9)) AS cost, countIf(error_fingerprint != '') AS errors FROM events
+         WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64}) AND ts < fromUnixTimestamp64Milli({edge:Int64}) ${agent}
+         GROUP BY agent_id
+       ) GROUP BY agent_id`,
+      { u: r.userId, since: sinceMs, edge, edgeS: edge / 1000, agent: agentId ?? '' },
     )
     return new Map(rows.map((x) => [x.agent_id, { events: Number(x.n), costUsd: Number(x.cost), errors: Number(x.errors) }]))
   }

@@ -12,12 +12,16 @@ export interface RetentionDays {
 /**
  * The ClickHouse tables with a TTL, and the time column their rows expire by: events by when they were
  * received (an event sent today with an old timestamp is kept like any other), rollups by their day or
- * hour (they hold no receive time).
+ * hour (they hold no receive time), and the totals of a session or trace with its newest event.
  */
 const TTL_TABLES = [
   { table: 'events', column: 'received_at', kind: 'events' },
   { table: 'spend_daily', column: 'day', kind: 'rollups' },
   { table: 'error_clusters_hourly', column: 'hour', kind: 'rollups' },
+  { table: 'error_clusters_daily', column: 'day', kind: 'rollups' },
+  { table: 'agent_hourly', column: 'hour', kind: 'rollups' },
+  // A session's or trace's totals go with its newest event: the lists find groups by their events.
+  { table: 'group_totals', column: 'last_received', kind: 'events' },
 ] as const
 
 /** Rows deleted per Postgres statement, so a large clean-up never holds locks for long. */

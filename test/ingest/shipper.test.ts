@@ -258,6 +258,7 @@ t.test('regression: an insert that wrote events but failed in a view is retried 
   const counts = await countFor(user)
   t.equal(counts.events, 7, 'events once, though the first attempt had written them')
   t.equal(counts.spendEvents, 7, 'spend_daily caught up and equals the sum over events')
+  t.same([counts.hourlyEvents, counts.sessionEvents, counts.traceEvents], [7, 7, 7], 'and so did every other rollup')
   t.equal(log.stats().quarantined, 0)
 })
 

@@ -123,6 +123,7 @@ t.test('an export re-sent to another instance and to a restarted one is stored o
   const stored = await storedCounts(a.clickhouse, user.id)
   t.equal(stored.events, 3, 'each span stored once')
   t.equal(stored.spendEvents, 3, 'and counted once in spend_daily')
+  t.same([stored.hourlyEvents, stored.traceEvents], [3, 3], 'and in the hourly and trace rollups')
   const spend = (await a.inject({ url: '/v1/me/spend-summary?days=1', headers: user.auth })).json()
   t.equal(spend.total.eventCount, 3)
   t.equal(Math.round(spend.total.costUsd * 1e9), (1000 * 2.5 + 100 * 10) * 1000, 'gpt-4o priced once: 1,000 in at $2.50/Mtok, 100 out at $10/Mtok')

@@ -96,13 +96,17 @@ t.test('RETENTION_DAYS becomes a TTL on events by receive time; rollups keep the
   const ttl = async (table: string) => (await rows<{ engine_full: string }>(
     'SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = {t:String}', { t: table }))[0]!.engine_full
   t.match(await ttl('events'), /TTL toDateTime\(received_at\) \+ toIntervalDay\(90\)/, 'the default, set at start')
+  t.match(await ttl('group_totals'), /TTL toDateTime\(last_received\) \+ toIntervalDay\(90\)/, 'session and trace totals go with their newest event')
   t.notMatch(await ttl('spend_daily'), /TTL/, 'rollups are kept forever by default')
 
   const days = { events: 30, rollups: 400, alerts: 90, waitlist: 730 }
-  t.same((await applyRetentionTtl(app.clickhouse, days)).sort(), ['error_clusters_hourly', 'events', 'spend_daily'])
+  t.same((await applyRetentionTtl(app.clickhouse, days)).sort(), ['agent_hourly', 'error_clusters_daily', 'error_clusters_hourly', 'events', 'group_totals', 'spend_daily'])
   t.same(await applyRetentionTtl(app.clickhouse, days), [], 'idempotent')
   t.match(await ttl('spend_daily'), /TTL toDateTime\(day\) \+ toIntervalDay\(400\)/)
   t.match(await ttl('error_clusters_hourly'), /TTL toDateTime\(hour\) \+ toIntervalDay\(400\)/)
+  t.match(await ttl('error_clusters_daily'), /TTL toDateTime\(day\) \+ toIntervalDay\(400\)/)
+  t.match(await ttl('agent_hourly'), /TTL toDateTime\(hour\) \+ toIntervalDay\(400\)/)
+  t.match(await ttl('group_totals'), /TTL toDateTime\(last_received\) \+ toIntervalDay\(30\)/)
 
   // A row received long ago goes at the next merge; one received now (with an old timestamp) stays.
   const id = randomId('ttl-')
@@ -115,7 +119,7 @@ t.test('RETENTION_DAYS becomes a TTL on events by receive time; rollups keep the
   await app.clickhouse.command({ query: 'OPTIMIZE TABLE events PARTITION 202001 FINAL' })
   t.same(await rows('SELECT event_id FROM events WHERE user_id = {u:String} ORDER BY event_id', { u: id }), [{ event_id: 'new' }])
 
-  t.same((await applyRetentionTtl(app.clickhouse, { ...days, events: 90, rollups: 0 })).sort(), ['error_clusters_hourly', 'events', 'spend_daily'])
+  t.same((await applyRetentionTtl(app.clickhouse, { ...days, events: 90, rollups: 0 })).sort(), ['agent_hourly', 'error_clusters_daily', 'error_clusters_hourly', 'events', 'group_totals', 'spend_daily'])
   t.notMatch(await ttl('spend_daily'), /TTL/, '0 removes the TTL')
 })
 

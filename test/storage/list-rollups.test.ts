@@ -1,0 +1,95 @@
+import t, { type Test } from 'tap'
+import { migrateClickHouse } from '../../src/storage/clickhouse-client.ts'
+import { EventsRepository, eventLine } from '../../src/storage/events-repository.ts'
+import { buildEventRow, type EventRow } from '../../src/domain/event-row.ts'
+import { newEventId } from '../../src/domain/ids.ts'
+import { openTestClickHouse, randomId } from '../helpers/app.ts'
+
+// The rollups of clickhouse/012 (group_totals, agent_hourly, error_clusters_daily) against the
+// events they sum: backfilled for a store an older release left, fed by their views afterwards,
+// never counted twice (a migration run again, a block replayed).
+const handle = openTestClickHouse()
+t.teardown(() => handle.release())
+const ch = handle.client
+const events = new EventsRepository(ch)
+
+const rows = async (sql: string, params: Record<string, unknown>) =>
+  (await ch.query({ query: sql, query_params: params, format: 'JSONEachRow' })).json<Record<string, string | number>>()
+
+/** Each rollup, and the same figures computed from events, as sorted JSON lines to compare. */
+async function rollupsAndEvents (userId: string) {
+  const p = { u: userId }
+  const groups = `SELECT kind, group_id, agent_id, sum(events) AS n, toString(min(first_ts)) AS first, toString(max(last_ts)) AS last,
+      toString(max(last_received)) AS received, sum(errors) AS errors, toString(sum(cost_usd)) AS cost, sum(tokens_input_base) AS t_in,
+      sum(tokens_output) AS t_out`
+  const fromEvents = `count() AS n, toString(min(ts)) AS first, toString(max(ts)) AS last, toString(max(received_at)) AS received,
+      countIf(error_fingerprint != '') AS errors, toString(sum(toDecimal128(cost_usd, 9))) AS cost, sum(tokens_input_base) AS t_in, sum(tokens_output) AS t_out`
+  const lines = (xs: Record<string, unknown>[]) => xs.map((x) => JSON.stringify(x)).sort()
+  return {
+    groups: lines(await rows(`${groups} FROM group_totals WHERE user_id = {u:String} GROUP BY kind, group_id, agent_id`, p)),
+    groupsFromEvents: lines([
+      ...await rows(`SELECT 'session' AS kind, session_id AS group_id, agent_id, ${fromEvents} FROM events WHERE user_id = {u:String} AND session_id != '' GROUP BY group_id, agent_id`, p),
+      ...await rows(`SELECT 'trace' AS kind, trace_id AS group_id, agent_id, ${fromEvents} FROM events WHERE user_id = {u:String} AND trace_id != '' GROUP BY group_id, agent_id`, p),
+    ]),
+    hours: lines(await rows(`SELECT agent_id, toString(hour) AS h, sum(events) AS n, sum(errors) AS errors, toString(sum(cost_usd)) AS cost
+      FROM agent_hourly WHERE user_id = {u:String} GROUP BY agent_id, hour`, p)),
+    hoursFromEvents: lines(await rows(`SELECT agent_id, toString(toStartOfHour(ts)) AS h, count() AS n, countIf(error_fingerprint != '') AS errors,
+      toString(sum(toDecimal128(cost_usd, 9))) AS cost FROM events WHERE user_id = {u:String} GROUP BY agent_id, h`, p)),
+    days: lines(await rows(`SELECT agent_id, error_fingerprint AS fp, toString(day) AS d, sum(events) AS n, toString(min(first_ts)) AS first,
+      toString(max(last_ts)) AS last, argMaxMerge(sample) AS sample FROM error_clusters_daily WHERE user_id = {u:String} GROUP BY agent_id, fp, day`, p)),
+    daysFromEvents: lines(await rows(`SELECT agent_id, error_fingerprint AS fp, toString(toDate(ts)) AS d, count() AS n, toString(min(ts)) AS first,
+      toString(max(ts)) AS last, argMax(error_message, ts) AS sample FROM events WHERE user_id = {u:String} AND error_fingerprint != '' GROUP BY agent_id, fp, d`, p)),
+  }
+}
+
+function checkEqual (t: Test, got: Awaited<ReturnType<typeof rollupsAndEvents>>, what: string) {
+  t.ok(got.groups.length > 0 && got.hours.length > 0 && got.days.length > 0, `${what}: the rollups hold rows`)
+  t.same(got.groups, got.groupsFromEvents, `${what}: group_totals equals the sums over events`)
+  t.same(got.hours, got.hoursFromEvents, `${what}: agent_hourly equals the sums over events`)
+  t.same(got.days, got.daysFromEvents, `${what}: error_clusters_daily equals the sums over error events`)
+}
+
+/** Events of two agents over three days: sessions and traces across both agents and across hours, errors among them. */
+function history (userId: string, count: number, start: number): EventRow[] {
+  return Array.from({ length: count }, (_, i) => {
+    const ts = start + i * 47 * 60_000
+    const failed = i % 5 === 0
+    return buildEventRow({
+      agentId: 'a', type: failed ? 'error' : 'tool', toolExecuted: 'search', model: 'gpt-4o', timestamp: ts,
+      errorMessage: failed ? `timeout ${i % 3}` : undefined,
+      metadata: { sessionId: `s-${Math.floor(i / 7)}`, traceId: i % 4 === 3 ? undefined : `t-${Math.floor(i / 3)}`, tokensBreakdown: { inputBase: 100 + i, output: 10 } },
+    } as never, { eventId: newEventId(ts), userId, agentId: i % 2 ? 'agent-1' : 'agent-2', receivedAt: ts + 5 })
+  })
+}
+
+t.test('a store an older release left is backfilled once; the views keep the rollups equal to events afterwards', async (t) => {
+  const applied = await migrateClickHouse(ch, { upTo: 11 })
+  t.notOk(applied.includes('012_list_rollups.sql'), 'a store as release 11 left it')
+  const userId = randomId('rollups-')
+  await events.insert(history(userId, 90, Date.parse('2026-05-01T09:10:00Z')))
+
+  t.same(await migrateClickHouse(ch), ['012_list_rollups.sql'])
+  checkEqual(t, await rollupsAndEvents(userId), 'after the backfill')
+
+  // Interrupted after the backfill, before the version was recorded: the migration runs again whole.
+  await ch.command({ query: 'ALTER TABLE schema_migrations DELETE WHERE version = 12 SETTINGS mutations_sync = 2' })
+  t.same(await migrateClickHouse(ch), ['012_list_rollups.sql'], 'the migration runs again')
+  checkEqual(t, await rollupsAndEvents(userId), 'after running the migration twice')
+
+  await events.insert(history(userId, 40, Date.parse('2026-05-03T20:00:00Z')))
+  checkEqual(t, await rollupsAndEvents(userId), 'after new events came through the views')
+  t.same(await migrateClickHouse(ch), [], 'a second start applies nothing')
+})
+
+t.test('a block replayed with its deduplication token is counted once in every rollup', async (t) => {
+  await migrateClickHouse(ch)
+  const userId = randomId('replay-')
+  const block = history(userId, 30, Date.parse('2026-06-01T00:00:00Z')).map((r) => eventLine(r) + '\n').join('')
+  const token = `test:${randomId()}`
+  await events.insertBlock(block, token)
+  const once = await rollupsAndEvents(userId)
+  await events.insertBlock(block, token)
+  const replayed = await rollupsAndEvents(userId)
+  t.same(replayed, once, 'nothing changed with the replay')
+  checkEqual(t, replayed, 'after the replay')
+})
