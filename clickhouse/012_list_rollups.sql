@@ -1,11 +1,14 @@
--- Totals per session and per trace, split by agent, so a page of the sessions or traces lists reads
--- one row per group and agent instead of every event of its groups. Rows of a group merge in the
--- background: read with min/max/sum and GROUP BY.
+-- Totals per session and per trace, split by agent and hour, so a page of the sessions or traces
+-- lists reads a few rows per group instead of every event of its groups, and a list's time window
+-- (or a page's snapshot) needs events only for the hours it cuts through. Rows of a group merge in
+-- the background: read with min/max/sum and GROUP BY. Small granules: reads look up a few dozen
+-- groups by key, each in every part.
 CREATE TABLE IF NOT EXISTS group_totals
 (
     user_id               String                                             COMMENT 'Postgres users.id',
     kind                  LowCardinality(String)                             COMMENT 'session (events.session_id) | trace (events.trace_id)',
     group_id              String                                             COMMENT 'the session id or trace id',
+    hour                  DateTime('UTC')                                    COMMENT 'hour of the event time',
     agent_id              String                                             COMMENT 'Postgres agents.id',
     events                SimpleAggregateFunction(sum, UInt64)               COMMENT 'events',
     first_ts              SimpleAggregateFunction(min, DateTime64(3, 'UTC')) COMMENT 'earliest event time',
@@ -19,9 +22,9 @@ CREATE TABLE IF NOT EXISTS group_totals
     tokens_output         SimpleAggregateFunction(sum, UInt64)               COMMENT 'sum of events.tokens_output'
 )
 ENGINE = AggregatingMergeTree
-ORDER BY (user_id, kind, group_id, agent_id)
-SETTINGS non_replicated_deduplication_window = 1000
-COMMENT 'Sessions and traces: totals per group and agent; read with sum/min/max and GROUP BY';
+ORDER BY (user_id, kind, group_id, hour, agent_id)
+SETTINGS index_granularity = 256, non_replicated_deduplication_window = 1000
+COMMENT 'Sessions and traces: totals per group, hour and agent; read with sum/min/max and GROUP BY';
 
 -- Events, errors and cost per user, agent and hour, for the agents' last-24-hours figures.
 CREATE TABLE IF NOT EXISTS agent_hourly
@@ -69,7 +72,7 @@ TRUNCATE TABLE IF EXISTS agent_hourly;
 TRUNCATE TABLE IF EXISTS error_clusters_daily;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS group_totals_mv TO group_totals AS
-SELECT user_id, g.1 AS kind, g.2 AS group_id, agent_id,
+SELECT user_id, g.1 AS kind, g.2 AS group_id, toStartOfHour(ts) AS hour, agent_id,
        count() AS events, min(ts) AS first_ts, max(ts) AS last_ts, max(received_at) AS last_received,
        countIf(error_fingerprint != '') AS errors, sum(toDecimal128(cost_usd, 9)) AS cost_usd,
        sum(tokens_input_base) AS tokens_input_base, sum(tokens_cache_creation) AS tokens_cache_creation,
@@ -77,7 +80,7 @@ SELECT user_id, g.1 AS kind, g.2 AS group_id, agent_id,
 FROM events
 ARRAY JOIN [('session', session_id), ('trace', trace_id)] AS g
 WHERE g.2 != ''
-GROUP BY user_id, kind, group_id, agent_id;
+GROUP BY user_id, kind, group_id, hour, agent_id;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS agent_hourly_mv TO agent_hourly AS
 SELECT user_id, agent_id, toStartOfHour(ts) AS hour,
@@ -99,13 +102,13 @@ GROUP BY user_id, agent_id, error_fingerprint, day;
 -- views' creation and these statements would be counted twice here (never in `events`): stop them,
 -- or let them drain, while this migration runs (docs/cluster.md).
 INSERT INTO group_totals
-SELECT user_id, g.1 AS kind, g.2 AS group_id, agent_id,
+SELECT user_id, g.1 AS kind, g.2 AS group_id, toStartOfHour(ts) AS hour, agent_id,
        count(), min(ts), max(ts), max(received_at), countIf(error_fingerprint != ''), sum(toDecimal128(cost_usd, 9)),
        sum(tokens_input_base), sum(tokens_cache_creation), sum(tokens_cache_read), sum(tokens_output)
 FROM events
 ARRAY JOIN [('session', session_id), ('trace', trace_id)] AS g
 WHERE g.2 != ''
-GROUP BY user_id, kind, group_id, agent_id;
+GROUP BY user_id, kind, group_id, hour, agent_id;
 
 INSERT INTO agent_hourly
 SELECT user_id, agent_id, toStartOfHour(ts) AS hour, count(), countIf(error_fingerprint != ''), sum(toDecimal128(cost_usd, 9))

@@ -65,6 +65,45 @@ function decimalNanos (text: string): bigint {
   return negative ? -n : n
 }
 
+/** A group's figures summed over its rows (hours of the rollup, or a recount from events). */
+interface GroupFigures {
+  id: string; start_ms: number; end_ms: number; n: number; agents: string[]
+  t_in: number; t_cw: number; t_cr: number; t_out: number; cost: string; errors: number
+}
+
+function combineGroups (rows: Record<string, any>[]): Map<string, GroupFigures> {
+  const groups = new Map<string, GroupFigures & { nanos: bigint }>()
+  for (const x of rows) {
+    const g = groups.get(x.id)
+    if (!g) {
+      groups.set(x.id, {
+        id: x.id, start_ms: Number(x.start_ms), end_ms: Number(x.end_ms), n: Number(x.n), agents: [...x.agents],
+        t_in: Number(x.t_in), t_cw: Number(x.t_cw), t_cr: Number(x.t_cr), t_out: Number(x.t_out), cost: '', errors: Number(x.errors), nanos: decimalNanos(x.cost),
+      })
+      continue
+    }
+    g.start_ms = Math.min(g.start_ms, Number(x.start_ms))
+    g.end_ms = Math.max(g.end_ms, Number(x.end_ms))
+    g.n += Number(x.n)
+    g.agents = [...new Set([...g.agents, ...x.agents])]
+    g.t_in += Number(x.t_in)
+    g.t_cw += Number(x.t_cw)
+    g.t_cr += Number(x.t_cr)
+    g.t_out += Number(x.t_out)
+    g.errors += Number(x.errors)
+    g.nanos += decimalNanos(x.cost)
+  }
+  for (const g of groups.values()) g.cost = nanosText(g.nanos)
+  return groups
+}
+
+/** Nano-units as a decimal text with 9 places, as ClickHouse would write the sum. */
+function nanosText (nanos: bigint): string {
+  const negative = nanos < 0n
+  const digits = (negative ? -nanos : nanos).toString().padStart(10, '0')
+  return `${negative ? '-' : ''}${digits.slice(0, -9)}.${digits.slice(-9)}`
+}
+
 function toEvent (r: Record<string, any>): DashboardEvent {
   return {
     eventId: r.event_id,
@@ -188,40 +227,60 @@ export class DashboardRepository {
       if (ids.length > opts.limit || from === opts.sinceMs) break
     }
     if (ids.length === 0) return { rows: [] as Record<string, any>[], asOf }
-    // The groups' totals from their rollup rows: a few rows per group, found by the sort key.
+    // The groups' totals per hour from their rollup rows: a few rows per group, found by the sort key.
     const kind = column === 'session_id' ? 'session' : 'trace'
-    const totals = await this.rows(
-      `/* svc:me_${name}_totals */ SELECT group_id AS id,
+    const hours = await this.rows(
+      `/* svc:me_${name}_totals */ SELECT group_id AS id, toUnixTimestamp(hour) * 1000 AS hour_ms,
          toUnixTimestamp64Milli(min(first_ts)) AS start_ms, toUnixTimestamp64Milli(max(last_ts)) AS end_ms,
          toUnixTimestamp64Milli(max(last_received)) AS received_ms, sum(events) AS n, groupUniqArray(agent_id) AS agents,
          sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) AS t_cw, sum(tokens_cache_read) AS t_cr, sum(tokens_output) AS t_out,
          toString(sum(cost_usd)) AS cost, sum(errors) AS errors
        FROM group_totals
        WHERE user_id = {u:String} AND kind = {kind:String} AND group_id IN {ids:Array(String)} AND agent_id NOT IN {hidden:Array(String)}
-         ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}
-       GROUP BY id`,
+         AND hour >= toStartOfHour(fromUnixTimestamp64Milli({since:Int64})) ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}
+       GROUP BY id, hour`,
       { ...params, kind, ids },
     )
-    // A group with events received after the page's snapshot, or older than the list's window, is
-    // summed from its events instead, within the time its rollup rows span (from its first event on).
-    const exact = totals.filter((x) => Number(x.received_ms) <= asOf && Number(x.start_ms) >= opts.sinceMs)
-    const rest = ids.filter((id) => !exact.some((x) => x.id === id))
+    // An hour that the list's window cuts through, or with events received after the page's
+    // snapshot, is summed from its events instead; every other hour counts as its rollup says.
+    const clean = hours.filter((x) => Number(x.hour_ms) >= opts.sinceMs && Number(x.received_ms) <= asOf)
+    const dirty = hours.filter((x) => !clean.includes(x))
     let recounted: Record<string, any>[] = []
-    if (rest.length > 0) {
-      const starts = totals.filter((x) => rest.includes(x.id)).map((x) => Number(x.start_ms))
-      const from = Math.max(opts.sinceMs, starts.length === rest.length ? Math.min(...starts) : opts.sinceMs)
+    if (dirty.length > 0) {
+      const dirtyHours = dirty.map((x) => Number(x.hour_ms))
       recounted = await this.rows(
-        `/* svc:me_${name} */ SELECT ${column} AS id,
+        `/* svc:me_${name}_recount */ SELECT ${column} AS id,
            toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS end_ms, count() AS n,
            groupUniqArray(agent_id) AS agents, ${TOKEN_SUMS}, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
          FROM events
-         WHERE ${scope} AND ts >= fromUnixTimestamp64Milli({from:Int64}) AND ${column} IN {ids:Array(String)}
+         WHERE ${scope} AND ${column} IN {dirtyIds:Array(String)}
+           AND ts >= fromUnixTimestamp64Milli({lo:Int64}) AND ts < fromUnixTimestamp64Milli({hi:Int64})
+           AND concat(${column}, ' ', toString(toUnixTimestamp(toStartOfHour(ts)) * 1000)) IN {pairs:Array(String)}
          GROUP BY id`,
-        { ...params, ids: rest, from },
+        {
+          ...params,
+          dirtyIds: [...new Set(dirty.map((x) => x.id as string))],
+          lo: Math.max(opts.sinceMs, Math.min(...dirtyHours)),
+          hi: Math.max(...dirtyHours) + 3_600_000,
+          pairs: dirty.map((x) => `${x.id} ${Number(x.hour_ms)}`),
+        },
       )
     }
-    const rows = [...exact, ...recounted]
-      .sort((a, b) => Number(b.end_ms) - Number(a.end_ms) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    // A group found in events but not (yet) in its rollup, whose view's insert is still under way or
+    // failed and is being retried, is summed from its events whole.
+    const missing = ids.filter((id) => !hours.some((x) => x.id === id))
+    if (missing.length > 0) {
+      recounted.push(...await this.rows(
+        `/* svc:me_${name}_recount */ SELECT ${column} AS id,
+           toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS end_ms, count() AS n,
+           groupUniqArray(agent_id) AS agents, ${TOKEN_SUMS}, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
+         FROM events WHERE ${scope} AND ${column} IN {missing:Array(String)}
+         GROUP BY id`,
+        { ...params, missing },
+      ))
+    }
+    const rows = [...combineGroups([...clean, ...recounted]).values()]
+      .sort((a, b) => b.end_ms - a.end_ms || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     return { rows, asOf }
   }
 
