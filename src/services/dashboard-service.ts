@@ -155,11 +155,11 @@ export class DashboardService {
     }
   }
 
-  /** KPIs of all the reader's agents, or of one: 24 h from raw events, 30 days from the daily rollup. */
-  private async kpis (r: DashboardReader, now: number, agentId?: string) {
+  /** KPIs of all the reader's agents: 24 h from the hourly rollup (and events at its edge), 30 days from the daily rollup. */
+  private async kpis (r: DashboardReader, now: number) {
     const [day, month] = await Promise.all([
-      this.dashboard.agentWindow(r, now - DAY_MS, agentId),
-      this.dashboard.spend(r, 'agent_id', windowStart(now, CALENDAR_DAYS), agentId),
+      this.dashboard.agentWindow(r, now - DAY_MS),
+      this.dashboard.spend(r, 'agent_id', windowStart(now, CALENDAR_DAYS)),
     ])
     const byAgent = new Map(month.map((m) => [m.key, m]))
     return (id: string) => agentKpis(day.get(id), byAgent.get(id))
@@ -178,17 +178,18 @@ export class DashboardService {
     const profile = await this.agents.profileOwned(r.userId, id)
     if (!profile) throw notFound()
     const now = Date.now()
-    const [kpisOf, days, sessions, clusters] = await Promise.all([
-      this.kpis(r, now, profile.id),
-      this.dashboard.spend(r, 'day', windowStart(now, CALENDAR_DAYS), profile.id),
+    // The 30 days' KPIs and the calendar come from one read of the daily rollup.
+    const [day, month, sessions, clusters] = await Promise.all([
+      this.dashboard.agentWindow(r, now - DAY_MS, profile.id),
+      this.dashboard.spendBreakdown(r, windowStart(now, CALENDAR_DAYS), profile.id),
       this.sessionsOf(r, profile.id),
       this.dashboard.clusters(r, { sinceMs: 0, agentId: profile.id, limit: 5 }),
     ])
     const resolved = await this.clusters.resolvedAt(r.userId, clusters.map((c) => c.fingerprint))
     return {
       ...profile,
-      kpis: kpisOf(profile.id),
-      calendar: calendar(now, new Map(days.map((d) => [d.key, d]))),
+      kpis: agentKpis(day.get(profile.id), month.total[0]),
+      calendar: calendar(now, new Map(month.day.map((d) => [d.key, d]))),
       recentSessions: sessions,
       recentErrors: clusters.map((c) => ({
         fingerprint: c.fingerprint, count: c.count, lastSeen: c.lastSeen, sampleMessage: c.sampleMessage, status: clusterStatus(c.lastSeenMs, resolved.get(c.fingerprint)),

@@ -347,18 +347,19 @@ export class DashboardRepository {
   }
 
   /**
-   * The spend summary's four breakdowns since a day (UTC, inclusive) in one read of the rollup:
-   * the total, and by agent, model and day (ordered as `spend` orders them).
+   * The spend summary's four breakdowns since a day (UTC, inclusive) in one read of the rollup, of
+   * all the reader's agents or of one: the total, and by agent, model and day (ordered as `spend`
+   * orders them).
    */
-  async spendBreakdown (r: Reader, fromDay: string): Promise<Record<'total' | 'agent_id' | 'model' | 'day', SpendRow[]>> {
+  async spendBreakdown (r: Reader, fromDay: string, agentId?: string): Promise<Record<'total' | 'agent_id' | 'model' | 'day', SpendRow[]>> {
     const rows = await this.rows(
       `/* svc:me_spend_summary */ SELECT grouping(agent_id) = 0 AS by_agent, grouping(model) = 0 AS by_model, grouping(day) = 0 AS by_day,
               agent_id, model, toString(day) AS d, toString(sum(cost_usd)) AS cost, sum(events) AS n, sum(errors) AS errors,
               sum(unpriced_events) AS unpriced, ${TOKEN_SUMS}
        FROM spend_daily
-       WHERE user_id = {u:String} AND day >= {from:Date} AND agent_id NOT IN {hidden:Array(String)}
+       WHERE user_id = {u:String} AND day >= {from:Date} AND agent_id NOT IN {hidden:Array(String)} ${agentId ? 'AND agent_id = {agent:String}' : ''}
        GROUP BY GROUPING SETS ((), (agent_id), (model), (day))`,
-      { u: r.userId, from: fromDay, hidden: r.hidden },
+      { u: r.userId, from: fromDay, hidden: r.hidden, agent: agentId ?? '' },
     )
     const out: Record<'total' | 'agent_id' | 'model' | 'day', SpendRow[]> = { total: [], agent_id: [], model: [], day: [] }
     const nanos = new Map<SpendRow, bigint>()
