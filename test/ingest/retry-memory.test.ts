@@ -84,6 +84,28 @@ t.test('the same span twice in one export is stored once; a claim whose request 
   t.equal(retry.fresh.length, 1, 'the stale claim is taken over')
 })
 
+t.test('a request that outlived its claim and then failed forgets neither what the retry stored nor what it holds', async (t) => {
+  const prefix = `test:${randomId()}:`
+  const user = randomId('user-')
+  const slow = await spanMemory(t, prefix, { inFlightMs: 50 })
+  const [other, later] = [await spanMemory(t, prefix), await spanMemory(t, prefix)]
+  const [stored, held] = [span('t', 'stored'), span('t', 'held')]
+  const first = await slow.claim(user, [stored, held])
+  // The first request takes longer than its claim (a slow store): retries take its spans over.
+  await new Promise((resolve) => setTimeout(resolve, 120))
+  const retry = await other.claim(user, [stored])
+  t.same(retry.fresh, [stored], 'the stale claim is taken over')
+  await other.settle(retry, [true])
+  const holding = await other.claim(user, [held])
+  t.same(holding.fresh, [held], 'and this one, still under way')
+
+  await slow.settle(first, null)
+  const again = await later.claim(user, [stored])
+  t.equal(again.repeated, 1, 'the span the retry stored is still recognised')
+  t.same(again.fresh, [])
+  await t.rejects(later.claim(user, [held]), { statusCode: 503, code: 'unavailable', extra: { reason: 'spans_in_flight' } }, 'the span the retry is storing is still held')
+})
+
 t.test('an Idempotency-Key: run once, 409 while in flight, 422 for another request, the answer replayed, a failure forgotten', async (t) => {
   const prefix = `test:${randomId()}:`
   const user = randomId('user-')
