@@ -1,7 +1,8 @@
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { promisify } from 'node:util'
 import { deflateRaw, inflateRaw } from 'node:zlib'
 import type { FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify'
+import type { Result } from 'ioredis'
 import { HttpError } from '../http-error.ts'
 import type { BestEffortRedis } from './best-effort-redis.ts'
 
@@ -22,16 +23,44 @@ interface IdempotencyOptions {
   inFlightMs: number
 }
 
-/** What to do with a request that carries a key: run it (and record its answer when `recorded`), or answer it as the first time. */
-type Begun =
-  | { kind: 'run'; recorded: boolean }
+/**
+ * What to do with a request that carries a key: run it (and record its answer when `recorded`,
+ * handing `token` back to `finish`), or answer it as the first time.
+ */
+export type Begun =
+  | { kind: 'run'; recorded: false }
+  | { kind: 'run'; recorded: true; token: string }
   | { kind: 'replay'; status: number; body: string }
 
 /**
+ * Records the answer of a request. KEYS: the record; ARGV: the in-flight record the request took,
+ * the done record ('' to free the key), the window, the start of an in-flight record of the same
+ * request (`p <fingerprint> `). A request that outlived its hold may find the key free, or taken by
+ * a retry: a 2xx is still recorded (its events were stored: its retries are replayed), unless an
+ * answer is there already (the first recorded is the one replayed); a failure frees the key only
+ * while it holds it, never a retry's hold or answer.
+ */
+const FINISH = `
+local held = redis.call('GET', KEYS[1])
+if ARGV[2] == '' then
+  if held == ARGV[1] then redis.call('DEL', KEYS[1]) end
+elseif not held or string.sub(held, 1, #ARGV[4]) == ARGV[4] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+end
+return 0
+`
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    idempotencyFinish(key: string, taken: string, record: string | Buffer, windowMs: number, sameRequest: string): Result<number, Context>
+  }
+}
+
+/**
  * The records of Idempotency-Key requests, in Redis, shared by every instance: one per (user, key),
- * first "in flight" (for `inFlightMs`, with the fingerprint of the request), then, once answered
- * with a 2xx, "done" with that answer's status and body (deflated: a batch's 207 compresses about
- * tenfold) for the window. A request with the key of a done record gets its answer again; with the
+ * first "in flight" (for `inFlightMs`, with the fingerprint of the request and a token of its own,
+ * so that a request slower than its hold frees neither a retry's hold nor its answer), then, once answered with a 2xx, "done" with that answer's status and body (deflated:
+ * a batch's 207 compresses about tenfold) for the window. A request with the key of a done record gets its answer again; with the
  * key of a record in flight, 409; with the key of a record of another request (another body or
  * route), 422. An answer that is not a 2xx stored nothing, so its record is deleted and a retry
  * runs again: a 429, a 503 or a 400 never poisons a key.
@@ -40,29 +69,37 @@ type Begun =
  * of it during the outage is stored again (at least once).
  */
 export class IdempotencyStore {
-  constructor (private readonly redis: BestEffortRedis, private readonly opts: IdempotencyOptions) {}
+  constructor (private readonly redis: BestEffortRedis, private readonly opts: IdempotencyOptions) {
+    redis.redis.defineCommand('idempotencyFinish', { numberOfKeys: 1, lua: FINISH })
+  }
 
   /** Takes `key` for a request of `userId` whose fingerprint is `fingerprint`; throws 409 or 422 (see the class). */
   async begin (userId: string, key: string, fingerprint: string): Promise<Begun> {
-    const held = await this.redis.run((redis) => redis.setBuffer(this.keyOf(userId, key), `p ${fingerprint}\n`, 'PX', this.opts.inFlightMs, 'NX', 'GET'))
+    const token = randomBytes(9).toString('base64url')
+    const held = await this.redis.run((redis) => redis.setBuffer(this.keyOf(userId, key), inFlightRecord(fingerprint, token), 'PX', this.opts.inFlightMs, 'NX', 'GET'))
     if (held === undefined) return { kind: 'run', recorded: false }
-    if (held === null) return { kind: 'run', recorded: true }
+    if (held === null) return { kind: 'run', recorded: true, token }
     const record = parseRecord(held)
     if (record.fingerprint !== fingerprint) throw keyReused()
     if (record.state === 'in_flight') throw keyInFlight()
     return { kind: 'replay', status: record.status, body: (await inflate(record.body)).toString('utf8') }
   }
 
-  /** Records the answer of a request that `begin` let run: kept when a 2xx, else the key is freed. Never throws. */
-  async finish (userId: string, key: string, fingerprint: string, status: number, body: string | null): Promise<void> {
+  /**
+   * Records the answer of a request that `begin` let run (with `token`): kept when a 2xx, else the
+   * key is freed; unless another request took the key meanwhile (see FINISH). Never throws.
+   */
+  async finish (userId: string, key: string, fingerprint: string, token: string, status: number, body: string | null): Promise<void> {
     const redisKey = this.keyOf(userId, key)
+    const taken = inFlightRecord(fingerprint, token)
+    const sameRequest = `p ${fingerprint} `
     if (status < 200 || status > 299 || body === null) {
-      await this.redis.run((redis) => redis.del(redisKey))
+      await this.redis.run((redis) => redis.idempotencyFinish(redisKey, taken, '', this.opts.windowMs, sameRequest))
       return
     }
     // Level 1: a 500-event 207 comes out as small as at the default level 6, in half the time (0.4 ms).
     const record = Buffer.concat([Buffer.from(`d ${status} ${fingerprint}\n`), await deflate(body, { level: 1 })])
-    await this.redis.run((redis) => redis.set(redisKey, record, 'PX', this.opts.windowMs))
+    await this.redis.run((redis) => redis.idempotencyFinish(redisKey, taken, record, this.opts.windowMs, sameRequest))
   }
 
   private keyOf (userId: string, key: string): string {
@@ -72,7 +109,12 @@ export class IdempotencyStore {
 
 type IdempotencyRecord = { state: 'in_flight'; fingerprint: string } | { state: 'done'; fingerprint: string; status: number; body: Buffer }
 
-/** A record as stored: a header line, `p <fingerprint>` or `d <status> <fingerprint>`, then the deflated body. */
+/** The record of a request in flight: its fingerprint and its token. */
+function inFlightRecord (fingerprint: string, token: string): string {
+  return `p ${fingerprint} ${token}\n`
+}
+
+/** A record as stored: a header line, `p <fingerprint> <token>` or `d <status> <fingerprint>`, then the deflated body. */
 function parseRecord (stored: Buffer): IdempotencyRecord {
   const end = stored.indexOf(10)
   const [state, a, b] = stored.subarray(0, end).toString('latin1').split(' ')
@@ -108,7 +150,7 @@ function fingerprintOf (request: FastifyRequest): string {
  * header costs one header lookup in each: no Redis command, no promise.
  */
 export function idempotencyHooks (store: IdempotencyStore): { preHandler: preHandlerHookHandler; onSend: onSendHookHandler } {
-  const taken = new WeakMap<FastifyRequest, { userId: string; key: string; fingerprint: string }>()
+  const taken = new WeakMap<FastifyRequest, { userId: string; key: string; fingerprint: string; token: string }>()
   return {
     preHandler (request, reply, done) {
       const key = request.headers[IDEMPOTENCY_KEY_HEADER]
@@ -117,7 +159,7 @@ export function idempotencyHooks (store: IdempotencyStore): { preHandler: preHan
       const fingerprint = fingerprintOf(request)
       store.begin(userId, key, fingerprint).then((begun) => {
         if (begun.kind === 'run') {
-          if (begun.recorded) taken.set(request, { userId, key, fingerprint })
+          if (begun.recorded) taken.set(request, { userId, key, fingerprint, token: begun.token })
           return done()
         }
         // Answered here: the handler does not run (and `done` is not called, as Fastify asks of a hook that replies).
@@ -128,7 +170,7 @@ export function idempotencyHooks (store: IdempotencyStore): { preHandler: preHan
       const held = taken.get(request)
       if (held === undefined) return done(null, payload)
       taken.delete(request)
-      store.finish(held.userId, held.key, held.fingerprint, reply.statusCode, typeof payload === 'string' ? payload : null)
+      store.finish(held.userId, held.key, held.fingerprint, held.token, reply.statusCode, typeof payload === 'string' ? payload : null)
         .then(() => done(null, payload), (err: Error) => done(err))
     },
   }

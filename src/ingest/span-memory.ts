@@ -8,14 +8,15 @@ import type { BestEffortRedis } from './best-effort-redis.ts'
  * Claims spans for one request, in one round trip. KEYS: one hash per (user, trace); ARGV: the
  * in-flight time, the window, then (index into KEYS, span id) pairs. A span's field holds 'd' once
  * it was accepted, or the instant (Redis' clock, ms) until which a request is storing it. Answers
- * per span: 0 claimed now (the field holds this request's instant), 1 accepted already, 2 being
- * stored by another request. A claim older than its instant is stale (its request died): taken over.
+ * this request's instant, then per span: 0 claimed now (the field holds that instant), 1 accepted
+ * already, 2 being stored by another request. A claim older than its instant is stale (its request
+ * died, or is slower than the in-flight time): taken over, with a later instant.
  */
 const CLAIM = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local until_ms = tostring(now + tonumber(ARGV[1]))
-local states = {}
+local states = { until_ms }
 for i = 3, #ARGV, 2 do
   local key = KEYS[tonumber(ARGV[i])]
   local held = redis.call('HGET', key, ARGV[i + 1])
@@ -33,14 +34,20 @@ return states
 `
 
 /**
- * Settles the spans a request claimed. KEYS as for CLAIM; ARGV: the window, then (index into KEYS,
- * span id, '1' accepted or '0' not stored) triples. An accepted span is remembered for the window;
- * one not stored is forgotten, so that its retry is stored.
+ * Settles the spans a request claimed. KEYS as for CLAIM; ARGV: the window, the instant of the
+ * request's claim, then (index into KEYS, span id, '1' accepted or '0' not stored) triples. An
+ * accepted span is remembered for the window; one not stored is forgotten, so that its retry is
+ * stored, unless another request took it over meanwhile (the field no longer holds this request's
+ * instant): that request's claim, or the span it stored, stays.
  */
 const SETTLE = `
-for i = 2, #ARGV, 3 do
+for i = 3, #ARGV, 3 do
   local key = KEYS[tonumber(ARGV[i])]
-  if ARGV[i + 2] == '1' then redis.call('HSET', key, ARGV[i + 1], 'd') else redis.call('HDEL', key, ARGV[i + 1]) end
+  if ARGV[i + 2] == '1' then
+    redis.call('HSET', key, ARGV[i + 1], 'd')
+  elseif redis.call('HGET', key, ARGV[i + 1]) == ARGV[2] then
+    redis.call('HDEL', key, ARGV[i + 1])
+  end
 end
 -- A hash whose last field was deleted is gone: PEXPIRE then does nothing.
 for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
@@ -49,7 +56,7 @@ return 0
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    spanMemoryClaim(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<number[], Context>
+    spanMemoryClaim(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<[string, ...number[]], Context>
     spanMemorySettle(numberOfKeys: number, ...keysAndArgs: (string | number)[]): Result<number, Context>
   }
 }
@@ -78,8 +85,8 @@ interface SpanClaim {
   /** The span of each fresh event, in the same order (null: a span without ids, never remembered). */
   spans: (SpanRef | null)[]
   repeated: number
-  /** Whether Redis took the claim: when not, nothing is settled there either. */
-  shared: boolean
+  /** The instant (Redis' clock) its claims in Redis hold until, null when Redis did not take them: then nothing is settled there either. */
+  claimedUntil: string | null
 }
 
 /**
@@ -91,9 +98,10 @@ interface SpanClaim {
  * trace's spans share one key: about 40 bytes a span instead of 230 for a key per span), living for
  * the window after its last claim. A request claims its spans before it stores them (one script
  * call for the whole export) and settles them once answered: accepted spans are kept for the
- * window, the others forgotten so that their retry is stored. A span claimed by a request still
- * under way is not answered as accepted, since that request may yet fail: the export is refused
- * with 503 + Retry-After, and its retry finds the span accepted or free.
+ * window, the others forgotten so that their retry is stored (unless a retry took them over
+ * meanwhile: see SETTLE). A span claimed by a request still under way is not answered as accepted,
+ * since that request may yet fail: the export is refused with 503 + Retry-After, and its retry
+ * finds the span accepted or free.
  *
  * This instance also keeps the spans it accepted lately in its own memory (the last 200,000): a
  * re-send to the same instance is answered without Redis, and while Redis is out of reach (one
@@ -115,7 +123,7 @@ export class SpanMemory {
    * another request is storing some of them.
    */
   async claim (userId: string, events: IncomingEvent[]): Promise<SpanClaim> {
-    const claim: SpanClaim = { userId, fresh: [], spans: [], repeated: 0, shared: false }
+    const claim: SpanClaim = { userId, fresh: [], spans: [], repeated: 0, claimedUntil: null }
     const seen = new Set<string>()
     const asked: { event: IncomingEvent; span: SpanRef }[] = []
     for (const event of events) {
@@ -134,11 +142,11 @@ export class SpanMemory {
       asked.push({ event, span })
     }
     if (asked.length === 0) return claim
-    const states = await this.redis.run((redis) => redis.spanMemoryClaim(...scriptArgs([this.opts.inFlightMs, this.opts.windowMs], asked.map((a) => a.span))))
-    claim.shared = states !== undefined
+    const answer = await this.redis.run((redis) => redis.spanMemoryClaim(...scriptArgs([this.opts.inFlightMs, this.opts.windowMs], asked.map((a) => a.span))))
+    claim.claimedUntil = answer?.[0] ?? null
     let busy = false
     asked.forEach(({ event, span }, i) => {
-      const state = states?.[i] ?? CLAIMED
+      const state = answer?.[i + 1] ?? CLAIMED
       if (state === CLAIMED) {
         claim.fresh.push(event)
         claim.spans.push(span)
@@ -170,8 +178,9 @@ export class SpanMemory {
       spans.push(span)
       flags.push(stored ? '1' : '0')
     })
-    if (!claim.shared || spans.length === 0) return
-    await this.redis.run((redis) => redis.spanMemorySettle(...scriptArgs([this.opts.windowMs], spans, flags)))
+    const until = claim.claimedUntil
+    if (until === null || spans.length === 0) return
+    await this.redis.run((redis) => redis.spanMemorySettle(...scriptArgs([this.opts.windowMs, until], spans, flags)))
   }
 }
 

@@ -2,7 +2,7 @@ import t from 'tap'
 import { Redis } from 'ioredis'
 import { BestEffortRedis, type OutageLog } from '../../src/ingest/best-effort-redis.ts'
 import { SpanMemory, type SpanMemoryOptions } from '../../src/ingest/span-memory.ts'
-import { IdempotencyStore } from '../../src/ingest/idempotency.ts'
+import { IdempotencyStore, type Begun } from '../../src/ingest/idempotency.ts'
 import type { IncomingEvent } from '../../src/domain/event-row.ts'
 import { HttpError } from '../../src/http-error.ts'
 import { randomId } from '../helpers/app.ts'
@@ -39,6 +39,12 @@ async function spanMemory (t: { teardown(fn: () => unknown): void }, prefix: str
 }
 
 const span = (traceId: string, spanId: string): IncomingEvent => ({ agentId: 'a', metadata: { traceId, spanId } })
+
+/** The token of a request that `begin` let run and recorded (what `finish` is given back). */
+function tokenOf (begun: Begun): string {
+  if (begun.kind !== 'run' || !begun.recorded) throw new Error(`not a recorded run: ${JSON.stringify(begun)}`)
+  return begun.token
+}
 
 t.test('a span accepted by one instance is recognised by another and after a restart; one refused is stored on retry', async (t) => {
   const prefix = `test:${randomId()}:`
@@ -84,30 +90,83 @@ t.test('the same span twice in one export is stored once; a claim whose request 
   t.equal(retry.fresh.length, 1, 'the stale claim is taken over')
 })
 
+t.test('a request that outlived its claim and then failed forgets neither what the retry stored nor what it holds', async (t) => {
+  const prefix = `test:${randomId()}:`
+  const user = randomId('user-')
+  const slow = await spanMemory(t, prefix, { inFlightMs: 50 })
+  const [other, later] = [await spanMemory(t, prefix), await spanMemory(t, prefix)]
+  const [stored, held] = [span('t', 'stored'), span('t', 'held')]
+  const first = await slow.claim(user, [stored, held])
+  // The first request takes longer than its claim (a slow store): retries take its spans over.
+  await new Promise((resolve) => setTimeout(resolve, 120))
+  const retry = await other.claim(user, [stored])
+  t.same(retry.fresh, [stored], 'the stale claim is taken over')
+  await other.settle(retry, [true])
+  const holding = await other.claim(user, [held])
+  t.same(holding.fresh, [held], 'and this one, still under way')
+
+  await slow.settle(first, null)
+  const again = await later.claim(user, [stored])
+  t.equal(again.repeated, 1, 'the span the retry stored is still recognised')
+  t.same(again.fresh, [])
+  await t.rejects(later.claim(user, [held]), { statusCode: 503, code: 'unavailable', extra: { reason: 'spans_in_flight' } }, 'the span the retry is storing is still held')
+})
+
 t.test('an Idempotency-Key: run once, 409 while in flight, 422 for another request, the answer replayed, a failure forgotten', async (t) => {
   const prefix = `test:${randomId()}:`
   const user = randomId('user-')
   const store = (redis: Redis) => new IdempotencyStore(new BestEffortRedis(redis, recordingLog()), { prefix, windowMs: WINDOW_MS, inFlightMs: 10_000 })
   const [a, b] = [store(await connection(t)), store(await connection(t))]
 
-  t.same(await a.begin(user, 'k1', 'body-1'), { kind: 'run', recorded: true })
+  const k1 = await a.begin(user, 'k1', 'body-1')
+  t.match(k1, { kind: 'run', recorded: true, token: String })
   await t.rejects(b.begin(user, 'k1', 'body-1'), { statusCode: 409, code: 'conflict', extra: { reason: 'idempotency_key_in_flight' } })
   await t.rejects(b.begin(user, 'k1', 'body-2'), { statusCode: 422, code: 'idempotency_key_reused' })
-  t.same(await b.begin(randomId('other-'), 'k1', 'body-2'), { kind: 'run', recorded: true }, 'keys are per user')
+  t.match(await b.begin(randomId('other-'), 'k1', 'body-2'), { kind: 'run', recorded: true }, 'keys are per user')
 
   const results = Array.from({ length: 500 }, (_, i) => ({ status: 202, id: `evt_01K00000000000000000${String(i).padStart(4, '0')}`, accepted: true }))
   const body = JSON.stringify({ results })
-  await a.finish(user, 'k1', 'body-1', 207, body)
+  await a.finish(user, 'k1', 'body-1', tokenOf(k1), 207, body)
   t.same(await b.begin(user, 'k1', 'body-1'), { kind: 'replay', status: 207, body }, 'another instance replays the answer, byte for byte')
   await t.rejects(b.begin(user, 'k1', 'body-2'), { statusCode: 422, code: 'idempotency_key_reused' }, 'a done key with another body is still refused')
   const stored = await (await connection(t)).getBuffer(`${prefix}idem:${user}:k1`)
   t.ok(stored!.length < body.length / 4, `a batch's answer is kept deflated (${stored!.length} of ${body.length} bytes)`)
 
-  t.same(await a.begin(user, 'k2', 'body-3'), { kind: 'run', recorded: true })
-  await a.finish(user, 'k2', 'body-3', 503, '{"error":"unavailable"}')
-  t.same(await b.begin(user, 'k2', 'body-3'), { kind: 'run', recorded: true }, 'a 503 stored nothing: its retry runs')
-  await b.finish(user, 'k2', 'body-3', 429, '{"error":"rate_limited"}')
-  t.same(await a.begin(user, 'k2', 'body-3'), { kind: 'run', recorded: true }, 'nor does a 429 poison the key')
+  const k2 = await a.begin(user, 'k2', 'body-3')
+  t.match(k2, { kind: 'run', recorded: true })
+  await a.finish(user, 'k2', 'body-3', tokenOf(k2), 503, '{"error":"unavailable"}')
+  const k2Retry = await b.begin(user, 'k2', 'body-3')
+  t.match(k2Retry, { kind: 'run', recorded: true }, 'a 503 stored nothing: its retry runs')
+  await b.finish(user, 'k2', 'body-3', tokenOf(k2Retry), 429, '{"error":"rate_limited"}')
+  t.match(await a.begin(user, 'k2', 'body-3'), { kind: 'run', recorded: true }, 'nor does a 429 poison the key')
+})
+
+t.test('a request that outlived its hold on an Idempotency-Key frees neither the hold nor the answer of the retry that took it', async (t) => {
+  const prefix = `test:${randomId()}:`
+  const user = randomId('user-')
+  const store = (redis: Redis, inFlightMs: number) => new IdempotencyStore(new BestEffortRedis(redis, recordingLog()), { prefix, windowMs: WINDOW_MS, inFlightMs })
+  const [slow, other] = [store(await connection(t), 50), store(await connection(t), 10_000)]
+  const keys = ['done', 'held', 'replaced', 'overtaken', 'late']
+  const first = await Promise.all(keys.map((key) => slow.begin(user, key, 'body')))
+  // The first requests take longer than their hold (a slow store): their retries run meanwhile.
+  await new Promise((resolve) => setTimeout(resolve, 120))
+  const retries = await Promise.all(keys.slice(0, 4).map((key) => other.begin(user, key, 'body')))
+  t.match(retries, retries.map(() => ({ kind: 'run', recorded: true })), 'the keys are free once the first holds are over')
+  await other.finish(user, 'done', 'body', tokenOf(retries[0]!), 202, '{"id":"retry"}')
+  await other.finish(user, 'replaced', 'body', tokenOf(retries[2]!), 202, '{"id":"retry"}')
+
+  await slow.finish(user, 'done', 'body', tokenOf(first[0]!), 503, '{"error":"unavailable"}')
+  t.same(await other.begin(user, 'done', 'body'), { kind: 'replay', status: 202, body: '{"id":"retry"}' }, 'the retry\'s answer is still replayed')
+  await slow.finish(user, 'held', 'body', tokenOf(first[1]!), 503, '{"error":"unavailable"}')
+  await t.rejects(other.begin(user, 'held', 'body'), { statusCode: 409, code: 'conflict', extra: { reason: 'idempotency_key_in_flight' } }, 'the retry under way still holds its key')
+  await slow.finish(user, 'replaced', 'body', tokenOf(first[2]!), 202, '{"id":"first"}')
+  t.same(await other.begin(user, 'replaced', 'body'), { kind: 'replay', status: 202, body: '{"id":"retry"}' }, 'the answer replayed is the one recorded first')
+
+  await slow.finish(user, 'overtaken', 'body', tokenOf(first[3]!), 202, '{"id":"first"}')
+  await other.finish(user, 'overtaken', 'body', tokenOf(retries[3]!), 503, '{"error":"unavailable"}')
+  t.same(await other.begin(user, 'overtaken', 'body'), { kind: 'replay', status: 202, body: '{"id":"first"}' }, 'an answer recorded while a retry runs stays, whatever the retry answers')
+  await slow.finish(user, 'late', 'body', tokenOf(first[4]!), 202, '{"id":"late"}')
+  t.same(await other.begin(user, 'late', 'body'), { kind: 'replay', status: 202, body: '{"id":"late"}' }, 'a late answer is recorded when no retry took its key')
 })
 
 t.test('with Redis down both memories let requests run, and warn once for the outage', async (t) => {
@@ -122,7 +181,7 @@ t.test('with Redis down both memories let requests run, and warn once for the ou
   await spans.settle(first, [true, true])
   t.equal((await spans.claim('u', events)).repeated, 2, 'a re-send to the same instance is still recognised from its own memory')
   for (let i = 0; i < 3; i++) t.same(await keys.begin('u', 'k', 'body'), { kind: 'run', recorded: false }, 'a keyed request runs unrecorded')
-  await keys.finish('u', 'k', 'body', 202, '{}')
+  await keys.finish('u', 'k', 'body', 'token', 202, '{}')
   t.same(log.warnings, [log.warnings[0]], 'one warning for the whole outage')
   t.match(log.warnings[0], /Redis unreachable.*at least once/)
 })
@@ -137,7 +196,7 @@ t.test('Redis back: one line says so, and retries are recognised again', async (
   await connected.connect()
   // After a failure Redis is left alone for a second.
   await new Promise((resolve) => setTimeout(resolve, 1100))
-  t.same(await keys.begin('u', 'k', 'body'), { kind: 'run', recorded: true })
+  t.match(await keys.begin('u', 'k', 'body'), { kind: 'run', recorded: true })
   t.equal(log.warnings.length, 1)
   t.same(log.infos, ['Redis answers again: retries are recognised again by every instance'])
 })
