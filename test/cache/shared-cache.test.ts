@@ -16,7 +16,11 @@ async function instance (t: { teardown(fn: () => unknown): void }, prefix: strin
   const subscriber = new Redis(REDIS_URL)
   // The cache skips Redis while its connection is not ready (as when Redis is down): a test's first
   // lookup must not race the connection, or it goes to the loader and leaves Redis without the entry.
+  // The subscriber too is connected first, as the service does (src/plugins/redis.ts): subscribing
+  // while its ready check (INFO) is under way puts the connection in subscriber mode first, and its
+  // INFO is refused; on a loaded machine that left the bus deaf and a test waiting for ever.
   await redis.ping()
+  await subscriber.ping()
   const bus = new InvalidationBus(redis, subscriber, prefix, silent)
   await bus.start()
   t.teardown(() => {
