@@ -65,6 +65,15 @@ function decimalNanos (text: string): bigint {
   return negative ? -n : n
 }
 
+/**
+ * The windows a page is looked for in, below its start: an hour, a day, a week, then the whole
+ * range. One agent's events are a small part of its user's, so its reads start at a day: an hour of
+ * one agent rarely fills a page, and each window tried is one more query.
+ */
+function widening (agentId: string | undefined): number[] {
+  return agentId ? [86_400_000, 7 * 86_400_000, Infinity] : [3_600_000, 86_400_000, 7 * 86_400_000, Infinity]
+}
+
 /** A group's figures summed over its rows (hours of the rollup, or a recount from events). */
 interface GroupFigures {
   id: string; start_ms: number; end_ms: number; n: number; agents: string[]
@@ -170,15 +179,15 @@ export class DashboardRepository {
   }
 
   /**
-   * A page of the newest events, looked for in a widening window below the page's start (an hour, a
-   * day, a week, then the whole range) so that the common case reads only recent granules. Only events
+   * A page of the newest events, looked for in a widening window below the page's start (`widening`)
+   * so that the common case reads only recent granules. Only events
    * received by `asOf` count, so a walk over pages reads one fixed history.
    */
   async events (r: Reader, opts: { limit: number; sinceMs: number; agentId?: string | undefined; start: PageStart }): Promise<Page<DashboardEvent>> {
     const { asOf, after } = opts.start
     const top = after ? after.ms : asOf
     let rows: Record<string, any>[] = []
-    for (const window of [3_600_000, 86_400_000, 7 * 86_400_000, Infinity]) {
+    for (const window of widening(opts.agentId)) {
       const from = window === Infinity ? opts.sinceMs : Math.max(opts.sinceMs, top - window)
       rows = await this.rows(
         `/* svc:me_events */ SELECT ${EVENT_COLUMNS} FROM events
@@ -196,8 +205,8 @@ export class DashboardRepository {
 
   /**
    * A page of the sessions or traces with the latest activity, aggregated over all their events
-   * received by `asOf`. The ids are found first in a widening window below the page's start (an hour,
-   * a day, a week, then the whole range): every group active in a window ends later than every group
+   * received by `asOf`. The ids are found first in a widening window below the page's start
+   * (`widening`): every group active in a window ends later than every group
    * that is not, so once a window yields enough ids they are the next ones, and only those groups are
    * aggregated in full. Groups are ordered by their last event, then id.
    */
@@ -216,7 +225,7 @@ export class DashboardRepository {
       : ''
     const top = after ? after.ms : asOf
     let ids: string[] = []
-    for (const window of [3_600_000, 86_400_000, 7 * 86_400_000, Infinity]) {
+    for (const window of widening(opts.agentId)) {
       const from = window === Infinity ? opts.sinceMs : Math.max(opts.sinceMs, top - window)
       ids = (await this.rows<{ id: string }>(
         `/* svc:me_${name}_latest */ SELECT ${column} AS id FROM events
