@@ -254,40 +254,33 @@ export class DashboardRepository {
     // snapshot, is summed from its events instead; every other hour counts as its rollup says.
     const clean = hours.filter((x) => Number(x.hour_ms) >= opts.sinceMs && Number(x.received_ms) <= asOf)
     const dirty = hours.filter((x) => !clean.includes(x))
-    let recounted: Record<string, any>[] = []
-    if (dirty.length > 0) {
-      const dirtyHours = dirty.map((x) => Number(x.hour_ms))
-      recounted = await this.rows(
-        `/* svc:me_${name}_recount */ SELECT ${column} AS id,
-           toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS end_ms, count() AS n,
-           groupUniqArray(agent_id) AS agents, ${TOKEN_SUMS}, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
-         FROM events
-         WHERE ${scope} AND ${column} IN {dirtyIds:Array(String)}
-           AND ts >= fromUnixTimestamp64Milli({lo:Int64}) AND ts < fromUnixTimestamp64Milli({hi:Int64})
-           AND concat(${column}, ' ', toString(toUnixTimestamp(toStartOfHour(ts)) * 1000)) IN {pairs:Array(String)}
-         GROUP BY id`,
+    // Totals summed from the events themselves, of the groups and hours `where` picks.
+    const recount = (where: string, extra: Record<string, unknown>) => this.rows(
+      `/* svc:me_${name}_recount */ SELECT ${column} AS id,
+         toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS end_ms, count() AS n,
+         groupUniqArray(agent_id) AS agents, ${TOKEN_SUMS}, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
+       FROM events WHERE ${scope} AND ${where}
+       GROUP BY id`,
+      { ...params, ...extra },
+    )
+    const dirtyHours = dirty.map((x) => Number(x.hour_ms))
+    // A group found in events but not (yet) in its rollup, whose view's insert is still under way or
+    // failed and is being retried, is summed from its events whole.
+    const missing = ids.filter((id) => !hours.some((x) => x.id === id))
+    const recounted = (await Promise.all([
+      dirty.length === 0 ? [] : recount(
+        `${column} IN {dirtyIds:Array(String)}
+         AND ts >= fromUnixTimestamp64Milli({lo:Int64}) AND ts < fromUnixTimestamp64Milli({hi:Int64})
+         AND concat(${column}, ' ', toString(toUnixTimestamp(toStartOfHour(ts)) * 1000)) IN {pairs:Array(String)}`,
         {
-          ...params,
           dirtyIds: [...new Set(dirty.map((x) => x.id as string))],
           lo: Math.max(opts.sinceMs, Math.min(...dirtyHours)),
           hi: Math.max(...dirtyHours) + 3_600_000,
           pairs: dirty.map((x) => `${x.id} ${Number(x.hour_ms)}`),
         },
-      )
-    }
-    // A group found in events but not (yet) in its rollup, whose view's insert is still under way or
-    // failed and is being retried, is summed from its events whole.
-    const missing = ids.filter((id) => !hours.some((x) => x.id === id))
-    if (missing.length > 0) {
-      recounted.push(...await this.rows(
-        `/* svc:me_${name}_recount */ SELECT ${column} AS id,
-           toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS end_ms, count() AS n,
-           groupUniqArray(agent_id) AS agents, ${TOKEN_SUMS}, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
-         FROM events WHERE ${scope} AND ${column} IN {missing:Array(String)}
-         GROUP BY id`,
-        { ...params, missing },
-      ))
-    }
+      ),
+      missing.length === 0 ? [] : recount(`${column} IN {missing:Array(String)}`, { missing }),
+    ])).flat()
     const rows = [...combineGroups([...clean, ...recounted]).values()]
       .sort((a, b) => b.end_ms - a.end_ms || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     return { rows, asOf }
@@ -393,8 +386,8 @@ export class DashboardRepository {
   }
 
   /** Spend rollup grouped by agent, model or day since a day (UTC, inclusive). */
-  async spend (r: Reader, by: 'agent_id' | 'model' | 'day' | 'total', fromDay: string, agentId?: string): Promise<SpendRow[]> {
-    const key = by === 'total' ? "''" : by === 'day' ? 'toString(day)' : by
+  async spend (r: Reader, by: 'agent_id' | 'model' | 'day', fromDay: string, agentId?: string): Promise<SpendRow[]> {
+    const key = by === 'day' ? 'toString(day)' : by
     const rows = await this.rows(
       `/* svc:me_spend_by_${by} */ SELECT ${key} AS key, toString(sum(cost_usd)) AS cost, sum(events) AS n, sum(errors) AS errors,
               sum(unpriced_events) AS unpriced, ${TOKEN_SUMS}
