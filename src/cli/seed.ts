@@ -1,9 +1,11 @@
 /**
  * Fills one user with realistic events, straight into the event store (the service must not be
  * running on the same DATA_DIR with the embedded engine):
- *   npm run seed -- --events 1000000 [--user seed] [--agents 40] [--days 30] [--from 0]
+ *   npm run seed -- --events 1000000 [--user seed] [--agents 40] [--days 30] [--from 0] [--settle]
  * --from N continues a store already seeded with N events for the user: the new events, sessions and
  * traces are numbered after them (a store grown from 1 M to 10 M events holds what seeding 10 M would).
+ * --settle waits, before exiting, until the engine has no merge or mutation left to run (up to 10
+ * minutes), so that what is measured next on the store is not a bulk load's merging.
  * Prints the user's subject; `npm run token -- <subject>` gives a token to read it with.
  */
 import { parseArgs } from 'node:util'
@@ -24,6 +26,7 @@ const { values } = parseArgs({
     agents: { type: 'string', default: '40' },
     days: { type: 'string', default: '30' },
     from: { type: 'string', default: '0' },
+    settle: { type: 'boolean', default: false },
   },
 })
 const total = Number(values.events)
@@ -31,7 +34,7 @@ const agentCount = Number(values.agents)
 const days = Number(values.days)
 const from = Number(values.from)
 if (![total, agentCount, days].every((n) => Number.isInteger(n) && n > 0) || !Number.isInteger(from) || from < 0) {
-  console.error('usage: npm run seed -- --events N [--user name] [--agents N] [--days N] [--from N]')
+  console.error('usage: npm run seed -- --events N [--user name] [--agents N] [--days N] [--from N] [--settle]')
   process.exit(2)
 }
 
@@ -106,7 +109,31 @@ while (written < total) {
   bar(written)
 }
 process.stderr.write('\n')
+const settleStarted = Date.now()
+if (values.settle) await settle()
 await new AgentsRepository(pool).recordActivity(new Map(agentIds.map((id) => [id, { lastSeenAt: now, framework: 'seed' }])))
 await handle.release()
 await pool.end()
-pino().info({ user: values.user, userId: user.id, events: total, agents: agentIds.length, seconds: (Date.now() - started) / 1000 }, 'seeded')
+pino().info({
+  user: values.user, userId: user.id, events: total, agents: agentIds.length,
+  seconds: (settleStarted - started) / 1000, settleSeconds: values.settle ? (Date.now() - settleStarted) / 1000 : undefined,
+}, 'seeded')
+
+/**
+ * Waits until no merge or mutation has run on the store for 5 s in a row (the engine merges parts in
+ * the background and picks the next merge a moment after one ends).
+ */
+async function settle (): Promise<void> {
+  const deadline = Date.now() + 600_000
+  let quiet = 0
+  while (Date.now() < deadline && quiet < 5) {
+    const rs = await handle.client.query({
+      query: 'SELECT (SELECT count() FROM system.merges) + (SELECT count() FROM system.mutations WHERE NOT is_done) AS busy',
+      format: 'JSONEachRow',
+    })
+    const [row] = await rs.json<{ busy: string }>()
+    quiet = Number(row?.busy ?? 0) === 0 ? quiet + 1 : 0
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+  }
+  if (quiet < 5) process.stderr.write('the engine was still merging after 10 minutes; going on\n')
+}

@@ -178,18 +178,17 @@ export class DashboardService {
     const profile = await this.agents.profileOwned(r.userId, id)
     if (!profile) throw notFound()
     const now = Date.now()
-    // The 30 days' KPIs and the calendar come from one read of the daily rollup.
-    const [day, month, sessions, clusters] = await Promise.all([
-      this.dashboard.agentWindow(r, now - DAY_MS, profile.id),
-      this.dashboard.spendBreakdown(r, windowStart(now, CALENDAR_DAYS), profile.id),
+    // The last 24 hours, the 30 days' KPIs and the calendar come from one read.
+    const [figures, sessions, clusters] = await Promise.all([
+      this.dashboard.agentFigures(r, profile.id, now - DAY_MS, windowStart(now, CALENDAR_DAYS)),
       this.sessionsOf(r, profile.id),
       this.dashboard.clusters(r, { sinceMs: 0, agentId: profile.id, limit: 5 }),
     ])
     const resolved = await this.clusters.resolvedAt(r.userId, clusters.map((c) => c.fingerprint))
     return {
       ...profile,
-      kpis: agentKpis(day.get(profile.id), month.total[0]),
-      calendar: calendar(now, new Map(month.day.map((d) => [d.key, d]))),
+      kpis: agentKpis(figures.window, figures.total),
+      calendar: calendar(now, new Map(figures.days.map((d) => [d.key, d]))),
       recentSessions: sessions,
       recentErrors: clusters.map((c) => ({
         fingerprint: c.fingerprint, count: c.count, lastSeen: c.lastSeen, sampleMessage: c.sampleMessage, status: clusterStatus(c.lastSeenMs, resolved.get(c.fingerprint)),

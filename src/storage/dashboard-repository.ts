@@ -160,6 +160,9 @@ export interface ClusterAggregate {
   sampleMessage: string | null; agents: string[]; tools: string[]
 }
 
+/** Events, cost and errors of an agent in a window. */
+export interface WindowFigures { events: number; costUsd: number; errors: number }
+
 export interface SpendRow {
   key: string; costUsd: number; events: number; errors: number; tokens: TokenTotals
   /** Events whose model the price catalogue does not know (their cost counts as 0). */
@@ -264,22 +267,23 @@ export class DashboardRepository {
       { ...params, ...extra },
     )
     const dirtyHours = dirty.map((x) => Number(x.hour_ms))
+    const recountDirty = () => recount(
+      `${column} IN {dirtyIds:Array(String)}
+       AND ts >= fromUnixTimestamp64Milli({lo:Int64}) AND ts < fromUnixTimestamp64Milli({hi:Int64})
+       AND concat(${column}, ' ', toString(toUnixTimestamp(toStartOfHour(ts)) * 1000)) IN {pairs:Array(String)}`,
+      {
+        dirtyIds: [...new Set(dirty.map((x) => x.id as string))],
+        lo: Math.max(opts.sinceMs, Math.min(...dirtyHours)),
+        hi: Math.max(...dirtyHours) + 3_600_000,
+        pairs: dirty.map((x) => `${x.id} ${Number(x.hour_ms)}`),
+      },
+    )
     // A group found in events but not (yet) in its rollup, whose view's insert is still under way or
     // failed and is being retried, is summed from its events whole.
     const missing = ids.filter((id) => !hours.some((x) => x.id === id))
     const recounted = (await Promise.all([
-      dirty.length === 0 ? [] : recount(
-        `${column} IN {dirtyIds:Array(String)}
-         AND ts >= fromUnixTimestamp64Milli({lo:Int64}) AND ts < fromUnixTimestamp64Milli({hi:Int64})
-         AND concat(${column}, ' ', toString(toUnixTimestamp(toStartOfHour(ts)) * 1000)) IN {pairs:Array(String)}`,
-        {
-          dirtyIds: [...new Set(dirty.map((x) => x.id as string))],
-          lo: Math.max(opts.sinceMs, Math.min(...dirtyHours)),
-          hi: Math.max(...dirtyHours) + 3_600_000,
-          pairs: dirty.map((x) => `${x.id} ${Number(x.hour_ms)}`),
-        },
-      ),
-      missing.length === 0 ? [] : recount(`${column} IN {missing:Array(String)}`, { missing }),
+      dirty.length > 0 ? recountDirty() : [],
+      missing.length > 0 ? recount(`${column} IN {missing:Array(String)}`, { missing }) : [],
     ])).flat()
     const rows = [...combineGroups([...clean, ...recounted]).values()]
       .sort((a, b) => b.end_ms - a.end_ms || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
@@ -349,19 +353,18 @@ export class DashboardRepository {
   }
 
   /**
-   * The spend summary's four breakdowns since a day (UTC, inclusive) in one read of the rollup, of
-   * all the reader's agents or of one: the total, and by agent, model and day (ordered as `spend`
-   * orders them).
+   * The spend summary's four breakdowns since a day (UTC, inclusive) in one read of the rollup: the
+   * total, and by agent, model and day (ordered as `spend` orders them).
    */
-  async spendBreakdown (r: Reader, fromDay: string, agentId?: string): Promise<Record<'total' | 'agent_id' | 'model' | 'day', SpendRow[]>> {
+  async spendBreakdown (r: Reader, fromDay: string): Promise<Record<'total' | 'agent_id' | 'model' | 'day', SpendRow[]>> {
     const rows = await this.rows(
       `/* svc:me_spend_summary */ SELECT grouping(agent_id) = 0 AS by_agent, grouping(model) = 0 AS by_model, grouping(day) = 0 AS by_day,
               agent_id, model, toString(day) AS d, toString(sum(cost_usd)) AS cost, sum(events) AS n, sum(errors) AS errors,
               sum(unpriced_events) AS unpriced, ${TOKEN_SUMS}
        FROM spend_daily
-       WHERE user_id = {u:String} AND day >= {from:Date} AND agent_id NOT IN {hidden:Array(String)} ${agentId ? 'AND agent_id = {agent:String}' : ''}
+       WHERE user_id = {u:String} AND day >= {from:Date} AND agent_id NOT IN {hidden:Array(String)}
        GROUP BY GROUPING SETS ((), (agent_id), (model), (day))`,
-      { u: r.userId, from: fromDay, hidden: r.hidden, agent: agentId ?? '' },
+      { u: r.userId, from: fromDay, hidden: r.hidden },
     )
     const out: Record<'total' | 'agent_id' | 'model' | 'day', SpendRow[]> = { total: [], agent_id: [], model: [], day: [] }
     const nanos = new Map<SpendRow, bigint>()
@@ -400,24 +403,62 @@ export class DashboardRepository {
   }
 
   /**
+   * One agent's figures in one read: its events, cost and errors since a time (as `agentWindow`
+   * counts them) and its spend per day since a day (UTC, inclusive; as `spend` by day), with their total.
+   */
+  async agentFigures (r: Reader, agentId: string, sinceMs: number, fromDay: string): Promise<{ window: WindowFigures; days: SpendRow[]; total: SpendRow }> {
+    const hourMs = 3_600_000
+    const edge = Math.ceil(sinceMs / hourMs) * hourMs
+    const scope = 'user_id = {u:String} AND agent_id = {agent:String} AND agent_id NOT IN {hidden:Array(String)}'
+    const rows = await this.rows(
+      `/* svc:me_agent_figures */ SELECT 'day' AS part, toString(day) AS key, toString(sum(cost_usd)) AS cost, sum(events) AS n, sum(errors) AS errors,
+              sum(unpriced_events) AS unpriced, ${TOKEN_SUMS}
+       FROM spend_daily WHERE ${scope} AND day >= {from:Date}
+       GROUP BY day
+       UNION ALL
+       SELECT 'window', '', toString(sum(cost)), sum(n), sum(errors), 0, 0, 0, 0, 0 FROM (
+         SELECT sum(events) AS n, sum(cost_usd) AS cost, sum(errors) AS errors FROM agent_hourly
+         WHERE ${scope} AND hour >= toDateTime({edgeS:UInt32}, 'UTC')
+         UNION ALL
+         SELECT count(), sum(toDecimal128(cost_usd, 9)), countIf(error_fingerprint != '') FROM events
+         WHERE ${scope} AND ts >= fromUnixTimestamp64Milli({since:Int64}) AND ts < fromUnixTimestamp64Milli({edge:Int64})
+       )`,
+      { u: r.userId, agent: agentId, hidden: r.hidden, from: fromDay, since: sinceMs, edge, edgeS: edge / 1000 },
+    )
+    const spendRow = (x: Record<string, any>): SpendRow =>
+      ({ key: x.key, costUsd: Number(x.cost), events: Number(x.n), errors: Number(x.errors), tokens: tokensOf(x), unpricedEvents: Number(x.unpriced) })
+    const days = rows.filter((x) => x.part === 'day').sort((a, b) => (a.key < b.key ? -1 : 1))
+    const window = rows.find((x) => x.part === 'window')
+    const sum = (name: string) => days.reduce((n, x) => n + Number(x[name]), 0)
+    const total = spendRow({
+      key: '', cost: nanosText(days.reduce((n, x) => n + decimalNanos(x.cost), 0n)), n: sum('n'), errors: sum('errors'), unpriced: sum('unpriced'),
+      t_in: sum('t_in'), t_cw: sum('t_cw'), t_cr: sum('t_cr'), t_out: sum('t_out'),
+    })
+    return {
+      window: { events: Number(window?.n ?? 0), costUsd: Number(window?.cost ?? 0), errors: Number(window?.errors ?? 0) },
+      days: days.map(spendRow),
+      total,
+    }
+  }
+
+  /**
    * Events, cost and errors per agent since a time (any instant, not only whole hours): the whole
    * hours from the hourly rollup, the part of an hour before the first of them from the events.
    */
-  async agentWindow (r: Reader, sinceMs: number, agentId?: string): Promise<Map<string, { events: number; costUsd: number; errors: number }>> {
+  async agentWindow (r: Reader, sinceMs: number): Promise<Map<string, WindowFigures>> {
     const hourMs = 3_600_000
     const edge = Math.ceil(sinceMs / hourMs) * hourMs
-    const agent = agentId ? 'AND agent_id = {agent:String}' : ''
     const rows = await this.rows(
       `/* svc:me_agents_window */ SELECT agent_id, sum(n) AS n, toString(sum(cost)) AS cost, sum(errors) AS errors FROM (
          SELECT agent_id, sum(events) AS n, sum(cost_usd) AS cost, sum(errors) AS errors FROM agent_hourly
-         WHERE user_id = {u:String} AND hour >= toDateTime({edgeS:UInt32}, 'UTC') ${agent}
+         WHERE user_id = {u:String} AND hour >= toDateTime({edgeS:UInt32}, 'UTC')
          GROUP BY agent_id
          UNION ALL
          SELECT agent_id, count() AS n, sum(toDecimal128(cost_usd, 9)) AS cost, countIf(error_fingerprint != '') AS errors FROM events
-         WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64}) AND ts < fromUnixTimestamp64Milli({edge:Int64}) ${agent}
+         WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64}) AND ts < fromUnixTimestamp64Milli({edge:Int64})
          GROUP BY agent_id
        ) GROUP BY agent_id`,
-      { u: r.userId, since: sinceMs, edge, edgeS: edge / 1000, agent: agentId ?? '' },
+      { u: r.userId, since: sinceMs, edge, edgeS: edge / 1000 },
     )
     return new Map(rows.map((x) => [x.agent_id, { events: Number(x.n), costUsd: Number(x.cost), errors: Number(x.errors) }]))
   }
