@@ -1,5 +1,6 @@
 import t from 'tap'
 import { Redis } from 'ioredis'
+import { deflateRawSync } from 'node:zlib'
 import { BestEffortRedis, type OutageLog } from '../../src/ingest/best-effort-redis.ts'
 import { SpanMemory, type SpanMemoryOptions } from '../../src/ingest/span-memory.ts'
 import { IdempotencyStore, type Begun } from '../../src/ingest/idempotency.ts'
@@ -126,19 +127,23 @@ t.test('an Idempotency-Key: run once, 409 while in flight, 422 for another reque
 
   const results = Array.from({ length: 500 }, (_, i) => ({ status: 202, id: `evt_01K00000000000000000${String(i).padStart(4, '0')}`, accepted: true }))
   const body = JSON.stringify({ results })
-  await a.finish(user, 'k1', 'body-1', tokenOf(k1), 207, body)
-  t.same(await b.begin(user, 'k1', 'body-1'), { kind: 'replay', status: 207, body }, 'another instance replays the answer, byte for byte')
+  await a.finish(user, 'k1', 'body-1', tokenOf(k1), { status: 207, body, retryAfter: '3' })
+  t.same(await b.begin(user, 'k1', 'body-1'), { kind: 'replay', status: 207, retryAfter: '3', body }, 'another instance replays the answer, byte for byte, and its Retry-After')
   await t.rejects(b.begin(user, 'k1', 'body-2'), { statusCode: 422, code: 'idempotency_key_reused' }, 'a done key with another body is still refused')
   const stored = await (await connection(t)).getBuffer(`${prefix}idem:${user}:k1`)
   t.ok(stored!.length < body.length / 4, `a batch's answer is kept deflated (${stored!.length} of ${body.length} bytes)`)
 
   const k2 = await a.begin(user, 'k2', 'body-3')
   t.match(k2, { kind: 'run', recorded: true })
-  await a.finish(user, 'k2', 'body-3', tokenOf(k2), 503, '{"error":"unavailable"}')
+  await a.finish(user, 'k2', 'body-3', tokenOf(k2), { status: 503, body: '{"error":"unavailable"}', retryAfter: undefined })
   const k2Retry = await b.begin(user, 'k2', 'body-3')
   t.match(k2Retry, { kind: 'run', recorded: true }, 'a 503 stored nothing: its retry runs')
-  await b.finish(user, 'k2', 'body-3', tokenOf(k2Retry), 429, '{"error":"rate_limited"}')
+  await b.finish(user, 'k2', 'body-3', tokenOf(k2Retry), { status: 429, body: '{"error":"rate_limited"}', retryAfter: undefined })
   t.match(await a.begin(user, 'k2', 'body-3'), { kind: 'run', recorded: true }, 'nor does a 429 poison the key')
+
+  // A record of a release before Retry-After was kept (its header has no fourth field) still replays.
+  await (await connection(t)).set(`${prefix}idem:${user}:older`, Buffer.concat([Buffer.from('d 202 body-4\n'), deflateRawSync('{"id":"older"}')]))
+  t.same(await b.begin(user, 'older', 'body-4'), { kind: 'replay', status: 202, retryAfter: undefined, body: '{"id":"older"}' }, 'an older record replays')
 })
 
 t.test('a request that outlived its hold on an Idempotency-Key frees neither the hold nor the answer of the retry that took it', async (t) => {
@@ -152,20 +157,20 @@ t.test('a request that outlived its hold on an Idempotency-Key frees neither the
   await new Promise((resolve) => setTimeout(resolve, 120))
   const retries = await Promise.all(keys.slice(0, 4).map((key) => other.begin(user, key, 'body')))
   t.match(retries, retries.map(() => ({ kind: 'run', recorded: true })), 'the keys are free once the first holds are over')
-  await other.finish(user, 'done', 'body', tokenOf(retries[0]!), 202, '{"id":"retry"}')
-  await other.finish(user, 'replaced', 'body', tokenOf(retries[2]!), 202, '{"id":"retry"}')
+  await other.finish(user, 'done', 'body', tokenOf(retries[0]!), { status: 202, body: '{"id":"retry"}', retryAfter: undefined })
+  await other.finish(user, 'replaced', 'body', tokenOf(retries[2]!), { status: 202, body: '{"id":"retry"}', retryAfter: undefined })
 
-  await slow.finish(user, 'done', 'body', tokenOf(first[0]!), 503, '{"error":"unavailable"}')
+  await slow.finish(user, 'done', 'body', tokenOf(first[0]!), { status: 503, body: '{"error":"unavailable"}', retryAfter: undefined })
   t.same(await other.begin(user, 'done', 'body'), { kind: 'replay', status: 202, body: '{"id":"retry"}' }, 'the retry\'s answer is still replayed')
-  await slow.finish(user, 'held', 'body', tokenOf(first[1]!), 503, '{"error":"unavailable"}')
+  await slow.finish(user, 'held', 'body', tokenOf(first[1]!), { status: 503, body: '{"error":"unavailable"}', retryAfter: undefined })
   await t.rejects(other.begin(user, 'held', 'body'), { statusCode: 409, code: 'conflict', extra: { reason: 'idempotency_key_in_flight' } }, 'the retry under way still holds its key')
-  await slow.finish(user, 'replaced', 'body', tokenOf(first[2]!), 202, '{"id":"first"}')
+  await slow.finish(user, 'replaced', 'body', tokenOf(first[2]!), { status: 202, body: '{"id":"first"}', retryAfter: undefined })
   t.same(await other.begin(user, 'replaced', 'body'), { kind: 'replay', status: 202, body: '{"id":"retry"}' }, 'the answer replayed is the one recorded first')
 
-  await slow.finish(user, 'overtaken', 'body', tokenOf(first[3]!), 202, '{"id":"first"}')
-  await other.finish(user, 'overtaken', 'body', tokenOf(retries[3]!), 503, '{"error":"unavailable"}')
+  await slow.finish(user, 'overtaken', 'body', tokenOf(first[3]!), { status: 202, body: '{"id":"first"}', retryAfter: undefined })
+  await other.finish(user, 'overtaken', 'body', tokenOf(retries[3]!), { status: 503, body: '{"error":"unavailable"}', retryAfter: undefined })
   t.same(await other.begin(user, 'overtaken', 'body'), { kind: 'replay', status: 202, body: '{"id":"first"}' }, 'an answer recorded while a retry runs stays, whatever the retry answers')
-  await slow.finish(user, 'late', 'body', tokenOf(first[4]!), 202, '{"id":"late"}')
+  await slow.finish(user, 'late', 'body', tokenOf(first[4]!), { status: 202, body: '{"id":"late"}', retryAfter: undefined })
   t.same(await other.begin(user, 'late', 'body'), { kind: 'replay', status: 202, body: '{"id":"late"}' }, 'a late answer is recorded when no retry took its key')
 })
 
@@ -181,7 +186,7 @@ t.test('with Redis down both memories let requests run, and warn once for the ou
   await spans.settle(first, [true, true])
   t.equal((await spans.claim('u', events)).repeated, 2, 'a re-send to the same instance is still recognised from its own memory')
   for (let i = 0; i < 3; i++) t.same(await keys.begin('u', 'k', 'body'), { kind: 'run', recorded: false }, 'a keyed request runs unrecorded')
-  await keys.finish('u', 'k', 'body', 'token', 202, '{}')
+  await keys.finish('u', 'k', 'body', 'token', { status: 202, body: '{}', retryAfter: undefined })
   t.same(log.warnings, [log.warnings[0]], 'one warning for the whole outage')
   t.match(log.warnings[0], /Redis unreachable.*at least once/)
 })

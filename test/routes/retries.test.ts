@@ -174,6 +174,37 @@ t.test('the same key with another body, or on the other route, is refused with 4
   t.equal(otherRoute.statusCode, 422)
 })
 
+t.test('a 207 with refused events is replayed with its Retry-After', async (t) => {
+  const { secret } = await userWithKey({ burst: 2 })
+  const key = randomId('partly-')
+  const events = [{ agentId: 'partly' }, { agentId: 'partly' }, { agentId: 'partly' }]
+  const first = await sendKeyed(a, '/v1/events/batch', secret, key, { events })
+  t.equal(first.statusCode, 207)
+  t.same(first.json().results.map((r: { status: number }) => r.status), [202, 202, 429], 'the burst of 2 admits two of the three')
+  t.match(first.headers['retry-after'], /^\d+$/)
+  const retry = await sendKeyed(b, '/v1/events/batch', secret, key, { events })
+  t.equal(retry.headers['idempotent-replayed'], 'true')
+  t.equal(retry.headers['retry-after'], first.headers['retry-after'], 'the same Retry-After as the first answer')
+  t.equal(retry.body, first.body)
+})
+
+t.test('keys bound to two agents: the same Idempotency-Key and body are two requests, the second refused with 422', async (t) => {
+  const { user, secret } = await userWithKey()
+  const [one, two] = [randomId('bound-one-'), randomId('bound-two-')]
+  for (const name of [one, two]) t.equal((await sendKeyed(a, '/v1/events', secret, randomId(), { agentId: name })).statusCode, 202)
+  const ids = (await a.db.query('SELECT id, display_name FROM agents WHERE owner_id = $1', [user.id])).rows
+  const idOf = (name: string) => ids.find((r) => r.display_name === name)!.id as string
+  const keyOne = await user.createKey('one', idOf(one))
+  const keyTwo = await user.createKey('two', idOf(two))
+  const key = randomId('bound-')
+  t.equal((await sendKeyed(a, '/v1/events', keyOne.secret, key, { type: 'decision' })).statusCode, 202)
+  const other = await sendKeyed(b, '/v1/events', keyTwo.secret, key, { type: 'decision' })
+  t.equal(other.statusCode, 422, 'not the first agent\'s answer: its event would not be stored')
+  t.match(other.json(), { error: 'idempotency_key_reused' })
+  const again = await sendKeyed(b, '/v1/events', keyOne.secret, key, { type: 'decision' })
+  t.equal(again.headers['idempotent-replayed'], 'true', 'the same key bound to the same agent replays')
+})
+
 t.test('a request still under way on one instance: its key answers 409 on another, then the first answer', async (t) => {
   const { user, secret } = await userWithKey()
   const key = randomId('slow-')
