@@ -18,7 +18,8 @@ export interface ExportOutcome {
  * those through the ingestion pipeline like a batch (burst limit per span, owner-scoped agent
  * resolution, the ingest log). A request none of whose spans is accepted answers the refusal they
  * share (429 with Retry-After when any was over the burst limit), so retryable refusals are retried
- * by the exporter; otherwise refused spans are reported in partial_success (which exporters do not retry).
+ * by the exporter; otherwise refused spans are reported in partial_success (which exporters do not retry),
+ * as they are when the request's other spans were accepted by an earlier send of it.
  * A span is stored once whichever instance takes it and however often it is re-sent within the
  * window (see SpanMemory).
  */
@@ -45,11 +46,19 @@ export class OtlpService {
         else refusals.push(outcome.error)
       }
     }
-    if (accepted === 0 && refusals.length > 0) throw shared(refusals)
+    if (accepted === 0 && refusals.length > 0) {
+      const refusal = shared(refusals)
+      // A re-send whose other spans were accepted before is answered as its first send was (those
+      // spans accepted, the rest in partial_success), unless the refusal is one exporters retry.
+      if (claim.repeated === 0 || RETRIED.has(refusal.statusCode)) throw refusal
+    }
     const total = claim.repeated + accepted + refusals.length
     return { acceptedSpans: claim.repeated + accepted, rejectedSpans: refusals.length, errorMessage: summary(refusals, total) }
   }
 }
+
+/** The statuses OTLP exporters retry a request on (OTLP/HTTP specification: 429, 502, 503, 504). */
+const RETRIED = new Set([429, 502, 503, 504])
 
 /** The `decode` step: the body decoded, and each span mapped to an event or refused. A body that cannot be decoded is refused whole (400). */
 function decodeSpans (body: Buffer, encoding: OtlpEncoding): { events: IncomingEvent[]; refusals: HttpError[] } {

@@ -279,6 +279,9 @@ t.test('bad inputs get the right status and a Status body in the request encodin
   const mixed = await post(json, JSON.stringify({ resourceSpans: [{ ...spanJson.resourceSpans[0], scopeSpans: [{ scope: { name: 'x' }, spans: [goodSpan, noTrace] }] }] }))
   t.equal(mixed.statusCode, 200)
   t.match(mixed.json(), { partialSuccess: { rejectedSpans: '1', errorMessage: /1 of 2 spans refused: 1 invalid_span \(span has no valid trace id/ } })
+  const resent = await post(json, JSON.stringify({ resourceSpans: [{ ...spanJson.resourceSpans[0], scopeSpans: [{ scope: { name: 'x' }, spans: [goodSpan, noTrace] }] }] }))
+  t.equal(resent.statusCode, 200, 'its re-send is answered as the first send was, not refused whole')
+  t.same(resent.json(), mixed.json())
 
   // Values the event store cannot hold are cleaned, not refused: NUL in the service name, NaN attributes.
   const odd = JSON.parse(requestOf({ x: 1 }, 'json', 'with\u0000nul').toString())
