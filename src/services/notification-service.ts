@@ -91,7 +91,6 @@ export class NotificationService {
   async create (userId: string, input: ChannelInput) {
     this.checkFields(input.kind, input, true)
     if (input.url !== undefined) await this.checkDestination(input.url)
-    if (await this.channels.count(userId) >= MAX_CHANNELS) throw conflict('too_many_channels')
     const signingSecret = input.kind === 'webhook' ? newSigningSecret() : null
     const channel = await this.channels.create(userId, {
       kind: input.kind,
@@ -100,7 +99,8 @@ export class NotificationService {
       routingKey: input.routingKey ?? null,
       signingSecret,
       events: input.events ?? [...EVENT_TYPES],
-    })
+    }, MAX_CHANNELS)
+    if (!channel) throw conflict('too_many_channels')
     return signingSecret ? { ...presentChannel(channel), secret: signingSecret } : presentChannel(channel)
   }
 

@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import { newCuid } from '../domain/ids.ts'
 import type { ChannelKind, EventType, NotificationEvent, TEST_EVENT } from '../domain/notifications.ts'
+import { underUserLock } from './postgres.ts'
 import { iso, isoOrNull } from './timestamps.ts'
 
 /** A notification channel as stored, its credentials included (routes mask them). */
@@ -113,18 +114,19 @@ const DELIVERY_COLUMNS = `id, channel_id, event, status, attempts, max_attempts,
 export class ChannelsRepository {
   constructor (private readonly db: pg.Pool) {}
 
-  async create (userId: string, c: NewChannel): Promise<Channel> {
-    const { rows } = await this.db.query(
+  /**
+   * A new channel of the user; null when the user already has `max`: the count and the insert run
+   * under a lock of the user's row, so concurrent requests cannot pass the limit together.
+   */
+  async create (userId: string, c: NewChannel, max: number): Promise<Channel | null> {
+    const rows = await underUserLock(this.db, userId, async (client) => (await client.query(
       `/* svc:channel_create */ INSERT INTO notification_channels (id, user_id, kind, label, url, routing_key, signing_secret, events)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
-      [newCuid(), userId, c.kind, c.label, c.url, c.routingKey, c.signingSecret, c.events],
-    )
-    return toChannel(rows[0])
-  }
-
-  async count (userId: string): Promise<number> {
-    const { rows } = await this.db.query('/* svc:channel_count */ SELECT count(*)::int AS n FROM notification_channels WHERE user_id = $1', [userId])
-    return rows[0].n
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8
+       WHERE (SELECT count(*) FROM notification_channels WHERE user_id = $2) < $9
+       RETURNING *`,
+      [newCuid(), userId, c.kind, c.label, c.url, c.routingKey, c.signingSecret, c.events, max],
+    )).rows)
+    return rows[0] ? toChannel(rows[0]) : null
   }
 
   /** The user's channels, newest first. */

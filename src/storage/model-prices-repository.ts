@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import type { UserPrice } from '../domain/pricing.ts'
+import { underUserLock } from './postgres.ts'
 import { iso } from './timestamps.ts'
 
 /** A price a user set for a model, as listed and answered. */
@@ -38,28 +39,17 @@ export class ModelPricesRepository {
    * of the user's row, so concurrent requests cannot pass the limit together.
    */
   async put (userId: string, model: string, price: UserPrice, max: number): Promise<ModelPrice | null> {
-    const client = await this.db.connect()
-    try {
-      await client.query('BEGIN')
-      await client.query('/* svc:model_prices_lock */ SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [userId])
-      const { rows } = await client.query(
-        `/* svc:model_prices_put */ INSERT INTO model_prices AS p (user_id, model, input_per_mtok, output_per_mtok, cache_read_per_mtok, cache_write_per_mtok)
-         SELECT $1, $2, $3, $4, $5, $6
-         WHERE (SELECT count(*) FROM model_prices WHERE user_id = $1) < $7
-            OR EXISTS (SELECT 1 FROM model_prices WHERE user_id = $1 AND model = $2)
-         ON CONFLICT (user_id, model) DO UPDATE SET input_per_mtok = EXCLUDED.input_per_mtok, output_per_mtok = EXCLUDED.output_per_mtok,
-           cache_read_per_mtok = EXCLUDED.cache_read_per_mtok, cache_write_per_mtok = EXCLUDED.cache_write_per_mtok, updated_at = now()
-         RETURNING *`,
-        [userId, model, price.inputPerMTok, price.outputPerMTok, price.cacheReadPerMTok, price.cacheWritePerMTok, max],
-      )
-      await client.query('COMMIT')
-      return rows[0] ? toModelPrice(rows[0]) : null
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw err
-    } finally {
-      client.release()
-    }
+    const rows = await underUserLock(this.db, userId, async (client) => (await client.query(
+      `/* svc:model_prices_put */ INSERT INTO model_prices AS p (user_id, model, input_per_mtok, output_per_mtok, cache_read_per_mtok, cache_write_per_mtok)
+       SELECT $1, $2, $3, $4, $5, $6
+       WHERE (SELECT count(*) FROM model_prices WHERE user_id = $1) < $7
+          OR EXISTS (SELECT 1 FROM model_prices WHERE user_id = $1 AND model = $2)
+       ON CONFLICT (user_id, model) DO UPDATE SET input_per_mtok = EXCLUDED.input_per_mtok, output_per_mtok = EXCLUDED.output_per_mtok,
+         cache_read_per_mtok = EXCLUDED.cache_read_per_mtok, cache_write_per_mtok = EXCLUDED.cache_write_per_mtok, updated_at = now()
+       RETURNING *`,
+      [userId, model, price.inputPerMTok, price.outputPerMTok, price.cacheReadPerMTok, price.cacheWritePerMTok, max],
+    )).rows)
+    return rows[0] ? toModelPrice(rows[0]) : null
   }
 
   /** Removes the user's price for a model; false when there was none. */

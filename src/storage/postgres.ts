@@ -62,6 +62,27 @@ async function migratePostgres (databaseUrl: string): Promise<string[]> {
 }
 
 /** Bounds on how long the service waits for Postgres (ms); see Config.postgresTimeouts. */
+/**
+ * Runs `work` in a transaction that holds a lock on the user's row: a user's requests that count
+ * and insert under a limit (channels, model prices) run one after another, so together they cannot
+ * pass it.
+ */
+export async function underUserLock<T> (db: pg.Pool, userId: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await db.connect()
+  try {
+    await client.query('BEGIN')
+    await client.query('/* svc:user_lock */ SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [userId])
+    const result = await work(client)
+    await client.query('COMMIT')
+    return result
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  } finally {
+    client.release()
+  }
+}
+
 export interface PostgresTimeouts { connectMs: number; statementMs: number; idleInTransactionMs: number }
 
 // The server's statement_timeout answers first (57014, and the connection stays usable); the client

@@ -137,7 +137,7 @@ t.test('old cleared alerts, finished deliveries and waitlist sign-ups are delete
   const oldEmail = `${randomId('old-')}@example.com`
   const newEmail = `${randomId('new-')}@example.com`
   await app.db.query('INSERT INTO waitlist (email, created_at) VALUES ($1, now() - interval \'1000 days\'), ($2, now())', [oldEmail, newEmail])
-  const channel = await app.channels.create(user.id, { kind: 'pagerduty', label: '', url: null, routingKey: 'k', signingSecret: null, events: ['alert.triggered'] })
+  const channel = (await app.channels.create(user.id, { kind: 'pagerduty', label: '', url: null, routingKey: 'k', signingSecret: null, events: ['alert.triggered'] }, 20))!
   const delivery = async (finishedDaysAgo: number | null) => {
     const id = randomId('msg_')
     await app.db.query(`INSERT INTO notification_deliveries (id, channel_id, event, event_key, payload, max_attempts, finished_at)
