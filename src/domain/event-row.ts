@@ -99,7 +99,7 @@ export interface RowContext {
 }
 
 /** The event's time in unix ms: its own timestamp when given, else the receive time. */
-export function eventTime (event: IncomingEvent, receivedAt: number): number {
+function eventTime (event: IncomingEvent, receivedAt: number): number {
   const t = event.timestamp
   if (t === undefined) return receivedAt
   return typeof t === 'number' ? t : parseIsoDateTime(t)

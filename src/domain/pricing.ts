@@ -215,7 +215,7 @@ function partCost (price: PicoPrice | undefined, tokens: number, inputTotal: num
  * for `provider/model` names (LiteLLM, OpenRouter, Vercel AI SDK gateways) by the part after the
  * prefix, with the prefix as provider when the catalogue knows it.
  */
-export function resolveModel (model: string, providerHint?: string): Resolved | null {
+function resolveModel (model: string, providerHint?: string): Resolved | null {
   const key = `${providerHint ?? ''}\u0000${model}`
   const cached = resolutions.get(key)
   if (cached !== undefined) return cached || null

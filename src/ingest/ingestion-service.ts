@@ -25,9 +25,9 @@ export type EventAck = {
 }
 
 /** Ingestion burst limits per minute by tier; a user's burst_per_minute overrides them. */
-export const TIER_BURST_PER_MINUTE: Record<Tier, number> = { free: 60, pro: 600, enterprise: 6000 }
+const TIER_BURST_PER_MINUTE: Record<Tier, number> = { free: 60, pro: 600, enterprise: 6000 }
 
-export function burstLimit (key: { tier: Tier; burstPerMinute: number | null }): number {
+function burstLimit (key: { tier: Tier; burstPerMinute: number | null }): number {
   return key.burstPerMinute ?? TIER_BURST_PER_MINUTE[key.tier]
 }
 

@@ -35,7 +35,7 @@ export interface StallLogger {
  * fifth of Postgres' statement timeout, so a step this slow was waiting on a store that had stopped
  * answering in time, not on load.
  */
-export const STEP_STALL_MS = 1000
+const STEP_STALL_MS = 1000
 
 /** The verdicts of a step that hands every item on. */
 export function passAll<A> (items: readonly unknown[]): Verdict<A>[] {

@@ -13,7 +13,7 @@ declare module 'fastify' {
   }
 }
 
-export interface AnomalyOptions { everyMs: number }
+interface AnomalyOptions { everyMs: number }
 
 /**
  * Anomaly detection on the anomaly queue: every role enqueues debounced agent checks; the worker role
