@@ -63,14 +63,31 @@ function publicOnlyLookup (hostname: string, options: LookupAllOptions | object,
 /** The host of a URL without IPv6 brackets. */
 const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1')
 
+/** How long creating or changing a channel waits for its host name to resolve. */
+const DESTINATION_LOOKUP_MS = 3000
+
+type LookupAll = (host: string, options: LookupAllOptions, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void
+
+/** The addresses a name resolves to; none when it does not resolve, or not within `timeoutMs`. */
+export function addressesOf (host: string, timeoutMs: number, resolveAll: LookupAll = lookup): Promise<string[]> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve([]), timeoutMs)
+    resolveAll(host, { all: true }, (err, found) => {
+      clearTimeout(timer)
+      resolve(err ? [] : found.map((a) => a.address))
+    })
+  })
+}
+
 /**
  * Why the service would refuse to send to `url`, or null. An IP address is judged as it is; a name
- * is resolved (a name that does not resolve now is not refused: the delivery log will show it).
+ * is resolved (a name that does not resolve now, or not within 3 s, is not refused: the check at
+ * delivery still applies, and the delivery log will show it).
  */
 export async function destinationProblem (url: string, allowPrivateNetworks: boolean): Promise<string | null> {
   if (allowPrivateNetworks) return null
   const host = hostOf(new URL(url))
-  const addresses = isIP(host) ? [host] : await new Promise<string[]>((resolve) => lookup(host, { all: true }, (err, found) => resolve(err ? [] : found.map((a) => a.address))))
+  const addresses = isIP(host) ? [host] : await addressesOf(host, DESTINATION_LOOKUP_MS)
   const bad = addresses.find((a) => !isPublicAddress(a))
   return bad ? refusal(host, bad).message : null
 }

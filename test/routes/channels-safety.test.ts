@@ -55,3 +55,11 @@ t.test('at delivery the resolved address is checked again: refused, no connectio
   t.equal(receiver.connections, before.connections, 'no connection was made')
   t.equal(receiver.received.length, before.requests)
 })
+
+t.test('a destination name that does not resolve in time is not waited on (nor refused: delivery checks again)', async (t) => {
+  const { addressesOf } = await import('../../src/services/notification-sender.ts')
+  // A resolver that never answers (as a name server that drops queries): the check still ends.
+  const silent = () => {}
+  t.same(await addressesOf('hangs.example', 50, silent), [])
+  t.ok((await addressesOf('localhost', 2000)).includes('127.0.0.1'), 'a name that resolves gives its addresses')
+})
