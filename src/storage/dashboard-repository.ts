@@ -65,6 +65,32 @@ function decimalNanos (text: string): bigint {
   return negative ? -n : n
 }
 
+/** A row of a spend rollup read (cost as decimal text, sums of events, errors, unpriced events and tokens). */
+function toSpendRow (x: Record<string, any>, key: string = x.key): SpendRow {
+  return { key, costUsd: Number(x.cost), events: Number(x.n), errors: Number(x.errors), tokens: tokensOf(x), unpricedEvents: Number(x.unpriced) }
+}
+
+/**
+ * Events, cost and errors per agent of `scope` since an instant (any instant, not only a whole
+ * hour), in two parts to sum: the whole hours from the hourly rollup, and the part of an hour before
+ * the first of them from the events. Its parameters are `windowParams`.
+ */
+function windowParts (scope: string): string {
+  return `SELECT agent_id, sum(events) AS n, sum(cost_usd) AS cost, sum(errors) AS errors FROM agent_hourly
+    WHERE ${scope} AND hour >= toDateTime({edgeS:UInt32}, 'UTC')
+    GROUP BY agent_id
+    UNION ALL
+    SELECT agent_id, count() AS n, sum(toDecimal128(cost_usd, 9)) AS cost, countIf(error_fingerprint != '') AS errors FROM events
+    WHERE ${scope} AND ts >= fromUnixTimestamp64Milli({since:Int64}) AND ts < fromUnixTimestamp64Milli({edge:Int64})
+    GROUP BY agent_id`
+}
+
+function windowParams (sinceMs: number): { since: number; edge: number; edgeS: number } {
+  const hourMs = 3_600_000
+  const edge = Math.ceil(sinceMs / hourMs) * hourMs
+  return { since: sinceMs, edge, edgeS: edge / 1000 }
+}
+
 /**
  * The windows a page is looked for in, below its start: an hour, a day, a week, then the whole
  * range. One agent's events are a small part of its user's, so its reads start at a day: an hour of
@@ -373,7 +399,7 @@ export class DashboardRepository {
       const key = set === 'agent_id' ? x.agent_id : set === 'model' ? x.model : set === 'day' ? x.d : ''
       // No event since the day: the empty grouping set still answers one row of zeros, as no row would.
       if (set === 'total' && Number(x.n) === 0) continue
-      const row = { key, costUsd: Number(x.cost), events: Number(x.n), errors: Number(x.errors), tokens: tokensOf(x), unpricedEvents: Number(x.unpriced) }
+      const row = toSpendRow(x, key)
       nanos.set(row, decimalNanos(x.cost))
       out[set].push(row)
     }
@@ -389,17 +415,17 @@ export class DashboardRepository {
   }
 
   /** Spend rollup grouped by agent, model or day since a day (UTC, inclusive). */
-  async spend (r: Reader, by: 'agent_id' | 'model' | 'day', fromDay: string, agentId?: string): Promise<SpendRow[]> {
+  async spend (r: Reader, by: 'agent_id' | 'model' | 'day', fromDay: string): Promise<SpendRow[]> {
     const key = by === 'day' ? 'toString(day)' : by
     const rows = await this.rows(
       `/* svc:me_spend_by_${by} */ SELECT ${key} AS key, toString(sum(cost_usd)) AS cost, sum(events) AS n, sum(errors) AS errors,
               sum(unpriced_events) AS unpriced, ${TOKEN_SUMS}
        FROM spend_daily
-       WHERE user_id = {u:String} AND day >= {from:Date} AND agent_id NOT IN {hidden:Array(String)} ${agentId ? 'AND agent_id = {agent:String}' : ''}
+       WHERE user_id = {u:String} AND day >= {from:Date} AND agent_id NOT IN {hidden:Array(String)}
        GROUP BY key ORDER BY ${by === 'day' ? 'key' : 'sum(cost_usd) DESC, key'}`,
-      { u: r.userId, from: fromDay, hidden: r.hidden, agent: agentId ?? '' },
+      { u: r.userId, from: fromDay, hidden: r.hidden },
     )
-    return rows.map((x) => ({ key: x.key, costUsd: Number(x.cost), events: Number(x.n), errors: Number(x.errors), tokens: tokensOf(x), unpricedEvents: Number(x.unpriced) }))
+    return rows.map((x) => toSpendRow(x))
   }
 
   /**
@@ -407,8 +433,6 @@ export class DashboardRepository {
    * counts them) and its spend per day since a day (UTC, inclusive; as `spend` by day), with their total.
    */
   async agentFigures (r: Reader, agentId: string, sinceMs: number, fromDay: string): Promise<{ window: WindowFigures; days: SpendRow[]; total: SpendRow }> {
-    const hourMs = 3_600_000
-    const edge = Math.ceil(sinceMs / hourMs) * hourMs
     const scope = 'user_id = {u:String} AND agent_id = {agent:String} AND agent_id NOT IN {hidden:Array(String)}'
     const rows = await this.rows(
       `/* svc:me_agent_figures */ SELECT 'day' AS part, toString(day) AS key, toString(sum(cost_usd)) AS cost, sum(events) AS n, sum(errors) AS errors,
@@ -416,49 +440,29 @@ export class DashboardRepository {
        FROM spend_daily WHERE ${scope} AND day >= {from:Date}
        GROUP BY day
        UNION ALL
-       SELECT 'window', '', toString(sum(cost)), sum(n), sum(errors), 0, 0, 0, 0, 0 FROM (
-         SELECT sum(events) AS n, sum(cost_usd) AS cost, sum(errors) AS errors FROM agent_hourly
-         WHERE ${scope} AND hour >= toDateTime({edgeS:UInt32}, 'UTC')
-         UNION ALL
-         SELECT count(), sum(toDecimal128(cost_usd, 9)), countIf(error_fingerprint != '') FROM events
-         WHERE ${scope} AND ts >= fromUnixTimestamp64Milli({since:Int64}) AND ts < fromUnixTimestamp64Milli({edge:Int64})
-       )`,
-      { u: r.userId, agent: agentId, hidden: r.hidden, from: fromDay, since: sinceMs, edge, edgeS: edge / 1000 },
+       SELECT 'window', '', toString(sum(cost)), sum(n), sum(errors), 0, 0, 0, 0, 0 FROM (${windowParts(scope)})`,
+      { u: r.userId, agent: agentId, hidden: r.hidden, from: fromDay, ...windowParams(sinceMs) },
     )
-    const spendRow = (x: Record<string, any>): SpendRow =>
-      ({ key: x.key, costUsd: Number(x.cost), events: Number(x.n), errors: Number(x.errors), tokens: tokensOf(x), unpricedEvents: Number(x.unpriced) })
     const days = rows.filter((x) => x.part === 'day').sort((a, b) => (a.key < b.key ? -1 : 1))
     const window = rows.find((x) => x.part === 'window')
     const sum = (name: string) => days.reduce((n, x) => n + Number(x[name]), 0)
-    const total = spendRow({
+    const total = toSpendRow({
       key: '', cost: nanosText(days.reduce((n, x) => n + decimalNanos(x.cost), 0n)), n: sum('n'), errors: sum('errors'), unpriced: sum('unpriced'),
       t_in: sum('t_in'), t_cw: sum('t_cw'), t_cr: sum('t_cr'), t_out: sum('t_out'),
     })
     return {
       window: { events: Number(window?.n ?? 0), costUsd: Number(window?.cost ?? 0), errors: Number(window?.errors ?? 0) },
-      days: days.map(spendRow),
+      days: days.map((x) => toSpendRow(x)),
       total,
     }
   }
 
-  /**
-   * Events, cost and errors per agent since a time (any instant, not only whole hours): the whole
-   * hours from the hourly rollup, the part of an hour before the first of them from the events.
-   */
+  /** Events, cost and errors per agent since a time (see `windowParts`). */
   async agentWindow (r: Reader, sinceMs: number): Promise<Map<string, WindowFigures>> {
-    const hourMs = 3_600_000
-    const edge = Math.ceil(sinceMs / hourMs) * hourMs
     const rows = await this.rows(
-      `/* svc:me_agents_window */ SELECT agent_id, sum(n) AS n, toString(sum(cost)) AS cost, sum(errors) AS errors FROM (
-         SELECT agent_id, sum(events) AS n, sum(cost_usd) AS cost, sum(errors) AS errors FROM agent_hourly
-         WHERE user_id = {u:String} AND hour >= toDateTime({edgeS:UInt32}, 'UTC')
-         GROUP BY agent_id
-         UNION ALL
-         SELECT agent_id, count() AS n, sum(toDecimal128(cost_usd, 9)) AS cost, countIf(error_fingerprint != '') AS errors FROM events
-         WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64}) AND ts < fromUnixTimestamp64Milli({edge:Int64})
-         GROUP BY agent_id
-       ) GROUP BY agent_id`,
-      { u: r.userId, since: sinceMs, edge, edgeS: edge / 1000 },
+      `/* svc:me_agents_window */ SELECT agent_id, sum(n) AS n, toString(sum(cost)) AS cost, sum(errors) AS errors
+       FROM (${windowParts('user_id = {u:String}')}) GROUP BY agent_id`,
+      { u: r.userId, ...windowParams(sinceMs) },
     )
     return new Map(rows.map((x) => [x.agent_id, { events: Number(x.n), costUsd: Number(x.cost), errors: Number(x.errors) }]))
   }
