@@ -3,6 +3,7 @@ import { pageOf, type Page, type PageStart } from '../domain/cursor.ts'
 import { privacyChip, type PrivacyChip } from '../domain/privacy.ts'
 import type { CostStatus } from '../domain/pricing.ts'
 import { isoFromMs as iso } from './timestamps.ts'
+import { BY_SKIP_INDEX } from './clickhouse-client.ts'
 import { DAY_MS } from '../domain/dashboard.ts'
 
 /** Who is reading: the user, and their soft-deleted agents whose events every read hides. */
@@ -289,7 +290,7 @@ export class DashboardRepository {
          toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS end_ms, count() AS n,
          groupUniqArray(agent_id) AS agents, ${TOKEN_SUMS}, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
        FROM events WHERE ${scope} AND ${where}
-       GROUP BY id`,
+       GROUP BY id ${BY_SKIP_INDEX}`,
       { ...params, ...extra },
     )
     const dirtyHours = dirty.map((x) => Number(x.hour_ms))
@@ -339,7 +340,7 @@ export class DashboardRepository {
     const rows = await this.rows(
       `/* svc:me_${column === 'session_id' ? 'session' : 'trace'}_events */ SELECT ${EVENT_COLUMNS} FROM events
        WHERE user_id = {u:String} AND ${column} = {id:String} AND agent_id NOT IN {hidden:Array(String)}
-       ORDER BY ts, event_id LIMIT {limit:UInt32}`,
+       ORDER BY ts, event_id LIMIT {limit:UInt32} ${BY_SKIP_INDEX}`,
       { u: r.userId, id, hidden: r.hidden, limit },
     )
     return rows.map(toEvent)

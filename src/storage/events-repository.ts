@@ -2,7 +2,7 @@ import { TupleParam, type ClickHouseClient } from '@clickhouse/client'
 import { Readable } from 'node:stream'
 import { randomUUID } from 'node:crypto'
 import type { EventRow } from '../domain/event-row.ts'
-import { embeddedRawInsert } from './clickhouse-client.ts'
+import { BY_SKIP_INDEX, embeddedRawInsert } from './clickhouse-client.ts'
 
 /** The columns an insert names, in the order each row's values are sent. */
 export const INSERT_COLUMNS = [
@@ -122,7 +122,7 @@ export class EventsRepository {
   async existingIds (eventIds: string[]): Promise<Set<string>> {
     if (eventIds.length === 0) return new Set()
     const rs = await this.ch.query({
-      query: '/* svc:events_exist */ SELECT event_id FROM events WHERE event_id IN {ids:Array(String)}',
+      query: `/* svc:events_exist */ SELECT event_id FROM events WHERE event_id IN {ids:Array(String)} ${BY_SKIP_INDEX}`,
       query_params: { ids: eventIds },
       format: 'JSONEachRow',
     })
@@ -133,7 +133,7 @@ export class EventsRepository {
   async getRow (userId: string, eventId: string): Promise<Record<string, unknown> | null> {
     const rs = await this.ch.query({
       query: `/* svc:event_row */ SELECT *, toUnixTimestamp64Milli(ts) AS ts_ms, toUnixTimestamp64Milli(received_at) AS received_ms
-              FROM events WHERE user_id = {user:String} AND event_id = {id:String} LIMIT 1`,
+              FROM events WHERE user_id = {user:String} AND event_id = {id:String} LIMIT 1 ${BY_SKIP_INDEX}`,
       query_params: { user: userId, id: eventId },
       format: 'JSONEachRow',
     })

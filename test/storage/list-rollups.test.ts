@@ -76,15 +76,26 @@ t.test('a store an older release left is backfilled once; the views keep the rol
   t.same(await migrateClickHouse(ch, { upTo: 12 }), ['012_list_rollups.sql'], 'the migration runs again')
   checkEqual(t, await rollupsAndEvents(userId), 'after running the migration twice')
 
-  t.same(await migrateClickHouse(ch), ['013_events_by_time.sql'])
+  t.same(await migrateClickHouse(ch, { upTo: 13 }), ['013_events_by_time.sql'])
+  await events.insert(history(userId, 20, Date.parse('2026-05-03T08:00:00Z')))
+  t.same(await migrateClickHouse(ch), ['014_events_feed.sql'])
   await events.insert(history(userId, 40, Date.parse('2026-05-03T20:00:00Z')))
   checkEqual(t, await rollupsAndEvents(userId), 'after new events came through the views')
   t.same(await migrateClickHouse(ch), [], 'a second start applies nothing')
   // The projection holds every event, as the table does: a read it serves misses none.
-  const [inProjection] = await rows(`SELECT sum(rows) AS n FROM system.projection_parts
-    WHERE database = currentDatabase() AND table = 'events' AND name = 'events_by_time' AND active`, {})
+  const projectionRows = async (name: string) => Number((await rows(`SELECT sum(rows) AS n FROM system.projection_parts
+    WHERE database = currentDatabase() AND table = 'events' AND name = {name:String} AND active`, { name }))[0]!.n)
   const [inTable] = await rows('SELECT count() AS n FROM events', {})
-  t.equal(Number(inProjection!.n), Number(inTable!.n), 'events_by_time has the old events (materialized) and the new ones')
+  t.equal(await projectionRows('events_feed'), Number(inTable!.n), 'events_feed has the old events (materialized) and the new ones')
+  t.equal(await projectionRows('events_by_time'), 0, 'the projection it replaces is gone')
+  // Every column is in it: the newest events of a user, any column, are read from it, in its order.
+  const plan = await ch.query({
+    query: `EXPLAIN projections = 1 SELECT * FROM events WHERE user_id = {u:String} AND ts >= '2026-05-03 20:00:00'
+            ORDER BY ts DESC, event_id DESC LIMIT 51`,
+    query_params: { u: userId },
+    format: 'TabSeparatedRaw',
+  })
+  t.match(await plan.text(), /ReadFromMergeTree \(events_feed\)/, 'the newest-events read is served by events_feed')
 })
 
 t.test('a block replayed with its deduplication token is counted once in every rollup', async (t) => {
