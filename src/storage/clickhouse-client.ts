@@ -3,6 +3,7 @@ import { mkdirSync, readdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { checkStoreForm, clusterStatement, migrationsTableEngine } from './cluster-ddl.ts'
+import { spreadReads } from './embedded-reads.ts'
 
 /**
  * Where ClickHouse lives: a server when a URL is given, else the embedded engine under dataDir.
@@ -17,7 +18,10 @@ export interface ClickHouseHandle {
   release(): Promise<void>
 }
 
-const shared = new Map<string, { client: ClickHouseClient; refs: number }>()
+const shared = new Map<string, { client: ClickHouseClient; sessions: ClickHouseClient[]; refs: number }>()
+
+/** Sessions of the embedded engine that reads are spread over: a request's reads and two requests' run side by side. */
+const EMBEDDED_READ_SESSIONS = 3
 
 /** An insert of raw bytes in a text format, handed to the embedded engine without a copy. */
 export interface RawInsert {
@@ -69,8 +73,13 @@ export function openClickHouse (target: ClickHouseTarget): ClickHouseHandle {
     // chdb implements the Connection contract of @clickhouse/client-common; the client re-declares
     // the same types under its own path, so TypeScript sees two nominally different copies.
     const chdbConnection = createChdbConnection({ path })
-    const connection = chdbConnection as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection']
-    entry = { client: createClient({ connection, clickhouse_settings: SERVICE_QUERY_SETTINGS }), refs: 0 }
+    const clientOf = (c: typeof chdbConnection) => createClient({
+      connection: c as unknown as NonNullable<Parameters<typeof createClient>[0]>['connection'],
+      clickhouse_settings: SERVICE_QUERY_SETTINGS,
+    })
+    // Reads go to the least busy of a few sessions of the one engine (see spreadReads).
+    const sessions = [clientOf(chdbConnection), ...Array.from({ length: EMBEDDED_READ_SESSIONS - 1 }, () => clientOf(createChdbConnection({ path })))]
+    entry = { client: spreadReads(sessions), sessions, refs: 0 }
     rawInserts.set(entry.client, async (params) => {
       try {
         // No timeout and no abort signal: with either, chdb settles the promise while the engine may
@@ -95,7 +104,7 @@ export function openClickHouse (target: ClickHouseTarget): ClickHouseHandle {
       released = true
       if (--held.refs === 0) {
         shared.delete(path)
-        await held.client.close()
+        await Promise.all(held.sessions.map((c) => c.close()))
       }
     },
   }

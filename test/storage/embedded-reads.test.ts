@@ -1,0 +1,37 @@
+import t from 'tap'
+import { TupleParam } from '@clickhouse/client'
+import { inlineParams } from '../../src/storage/embedded-reads.ts'
+import { openTestClickHouse } from '../helpers/app.ts'
+
+const handle = openTestClickHouse()
+t.teardown(() => handle.release())
+
+// Whatever the client sends, parameters or literals written into the SQL (the embedded engine's
+// reads), the engine reads back the very values.
+const awkward = ['plain', "it's", 'back\\slash', "\\'", "'; DROP TABLE events; --", 'tab\tnew\nline\r', '{u:String}', 'ünï😀', '']
+
+t.test('values written into the SQL read back as they were', async (t) => {
+  for (const value of awkward) {
+    const rs = await handle.client.query({
+      query: 'SELECT {v:String} AS v, {a:Array(String)} AS a, {p:Array(Tuple(String, String))} AS p, {n:Int64} AS n, {d:Date} AS d',
+      query_params: { v: value, a: [value, 'x'], p: [new TupleParam([value, 'y'])], n: -1795666566003, d: '2026-11-26' },
+      format: 'JSONEachRow',
+    })
+    t.same(await rs.json(), [{ v: value, a: [value, 'x'], p: [[value, 'y']], n: '-1795666566003', d: '2026-11-26' }], JSON.stringify(value))
+  }
+})
+
+t.test('inlineParams casts each value to its declared type, replaces only the template\'s placeholders, refuses what it cannot write', async (t) => {
+  t.equal(inlineParams('SELECT {v:String}, {n:UInt32}', { v: "it's {n:UInt32}", n: 3 }), "SELECT CAST('it\\'s {n:UInt32}' AS String), CAST(3 AS UInt32)")
+  t.equal(inlineParams('SELECT {a:Array(String)}', { a: [] }), 'SELECT CAST([] AS Array(String))')
+  t.throws(() => inlineParams('SELECT {v:String}', {}), /v is not set/)
+  t.equal(inlineParams('SELECT {v:String}', { v: 'a\u0000b' }), undefined, 'a NUL keeps the query parameterized')
+  const rs = await handle.client.query({ query: 'SELECT {v:String} AS v', query_params: { v: 'a\u0000b' }, format: 'JSONEachRow' })
+  t.same(await rs.json(), [{ v: 'a\u0000b' }], 'and such a query still answers')
+})
+
+t.test('a query whose values make it too long to write into the SQL still answers', async (t) => {
+  const ids = Array.from({ length: 20_000 }, (_, i) => `evt_${String(i).padStart(26, '0')}`)
+  const rs = await handle.client.query({ query: 'SELECT length({ids:Array(String)}) AS n', query_params: { ids }, format: 'JSONEachRow' })
+  t.same(await rs.json(), [{ n: 20_000 }])
+})
