@@ -78,7 +78,9 @@ t.test('a store an older release left is backfilled once; the views keep the rol
 
   t.same(await migrateClickHouse(ch, { upTo: 13 }), ['013_events_by_time.sql'])
   await events.insert(history(userId, 20, Date.parse('2026-05-03T08:00:00Z')))
-  t.same(await migrateClickHouse(ch), ['014_events_feed.sql'])
+  t.same(await migrateClickHouse(ch), ['014_events_feed.sql', '015_group_totals_small_blocks.sql'])
+  const [totals] = await rows("SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = 'group_totals'", {})
+  t.match(totals!.engine_full, /min_compress_block_size = 4096, max_compress_block_size = 16384/, 'group_totals writes small compressed blocks')
   await events.insert(history(userId, 40, Date.parse('2026-05-03T20:00:00Z')))
   checkEqual(t, await rollupsAndEvents(userId), 'after new events came through the views')
   t.same(await migrateClickHouse(ch), [], 'a second start applies nothing')
