@@ -3,6 +3,7 @@ import { pageOf, type Page, type PageStart } from '../domain/cursor.ts'
 import { privacyChip, type PrivacyChip } from '../domain/privacy.ts'
 import type { CostStatus } from '../domain/pricing.ts'
 import { isoFromMs as iso } from './timestamps.ts'
+import { LRUCache } from 'lru-cache'
 import { BY_SKIP_INDEX } from './clickhouse-client.ts'
 import { DAY_MS } from '../domain/dashboard.ts'
 
@@ -99,6 +100,30 @@ function windowParams (sinceMs: number): { since: number; edge: number; edgeS: n
  */
 function widening (agentId: string | undefined): number[] {
   return agentId ? [86_400_000, 7 * 86_400_000, Infinity] : [3_600_000, 86_400_000, 7 * 86_400_000, Infinity]
+}
+
+/**
+ * How far below its start the last page of a list had to look, per user, list and agent: the next
+ * read of that list looks first in twice that span (at least a minute), then in the wider windows of
+ * `widening`. A busy user's hour holds thousands of traces, of which a page shows 50: without the
+ * hint every read of the list would group the whole hour, a cost that grows with the user's rate.
+ * Only a hint: a window that holds too few groups is widened as before, so no answer depends on it.
+ */
+class WindowHints {
+  private readonly spans = new LRUCache<string, number>({ max: 10_000 })
+
+  windows (key: string, agentId: string | undefined): number[] {
+    const fixed = widening(agentId)
+    const span = this.spans.get(key)
+    if (span === undefined) return fixed
+    const first = Math.max(60_000, 2 * span)
+    return [first, ...fixed.filter((w) => w > first)]
+  }
+
+  learn (key: string, span: number | undefined): void {
+    if (span === undefined) this.spans.delete(key)
+    else this.spans.set(key, span)
+  }
 }
 
 /** A group's figures summed over its rows (hours of the rollup, or a recount from events). */
@@ -201,6 +226,8 @@ export interface SpendRow {
  * sort key) and drops the user's soft-deleted agents.
  */
 export class DashboardRepository {
+  private readonly hints = new WindowHints()
+
   constructor (private readonly ch: ClickHouseClient) {}
 
   private async rows<T = Record<string, any>>(query: string, params: Record<string, unknown>): Promise<T[]> {
@@ -254,17 +281,21 @@ export class DashboardRepository {
       ? 'HAVING max(ts) < fromUnixTimestamp64Milli({afterMs:Int64}) OR (max(ts) = fromUnixTimestamp64Milli({afterMs:Int64}) AND id > {afterId:String})'
       : ''
     const top = after ? after.ms : asOf
-    let ids: string[] = []
-    for (const window of widening(opts.agentId)) {
+    const hint = `${r.userId} ${column} ${opts.agentId ?? ''}`
+    let found: { id: string; last_ms: string }[] = []
+    for (const window of this.hints.windows(hint, opts.agentId)) {
       const from = window === Infinity ? opts.sinceMs : Math.max(opts.sinceMs, top - window)
-      ids = (await this.rows<{ id: string }>(
-        `/* svc:me_${name}_latest */ SELECT ${column} AS id FROM events
+      found = await this.rows<{ id: string; last_ms: string }>(
+        `/* svc:me_${name}_latest */ SELECT ${column} AS id, toUnixTimestamp64Milli(max(ts)) AS last_ms FROM events
          WHERE ${scope} AND ts >= fromUnixTimestamp64Milli({from:Int64})
          GROUP BY id ${below} ORDER BY max(ts) DESC, id LIMIT {limit:UInt32}`,
         { ...params, from },
-      )).map((x) => x.id)
-      if (ids.length > opts.limit || from === opts.sinceMs) break
+      )
+      if (found.length > opts.limit || from === opts.sinceMs) break
     }
+    // A full page: how far below its start the page's groups reach (the one after it included).
+    this.hints.learn(hint, found.length > opts.limit ? Math.max(0, top - Number(found.at(-1)!.last_ms)) : undefined)
+    const ids = found.map((x) => x.id)
     if (ids.length === 0) return { rows: [] as Record<string, any>[], asOf }
     // The groups' totals per hour from their rollup rows: a few rows per group, found by the sort key.
     const kind = column === 'session_id' ? 'session' : 'trace'

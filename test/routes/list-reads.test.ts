@@ -118,3 +118,32 @@ t.test('the spend summary\'s breakdowns agree with each other and order by cost'
   const empty = await newUser(app)
   t.match((await get(empty, '/v1/me/spend-summary')).json(), { total: { eventCount: 0, costUsd: 0 }, by_agent: [], by_model: [], by_day: [] }, 'no events: zeros and empty lists')
 })
+
+t.test('a list first looked for in the span its last page needed still finds every group when the history thins out', async (t) => {
+  const { user, send } = await fixture()
+  const now = Date.now()
+  // Six sessions in the last two minutes, then six spread over the five days before: the first page
+  // (limit 3) needs a minute's span, the pages after it days.
+  const expected: string[] = []
+  for (let i = 0; i < 6; i++) {
+    await send({ agentId: 'hint-a', timestamp: now - i * 15_000, metadata: { sessionId: `dense-${i}` } })
+    expected.push(`dense-${i}`)
+  }
+  for (let i = 0; i < 6; i++) {
+    await send({ agentId: 'hint-a', timestamp: now - (i + 1) * 20 * HOUR, metadata: { sessionId: `sparse-${i}` } })
+    expected.push(`sparse-${i}`)
+  }
+  for (const list of ['sessions', 'sessions?agentId=']) {
+    const seen: string[] = []
+    let url = `/v1/me/${list === 'sessions' ? 'sessions?limit=3' : `sessions?limit=3&agentId=${(await get(user, '/v1/me/agents')).json().agents[0].id}`}`
+    for (let page = 0; page < 6; page++) {
+      const body = (await get(user, url)).json()
+      seen.push(...body.sessions.map((s: { sessionId: string }) => s.sessionId))
+      if (!body.nextCursor) break
+      url = `${url.replace(/&cursor=.*$/, '')}&cursor=${encodeURIComponent(body.nextCursor)}`
+    }
+    t.same(seen, expected, `${list}: every session once, newest first`)
+    // Read again: the hint learned from the walk changes nothing.
+    t.same((await get(user, url.replace(/&cursor=.*$/, '').replace('limit=3', 'limit=12'))).json().sessions.map((s: { sessionId: string }) => s.sessionId), expected)
+  }
+})
