@@ -8,20 +8,31 @@ const MAX_INLINED_LENGTH = 64 * 1024
 const PLACEHOLDER = /\{(\w+):([^{}]+)\}/g
 
 /**
- * The query with each `{name:Type}` replaced by the parameter's value as a literal cast to its type,
- * written by the client library's own formatter in the form the engine parses (strings quoted, with
- * quotes and backslashes escaped). Undefined when a value cannot be written so (a string holding a
- * NUL character, which the engine's binding would cut the SQL at): such a query keeps its parameters.
+ * The query with each `{name:Type}` of its text (the service's own SQL, which has none inside a
+ * string or a comment) replaced by the parameter's value as a literal cast to its type, written by
+ * the client library's own formatter in the form the engine parses (strings quoted, with quotes and
+ * backslashes escaped). Undefined when a value is not one that reads back the same so: strings
+ * without a NUL character (the engine's binding would cut the SQL there), integers the type holds
+ * (a cast would wrap -1 into a UInt32 where a parameter is refused), arrays and tuples of those.
+ * Such a query keeps its parameters.
  */
 export function inlineParams (query: string, params: Record<string, unknown>): string | undefined {
   let writable = true
   const sql = query.replace(PLACEHOLDER, (_, name: string, type: string) => {
     if (!(name in params) || params[name] === undefined) throw new Error(`query parameter ${name} is not set`)
     const value = params[name]
-    if (holdsNul(value)) writable = false
+    if (!readsBackAs(value, type)) writable = false
     return `CAST(${formatQueryParams({ value: ownTuples(value), wrapStringInQuotes: true, printNullAsKeyword: true })} AS ${type})`
   })
   return writable ? sql : undefined
+}
+
+function readsBackAs (value: unknown, type: string): boolean {
+  if (typeof value === 'string') return !value.includes('\u0000')
+  if (typeof value === 'number') return Number.isSafeInteger(value) && (value >= 0 || !type.startsWith('UInt'))
+  if (Array.isArray(value)) return value.every((v) => typeof v === 'string' ? readsBackAs(v, type) : isTuple(v) && readsBackAs(v, type))
+  if (isTuple(value)) return value.values.every((v) => typeof v === 'string' && readsBackAs(v, type))
+  return false
 }
 
 /** Tuples as the formatter's own class: @clickhouse/client bundles another copy of it, which the formatter would not recognise. */
@@ -33,13 +44,6 @@ function ownTuples (value: unknown): unknown {
 
 function isTuple (value: unknown): value is { values: unknown[] } {
   return value !== null && typeof value === 'object' && 'values' in value && Array.isArray(value.values)
-}
-
-function holdsNul (value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('\u0000')
-  if (Array.isArray(value)) return value.some(holdsNul)
-  if (isTuple(value)) return value.values.some(holdsNul)
-  return false
 }
 
 /**
@@ -58,12 +62,12 @@ export function spreadReads (clients: ClickHouseClient[]): ClickHouseClient {
   const query: ClickHouseClient['query'] = (async (params: Parameters<ClickHouseClient['query']>[0]) => {
     const inlined = params.query_params ? inlineParams(params.query, params.query_params) : params.query
     // A query whose values would make it longer than the engine parses (max_query_size, 256 KiB; a
-    // durability check's thousands of ids) keeps its parameters.
-    if (inlined === undefined || inlined.length > MAX_INLINED_LENGTH) return first.query(params)
-    const i = busy.indexOf(Math.min(...busy))
+    // durability check's thousands of ids), or that keeps its parameters, goes to the first session.
+    const keepsParams = inlined === undefined || inlined.length > MAX_INLINED_LENGTH
+    const i = keepsParams ? 0 : busy.indexOf(Math.min(...busy))
     busy[i]!++
     try {
-      return await clients[i]!.query({ ...params, query: inlined, query_params: undefined })
+      return await clients[i]!.query(keepsParams ? params : { ...params, query: inlined, query_params: undefined })
     } finally {
       busy[i]!--
     }

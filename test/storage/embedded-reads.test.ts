@@ -26,6 +26,11 @@ t.test('inlineParams casts each value to its declared type, replaces only the te
   t.equal(inlineParams('SELECT {a:Array(String)}', { a: [] }), 'SELECT CAST([] AS Array(String))')
   t.throws(() => inlineParams('SELECT {v:String}', {}), /v is not set/)
   t.equal(inlineParams('SELECT {v:String}', { v: 'a\u0000b' }), undefined, 'a NUL keeps the query parameterized')
+  for (const [sql, value] of [['{n:UInt32}', -1], ['{n:Int64}', 1.5], ['{n:Int64}', 2 ** 63], ['{v:String}', null], ['{v:String}', true], ['{v:String}', { k: 'v' }]] as const) {
+    t.equal(inlineParams(`SELECT ${sql}`, { [sql.slice(1, 2)]: value }), undefined, `${JSON.stringify(value)} as ${sql} keeps its parameter (a cast would not refuse it)`)
+  }
+  const refused = handle.client.query({ query: 'SELECT {n:UInt32} AS n', query_params: { n: -1 }, format: 'JSONEachRow' }).then((rs) => rs.json())
+  await t.rejects(refused, 'such a value is refused as a parameter is, not wrapped into 4294967295')
   const rs = await handle.client.query({ query: 'SELECT {v:String} AS v', query_params: { v: 'a\u0000b' }, format: 'JSONEachRow' })
   t.same(await rs.json(), [{ v: 'a\u0000b' }], 'and such a query still answers')
 })
