@@ -30,7 +30,7 @@ export function inlineParams (query: string, params: Record<string, unknown>): s
 function readsBackAs (value: unknown, type: string): boolean {
   if (typeof value === 'string') return !value.includes('\u0000')
   if (typeof value === 'number') return Number.isSafeInteger(value) && (value >= 0 || !type.startsWith('UInt'))
-  if (Array.isArray(value)) return value.every((v) => typeof v === 'string' ? readsBackAs(v, type) : isTuple(v) && readsBackAs(v, type))
+  if (Array.isArray(value)) return value.every((v) => (typeof v === 'string' || isTuple(v)) && readsBackAs(v, type))
   if (isTuple(value)) return value.values.every((v) => typeof v === 'string' && readsBackAs(v, type))
   return false
 }
