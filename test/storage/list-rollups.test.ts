@@ -78,7 +78,7 @@ t.test('a store an older release left is backfilled once; the views keep the rol
 
   t.same(await migrateClickHouse(ch, { upTo: 13 }), ['013_events_by_time.sql'])
   await events.insert(history(userId, 20, Date.parse('2026-05-03T08:00:00Z')))
-  t.same(await migrateClickHouse(ch), ['014_events_feed.sql', '015_group_totals_small_blocks.sql'])
+  t.same(await migrateClickHouse(ch), ['014_events_feed.sql', '015_group_totals_small_blocks.sql', '016_errors_by_hour.sql'])
   const [totals] = await rows("SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = 'group_totals'", {})
   t.match(totals!.engine_full, /min_compress_block_size = 4096, max_compress_block_size = 16384/, 'group_totals writes small compressed blocks')
   await events.insert(history(userId, 40, Date.parse('2026-05-03T20:00:00Z')))
@@ -90,6 +90,11 @@ t.test('a store an older release left is backfilled once; the views keep the rol
   const [inTable] = await rows('SELECT count() AS n FROM events', {})
   t.equal(await projectionRows('events_feed'), Number(inTable!.n), 'events_feed has the old events (materialized) and the new ones')
   t.equal(await projectionRows('events_by_time'), 0, 'the projection it replaces is gone')
+  const [hourly] = await rows('SELECT count() AS n FROM error_clusters_hourly', {})
+  const [byHour] = await rows(`SELECT sum(rows) AS n FROM system.projection_parts
+    WHERE database = currentDatabase() AND table = 'error_clusters_hourly' AND name = 'errors_by_hour' AND active`, {})
+  t.ok(Number(hourly!.n) > 0, 'error_clusters_hourly holds rows')
+  t.equal(Number(byHour!.n), Number(hourly!.n), 'errors_by_hour has the rows stored before 016 (materialized) and the new ones')
   // Every column is in it: the newest events of a user, any column, are read from it, in its order.
   const plan = await ch.query({
     query: `EXPLAIN projections = 1 SELECT * FROM events WHERE user_id = {u:String} AND ts >= '2026-05-03 20:00:00'
@@ -111,4 +116,52 @@ t.test('a block replayed with its deduplication token is counted once in every r
   const replayed = await rollupsAndEvents(userId)
   t.same(replayed, once, 'nothing changed with the replay')
   checkEqual(t, replayed, 'after the replay')
+})
+
+t.test('errors_by_hour holds the rows of error_clusters_hourly once parts merge, and a read by hours through it sums the events', async (t) => {
+  await migrateClickHouse(ch)
+  const userId = randomId('by-hour-')
+  const start = Date.parse('2026-07-01T00:00:00Z')
+  // The same errors twice, in separate parts while merges are stopped: the merge aggregates their rows.
+  await ch.command({ query: 'SYSTEM STOP MERGES error_clusters_hourly' })
+  try {
+    await events.insert(history(userId, 60, start))
+    await events.insert(history(userId, 60, start))
+  } finally {
+    await ch.command({ query: 'SYSTEM START MERGES error_clusters_hourly' })
+  }
+  const stored = async () => Number((await rows('SELECT count() AS n FROM error_clusters_hourly WHERE user_id = {u:String}', { u: userId }))[0]!.n)
+  const before = await stored()
+  await ch.command({ query: 'OPTIMIZE TABLE error_clusters_hourly FINAL' })
+  t.ok(await stored() < before, `the merge aggregated rows of the window (${before} → ${await stored()})`)
+  const [hourly] = await rows('SELECT count() AS n FROM error_clusters_hourly', {})
+  const [byHour] = await rows(`SELECT sum(rows) AS n FROM system.projection_parts
+    WHERE database = currentDatabase() AND table = 'error_clusters_hourly' AND name = 'errors_by_hour' AND active`, {})
+  t.equal(Number(byHour!.n), Number(hourly!.n), 'the merged parts have the projection, with every row')
+
+  // Hours 5 to 29 of the history, as stored in the projection, against the events themselves.
+  const from = new Date(start + 5 * 3_600_000).toISOString().slice(0, 19).replace('T', ' ')
+  const to = new Date(start + 29 * 3_600_000).toISOString().slice(0, 19).replace('T', ' ')
+  const p = { u: userId, from, to }
+  const inProjection = await rows(`SELECT error_fingerprint AS fp, agent_id, sum(events) AS n
+    FROM mergeTreeProjection(currentDatabase(), error_clusters_hourly, errors_by_hour)
+    WHERE user_id = {u:String} AND hour >= {from:DateTime} AND hour < {to:DateTime} GROUP BY fp, agent_id ORDER BY fp, agent_id`, p)
+  const fromEvents = await rows(`SELECT error_fingerprint AS fp, agent_id, count() AS n FROM events
+    WHERE user_id = {u:String} AND error_fingerprint != '' AND ts >= {from:DateTime} AND ts < {to:DateTime} GROUP BY fp, agent_id ORDER BY fp, agent_id`, p)
+  t.ok(fromEvents.length > 0, 'the window holds errors')
+  t.same(inProjection.map((x) => ({ ...x, n: Number(x.n) })), fromEvents.map((x) => ({ ...x, n: Number(x.n) })), 'the window as errors_by_hour holds it sums as the events do')
+
+  // For a user whose clusters span many granules, the errors list's read of a few hours is served by it.
+  await ch.command({
+    query: `INSERT INTO error_clusters_hourly (user_id, error_fingerprint, hour, agent_id, events)
+      SELECT 'other-' || toString(number % 3), toString(number % 50), toDateTime('2026-07-01 00:00:00') + 3600 * (intDiv(number, 150) % 700), 'a', 1
+      FROM numbers(200000)`,
+  })
+  const plan = await ch.query({
+    query: `EXPLAIN projections = 1 SELECT error_fingerprint, agent_id, events FROM error_clusters_hourly
+      WHERE user_id = {u:String} AND agent_id NOT IN {hidden:Array(String)} AND hour >= {from:DateTime} AND hour < {to:DateTime}`,
+    query_params: { u: 'other-1', from: '2026-07-05 00:00:00', to: '2026-07-05 06:00:00', hidden: ['x'] },
+    format: 'TabSeparatedRaw',
+  })
+  t.match(await plan.text(), /ReadFromMergeTree \(errors_by_hour\)/, 'a read of a user\'s hours is served by errors_by_hour')
 })
