@@ -79,8 +79,10 @@ export function openClickHouse (target: ClickHouseTarget): ClickHouseHandle {
     })
     // Reads go to the least busy of a few sessions of the one engine (see spreadReads).
     const sessions = [clientOf(chdbConnection), ...Array.from({ length: EMBEDDED_READ_SESSIONS - 1 }, () => clientOf(createChdbConnection({ path })))]
-    entry = { client: spreadReads(sessions), sessions, refs: 0 }
-    rawInserts.set(entry.client, async (params) => {
+    const spread = spreadReads(sessions)
+    entry = { client: spread.client, sessions, refs: 0 }
+    // The raw insert runs on the first session (chdbConnection's): counted as its load.
+    rawInserts.set(entry.client, (params) => spread.onFirst(async () => {
       try {
         // No timeout and no abort signal: with either, chdb settles the promise while the engine may
         // still read the Buffer, and the shipper reuses that memory for its next block.
@@ -90,7 +92,7 @@ export function openClickHouse (target: ClickHouseTarget): ClickHouseHandle {
         if (mapped !== err) mapped.cause = err
         throw mapped
       }
-    })
+    }))
     shared.set(path, entry)
   }
   entry.refs++

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { TupleParam } from '@clickhouse/client'
 import { inlineParams } from '../../src/storage/embedded-reads.ts'
+import { embeddedRawInsert } from '../../src/storage/clickhouse-client.ts'
 import { openTestClickHouse } from '../helpers/app.ts'
 
 const handle = openTestClickHouse()
@@ -39,4 +40,33 @@ t.test('a query whose values make it too long to write into the SQL still answer
   const ids = Array.from({ length: 20_000 }, (_, i) => `evt_${String(i).padStart(26, '0')}`)
   const rs = await handle.client.query({ query: 'SELECT length({ids:Array(String)}) AS n', query_params: { ids }, format: 'JSONEachRow' })
   t.same(await rs.json(), [{ n: 20_000 }])
+})
+
+// Inserts, commands and the raw insert run on the engine's first session. A read issued while one
+// runs goes to another session rather than queueing behind it: it answers first.
+t.test('a read issued while a long insert or command runs on the first session answers before it', async (t) => {
+  if (!handle.embedded) return t.skip('the embedded engine\'s sessions only; a server runs queries side by side')
+  const raw = embeddedRawInsert(handle.client)!
+  // Each row written to slow_source takes 0.1 s through the view: ten rows hold the first session 1 s.
+  await handle.client.command({ query: 'CREATE TABLE IF NOT EXISTS slow_source (n UInt64) ENGINE = MergeTree ORDER BY n' })
+  await handle.client.command({ query: 'CREATE TABLE IF NOT EXISTS slow_sink (n UInt64) ENGINE = MergeTree ORDER BY n' })
+  await handle.client.command({ query: 'CREATE MATERIALIZED VIEW IF NOT EXISTS slow_view TO slow_sink AS SELECT n FROM slow_source WHERE sleepEachRow(0.1) = 0' })
+  const rows = Array.from({ length: 10 }, (_, n) => ({ n }))
+  const slow: Record<string, () => Promise<unknown>> = {
+    command: () => handle.client.command({ query: 'INSERT INTO slow_sink SELECT number FROM numbers(10) WHERE sleepEachRow(0.1) = 0' }),
+    insert: () => handle.client.insert({ table: 'slow_source', values: rows, format: 'JSONEachRow' }),
+    'raw insert': () => raw({
+      table: 'slow_source', columns: ['n'], format: 'JSONCompactEachRow', values: Buffer.from(rows.map(({ n }) => `[${n}]\n`).join('')), settings: {},
+    }),
+  }
+  for (const [kind, run] of Object.entries(slow)) {
+    const order: string[] = []
+    const writing = run().then(() => order.push(kind))
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const read = handle.client.query({ query: 'SELECT {v:String} AS v', query_params: { v: kind }, format: 'JSONEachRow' })
+      .then((rs) => rs.json()).then((got) => { order.push('read'); return got })
+    t.same(await read, [{ v: kind }])
+    await writing
+    t.same(order, ['read', kind], `the read answered before the ${kind} ended`)
+  }
 })
