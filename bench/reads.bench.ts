@@ -1,11 +1,24 @@
 /**
- * Dashboard read benchmark: npm run bench:reads [-- --events 1000000,10000000 --requests 100]
- * Seeds one user (npm run seed) into a fresh embedded store in stages (1 M events, then grown to 10 M),
- * lets the engine finish merging what the seed inserted (a history that grew over days is not being
- * merged all at once), starts the service on the store after each stage, and times each /v1/me read (sequential requests
- * after a warm-up): p50 and p95 per endpoint and stage. For the last stage it prints each list read's
- * p95 against the p95 of a point read (one session, one trace) and against its own p95 at the first
- * stage: reads whose cost follows the page shown, not the history, keep both ratios small.
+ * Dashboard read benchmark:
+ *   npm run bench:reads [-- --events 1000000,10000000 --requests 300]
+ *   npm run bench:reads -- --data-dir DIR[,DIR…] --user NAME [--database-url URL[,URL…]] [--requests 300]
+ * Each stage (1 M events, 10 M) gets a fresh store of its own, a temporary DATA_DIR and the Postgres
+ * database agent_telemetry_reads_bench_<stage>, seeded from nothing, one store after the other, for
+ * one user name (npm run seed -- --events N --settle). The seed is deterministic, so the 10 M store
+ * holds the 1 M store's sessions, traces and events and 9 M more; --settle has the engine merge each
+ * table as far as OPTIMIZE TABLE does. Then the service runs on every store side by side (one process
+ * each) and the stages are measured interleaved: after 3 warm-up requests per read and store, each of
+ * --requests rounds times every /v1/me read once on each store, read by read, the stores' order
+ * reversed every other round, so that a moment of load on this shared machine falls on every stage
+ * alike rather than on one read of one stage. It prints p50 and p95 per read and stage, and for the
+ * last stage each list read's p95 against the p95 of a point read (one session, one trace: the first
+ * store's, read in every store that holds them) and against its own p95 at the first stage: reads
+ * whose cost follows the page shown, not the history, keep both ratios small.
+ * --data-dir re-measures stores seeded earlier, one directory per stage in stage order, each seeded
+ * for --user NAME into the Postgres database given by --database-url (one URL per directory; by
+ * default agent_telemetry_reads_bench_<stage> on DATABASE_URL's server, i.e. seeded with
+ * `DATA_DIR=DIR DATABASE_URL=postgres://localhost:5432/agent_telemetry_reads_bench_0 npm run seed -- …`).
+ * A reused store keeps its directory and database; fresh stores and their databases are removed.
  */
 import { spawn, execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -16,27 +29,35 @@ import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
 import { benchDatabaseUrl, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
 
+const USAGE = 'usage: npm run bench:reads -- [--events N[,M…] (growing)] [--requests N] ' +
+  '[--data-dir DIR[,DIR…] --user NAME [--database-url URL[,URL…]] (stores seeded earlier, in stage order)]'
 const { values } = parseArgs({
   options: {
-    // Stages: the store is grown to each size in turn and measured there.
+    // Stages: one fresh store seeded to each size.
     events: { type: 'string', default: '1000000,10000000' },
-    requests: { type: 'string', default: '100' },
-    // Reuse a store seeded earlier (`DATA_DIR=dir npm run seed -- --user name …`) instead of seeding: one stage.
+    requests: { type: 'string', default: '300' },
+    // Reuse stores seeded earlier (`DATA_DIR=dir DATABASE_URL=… npm run seed -- --user name --settle …`), one per stage.
     'data-dir': { type: 'string' },
+    'database-url': { type: 'string' },
     user: { type: 'string' },
   },
 })
 const root = fileURLToPath(new URL('..', import.meta.url))
 const reuse = values['data-dir'] !== undefined
-const stages = reuse ? [0] : values.events!.split(',').map(Number)
-if (!reuse && stages.some((n, i) => !Number.isInteger(n) || n <= (stages[i - 1] ?? 0))) {
-  console.error('usage: npm run bench:reads -- [--events N[,M…] (growing)] [--requests N] [--data-dir DIR --user NAME]')
+const dirs = values['data-dir']?.split(',') ?? []
+const databaseUrls = values['database-url']?.split(',') ?? []
+const sizes = reuse ? [] : values.events!.split(',').map(Number)
+const requests = Number(values.requests)
+const valid = Number.isInteger(requests) && requests > 0 && (reuse
+  ? values.user !== undefined && dirs.every(Boolean) && (databaseUrls.length === 0 || databaseUrls.length === dirs.length)
+  : databaseUrls.length === 0 && sizes.every((n, i) => Number.isInteger(n) && n > (sizes[i - 1] ?? 0)))
+if (!valid) {
+  console.error(USAGE)
   process.exit(2)
 }
-const dataDir = values['data-dir'] ?? mkdtempSync(join(tmpdir(), 'agent-telemetry-reads-'))
-const env = { ...process.env, DATA_DIR: dataDir, DATABASE_URL: benchDatabaseUrl('agent_telemetry_reads_bench'), LOG_LEVEL: 'warn' }
 const user = values.user ?? `reads-${randomBytes(4).toString('hex')}`
-const requests = Number(values.requests)
+const redisPrefix = `bench:reads-${randomBytes(4).toString('hex')}:`
+const WARM_UP = 3
 
 /** The reads timed, by name; a point read is one session or one trace. */
 const LISTS = ['agents', 'agent profile', 'events', 'events of an agent, 24 h', 'sessions', 'traces, 7 d', 'errors, 30 d', 'spend summary'] as const
@@ -44,85 +65,201 @@ const POINTS = ['one session', 'one trace'] as const
 type Name = typeof LISTS[number] | typeof POINTS[number]
 type Figures = Map<Name, { p50: number; p95: number }>
 
-/** Starts the service on the store, times every read, stops it. */
-async function measure (): Promise<{ stored: number; figures: Figures }> {
-  const port = 4100 + Math.floor(Math.random() * 200)
-  const service = spawn(process.execPath, serviceArgs(), {
-    cwd: root, env: { ...env, PORT: String(port), ROLES: 'api', ME_READS_PER_MINUTE: '1000000', REDIS_PREFIX: `bench:${user}:` }, stdio: ['ignore', 'ignore', 'inherit'],
+/** One stage's store: its data directory and Postgres database. */
+interface Store {
+  /** How messages name it: its size when seeded here, else its directory. */
+  label: string
+  dataDir: string
+  databaseUrl: string
+  /** Seeded by this run, and removed at its end. */
+  fresh: boolean
+  seedSeconds?: number
+}
+
+/** The service on one store, in a child process. */
+interface Service {
+  store: Store
+  /** Resolves once the service answers; rejects if its process exits first. */
+  up: Promise<void>
+  /**
+   * GETs a path and reads the whole body. Rejects, naming the store, when the service's process has
+   * exited or the request fails, so that no wait outlives the process.
+   */
+  get(path: string, headers?: Record<string, string>): Promise<{ status: number; body: string }>
+  stop(): Promise<void>
+}
+
+const envOf = (store: Store) => ({ ...process.env, DATA_DIR: store.dataDir, DATABASE_URL: store.databaseUrl, LOG_LEVEL: 'warn' })
+
+function startService (store: Store, port: number, prefix: string): Service {
+  const child = spawn(process.execPath, serviceArgs(), {
+    cwd: root,
+    // No analysts' SQL port: the services run side by side and the reads do not use it.
+    env: { ...envOf(store), PORT: String(port), ANALYTICS_PORT: 'off', ROLES: 'api', ME_READS_PER_MINUTE: '1000000', REDIS_PREFIX: prefix },
+    stdio: ['ignore', 'ignore', 'inherit'],
   })
-  try {
-    const base = `http://127.0.0.1:${port}`
-    await waitForUp(`${base}/health`)
-    const token = execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/token.ts', user], { cwd: root, env }).toString().trim()
-    const headers = { authorization: `Bearer ${token}` }
-    const json = async (path: string) => (await fetch(base + path, { headers })).json() as Promise<any>
-    const agents = (await json('/v1/me/agents')).agents
-    const sessions = (await json('/v1/me/sessions')).sessions
-    const traces = (await json('/v1/me/traces?since=all')).traces
-    const paths: Record<Name, string> = {
-      agents: '/v1/me/agents',
-      'agent profile': `/v1/me/agents/${agents[0].id}`,
-      events: '/v1/me/events',
-      'events of an agent, 24 h': `/v1/me/events?since=24h&agentId=${agents[1].id}`,
-      sessions: '/v1/me/sessions',
-      'one session': `/v1/me/sessions/${sessions[0].sessionId}`,
-      'traces, 7 d': '/v1/me/traces?since=7d',
-      'one trace': `/v1/me/traces/${traces[0].traceId}`,
-      'errors, 30 d': '/v1/me/errors?since=30d',
-      'spend summary': '/v1/me/spend-summary',
-    }
-    const stored = (await json('/v1/me/spend-summary?days=365')).total.eventCount as number
-    const figures: Figures = new Map()
-    for (const [name, path] of Object.entries(paths) as [Name, string][]) {
-      for (let i = 0; i < 3; i++) await (await fetch(base + path, { headers })).arrayBuffer()
-      const times: number[] = []
-      for (let i = 0; i < requests; i++) {
-        const t0 = performance.now()
-        const res = await fetch(base + path, { headers })
-        await res.arrayBuffer()
-        if (!res.ok) throw new Error(`${path}: ${res.status}`)
-        times.push(performance.now() - t0)
+  let exit: Error | undefined
+  const exited = new Promise<never>((_resolve, reject) => {
+    child.once('exit', (code, signal) => reject((exit = new Error(`the service on the ${store.label} store exited (${signal ?? `code ${code}`})`))))
+    child.once('error', (err) => reject((exit = new Error(`the service on the ${store.label} store did not start: ${err.message}`))))
+  })
+  exited.catch(() => { /* seen through up, get and stop */ })
+  const base = `http://127.0.0.1:${port}`
+  return {
+    store,
+    up: Promise.race([waitForUp(`${base}/health`), exited]),
+    async get (path, headers) {
+      try {
+        const res = await Promise.race([fetch(base + path, { headers }), exited])
+        return { status: res.status, body: await Promise.race([res.text(), exited]) }
+      } catch (err) {
+        if (err === exit) throw err
+        // A refused connection is often the first sign of an exit: give the exit a moment to name itself.
+        await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 500))])
+        throw new Error(`the ${store.label} store: GET ${path} failed: ${(err as Error).message}`, { cause: err })
       }
-      times.sort((a, b) => a - b)
-      const q = (p: number) => times[Math.min(times.length - 1, Math.ceil(p * times.length) - 1)]!
-      figures.set(name, { p50: q(0.5), p95: q(0.95) })
-      console.error(`${path}: p95 ${q(0.95).toFixed(1)} ms`)
-    }
-    return { stored, figures }
-  } finally {
-    service.kill('SIGTERM')
-    await new Promise((resolve) => service.once('exit', resolve))
+    },
+    async stop () {
+      child.kill('SIGTERM')
+      const force = setTimeout(() => child.kill('SIGKILL'), 30_000)
+      await exited.catch(() => {})
+      clearTimeout(force)
+    },
   }
 }
 
-const results: { stored: number; seedSeconds: number; figures: Figures; load: number }[] = []
+/** A set-up read's JSON; any other status than 200 is an error naming the store, the path and the status. */
+async function json (service: Service, path: string, headers: Record<string, string>): Promise<any> {
+  const res = await service.get(path, headers)
+  if (res.status !== 200) throw new Error(`the ${service.store.label} store: GET ${path} answered ${res.status}: ${res.body.slice(0, 200)}`)
+  return JSON.parse(res.body)
+}
+
+/** Times one read; a read that fails ends the benchmark. */
+async function timed (service: Service, path: string, headers: Record<string, string>): Promise<number> {
+  const t0 = performance.now()
+  const res = await service.get(path, headers)
+  const ms = performance.now() - t0
+  if (res.status < 200 || res.status > 299) throw new Error(`the ${service.store.label} store: GET ${path} answered ${res.status}`)
+  return ms
+}
+
+const stores: Store[] = []
+const services: Service[] = []
+const results: { stored: number; seedSeconds: number | undefined; figures: Figures }[] = []
+const load = { start: 0, end: 0 }
 try {
-  let seeded = 0
-  for (const size of stages) {
-    const seedStarted = Date.now()
-    if (!reuse) {
-      execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/seed.ts', '--events', String(size - seeded), '--from', String(seeded), '--user', user, '--settle'], { cwd: root, env, stdio: 'inherit' })
-      seeded = size
+  if (reuse) {
+    dirs.forEach((dir, i) => stores.push({
+      label: dir, dataDir: dir, databaseUrl: databaseUrls[i] ?? benchDatabaseUrl(`agent_telemetry_reads_bench_${i}`), fresh: false,
+    }))
+  }
+  for (const [i, size] of sizes.entries()) {
+    // In the list before it is seeded, so that a failed seed's directory and database are removed too.
+    const store: Store = {
+      label: `${short(size)}-event`,
+      dataDir: mkdtempSync(join(tmpdir(), 'agent-telemetry-reads-')),
+      databaseUrl: benchDatabaseUrl(`agent_telemetry_reads_bench_${i}`),
+      fresh: true,
     }
-    const seedSeconds = (Date.now() - seedStarted) / 1000
-    const load = loadavg()[0]!
-    results.push({ ...(await measure()), seedSeconds, load })
+    stores.push(store)
+    // From nothing: a run stopped before its clean-up leaves its database behind.
+    await dropDatabase(store.databaseUrl)
+    console.error(`seeding the ${store.label} store`)
+    const started = Date.now()
+    execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/seed.ts', '--events', String(size), '--user', user, '--settle'],
+      { cwd: root, env: envOf(store), stdio: 'inherit' })
+    store.seedSeconds = (Date.now() - started) / 1000
+  }
+
+  const port = 4100 + Math.floor(Math.random() * 200)
+  stores.forEach((store, i) => services.push(startService(store, port + i, `${redisPrefix}${i}:`)))
+  await Promise.all(services.map((s) => s.up))
+  // Each store signs with its own key; stderr is piped so the token's sign-in link stays out of the output.
+  const headers = services.map((s) => {
+    const token = execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/token.ts', user], { cwd: root, env: envOf(s.store), stdio: 'pipe' })
+    return { authorization: `Bearer ${token.toString().trim()}` }
+  })
+
+  // Each store's paths. Agents are named alike in every store (their ids are each store's own); the
+  // point reads are of the first store's newest session and trace, which a larger seed holds too.
+  const paths: Record<Name, string>[] = []
+  let session: string | undefined
+  let trace: string | undefined
+  for (const [i, s] of services.entries()) {
+    const agents = (await json(s, '/v1/me/agents', headers[i]!)).agents as { id: string }[]
+    if (agents.length === 0) throw new Error(`no agents for user ${user} in store ${s.store.dataDir}: seeded with another --user?`)
+    const sessions = (await json(s, '/v1/me/sessions', headers[i]!)).sessions as { sessionId: string }[]
+    const traces = (await json(s, '/v1/me/traces?since=all', headers[i]!)).traces as { traceId: string }[]
+    if (sessions.length === 0 || traces.length === 0) throw new Error(`no sessions or traces for user ${user} in store ${s.store.dataDir}`)
+    const held = async (kind: 'sessions' | 'traces', wanted: string | undefined, own: string) => {
+      if (wanted === undefined || wanted === own) return own
+      if ((await s.get(`/v1/me/${kind}/${encodeURIComponent(wanted)}`, headers[i])).status === 200) return wanted
+      console.error(`the ${s.store.label} store has no ${kind.slice(0, -1)} ${wanted}; its own newest, ${own}, is read instead`)
+      return own
+    }
+    const sessionId = await held('sessions', session, sessions[0]!.sessionId)
+    const traceId = await held('traces', trace, traces[0]!.traceId)
+    session ??= sessionId
+    trace ??= traceId
+    paths.push({
+      agents: '/v1/me/agents',
+      'agent profile': `/v1/me/agents/${agents[0]!.id}`,
+      events: '/v1/me/events',
+      'events of an agent, 24 h': `/v1/me/events?since=24h&agentId=${(agents[1] ?? agents[0]!).id}`,
+      sessions: '/v1/me/sessions',
+      'one session': `/v1/me/sessions/${encodeURIComponent(sessionId)}`,
+      'traces, 7 d': '/v1/me/traces?since=7d',
+      'one trace': `/v1/me/traces/${encodeURIComponent(traceId)}`,
+      'errors, 30 d': '/v1/me/errors?since=30d',
+      'spend summary': '/v1/me/spend-summary',
+    })
+  }
+  const stored = await Promise.all(services.map(async (s, i) => (await json(s, '/v1/me/spend-summary?days=365', headers[i]!)).total.eventCount as number))
+
+  const names = Object.keys(paths[0]!) as Name[]
+  const forward = services.map((_, i) => i)
+  const backward = [...forward].reverse()
+  for (let w = 0; w < WARM_UP; w++) {
+    for (const name of names) for (const i of forward) await timed(services[i]!, paths[i]![name], headers[i]!)
+  }
+  console.error(`timing ${names.length} reads on ${services.length} stores, ${requests} rounds`)
+  load.start = loadavg()[0]!
+  const times = services.map(() => new Map<Name, number[]>(names.map((n) => [n, []])))
+  for (let r = 0; r < requests; r++) {
+    for (const name of names) {
+      for (const i of r % 2 === 0 ? forward : backward) times[i]!.get(name)!.push(await timed(services[i]!, paths[i]![name], headers[i]!))
+    }
+    if ((r + 1) % 50 === 0 && r + 1 < requests) console.error(`  ${r + 1} rounds`)
+  }
+  load.end = loadavg()[0]!
+  for (const [i, store] of stores.entries()) {
+    const figures: Figures = new Map()
+    for (const [name, ms] of times[i]!) {
+      ms.sort((a, b) => a - b)
+      const q = (p: number) => ms[Math.min(ms.length - 1, Math.ceil(p * ms.length) - 1)]!
+      figures.set(name, { p50: q(0.5), p95: q(0.95) })
+    }
+    results.push({ stored: stored[i]!, seedSeconds: store.seedSeconds, figures })
   }
 } finally {
-  await deleteRedisKeys(`bench:${user}:`).catch((err) => console.error(`could not delete the Redis keys: ${err.message}`))
+  await Promise.all(services.map((s) => s.stop()))
+  await deleteRedisKeys(redisPrefix).catch((err) => console.error(`could not delete the Redis keys: ${err.message}`))
   // A reused store keeps its database (its users and agents live there); a fresh one leaves nothing.
-  if (!reuse) {
-    rmSync(dataDir, { recursive: true, force: true })
-    await dropDatabase(env.DATABASE_URL).catch((err) => console.error(`could not drop the benchmark database: ${err.message}`))
+  for (const store of stores.filter((s) => s.fresh)) {
+    rmSync(store.dataDir, { recursive: true, force: true })
+    await dropDatabase(store.databaseUrl).catch((err) => console.error(`could not drop the benchmark database of the ${store.label} store: ${err.message}`))
   }
 }
 
 const first = results[0]!
 const last = results.at(-1)!
-console.log(`\ndashboard reads — ${new Date().toISOString()} — one user, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${requests} requests each after 3 warm-up`)
+console.log(`\ndashboard reads — ${new Date().toISOString()} — one user, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, stages measured interleaved: ` +
+  `${requests} rounds, each timing every read once on every store (the stores' order reversed every other round), after ${WARM_UP} warm-up`)
 for (const r of results) {
-  console.log(`  ${r.stored.toLocaleString()} events (${reuse ? 'reused store' : `seeded and settled in ${r.seedSeconds.toFixed(0)} s`}), load average ${r.load.toFixed(1)} when measured`)
+  console.log(`  ${r.stored.toLocaleString()} events (${r.seedSeconds === undefined ? 'reused store' : `seeded and settled in ${r.seedSeconds.toFixed(0)} s`})`)
 }
+console.log(`  load average ${load.start.toFixed(1)} when the timing began, ${load.end.toFixed(1)} when it ended`)
 const header = 'read'.padEnd(28) + results.map((r) => `p50 @${short(r.stored)}`.padStart(12) + `p95 @${short(r.stored)}`.padStart(12)).join('')
 console.log(header)
 for (const name of [...LISTS, ...POINTS]) {

@@ -4,8 +4,13 @@
  *   npm run seed -- --events 1000000 [--user seed] [--agents 40] [--days 30] [--from 0] [--settle]
  * --from N continues a store already seeded with N events for the user: the new events, sessions and
  * traces are numbered after them (a store grown from 1 M to 10 M events holds what seeding 10 M would).
- * --settle waits, before exiting, until the engine has no merge or mutation left to run (up to 10
- * minutes), so that what is measured next on the store is not a bulk load's merging.
+ * --settle, before exiting, waits for the merges and mutations running to end, then has the engine
+ * merge each table as far as `OPTIMIZE TABLE` (not FINAL) does, again and again until an OPTIMIZE
+ * leaves as many active parts as before it (up to 20 minutes in all, then it says so and goes on).
+ * Left to its background merges, the engine picks its next merge up to a minute after the last, so a
+ * store would still be merging while it is measured; OPTIMIZE merges more eagerly than the background
+ * does, so what is measured next is a history whose months are merged. Prints each table's active
+ * parts before and after on stderr.
  * Prints the user's subject; `npm run token -- <subject>` gives a token to read it with.
  */
 import { parseArgs } from 'node:util'
@@ -64,6 +69,8 @@ const now = Date.now()
 const span = days * 86_400_000
 const sessionStart = (session: number) => now - span + Math.floor(((session * 2654435761) % 1_000_003) / 1_000_003 * (span - 600_000))
 const BATCH = 50_000
+/** How long --settle may take in all before it gives up and lets the seed exit. */
+const SETTLE_DEADLINE_MS = 20 * 60_000
 let written = 0
 const started = Date.now()
 const bar = (n: number) => {
@@ -120,20 +127,55 @@ pino().info({
 }, 'seeded')
 
 /**
- * Waits until no merge or mutation has run on the store for 5 s in a row (the engine merges parts in
- * the background and picks the next merge a moment after one ends).
+ * Waits for the merges and mutations running to end, then merges each MergeTree table of the
+ * database with `OPTIMIZE TABLE` (not FINAL: the engine picks what is worth merging) until an
+ * OPTIMIZE leaves as many active parts as before it; repeats the round over all tables until one
+ * changes nothing (a background merge that held parts during a table's turn leaves them to the next
+ * round). Gives up at the deadline.
  */
 async function settle (): Promise<void> {
-  const deadline = Date.now() + 600_000
-  let quiet = 0
-  while (Date.now() < deadline && quiet < 5) {
-    const rs = await handle.client.query({
-      query: 'SELECT (SELECT count() FROM system.merges) + (SELECT count() FROM system.mutations WHERE NOT is_done) AS busy',
-      format: 'JSONEachRow',
-    })
-    const [row] = await rs.json<{ busy: string }>()
-    quiet = Number(row?.busy ?? 0) === 0 ? quiet + 1 : 0
-    await new Promise((resolve) => setTimeout(resolve, 1000))
+  const deadline = Date.now() + SETTLE_DEADLINE_MS
+  const client = handle.client
+  const rows = async <T>(query: string, params?: Record<string, unknown>) =>
+    (await client.query({ query, query_params: params, format: 'JSONEachRow' })).json<T>()
+  const activeParts = async (table: string) => Number((await rows<{ n: string }>(
+    `/* svc:seed_settle */ SELECT count() AS n FROM system.parts
+     WHERE active AND database = currentDatabase() AND table = {table:String}`, { table }))[0]?.n ?? 0)
+  /** Until no merge or mutation of this database runs (or the deadline). */
+  const idle = async () => {
+    while (Date.now() < deadline) {
+      const [row] = await rows<{ busy: string }>(`/* svc:seed_settle */ SELECT
+        (SELECT count() FROM system.merges WHERE database = currentDatabase()) +
+        (SELECT count() FROM system.mutations WHERE database = currentDatabase() AND NOT is_done) AS busy`)
+      if (Number(row?.busy ?? 0) === 0) return
+      await new Promise((resolve) => setTimeout(resolve, 500))
+    }
   }
-  if (quiet < 5) process.stderr.write('the engine was still merging after 10 minutes; going on\n')
+  const tables = (await rows<{ name: string }>(`/* svc:seed_settle */ SELECT name FROM system.tables
+    WHERE database = currentDatabase() AND engine LIKE '%MergeTree%' AND name != 'schema_migrations' ORDER BY name`)).map((r) => r.name)
+
+  await idle()
+  for (let round = 1, changed = true; changed && Date.now() < deadline; round++) {
+    changed = false
+    for (const table of tables) {
+      const first = await activeParts(table)
+      let parts = first
+      while (Date.now() < deadline) {
+        try {
+          // Nothing worth merging is an answer here, not an error, whatever the server's profile says.
+          await client.command({ query: `/* svc:seed_settle */ OPTIMIZE TABLE \`${table.replace(/`/g, '\\`')}\``, clickhouse_settings: { optimize_throw_if_noop: 0 } })
+        } catch (err) {
+          // A server's client gives up on a long request while the engine goes on merging.
+          if (!/timeout/i.test((err as Error).message)) throw err
+          await idle()
+        }
+        const after = await activeParts(table)
+        if (after >= parts) break
+        parts = after
+      }
+      if (parts < first) changed = true
+      if (round === 1 || parts < first) process.stderr.write(`settle: ${table} ${first} → ${parts} active parts\n`)
+    }
+  }
+  if (Date.now() >= deadline) process.stderr.write(`settle: still merging after ${SETTLE_DEADLINE_MS / 60_000} minutes; going on\n`)
 }
