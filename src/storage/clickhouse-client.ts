@@ -18,7 +18,7 @@ export interface ClickHouseHandle {
   release(): Promise<void>
 }
 
-const shared = new Map<string, { client: ClickHouseClient; sessions: ClickHouseClient[]; refs: number }>()
+const shared = new Map<string, { client: ClickHouseClient; refs: number }>()
 
 /** Sessions of the embedded engine that reads are spread over: a request's reads and two requests' run side by side. */
 const EMBEDDED_READ_SESSIONS = 3
@@ -80,7 +80,7 @@ export function openClickHouse (target: ClickHouseTarget): ClickHouseHandle {
     // Reads go to the least busy of a few sessions of the one engine (see spreadReads).
     const sessions = [clientOf(chdbConnection), ...Array.from({ length: EMBEDDED_READ_SESSIONS - 1 }, () => clientOf(createChdbConnection({ path })))]
     const spread = spreadReads(sessions)
-    entry = { client: spread.client, sessions, refs: 0 }
+    entry = { client: spread.client, refs: 0 }
     // The raw insert runs on the first session (chdbConnection's): counted as its load.
     rawInserts.set(entry.client, (params) => spread.onFirst(async () => {
       try {
@@ -106,7 +106,7 @@ export function openClickHouse (target: ClickHouseTarget): ClickHouseHandle {
       released = true
       if (--held.refs === 0) {
         shared.delete(path)
-        await Promise.all(held.sessions.map((c) => c.close()))
+        await held.client.close()
       }
     },
   }

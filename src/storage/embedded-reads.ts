@@ -63,9 +63,10 @@ const ON_FIRST = new Set<PropertyKey>(['insert', 'command', 'exec'])
  * three) and of requests at once would wait on each other while the engine keeps one core busy: the
  * profile's reads took 38 ms one after another at 10 million events, 28 ms side by side. Each
  * `query` goes to the least busy session, its parameters written into the SQL (`inlineParams`);
- * everything else (commands, inserts, closing) goes to the first session's client. Inserts and
- * commands count as the first session's load while they run, as does the raw insert (`onFirst`), so
- * a read issued meanwhile goes to another session instead of queueing behind a block being written.
+ * everything else (commands, inserts) goes to the first session's client, and `close` closes them
+ * all. Inserts and commands count as the first session's load while they run, as does the raw insert
+ * (`onFirst`), so a read issued meanwhile goes to another session instead of queueing behind a block
+ * being written.
  */
 export function spreadReads (clients: ClickHouseClient[]): SpreadClient {
   const [first] = clients
@@ -92,9 +93,11 @@ export function spreadReads (clients: ClickHouseClient[]): SpreadClient {
       busy[i]!--
     }
   }) as ClickHouseClient['query']
+  const close = async () => { await Promise.all(clients.map((c) => c.close())) }
   const client = new Proxy(first, {
     get (target, prop) {
       if (prop === 'query') return query
+      if (prop === 'close') return close
       const value = Reflect.get(target, prop, target)
       if (typeof value !== 'function') return value
       if (ON_FIRST.has(prop)) return (...args: unknown[]) => onFirst(() => value.apply(target, args))
