@@ -5,8 +5,8 @@
  * Each stage (1 M events, 10 M) gets a fresh store of its own, a temporary DATA_DIR and the Postgres
  * database agent_telemetry_reads_bench_<stage>, seeded from nothing, one store after the other, for
  * one user name (npm run seed -- --events N --settle). The seed is deterministic, so the 10 M store
- * holds the 1 M store's sessions, traces and events and 9 M more; --settle has the engine merge each
- * table as far as OPTIMIZE TABLE does. Then the service runs on every store side by side (one process
+ * holds the 1 M store's agents, sessions and traces (event ids and instants are each seed's own);
+ * --settle has the engine merge each table as far as OPTIMIZE TABLE does. Then the service runs on every store side by side (one process
  * each) and the stages are measured interleaved: after 3 warm-up requests per read and store, each of
  * --requests rounds times every /v1/me read once on each store, read by read, the stores' order
  * reversed every other round, so that a moment of load on this shared machine falls on every stage
@@ -87,6 +87,8 @@ interface Service {
    */
   get(path: string, headers?: Record<string, string>): Promise<{ status: number; body: string }>
   stop(): Promise<void>
+  /** Ends the process at once (on a signal, when there is no time to wait). */
+  kill(): void
 }
 
 const envOf = (store: Store) => ({ ...process.env, DATA_DIR: store.dataDir, DATABASE_URL: store.databaseUrl, LOG_LEVEL: 'warn' })
@@ -125,6 +127,9 @@ function startService (store: Store, port: number, prefix: string): Service {
       await exited.catch(() => {})
       clearTimeout(force)
     },
+    kill () {
+      child.kill('SIGKILL')
+    },
   }
 }
 
@@ -146,6 +151,15 @@ async function timed (service: Service, path: string, headers: Record<string, st
 
 const stores: Store[] = []
 const services: Service[] = []
+// Stopped by a signal: no service left running and no fresh store left on disk (their databases are
+// dropped by the next run before it seeds).
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    for (const service of services) service.kill()
+    for (const store of stores.filter((s) => s.fresh)) rmSync(store.dataDir, { recursive: true, force: true })
+    process.exit(130)
+  })
+}
 const results: { stored: number; seedSeconds: number | undefined; figures: Figures }[] = []
 const load = { start: 0, end: 0 }
 try {
@@ -187,7 +201,9 @@ try {
   let session: string | undefined
   let trace: string | undefined
   for (const [i, s] of services.entries()) {
-    const agents = (await json(s, '/v1/me/agents', headers[i]!)).agents as { id: string }[]
+    // By name, so that each read is of the same agent in every store.
+    const agents = ((await json(s, '/v1/me/agents', headers[i]!)).agents as { id: string; displayName: string }[])
+      .sort((a, b) => a.displayName < b.displayName ? -1 : a.displayName > b.displayName ? 1 : 0)
     if (agents.length === 0) throw new Error(`no agents for user ${user} in store ${s.store.dataDir}: seeded with another --user?`)
     const sessions = (await json(s, '/v1/me/sessions', headers[i]!)).sessions as { sessionId: string }[]
     const traces = (await json(s, '/v1/me/traces?since=all', headers[i]!)).traces as { traceId: string }[]

@@ -6,7 +6,8 @@
  * traces are numbered after them (a store grown from 1 M to 10 M events holds what seeding 10 M would).
  * --settle, before exiting, waits for the merges and mutations running to end, then has the engine
  * merge each table as far as `OPTIMIZE TABLE` (not FINAL) does, again and again until an OPTIMIZE
- * leaves as many active parts as before it (up to 20 minutes in all, then it says so and goes on).
+ * leaves as many active parts as before it (up to 20 minutes in all, checked between OPTIMIZEs; then
+ * it says so and goes on).
  * Left to its background merges, the engine picks its next merge up to a minute after the last, so a
  * store would still be merging while it is measured; OPTIMIZE merges more eagerly than the background
  * does, so what is measured next is a history whose months are merged. Prints each table's active
@@ -141,12 +142,12 @@ async function settle (): Promise<void> {
   const activeParts = async (table: string) => Number((await rows<{ n: string }>(
     `/* svc:seed_settle */ SELECT count() AS n FROM system.parts
      WHERE active AND database = currentDatabase() AND table = {table:String}`, { table }))[0]?.n ?? 0)
-  /** Until no merge or mutation of this database runs (or the deadline). */
+  /** Until no merge or mutation of this database runs (or the deadline); a mutation that keeps failing is not waited for. */
   const idle = async () => {
     while (Date.now() < deadline) {
       const [row] = await rows<{ busy: string }>(`/* svc:seed_settle */ SELECT
         (SELECT count() FROM system.merges WHERE database = currentDatabase()) +
-        (SELECT count() FROM system.mutations WHERE database = currentDatabase() AND NOT is_done) AS busy`)
+        (SELECT count() FROM system.mutations WHERE database = currentDatabase() AND NOT is_done AND latest_fail_reason = '') AS busy`)
       if (Number(row?.busy ?? 0) === 0) return
       await new Promise((resolve) => setTimeout(resolve, 500))
     }
@@ -165,8 +166,8 @@ async function settle (): Promise<void> {
           // Nothing worth merging is an answer here, not an error, whatever the server's profile says.
           await client.command({ query: `/* svc:seed_settle */ OPTIMIZE TABLE \`${table.replace(/`/g, '\\`')}\``, clickhouse_settings: { optimize_throw_if_noop: 0 } })
         } catch (err) {
-          // A server's client gives up on a long request while the engine goes on merging.
-          if (!/timeout/i.test((err as Error).message)) throw err
+          // A server's client gives up on a long request (its own 'Timeout error.') while the engine goes on merging.
+          if (!/^Timeout error/.test((err as Error).message)) throw err
           await idle()
         }
         const after = await activeParts(table)
@@ -177,5 +178,7 @@ async function settle (): Promise<void> {
       if (round === 1 || parts < first) process.stderr.write(`settle: ${table} ${first} → ${parts} active parts\n`)
     }
   }
+  // A background merge that held parts during a table's turn may still be running.
+  await idle()
   if (Date.now() >= deadline) process.stderr.write(`settle: still merging after ${SETTLE_DEADLINE_MS / 60_000} minutes; going on\n`)
 }

@@ -50,13 +50,13 @@ t.test('a read issued while a long insert or command runs on the first session a
     return
   }
   const raw = embeddedRawInsert(handle.client)!
-  // Each row written to slow_source takes 0.1 s through the view: ten rows hold the first session 1 s.
+  // Each row written to slow_source takes 0.1 s through the view: twenty rows hold the first session 2 s.
   await handle.client.command({ query: 'CREATE TABLE IF NOT EXISTS slow_source (n UInt64) ENGINE = MergeTree ORDER BY n' })
   await handle.client.command({ query: 'CREATE TABLE IF NOT EXISTS slow_sink (n UInt64) ENGINE = MergeTree ORDER BY n' })
   await handle.client.command({ query: 'CREATE MATERIALIZED VIEW IF NOT EXISTS slow_view TO slow_sink AS SELECT n FROM slow_source WHERE sleepEachRow(0.1) = 0' })
-  const rows = Array.from({ length: 10 }, (_, n) => ({ n }))
+  const rows = Array.from({ length: 20 }, (_, n) => ({ n }))
   const slow: Record<string, () => Promise<unknown>> = {
-    command: () => handle.client.command({ query: 'INSERT INTO slow_sink SELECT number FROM numbers(10) WHERE sleepEachRow(0.1) = 0' }),
+    command: () => handle.client.command({ query: 'INSERT INTO slow_sink SELECT number FROM numbers(20) WHERE sleepEachRow(0.1) = 0' }),
     insert: () => handle.client.insert({ table: 'slow_source', values: rows, format: 'JSONEachRow' }),
     'raw insert': () => raw({
       table: 'slow_source', columns: ['n'], format: 'JSONCompactEachRow', values: Buffer.from(rows.map(({ n }) => `[${n}]\n`).join('')), settings: {},

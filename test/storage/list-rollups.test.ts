@@ -158,9 +158,11 @@ t.test('errors_by_hour holds the rows of error_clusters_hourly once parts merge,
       FROM numbers(200000)`,
   })
   const plan = await ch.query({
-    query: `EXPLAIN projections = 1 SELECT error_fingerprint, agent_id, events FROM error_clusters_hourly
-      WHERE user_id = {u:String} AND agent_id NOT IN {hidden:Array(String)} AND hour >= {from:DateTime} AND hour < {to:DateTime}`,
-    query_params: { u: 'other-1', from: '2026-07-05 00:00:00', to: '2026-07-05 06:00:00', hidden: ['x'] },
+    // The errors list's read of the hours before its window's first whole day (DashboardRepository.clusters).
+    query: `EXPLAIN projections = 1 SELECT error_fingerprint, agent_id, events, first_ts, last_ts, sample, tools FROM error_clusters_hourly
+      WHERE user_id = {u:String} AND agent_id NOT IN {hidden:Array(String)}
+        AND hour >= toDateTime({fromS:UInt32}, 'UTC') AND hour < toDateTime({dayS:UInt32}, 'UTC')`,
+    query_params: { u: 'other-1', fromS: Date.parse('2026-07-05T06:00:00Z') / 1000, dayS: Date.parse('2026-07-06T00:00:00Z') / 1000, hidden: ['x'] },
     format: 'TabSeparatedRaw',
   })
   t.match(await plan.text(), /ReadFromMergeTree \(errors_by_hour\)/, 'a read of a user\'s hours is served by errors_by_hour')
