@@ -72,26 +72,23 @@ export function spreadReads (clients: ClickHouseClient[]): SpreadClient {
   const [first] = clients
   if (!first) throw new Error('spreadReads needs a client')
   const busy = clients.map(() => 0)
-  const onFirst = async <T>(work: () => Promise<T>): Promise<T> => {
-    busy[0]!++
+  /** Runs work on session i, counted as its load while it runs. */
+  const onSession = async <T>(i: number, work: () => Promise<T>): Promise<T> => {
+    busy[i]!++
     try {
       return await work()
     } finally {
-      busy[0]!--
+      busy[i]!--
     }
   }
+  const onFirst = <T>(work: () => Promise<T>) => onSession(0, work)
   const query: ClickHouseClient['query'] = (async (params: Parameters<ClickHouseClient['query']>[0]) => {
     const inlined = params.query_params ? inlineParams(params.query, params.query_params) : params.query
     // A query whose values would make it longer than the engine parses (max_query_size, 256 KiB; a
     // durability check's thousands of ids), or that keeps its parameters, goes to the first session.
     const keepsParams = inlined === undefined || inlined.length > MAX_INLINED_LENGTH
     const i = keepsParams ? 0 : busy.indexOf(Math.min(...busy))
-    busy[i]!++
-    try {
-      return await clients[i]!.query(keepsParams ? params : { ...params, query: inlined, query_params: undefined })
-    } finally {
-      busy[i]!--
-    }
+    return onSession(i, () => clients[i]!.query(keepsParams ? params : { ...params, query: inlined, query_params: undefined }))
   }) as ClickHouseClient['query']
   const close = async () => { await Promise.all(clients.map((c) => c.close())) }
   const client = new Proxy(first, {
