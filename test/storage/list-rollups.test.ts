@@ -16,6 +16,10 @@ const events = new EventsRepository(ch)
 const rows = async (sql: string, params: Record<string, unknown>) =>
   (await ch.query({ query: sql, query_params: params, format: 'JSONEachRow' })).json<Record<string, string | number>>()
 
+/** The rows a projection of a table holds in its active parts. */
+const projectionRows = async (table: string, name: string) => Number((await rows(`SELECT sum(rows) AS n FROM system.projection_parts
+  WHERE database = currentDatabase() AND table = {table:String} AND name = {name:String} AND active`, { table, name }))[0]!.n)
+
 /** Each rollup, and the same figures computed from events, as sorted JSON lines to compare. */
 async function rollupsAndEvents (userId: string) {
   const p = { u: userId }
@@ -85,16 +89,12 @@ t.test('a store an older release left is backfilled once; the views keep the rol
   checkEqual(t, await rollupsAndEvents(userId), 'after new events came through the views')
   t.same(await migrateClickHouse(ch), [], 'a second start applies nothing')
   // The projection holds every event, as the table does: a read it serves misses none.
-  const projectionRows = async (name: string) => Number((await rows(`SELECT sum(rows) AS n FROM system.projection_parts
-    WHERE database = currentDatabase() AND table = 'events' AND name = {name:String} AND active`, { name }))[0]!.n)
   const [inTable] = await rows('SELECT count() AS n FROM events', {})
-  t.equal(await projectionRows('events_feed'), Number(inTable!.n), 'events_feed has the old events (materialized) and the new ones')
-  t.equal(await projectionRows('events_by_time'), 0, 'the projection it replaces is gone')
+  t.equal(await projectionRows('events', 'events_feed'), Number(inTable!.n), 'events_feed has the old events (materialized) and the new ones')
+  t.equal(await projectionRows('events', 'events_by_time'), 0, 'the projection it replaces is gone')
   const [hourly] = await rows('SELECT count() AS n FROM error_clusters_hourly', {})
-  const [byHour] = await rows(`SELECT sum(rows) AS n FROM system.projection_parts
-    WHERE database = currentDatabase() AND table = 'error_clusters_hourly' AND name = 'errors_by_hour' AND active`, {})
   t.ok(Number(hourly!.n) > 0, 'error_clusters_hourly holds rows')
-  t.equal(Number(byHour!.n), Number(hourly!.n), 'errors_by_hour has the rows stored before 016 (materialized) and the new ones')
+  t.equal(await projectionRows('error_clusters_hourly', 'errors_by_hour'), Number(hourly!.n), 'errors_by_hour has the rows stored before 016 (materialized) and the new ones')
   // Every column is in it: the newest events of a user, any column, are read from it, in its order.
   const plan = await ch.query({
     query: `EXPLAIN projections = 1 SELECT * FROM events WHERE user_id = {u:String} AND ts >= '2026-05-03 20:00:00'
@@ -135,9 +135,7 @@ t.test('errors_by_hour holds the rows of error_clusters_hourly once parts merge,
   await ch.command({ query: 'OPTIMIZE TABLE error_clusters_hourly FINAL' })
   t.ok(await stored() < before, `the merge aggregated rows of the window (${before} → ${await stored()})`)
   const [hourly] = await rows('SELECT count() AS n FROM error_clusters_hourly', {})
-  const [byHour] = await rows(`SELECT sum(rows) AS n FROM system.projection_parts
-    WHERE database = currentDatabase() AND table = 'error_clusters_hourly' AND name = 'errors_by_hour' AND active`, {})
-  t.equal(Number(byHour!.n), Number(hourly!.n), 'the merged parts have the projection, with every row')
+  t.equal(await projectionRows('error_clusters_hourly', 'errors_by_hour'), Number(hourly!.n), 'the merged parts have the projection, with every row')
 
   // Hours 5 to 29 of the history, as stored in the projection, against the events themselves.
   const from = new Date(start + 5 * 3_600_000).toISOString().slice(0, 19).replace('T', ' ')
