@@ -38,7 +38,7 @@ const found = new WeakMap<FastifyRequest, Found>()
 
 /**
  * The JSON body parser: Fastify's own (empty body, invalid JSON, __proto__ and constructor poisoning,
- * body limits unchanged) followed by the input rules of src/domain/input-rules.ts. An ordinary body
+ * body limits unchanged; an empty body is accepted as no body on routes without a body schema) followed by the input rules of src/domain/input-rules.ts. An ordinary body
  * costs a few regex tests on its text; only a suspicious one is walked. Problems outside the route's
  * `jsonItems` refuse the request with 400 validation_failed before validation or any handler runs.
  */
@@ -57,6 +57,13 @@ export default fp(async function jsonBody (app) {
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, raw, done) => {
     const text = raw as string
+    // An empty body on a route that takes none (a bare POST to acknowledge, resolve…) means no body:
+    // clients that send `content-type: application/json` on every request are not refused for it.
+    // A route with a body schema still gets Fastify's 400 for an empty body.
+    if (text === '' && request.routeOptions.schema?.body === undefined) {
+      done(null, undefined)
+      return
+    }
     // Fastify's parser answers synchronously, inside its own try: take its result out before going on.
     let error: Error | null = null
     let body: unknown
