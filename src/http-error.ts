@@ -25,7 +25,9 @@ export const forbidden = (reason: string) => new HttpError(403, 'forbidden', { r
 export const notFound = () => new HttpError(404, 'not_found')
 export const invalidCursor = () =>
   new HttpError(400, 'invalid_cursor', { message: 'cursor was not handed out by this list; start again without it' })
-export const conflict = (reason: string) => new HttpError(409, 'conflict', { reason })
+/** A 409: `reason` is the machine-readable cause, `message` says what state stood in the way and what would work. */
+export const conflict = (reason: string, message: string, extra: Record<string, unknown> = {}) =>
+  new HttpError(409, 'conflict', { reason, message, ...extra })
 export const validationFailed = (details: ErrorDetail[]) => new HttpError(400, 'validation_failed', { details })
 export const agentDeleted = () => new HttpError(410, 'agent_deleted')
 export const rateLimited = (retryAfterSeconds: number) =>

@@ -16,6 +16,20 @@ const TRANSITIONS = {
 
 export type AlertAction = keyof typeof TRANSITIONS
 
+const VERB: Record<AlertAction, string> = { acknowledge: 'acknowledged', snooze: 'snoozed', unacknowledge: 'unacknowledged' }
+const HINT: Record<AlertStatus, string> = {
+  acknowledged: ' (unacknowledge it first)',
+  active: '',
+  snoozed: '',
+}
+
+/** Why `action` does not apply to the alert: its status, and the statuses the action moves from. */
+export function refusal (action: AlertAction, alert: Pick<Alert, 'id' | 'status'>): string {
+  const from = TRANSITIONS[action].from.join(' or ')
+  const article = /^[aeiou]/.test(from) ? 'an' : 'a'
+  return `alert ${alert.id} is ${alert.status}; only ${article} ${from} alert can be ${VERB[action]}${HINT[alert.status]}`
+}
+
 /**
  * Alerts as the dashboard handles them. Transitions: active|snoozed → acknowledged; active|snoozed →
  * snoozed (re-snoozing extends); acknowledged → active. Repeating a transition that already holds
@@ -37,7 +51,7 @@ export class AlertsService {
     const { from, to } = TRANSITIONS[action]
     const result = await this.alerts.transition(userId, id, [...from], to, snoozeHours)
     if (!result) throw notFound()
-    if (!result.changed && result.alert.status !== to) throw conflict('invalid_transition')
+    if (!result.changed && result.alert.status !== to) throw conflict('invalid_transition', refusal(action, result.alert))
     return result.alert
   }
 

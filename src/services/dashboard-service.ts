@@ -204,7 +204,7 @@ export class DashboardService {
   /** Renames, publishes or unpublishes the owner's agent. */
   async updateAgent (userId: string, id: string, change: { displayName?: string | undefined; isPublic?: boolean | undefined }): Promise<OwnedAgentProfile> {
     const updated = await this.agents.update(userId, id, { displayName: change.displayName?.trim(), isPublic: change.isPublic })
-    if (updated === 'taken') throw conflict('display_name_taken')
+    if (updated === 'taken') throw conflict('display_name_taken', 'another of your agents already has this display name; choose another')
     if (!updated) throw notFound()
     return updated
   }

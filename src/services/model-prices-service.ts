@@ -39,7 +39,7 @@ export class ModelPricesService {
       cacheWritePerMTok: keptOrNull(body.cacheWritePerMTok),
     }
     const saved = await this.prices.put(userId, model, price, MAX_MODEL_PRICES)
-    if (!saved) throw conflict('too_many_prices')
+    if (!saved) throw conflict('too_many_prices', `you have ${MAX_MODEL_PRICES} model prices, the most allowed; delete one before adding another`)
     await this.forget(userId)
     return saved
   }

@@ -100,7 +100,7 @@ export class NotificationService {
       signingSecret,
       events: input.events ?? [...EVENT_TYPES],
     }, MAX_CHANNELS)
-    if (!channel) throw conflict('too_many_channels')
+    if (!channel) throw conflict('too_many_channels', `you have ${MAX_CHANNELS} notification channels, the most allowed; delete one before adding another`)
     return signingSecret ? { ...presentChannel(channel), secret: signingSecret } : presentChannel(channel)
   }
 

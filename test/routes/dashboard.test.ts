@@ -181,7 +181,7 @@ t.test('agents: list with KPIs, profile with a 30-day calendar, rename with 409,
   const patch = (u: TestUser, id: string, payload: unknown) => app.inject({ method: 'PATCH', url: `/v1/me/agents/${id}`, headers: u.auth, payload: payload as object })
   t.equal((await patch(other, a.agentId, { displayName: 'mine' })).statusCode, 404)
   t.equal((await patch(user, a.agentId, { displayName: 'ag-b' })).statusCode, 409)
-  t.same((await patch(user, a.agentId, { displayName: 'ag-b' })).json(), { error: 'conflict', reason: 'display_name_taken' })
+  t.same((await patch(user, a.agentId, { displayName: 'ag-b' })).json(), { error: 'conflict', reason: 'display_name_taken', message: 'another of your agents already has this display name; choose another' })
   for (const bad of [{}, { displayName: '' }, { displayName: '   ' }, { displayName: 'x'.repeat(121) }, { displayName: 'ok', extra: 1 }]) {
     t.equal((await patch(user, a.agentId, bad)).statusCode, 400, JSON.stringify(bad))
   }

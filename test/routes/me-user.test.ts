@@ -27,7 +27,7 @@ t.test('PATCH /v1/me sets a handle; unique case-insensitively; validated', async
   t.match(ok.json().usage, { month: /^\d{4}-\d{2}/, events: 0 })
   const clash = await local.inject({ method: 'PATCH', url: '/v1/me', headers: bob.auth, payload: { handle: handle.toUpperCase() } })
   t.equal(clash.statusCode, 409)
-  t.same(clash.json(), { error: 'conflict', reason: 'handle_taken' })
+  t.same(clash.json(), { error: 'conflict', reason: 'handle_taken', message: 'this handle is taken by another user; choose another' })
   for (const bad of [{ handle: 'a' }, { handle: 'has space' }, { handle: 7 }, {}, { handle: 'ok_name', extra: 1 }]) {
     const res = await local.inject({ method: 'PATCH', url: '/v1/me', headers: bob.auth, payload: bad })
     t.equal(res.statusCode, 400, JSON.stringify(bad))

@@ -195,7 +195,7 @@ t.test('validation, 404 and the limit of prices per user', async (t) => {
   for (let i = (await app.modelPrices.list(user.id)).length; i < MAX_MODEL_PRICES; i++) {
     t.ok(await app.modelPrices.put(user.id, `bulk-${i}`, { inputPerMTok: 1, outputPerMTok: 1, cacheReadPerMTok: null, cacheWritePerMTok: null }, MAX_MODEL_PRICES))
   }
-  t.same(await refused('one-too-many', { inputPerMTok: 1, outputPerMTok: 1 }, 409), { error: 'conflict', reason: 'too_many_prices' })
+  t.same(await refused('one-too-many', { inputPerMTok: 1, outputPerMTok: 1 }, 409), { error: 'conflict', reason: 'too_many_prices', message: `you have ${MAX_MODEL_PRICES} model prices, the most allowed; delete one before adding another` })
   t.equal((await put(app, user, 'precise', { inputPerMTok: 2, outputPerMTok: 2 })).statusCode, 200, 'a price already set can still be changed')
   t.equal((await remove(app, user, 'precise')).statusCode, 204)
   t.equal((await put(app, user, 'one-too-many', { inputPerMTok: 1, outputPerMTok: 1 })).statusCode, 200, 'room again after a DELETE')
