@@ -40,6 +40,7 @@ export interface AlertFacts {
   triggerCount: number
   createdAt: string
   lastTriggeredAt: string
+  lastSeenFiringAt: string
   clearedAt: string | null
 }
 
@@ -80,6 +81,7 @@ function alertFacts (a: AlertFacts): AlertFacts {
     triggerCount: a.triggerCount,
     createdAt: a.createdAt,
     lastTriggeredAt: a.lastTriggeredAt,
+    lastSeenFiringAt: a.lastSeenFiringAt,
     clearedAt: a.clearedAt,
   }
 }
@@ -101,7 +103,7 @@ export function alertEvent (change: 'opened' | 'cleared', alert: AlertFacts, age
     sampleMessage: null,
     count: typeof f.events === 'number' ? f.events : 0,
     firstSeen: null,
-    lastSeen: typeof f.lastSeenAt === 'string' ? f.lastSeenAt : alert.lastTriggeredAt,
+    lastSeen: typeof f.lastSeenAt === 'string' ? f.lastSeenAt : alert.lastSeenFiringAt,
     resolvedAt: typeof f.resolvedAt === 'string' ? f.resolvedAt : null,
   }
   return { type: 'error_cluster.reopened', timestamp, data: { cluster, alert: alertFacts(alert), agent, url: links.errors } }

@@ -15,10 +15,14 @@ export type Alert = {
   figures: Record<string, unknown>
   status: AlertStatus
   snoozedUntil: string | null
+  /** Changes into firing: the opening, then each time the condition holds again after an evaluation found it quiet. */
   triggerCount: number
   createdAt: string
   updatedAt: string
+  /** The last change into firing. */
   lastTriggeredAt: string
+  /** The last evaluation that found the condition true. */
+  lastSeenFiringAt: string
   acknowledgedAt: string | null
   clearedAt: string | null
 }
@@ -40,7 +44,7 @@ export type AlertStateListener = (change: AlertStateChange) => Promise<void>
 const STATUS = 'CASE WHEN a.status = \'snoozed\' AND a.snoozed_until <= now() THEN \'active\' ELSE a.status END'
 const COLUMNS = `a.id, a.agent_id, g.display_name AS agent_name, (g.deleted_at IS NOT NULL) AS agent_deleted, a.rule, a.severity, a.message, a.figures,
   ${STATUS} AS status, CASE WHEN ${STATUS} = 'snoozed' THEN a.snoozed_until END AS snoozed_until, a.trigger_count,
-  a.created_at, a.updated_at, a.last_triggered_at, a.acknowledged_at, a.cleared_at`
+  a.created_at, a.updated_at, a.last_triggered_at, a.last_seen_firing_at, a.acknowledged_at, a.cleared_at`
 
 function toAlert (r: Record<string, any>): Alert {
   return {
@@ -58,6 +62,7 @@ function toAlert (r: Record<string, any>): Alert {
     createdAt: iso(r.created_at),
     updatedAt: iso(r.updated_at),
     lastTriggeredAt: iso(r.last_triggered_at),
+    lastSeenFiringAt: iso(r.last_seen_firing_at),
     acknowledgedAt: isoOrNull(r.acknowledged_at),
     clearedAt: isoOrNull(r.cleared_at),
   }
@@ -84,8 +89,10 @@ export class AlertsRepository {
 
   /**
    * Raises an alert or, when the agent already has an open one for the rule, updates it (figures,
-   * message, severity, count) without touching its status. Safe under concurrent evaluations: the
-   * partial unique index admits one open alert per (agent, rule).
+   * message, severity, `lastSeenFiringAt`) without touching its status. The trigger count and time
+   * move only when the open alert was quiet at the last evaluation (a change into firing), not at
+   * each evaluation that finds it still firing. Safe under concurrent evaluations: the partial
+   * unique index admits one open alert per (agent, rule), and the row lock orders the updates.
    */
   async raise (input: RaiseInput): Promise<{ id: string; created: boolean }> {
     const { rows } = await this.db.query(
@@ -93,7 +100,9 @@ export class AlertsRepository {
        VALUES ($1, $2, $3, $4, $5, $6, $7)
        ON CONFLICT (agent_id, rule) WHERE cleared_at IS NULL DO UPDATE SET
          severity = EXCLUDED.severity, message = EXCLUDED.message, figures = EXCLUDED.figures,
-         trigger_count = alerts.trigger_count + 1, last_triggered_at = now(), updated_at = now()
+         trigger_count = alerts.trigger_count + CASE WHEN alerts.firing THEN 0 ELSE 1 END,
+         last_triggered_at = CASE WHEN alerts.firing THEN alerts.last_triggered_at ELSE now() END,
+         last_seen_firing_at = now(), firing = true, updated_at = now()
        RETURNING id, (xmax = 0) AS created`,
       [newCuid(), input.userId, input.agentId, input.rule, input.severity, input.message, input.figures],
     )
@@ -101,17 +110,28 @@ export class AlertsRepository {
     return { id: rows[0].id, created: rows[0].created }
   }
 
-  /** Clears acknowledged open alerts of these agents whose rule no longer fires. */
+  /**
+   * Of the open alerts of these agents whose rule no longer fires: clears the acknowledged ones, and
+   * marks the others quiet (their next firing is a new trigger). Returns how many it cleared.
+   */
   async clearQuiet (agentIds: string[], firing: Set<string>, rules: string[]): Promise<number> {
     if (agentIds.length === 0) return 0
     const { rows } = await this.db.query(
-      `/* svc:alert_open */ SELECT id, agent_id, rule FROM alerts
-       WHERE agent_id = ANY($1) AND rule = ANY($2) AND cleared_at IS NULL AND status = 'acknowledged'`,
+      `/* svc:alert_open */ SELECT id, agent_id, rule, status, firing FROM alerts
+       WHERE agent_id = ANY($1) AND rule = ANY($2) AND cleared_at IS NULL`,
       [agentIds, rules],
     )
-    const quiet = rows.filter((r) => !firing.has(`${r.agent_id}\u0000${r.rule}`)).map((r) => r.id)
-    if (quiet.length === 0) return 0
-    const res = await this.db.query('/* svc:alert_clear */ UPDATE alerts SET cleared_at = now(), updated_at = now() WHERE id = ANY($1) AND cleared_at IS NULL RETURNING id', [quiet])
+    const quiet = rows.filter((r) => !firing.has(`${r.agent_id}\u0000${r.rule}`))
+    const toQuiet = quiet.filter((r) => r.status !== 'acknowledged' && r.firing).map((r) => r.id)
+    if (toQuiet.length > 0) {
+      await this.db.query('/* svc:alert_quiet */ UPDATE alerts SET firing = false, updated_at = now() WHERE id = ANY($1) AND cleared_at IS NULL AND firing', [toQuiet])
+    }
+    const toClear = quiet.filter((r) => r.status === 'acknowledged').map((r) => r.id)
+    if (toClear.length === 0) return 0
+    const res = await this.db.query(
+      '/* svc:alert_clear */ UPDATE alerts SET cleared_at = now(), firing = false, updated_at = now() WHERE id = ANY($1) AND cleared_at IS NULL RETURNING id',
+      [toClear],
+    )
     await this.changed('cleared', res.rows.map((r) => r.id))
     return res.rows.length
   }
@@ -121,8 +141,13 @@ export class AlertsRepository {
    * again, or re-opened by hand), so that its next regression opens a new, active alert.
    */
   async clearQuietRegressions (userId: string, firing: string[]): Promise<number> {
+    await this.db.query(
+      `/* svc:alert_quiet_regressions */ UPDATE alerts SET firing = false, updated_at = now()
+       WHERE user_id = $1 AND rule LIKE 'regression:%' AND status <> 'acknowledged' AND cleared_at IS NULL AND firing AND NOT (rule = ANY($2))`,
+      [userId, firing],
+    )
     const res = await this.db.query(
-      `/* svc:alert_clear_regressions */ UPDATE alerts SET cleared_at = now(), updated_at = now()
+      `/* svc:alert_clear_regressions */ UPDATE alerts SET cleared_at = now(), firing = false, updated_at = now()
        WHERE user_id = $1 AND rule LIKE 'regression:%' AND status = 'acknowledged' AND cleared_at IS NULL AND NOT (rule = ANY($2))
        RETURNING id`,
       [userId, firing],
@@ -131,10 +156,18 @@ export class AlertsRepository {
     return res.rows.length
   }
 
-  /** Clears the user's acknowledged regression alert of one cluster (it was resolved or re-opened by hand). */
+  /**
+   * Clears the user's acknowledged regression alert of one cluster (it was resolved or re-opened by
+   * hand), or marks it quiet when it is not acknowledged (its next regression is a new trigger).
+   */
   async clearRegression (userId: string, fingerprint: string): Promise<void> {
+    await this.db.query(
+      `/* svc:alert_quiet_regression */ UPDATE alerts SET firing = false, updated_at = now()
+       WHERE user_id = $1 AND rule = $2 AND status <> 'acknowledged' AND cleared_at IS NULL AND firing`,
+      [userId, `regression:${fingerprint}`],
+    )
     const res = await this.db.query(
-      `/* svc:alert_clear_regression */ UPDATE alerts SET cleared_at = now(), updated_at = now()
+      `/* svc:alert_clear_regression */ UPDATE alerts SET cleared_at = now(), firing = false, updated_at = now()
        WHERE user_id = $1 AND rule = $2 AND status = 'acknowledged' AND cleared_at IS NULL RETURNING id`,
       [userId, `regression:${fingerprint}`],
     )

@@ -19,6 +19,7 @@ const alert: AlertFacts = {
   triggerCount: 1,
   createdAt: '2026-05-01T09:59:00.000Z',
   lastTriggeredAt: '2026-05-01T09:59:00.000Z',
+  lastSeenFiringAt: '2026-05-01T10:00:00.000Z',
   clearedAt: null,
 }
 

@@ -39,7 +39,42 @@ t.test('an error-rate spike goes from events to one alert; a continuing anomaly 
   await evaluate(user)
   const after = (await list(user)).alerts
   t.equal(after.length, 1, 'no second row')
-  t.match(after[0], { id: alert.id, triggerCount: 2, figures: { failed: 18, total: 20 } })
+  t.match(after[0], { id: alert.id, triggerCount: 1, lastTriggeredAt: alert.lastTriggeredAt, figures: { failed: 18, total: 20 } },
+    'still firing: the same trigger, not a new one')
+  t.ok(Date.parse(after[0].lastSeenFiringAt) > Date.parse(alert.lastSeenFiringAt), 'lastSeenFiringAt moves at every evaluation that sees it')
+})
+
+t.test('triggerCount counts changes into firing, not evaluations; lastTriggeredAt is the last such change', async (t) => {
+  const { user, batch } = await fixture()
+  const name = randomId('refire-')
+  await batch(failures(name, 12))
+  await evaluate(user)
+  const [opened] = (await list(user)).alerts
+  t.match(opened, { rule: 'error_rate', status: 'active', triggerCount: 1 })
+  t.equal(opened.lastTriggeredAt, opened.createdAt, 'opening is the first trigger')
+  t.equal(opened.lastSeenFiringAt, opened.createdAt)
+
+  for (let i = 0; i < 3; i++) await evaluate(user)
+  const firing = (await list(user)).alerts[0]
+  t.match(firing, { id: opened.id, triggerCount: 1, lastTriggeredAt: opened.lastTriggeredAt }, 'three more evaluations that still see it: no new trigger')
+  t.ok(Date.parse(firing.lastSeenFiringAt) > Date.parse(opened.lastSeenFiringAt), 'but it was seen firing later')
+
+  // An hour on, the failures are out of the window: the still-active alert goes quiet, stays open.
+  const later = Date.now() + 3_600_000
+  await evaluate(user, later)
+  const quiet = (await list(user)).alerts[0]
+  t.match(quiet, { id: opened.id, status: 'active', clearedAt: null, triggerCount: 1, lastSeenFiringAt: firing.lastSeenFiringAt }, 'quiet: nothing moves')
+
+  // Failing again, at that later time: a change into firing.
+  await batch(failures(name, 12, { timestamp: later - 60_000 }))
+  await evaluate(user, later)
+  const again = (await list(user)).alerts
+  t.equal(again.length, 1, 're-triggering updates the open alert')
+  t.match(again[0], { id: opened.id, triggerCount: 2, status: 'active' })
+  t.ok(Date.parse(again[0].lastTriggeredAt) > Date.parse(firing.lastSeenFiringAt), 'lastTriggeredAt is the re-trigger')
+  t.equal(again[0].lastSeenFiringAt, again[0].lastTriggeredAt)
+  await evaluate(user, later)
+  t.match((await list(user)).alerts[0], { triggerCount: 2, lastTriggeredAt: again[0].lastTriggeredAt }, 'and it stays at 2 while it fires')
 })
 
 t.test('concurrent evaluations (ticks, agent checks, two instances) never duplicate an alert', async (t) => {
@@ -58,7 +93,7 @@ t.test('concurrent evaluations (ticks, agent checks, two instances) never duplic
   ])
   const alerts = (await list(user)).alerts
   t.equal(alerts.length, 1)
-  t.equal(alerts[0].triggerCount, 5, 'every evaluation updated the one alert')
+  t.equal(alerts[0].triggerCount, 1, 'five evaluations saw one trigger')
 })
 
 t.test('spend spike, latency spike and silence rules fire from real events', async (t) => {
@@ -139,7 +174,11 @@ t.test('lifecycle: acknowledge, unacknowledge, snooze and its end; bad input; is
   t.equal((await post(user, `/v1/me/alerts/${id}/acknowledge`)).statusCode, 200, 'acknowledging twice is fine')
   const badSnooze = await post(user, `/v1/me/alerts/${id}/snooze`)
   t.equal(badSnooze.statusCode, 409, 'an acknowledged alert cannot be snoozed')
-  t.same(badSnooze.json(), { error: 'conflict', reason: 'invalid_transition' })
+  t.same(badSnooze.json(), {
+    error: 'conflict',
+    reason: 'invalid_transition',
+    message: `alert ${id} is acknowledged; only an active or snoozed alert can be snoozed (unacknowledge it first)`,
+  }, 'a 409 says the current status and the statuses the action moves from')
   const unack = await post(user, `/v1/me/alerts/${id}/unacknowledge`)
   t.equal(unack.statusCode, 200)
   t.equal(unack.json().status, 'active')
@@ -151,7 +190,9 @@ t.test('lifecycle: acknowledge, unacknowledge, snooze and its end; bad input; is
   const until = Date.parse(snooze.json().snoozedUntil)
   t.ok(until >= before + 2 * 3_600_000 - 5000 && until <= Date.now() + 2 * 3_600_000 + 5000, 'snoozed for two hours')
   t.equal((await post(user, `/v1/me/alerts/${id}/snooze`)).json().status, 'snoozed', 'snooze defaults to an hour and can be extended')
-  t.equal((await post(user, `/v1/me/alerts/${id}/unacknowledge`)).statusCode, 409, 'a snoozed alert is not acknowledged')
+  const badUnack = await post(user, `/v1/me/alerts/${id}/unacknowledge`)
+  t.equal(badUnack.statusCode, 409, 'a snoozed alert is not acknowledged')
+  t.equal(badUnack.json().message, `alert ${id} is snoozed; only an acknowledged alert can be unacknowledged`)
   for (const hours of ['0', '169', 'abc', '1.5']) {
     t.equal((await post(user, `/v1/me/alerts/${id}/snooze?hours=${hours}`)).statusCode, 400, `hours=${hours}`)
   }

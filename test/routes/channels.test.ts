@@ -58,7 +58,7 @@ function madeUpEvent () {
   const at = new Date().toISOString()
   const alert = {
     id: randomId('alert-'), rule: 'error_rate', severity: 'warning' as const, status: 'active', message: 'made up', figures: {},
-    triggerCount: 1, createdAt: at, lastTriggeredAt: at, clearedAt: null,
+    triggerCount: 1, createdAt: at, lastTriggeredAt: at, lastSeenFiringAt: at, clearedAt: null,
   }
   return alertEvent('opened', alert, { id: 'cagent', displayName: 'agent' }, DASHBOARD, new Date())
 }
@@ -321,7 +321,7 @@ t.test('a user has at most 20 channels, also when 25 are asked for at once', asy
   const { user } = await fixture()
   const answers = await Promise.all(Array.from({ length: 25 }, (_, i) => api(user, 'POST', '/v1/me/channels', { kind: 'webhook', url: receiver.url(`/many/${i}`) })))
   t.same(answers.map((res) => res.statusCode).sort(), [...Array(20).fill(201), ...Array(5).fill(409)])
-  t.same(answers.find((res) => res.statusCode === 409)!.json(), { error: 'conflict', reason: 'too_many_channels' })
+  t.same(answers.find((res) => res.statusCode === 409)!.json(), { error: 'conflict', reason: 'too_many_channels', message: 'you have 20 notification channels, the most allowed; delete one before adding another' })
   t.equal((await api(user, 'GET', '/v1/me/channels')).json().channels.length, 20)
 })
 
