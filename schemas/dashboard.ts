@@ -44,9 +44,9 @@ export const dashboardEvent = {
 } as const
 
 const groupTotals = {
-  start: instant,
-  end: instant,
-  durationMs: { type: 'integer', description: 'from the first event to the last' },
+  start: { ...instant, description: 'the first event\'s timestamp' },
+  end: { ...instant, description: 'when the last span finished: the latest timestamp + durationMs of its events (not the last one to start)' },
+  durationMs: { type: 'integer', description: 'from start to end' },
   eventCount: { type: 'integer', description: 'number of events' },
   agents: { type: 'array', items: agentRef, description: 'the agents that sent its events' },
   errors: { type: 'integer', description: 'number of error events' },

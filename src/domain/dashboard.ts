@@ -59,28 +59,47 @@ export function agentOf (names: ReadonlyMap<string, string>, id: string): AgentN
   return { id, displayName: names.get(id) ?? null }
 }
 
+/**
+ * The longest run a span's end counts (100 years): `durationMs` may be up to 2^53-1, and an end past
+ * year 9999 has no ISO form. ClickHouse's span ends (group_totals.last_end, clickhouse/017) use the
+ * same bound.
+ */
+export const MAX_SPAN_MS = 3_155_760_000_000
+
+/** When an event's span ended: its timestamp (the start) plus its `durationMs`, if any. */
+export function spanEndMs (startMs: number, durationMs: number | null | undefined): number {
+  return startMs + Math.min(durationMs ?? 0, MAX_SPAN_MS)
+}
+
 interface GroupEvent {
   agentId: string
   timestamp: string
+  durationMs: number | null
   tokens: Tokens
   costUsd: number
   errorFingerprint: string | null
 }
 
-/** Totals of a session's or trace's events (in time order): span, count, agents, errors, tokens, exact cost. */
+/**
+ * Totals of a session's or trace's events (in time order): span, count, agents, errors, tokens, exact
+ * cost. It starts at the first event and ends when the last span to finish does (the latest
+ * timestamp + durationMs), which is not always the last one to start: a root span outlasts its
+ * children, a long tool call the quick ones started after it.
+ */
 export function groupTotals (list: GroupEvent[], names: ReadonlyMap<string, string>) {
   const tokens = zeroTokens()
   let nano = 0
+  let endMs = -Infinity
   for (const e of list) {
     for (const k of Object.keys(tokens) as (keyof Tokens)[]) tokens[k] += e.tokens[k]
     nano += Math.round(e.costUsd * 1e9)
+    endMs = Math.max(endMs, spanEndMs(Date.parse(e.timestamp), e.durationMs))
   }
-  const first = list[0]!.timestamp
-  const last = list[list.length - 1]!.timestamp
+  const startMs = Date.parse(list[0]!.timestamp)
   return {
-    start: first,
-    end: last,
-    durationMs: Date.parse(last) - Date.parse(first),
+    start: list[0]!.timestamp,
+    end: new Date(endMs).toISOString(),
+    durationMs: endMs - startMs,
     eventCount: list.length,
     agents: [...new Set(list.map((e) => e.agentId))].sort().map((id) => agentOf(names, id)),
     errors: list.filter((e) => e.errorFingerprint).length,
@@ -108,7 +127,6 @@ export interface SpanEvent extends GroupEvent {
   model: string | null
   toolExecuted: string | null
   toolsConsidered: string[]
-  durationMs: number | null
   input: unknown
   reasoning: string | null
   transaction: string | null

@@ -5,7 +5,10 @@ import type { CostStatus } from '../domain/pricing.ts'
 import { isoFromMs as iso } from './timestamps.ts'
 import { LRUCache } from 'lru-cache'
 import { BY_SKIP_INDEX } from './clickhouse-client.ts'
-import { DAY_MS } from '../domain/dashboard.ts'
+import { DAY_MS, MAX_SPAN_MS } from '../domain/dashboard.ts'
+
+/** An event's span end in SQL, as spanEndMs (src/domain/dashboard.ts) and group_totals.last_end compute it. */
+const SPAN_END = `ts + toIntervalMillisecond(least(ifNull(duration_ms, 0), ${MAX_SPAN_MS}))`
 
 /** Who is reading: the user, and their soft-deleted agents whose events every read hides. */
 export interface Reader { userId: string; hidden: string[] }
@@ -126,9 +129,12 @@ class WindowHints {
   }
 }
 
-/** A group's figures summed over its rows (hours of the rollup, or a recount from events). */
+/**
+ * A group's figures summed over its rows (hours of the rollup, or a recount from events): `last_ms`
+ * is its last event's time (the list's order), `end_ms` its latest span end (start + duration).
+ */
 interface GroupFigures {
-  id: string; start_ms: number; end_ms: number; n: number; agents: string[]
+  id: string; start_ms: number; last_ms: number; end_ms: number; n: number; agents: string[]
   t_in: number; t_cw: number; t_cr: number; t_out: number; cost: string; errors: number
 }
 
@@ -138,12 +144,13 @@ function combineGroups (rows: Record<string, any>[]): Map<string, GroupFigures> 
     const g = groups.get(x.id)
     if (!g) {
       groups.set(x.id, {
-        id: x.id, start_ms: Number(x.start_ms), end_ms: Number(x.end_ms), n: Number(x.n), agents: [...x.agents],
+        id: x.id, start_ms: Number(x.start_ms), last_ms: Number(x.last_ms), end_ms: Number(x.end_ms), n: Number(x.n), agents: [...x.agents],
         t_in: Number(x.t_in), t_cw: Number(x.t_cw), t_cr: Number(x.t_cr), t_out: Number(x.t_out), cost: '', errors: Number(x.errors), nanos: decimalNanos(x.cost),
       })
       continue
     }
     g.start_ms = Math.min(g.start_ms, Number(x.start_ms))
+    g.last_ms = Math.max(g.last_ms, Number(x.last_ms))
     g.end_ms = Math.max(g.end_ms, Number(x.end_ms))
     g.n += Number(x.n)
     g.agents = [...new Set([...g.agents, ...x.agents])]
@@ -156,6 +163,13 @@ function combineGroups (rows: Record<string, any>[]): Map<string, GroupFigures> 
   }
   for (const g of groups.values()) g.cost = nanosText(g.nanos)
   return groups
+}
+
+function groupSummary (x: GroupFigures) {
+  return {
+    start: iso(x.start_ms), end: iso(x.end_ms), durationMs: x.end_ms - x.start_ms,
+    events: x.n, agents: [...x.agents].sort(), tokens: tokensOf(x), costUsd: Number(x.cost), errors: x.errors,
+  }
 }
 
 /** Nano-units as a decimal text with 9 places, as ClickHouse would write the sum. */
@@ -265,7 +279,8 @@ export class DashboardRepository {
    * received by `asOf`. The ids are found first in a widening window below the page's start
    * (`widening`): every group active in a window ends later than every group
    * that is not, so once a window yields enough ids they are the next ones, and only those groups are
-   * aggregated in full. Groups are ordered by their last event, then id.
+   * aggregated in full. Groups are ordered by their last event (`last_ms`), then id; a group's end
+   * (`end_ms`) is its latest span end, which may be later and is not the order.
    */
   private async grouped (r: Reader, column: 'session_id' | 'trace_id', opts: { limit: number; sinceMs: number; agentId?: string | undefined; start: PageStart }) {
     const name = column === 'session_id' ? 'sessions' : 'traces'
@@ -296,13 +311,13 @@ export class DashboardRepository {
     // A full page: how far below its start the page's groups reach (the one after it included).
     this.hints.learn(hint, found.length > opts.limit ? Math.max(0, top - Number(found.at(-1)!.last_ms)) : undefined)
     const ids = found.map((x) => x.id)
-    if (ids.length === 0) return { rows: [] as Record<string, any>[], asOf }
+    if (ids.length === 0) return { rows: [] as GroupFigures[], asOf }
     // The groups' totals per hour from their rollup rows: a few rows per group, found by the sort key.
     const kind = column === 'session_id' ? 'session' : 'trace'
     const hours = await this.rows(
       `/* svc:me_${name}_totals */ SELECT group_id AS id, toUnixTimestamp(hour) * 1000 AS hour_ms,
-         toUnixTimestamp64Milli(min(first_ts)) AS start_ms, toUnixTimestamp64Milli(max(last_ts)) AS end_ms,
-         toUnixTimestamp64Milli(max(last_received)) AS received_ms, sum(events) AS n, groupUniqArray(agent_id) AS agents,
+         toUnixTimestamp64Milli(min(first_ts)) AS start_ms, toUnixTimestamp64Milli(max(last_ts)) AS last_ms,
+         toUnixTimestamp64Milli(max(last_end)) AS end_ms, toUnixTimestamp64Milli(max(last_received)) AS received_ms, sum(events) AS n, groupUniqArray(agent_id) AS agents,
          sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) AS t_cw, sum(tokens_cache_read) AS t_cr, sum(tokens_output) AS t_out,
          toString(sum(cost_usd)) AS cost, sum(errors) AS errors
        FROM group_totals
@@ -318,7 +333,8 @@ export class DashboardRepository {
     // Totals summed from the events themselves, of the groups and hours `where` picks.
     const recount = (where: string, extra: Record<string, unknown>) => this.rows(
       `/* svc:me_${name}_recount */ SELECT ${column} AS id,
-         toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS end_ms, count() AS n,
+         toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS last_ms,
+         toUnixTimestamp64Milli(max(${SPAN_END})) AS end_ms, count() AS n,
          groupUniqArray(agent_id) AS agents, ${TOKEN_SUMS}, toString(sum(cost_usd)) AS cost, countIf(error_fingerprint != '') AS errors
        FROM events WHERE ${scope} AND ${where}
        GROUP BY id ${BY_SKIP_INDEX}`,
@@ -344,26 +360,24 @@ export class DashboardRepository {
       missing.length > 0 ? recount(`${column} IN {missing:Array(String)}`, { missing }) : [],
     ])).flat()
     const rows = [...combineGroups([...clean, ...recounted]).values()]
-      .sort((a, b) => b.end_ms - a.end_ms || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .sort((a, b) => b.last_ms - a.last_ms || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     return { rows, asOf }
   }
 
+  /** Sessions with the latest activity first: ordered (and paged) by their last event, ending at their latest span end. */
   async sessions (r: Reader, opts: { limit: number; agentId?: string; start: PageStart }): Promise<Page<SessionSummary>> {
     const { rows, asOf } = await this.grouped(r, 'session_id', { ...opts, sinceMs: 0 })
-    const list = rows.map((x) => ({
-      sessionId: x.id as string, start: iso(x.start_ms), end: iso(x.end_ms), durationMs: Number(x.end_ms) - Number(x.start_ms),
-      events: Number(x.n), agents: [...x.agents].sort(), tokens: tokensOf(x), costUsd: Number(x.cost), errors: Number(x.errors),
-    }))
-    return pageOf('sessions', asOf, list, opts.limit, (s) => ({ ms: Date.parse(s.end), id: s.sessionId }))
+    const page = pageOf('sessions', asOf, rows, opts.limit, (x) => ({ ms: x.last_ms, id: x.id }))
+    const items = page.items.map((x) => ({ sessionId: x.id, ...groupSummary(x) }))
+    return { items, nextCursor: page.nextCursor }
   }
 
+  /** Traces with the latest activity first: ordered (and paged) by their last event, ending at their latest span end. */
   async traces (r: Reader, opts: { limit: number; sinceMs: number; start: PageStart }): Promise<Page<TraceSummary>> {
     const { rows, asOf } = await this.grouped(r, 'trace_id', opts)
-    const list = rows.map((x) => ({
-      traceId: x.id as string, start: iso(x.start_ms), end: iso(x.end_ms), durationMs: Number(x.end_ms) - Number(x.start_ms),
-      events: Number(x.n), agents: [...x.agents].sort(), tokens: tokensOf(x), costUsd: Number(x.cost), errors: Number(x.errors),
-    }))
-    return pageOf('traces', asOf, list, opts.limit, (s) => ({ ms: Date.parse(s.end), id: s.traceId }))
+    const page = pageOf('traces', asOf, rows, opts.limit, (x) => ({ ms: x.last_ms, id: x.id }))
+    const items = page.items.map((x) => ({ traceId: x.id, ...groupSummary(x) }))
+    return { items, nextCursor: page.nextCursor }
   }
 
   /** The first `limit` events of one session or trace of the user, in time order (empty when it is not theirs). */

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { agentKpis, calendar, clusterStatus, groupTotals, traceSpans, zeroTokens, type SpanEvent } from '../../src/domain/dashboard.ts'
+import { agentKpis, calendar, clusterStatus, groupTotals, MAX_SPAN_MS, traceSpans, zeroTokens, type SpanEvent } from '../../src/domain/dashboard.ts'
 import { DEFAULT_THRESHOLDS } from '../../src/domain/anomaly-rules.ts'
 import { alertSettingsBody } from '../../schemas/alert.ts'
 
@@ -25,7 +25,7 @@ t.test('calendar: 30 UTC days ending today, oldest first, zero-filled with a tok
 })
 
 t.test('group totals name agents', async (t) => {
-  const base = { tokens: { ...zeroTokens(), output: 1, total: 1 }, costUsd: 0.1, errorFingerprint: null }
+  const base = { tokens: { ...zeroTokens(), output: 1, total: 1 }, costUsd: 0.1, errorFingerprint: null, durationMs: null }
   const list = [
     { ...base, agentId: 'b', timestamp: '2026-05-01T00:00:00.000Z' },
     { ...base, agentId: 'a', timestamp: '2026-05-01T00:00:01.500Z', errorFingerprint: 'f' },
@@ -33,6 +33,18 @@ t.test('group totals name agents', async (t) => {
   const totals = groupTotals(list, new Map([['a', 'alpha']]))
   t.match(totals, { durationMs: 1500, eventCount: 2, errors: 1, costUsd: 0.2, tokens: { output: 2, total: 2 } })
   t.same(totals.agents, [{ id: 'a', displayName: 'alpha' }, { id: 'b', displayName: null }])
+})
+
+t.test('group totals end when the last span to finish does, not when the last one starts', async (t) => {
+  const at = (ms: number) => new Date(Date.parse('2026-05-01T00:00:00.000Z') + ms).toISOString()
+  const span = (startMs: number, durationMs: number | null) =>
+    ({ agentId: 'a', timestamp: at(startMs), durationMs, tokens: zeroTokens(), costUsd: 0, errorFingerprint: null })
+  // A root that ran 437 ms, its children done by 408 ms.
+  t.match(groupTotals([span(0, 437), span(10, 100), span(408, null)], new Map()), { start: at(0), end: at(437), durationMs: 437 })
+  // A child that ran 2.6 s, started before quick ones that end at 95 ms.
+  t.match(groupTotals([span(0, 20), span(5, 2600), span(60, 35)], new Map()), { end: at(2605), durationMs: 2605 })
+  t.match(groupTotals([span(0, null), span(1000, 0)], new Map()), { end: at(1000), durationMs: 1000 }, 'without durations: the last start')
+  t.match(groupTotals([span(0, Number.MAX_SAFE_INTEGER)], new Map()), { durationMs: MAX_SPAN_MS }, 'an absurd duration is bounded, the end still an instant')
 })
 
 t.test('trace spans: each event once, linked by positions, timed from the start, without repeated or empty members', async (t) => {

@@ -91,6 +91,44 @@ t.test('sessions and traces: grouped, detailed with spans, git, cwd and chips; a
   t.equal((await get(user, '/v1/me/sessions/nope')).statusCode, 404)
 })
 
+t.test('sessions and traces end when their last span finishes, not when their last event starts', async (t) => {
+  const { user, send } = await fixture()
+  const iso = (ms: number) => new Date(ms).toISOString()
+  // A root span that ran 437 ms; its children started at 10 ms (ran 100 ms) and 408 ms (no duration).
+  const rootRun = { session: randomId('s-root-'), trace: randomId('t-root-'), t0: Date.parse('2026-05-02T10:59:59.900Z') }
+  const ids = { sessionId: rootRun.session, traceId: rootRun.trace }
+  await send({ agentId: 'end-a', timestamp: rootRun.t0, durationMs: 437, metadata: { ...ids, spanId: 'root' } })
+  await send({ agentId: 'end-a', timestamp: rootRun.t0 + 10, durationMs: 100, metadata: { ...ids, spanId: 'c1', parentSpanId: 'root' } })
+  await send({ agentId: 'end-a', timestamp: rootRun.t0 + 408, metadata: { ...ids, spanId: 'c2', parentSpanId: 'root' } })
+  // A child that ran 2.6 s, started before quick ones that are done by 95 ms.
+  const longChild = { session: randomId('s-child-'), trace: randomId('t-child-'), t0: Date.parse('2026-05-02T12:00:00.000Z') }
+  const ids2 = { sessionId: longChild.session, traceId: longChild.trace }
+  await send({ agentId: 'end-b', timestamp: longChild.t0, durationMs: 20, metadata: { ...ids2, spanId: 'r' } })
+  await send({ agentId: 'end-b', timestamp: longChild.t0 + 5, durationMs: 2600, metadata: { ...ids2, spanId: 'slow', parentSpanId: 'r' } })
+  await send({ agentId: 'end-b', timestamp: longChild.t0 + 60, durationMs: 35, metadata: { ...ids2, spanId: 'quick', parentSpanId: 'r' } })
+
+  const expected = [
+    { run: rootRun, end: iso(rootRun.t0 + 437), durationMs: 437 },
+    { run: longChild, end: iso(longChild.t0 + 2605), durationMs: 2605 },
+  ]
+  const sessions = (await get(user, '/v1/me/sessions')).json().sessions
+  const traces = (await get(user, '/v1/me/traces?since=all')).json().traces
+  for (const { run, end, durationMs } of expected) {
+    const want = { start: iso(run.t0), end, durationMs }
+    t.match(sessions.find((s: { sessionId: string }) => s.sessionId === run.session), want, `session list: ${run.session}`)
+    t.match(traces.find((x: { traceId: string }) => x.traceId === run.trace), want, `trace list: ${run.trace}`)
+    t.match((await get(user, `/v1/me/sessions/${run.session}`)).json(), want, `session detail: ${run.session}`)
+    t.match((await get(user, `/v1/me/traces/${run.trace}`)).json(), want, `trace detail: ${run.trace}`)
+  }
+  // The lists stay ordered, and paged, by the last event to start: the root run (last start 408 ms
+  // in, ending in the next hour) lists after the long-child run, which started later.
+  t.same(sessions.map((s: { sessionId: string }) => s.sessionId), [longChild.session, rootRun.session])
+  const first = (await get(user, '/v1/me/sessions?limit=1')).json()
+  t.same(first.sessions.map((s: { sessionId: string }) => s.sessionId), [longChild.session])
+  const second = (await get(user, `/v1/me/sessions?limit=1&cursor=${first.nextCursor}`)).json()
+  t.same(second.sessions.map((s: { sessionId: string }) => s.sessionId), [rootRun.session], 'the next page holds the other session, once')
+})
+
 t.test('error clusters: resolve, re-open by a later event at once, re-open by DELETE; scoped to the caller', async (t) => {
   const { user, send } = await fixture()
   await send({ agentId: 'err-a', type: 'error', toolExecuted: 'http', errorMessage: 'timeout after 100ms' })

@@ -4,6 +4,7 @@ import { EventsRepository, eventLine } from '../../src/storage/events-repository
 import { buildEventRow, type EventRow } from '../../src/domain/event-row.ts'
 import { newEventId } from '../../src/domain/ids.ts'
 import { openTestClickHouse, randomId } from '../helpers/app.ts'
+import { MAX_SPAN_MS } from '../../src/domain/dashboard.ts'
 
 // The rollups of clickhouse/012 (group_totals, agent_hourly, error_clusters_daily) against the
 // events they sum: backfilled for a store an older release left, fed by their views afterwards,
@@ -20,13 +21,19 @@ const rows = async (sql: string, params: Record<string, unknown>) =>
 const projectionRows = async (table: string, name: string) => Number((await rows(`SELECT sum(rows) AS n FROM system.projection_parts
   WHERE database = currentDatabase() AND table = {table:String} AND name = {name:String} AND active`, { table, name }))[0]!.n)
 
-/** Each rollup, and the same figures computed from events, as sorted JSON lines to compare. */
-async function rollupsAndEvents (userId: string) {
+/**
+ * Each rollup, and the same figures computed from events, as sorted JSON lines to compare; with
+ * `ends`, group_totals' span ends too (clickhouse/017 and later).
+ */
+async function rollupsAndEvents (userId: string, ends = true) {
   const p = { u: userId }
   const groups = `SELECT kind, group_id, agent_id, sum(events) AS n, toString(min(first_ts)) AS first, toString(max(last_ts)) AS last,
+      ${ends ? 'toString(max(last_end)) AS end,' : ''}
       toString(max(last_received)) AS received, sum(errors) AS errors, toString(sum(cost_usd)) AS cost, sum(tokens_input_base) AS t_in,
       sum(tokens_output) AS t_out`
-  const fromEvents = `count() AS n, toString(min(ts)) AS first, toString(max(ts)) AS last, toString(max(received_at)) AS received,
+  const fromEvents = `count() AS n, toString(min(ts)) AS first, toString(max(ts)) AS last,
+      ${ends ? `toString(max(ts + toIntervalMillisecond(least(ifNull(duration_ms, 0), ${MAX_SPAN_MS})))) AS end,` : ''}
+      toString(max(received_at)) AS received,
       countIf(error_fingerprint != '') AS errors, toString(sum(toDecimal128(cost_usd, 9))) AS cost, sum(tokens_input_base) AS t_in, sum(tokens_output) AS t_out`
   const lines = (xs: Record<string, unknown>[]) => xs.map((x) => JSON.stringify(x)).sort()
   return {
@@ -53,13 +60,16 @@ function checkEqual (t: Test, got: Awaited<ReturnType<typeof rollupsAndEvents>>,
   t.same(got.days, got.daysFromEvents, `${what}: error_clusters_daily equals the sums over error events`)
 }
 
-/** Events of two agents over three days: sessions and traces across both agents and across hours, errors among them. */
+/**
+ * Events of two agents over three days: sessions and traces across both agents and across hours,
+ * errors among them, and every third a span that outlasts the events started after it.
+ */
 function history (userId: string, count: number, start: number): EventRow[] {
   return Array.from({ length: count }, (_, i) => {
     const ts = start + i * 47 * 60_000
     const failed = i % 5 === 0
     return buildEventRow({
-      agentId: 'a', type: failed ? 'error' : 'tool', toolExecuted: 'search', model: 'gpt-4o', timestamp: ts,
+      agentId: 'a', type: failed ? 'error' : 'tool', toolExecuted: 'search', model: 'gpt-4o', timestamp: ts, durationMs: i % 3 === 0 ? 5_000_000 : 40,
       errorMessage: failed ? `timeout ${i % 3}` : undefined,
       metadata: { sessionId: `s-${Math.floor(i / 7)}`, traceId: i % 4 === 3 ? undefined : `t-${Math.floor(i / 3)}`, tokensBreakdown: { inputBase: 100 + i, output: 10 } },
     } as never, { eventId: newEventId(ts), userId, agentId: i % 2 ? 'agent-1' : 'agent-2', receivedAt: ts + 5 })
@@ -73,16 +83,26 @@ t.test('a store an older release left is backfilled once; the views keep the rol
   await events.insert(history(userId, 90, Date.parse('2026-05-01T09:10:00Z')))
 
   t.same(await migrateClickHouse(ch, { upTo: 12 }), ['012_list_rollups.sql'])
-  checkEqual(t, await rollupsAndEvents(userId), 'after the backfill')
+  checkEqual(t, await rollupsAndEvents(userId, false), 'after the backfill')
 
   // Interrupted after the backfill, before the version was recorded: the migration runs again whole.
   await ch.command({ query: 'ALTER TABLE schema_migrations DELETE WHERE version = 12 SETTINGS mutations_sync = 2' })
   t.same(await migrateClickHouse(ch, { upTo: 12 }), ['012_list_rollups.sql'], 'the migration runs again')
-  checkEqual(t, await rollupsAndEvents(userId), 'after running the migration twice')
+  checkEqual(t, await rollupsAndEvents(userId, false), 'after running the migration twice')
 
   t.same(await migrateClickHouse(ch, { upTo: 13 }), ['013_events_by_time.sql'])
   await events.insert(history(userId, 20, Date.parse('2026-05-03T08:00:00Z')))
-  t.same(await migrateClickHouse(ch), ['014_events_feed.sql', '015_group_totals_small_blocks.sql', '016_errors_by_hour.sql'])
+  t.same(await migrateClickHouse(ch, { upTo: 16 }), ['014_events_feed.sql', '015_group_totals_small_blocks.sql', '016_errors_by_hour.sql'])
+  await events.insert(history(userId, 20, Date.parse('2026-05-03T14:00:00Z')))
+  const [stale] = await rows(`SELECT (SELECT max(last_ts) FROM group_totals WHERE user_id = {u:String}) < (SELECT max(ts + toIntervalMillisecond(duration_ms))
+    FROM events WHERE user_id = {u:String}) AS behind`, { u: userId })
+  t.equal(Number(stale!.behind), 1, 'before 017 the rollup knows of no span end later than the last start')
+
+  t.same(await migrateClickHouse(ch), ['017_group_totals_span_end.sql'])
+  checkEqual(t, await rollupsAndEvents(userId), 'after 017 backfilled the span ends')
+  await ch.command({ query: 'ALTER TABLE schema_migrations DELETE WHERE version = 17 SETTINGS mutations_sync = 2' })
+  t.same(await migrateClickHouse(ch), ['017_group_totals_span_end.sql'], '017 runs again')
+  checkEqual(t, await rollupsAndEvents(userId), 'after running 017 twice: no figure counted twice')
   const [totals] = await rows("SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = 'group_totals'", {})
   t.match(totals!.engine_full, /min_compress_block_size = 4096, max_compress_block_size = 16384/, 'group_totals writes small compressed blocks')
   await events.insert(history(userId, 40, Date.parse('2026-05-03T20:00:00Z')))
