@@ -2,7 +2,11 @@ import t from 'tap'
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
-import { buildTestApp, randomId, TEST_DATA_DIR, TEST_DATABASE_URL } from './helpers/app.ts'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { buildTestApp, newUser, randomId, TEST_DATA_DIR, TEST_DATABASE_URL } from './helpers/app.ts'
+import { describePostgres } from '../src/storage/postgres.ts'
 
 const run = promisify(execFile)
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -26,14 +30,46 @@ t.test('the token command refuses when an identity provider is configured', asyn
   await t.rejects(cli('token', []), { code: 2 }, 'a user name is required')
 })
 
-t.test('npm run user:tier sets tier and burst override', async (t) => {
-  const name = randomId('tier-')
+t.test('npm run user:tier sets tier and burst override, and says in which database', async (t) => {
+  const name = (await newUser(app)).subject
   const { stdout } = await cli('user-tier', [name, 'enterprise', '--burst', '12345'])
-  t.match(JSON.parse(stdout), { privyId: name, tier: 'enterprise', burstPerMinute: 12345 })
+  t.equal(stdout.trim(), `${name}: tier enterprise, burst 12345/min (${describePostgres(TEST_DATABASE_URL)})`)
+  t.notMatch(describePostgres('postgres://bob:s3cret@db.example:6543/telemetry'), /bob|s3cret/, 'never the user or password')
+  t.equal(describePostgres('postgres://bob:s3cret@db.example:6543/telemetry'), 'postgres://db.example:6543/telemetry')
   const { rows } = await app.db.query('SELECT tier, burst_per_minute FROM users WHERE privy_id = $1', [name])
   t.same(rows[0], { tier: 'enterprise', burst_per_minute: 12345 })
   await t.rejects(cli('user-tier', [name, 'platinum']), { code: 2 })
   await t.rejects(cli('user-tier', [name, 'pro', '--burst', '-1']), { code: 2 })
+})
+
+t.test('npm run user:tier creates no user and no database: an unknown user or database is an error naming it', async (t) => {
+  const name = randomId('nobody-')
+  const unknown = await cli('user-tier', [name, 'pro']).then(() => null, (err) => err)
+  t.match(unknown, { code: 1 }, 'an unknown user fails')
+  t.match(unknown?.stderr, new RegExp(`no user "${name}" in ${describePostgres(TEST_DATABASE_URL)}`))
+  t.equal(unknown?.stdout, '', 'no success printed')
+  t.equal((await app.db.query('SELECT 1 FROM users WHERE privy_id = $1', [name])).rowCount, 0, 'and it was not created')
+
+  const database = `agent_telemetry_missing_${randomId().replace(/-/g, '_')}_test`
+  const url = new URL(TEST_DATABASE_URL)
+  url.pathname = `/${database}`
+  for (const [script, args] of [['user-tier', [name, 'pro']], ['registry-import', [join(TEST_DATA_DIR, 'absent.json')]]] as const) {
+    if (script === 'registry-import') (await import('node:fs')).writeFileSync(args[0], '[]')
+    const missing = await cli(script, [...args], { DATABASE_URL: url.toString() }).then(() => null, (err) => err)
+    t.match(missing, { code: 1 }, `${script}: a DATABASE_URL naming no database fails`)
+    t.match(missing?.stderr, new RegExp(`no database ${describePostgres(url.toString())}`))
+    t.notMatch(missing?.stderr, /\n\s+at /, 'no stack trace')
+  }
+  t.equal((await app.db.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount, 0, 'no database was created')
+})
+
+t.test('npm run token says when it created a new signing key, and where', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'cli-token-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const first = await cli('token', ['someone'], { DATA_DIR: dataDir })
+  t.match(first.stderr, `created a new signing key ${join(dataDir, 'auth', 'local-signing-key.json')}`)
+  const second = await cli('token', ['someone'], { DATA_DIR: dataDir })
+  t.notMatch(second.stderr, /created/, 'not when the key exists')
 })
 
 t.test('npm run registry:import upserts public agents by registryId and reports bad entries', async (t) => {
@@ -57,7 +93,7 @@ t.test('npm run registry:import upserts public agents by registryId and reports 
 
   writeFileSync(file, JSON.stringify([{ ...entries[0], reputationScore: 9 }]))
   const { stdout } = await cli('registry-import', [file])
-  t.match(JSON.parse(stdout), { inserted: 0, updated: 1, failed: [] })
+  t.match(JSON.parse(stdout), { database: describePostgres(TEST_DATABASE_URL), inserted: 0, updated: 1, failed: [] })
   const again = await app.db.query('SELECT reputation_score FROM agents WHERE registry_id = $1', [`${token}-1`])
   t.equal(again.rows[0].reputation_score, 9, 'a second import updates in place')
   await t.rejects(cli('registry-import', [join(TEST_DATA_DIR, 'nope.json')]), { code: 2 })

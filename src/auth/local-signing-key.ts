@@ -15,7 +15,8 @@ export interface LocalSigningKey {
   publicKey: Key
 }
 
-function keyPath (dataDir: string): string {
+/** Where the local key of a DATA_DIR is kept. */
+export function localSigningKeyPath (dataDir: string): string {
   return join(dataDir, 'auth', 'local-signing-key.json')
 }
 
@@ -24,7 +25,7 @@ function keyPath (dataDir: string): string {
  * only when no identity provider is configured, and its public half is never served.
  */
 export async function loadLocalSigningKey (dataDir: string): Promise<LocalSigningKey> {
-  const path = keyPath(dataDir)
+  const path = localSigningKeyPath(dataDir)
   if (!existsSync(path)) {
     const { privateKey } = await generateKeyPair(LOCAL_ALG, { extractable: true })
     const jwk = await exportJWK(privateKey)

@@ -3,12 +3,14 @@
  * The file is a JSON array of entries (schemas/registry-entry.json), or { "agents": [...] }.
  * Entries are keyed by registryId; invalid entries are reported and skipped, the rest are applied.
  * Cached agent resolutions are then invalidated on every running instance (an snsName may have moved).
+ * The database must be one the service created and migrated (exit code 1 otherwise, nothing created);
+ * the summary names it (`database`).
  */
 import { readFileSync } from 'node:fs'
 import type { ValidateFunction } from 'ajv'
 import { loadConfig } from '../config.ts'
 import { bodyAjv, toDetails } from '../validation.ts'
-import { openPostgres } from '../storage/postgres.ts'
+import { describePostgres, openExistingPostgres, StoreNotReady } from '../storage/postgres.ts'
 import { openCaches } from './caches.ts'
 import { RegistryRepository, type RegistryEntry } from '../storage/registry-repository.ts'
 
@@ -31,9 +33,16 @@ if (!Array.isArray(entries)) {
 }
 const validate = bodyAjv.getSchema('registry-entry.json') as ValidateFunction
 const config = loadConfig()
-const pool = await openPostgres(config.databaseUrl)
+let pool
+try {
+  pool = await openExistingPostgres(config.databaseUrl)
+} catch (err) {
+  if (!(err instanceof StoreNotReady)) throw err
+  console.error(`registry:import: ${err.message}`)
+  process.exit(1)
+}
 const repo = new RegistryRepository(pool)
-const summary = { inserted: 0, updated: 0, failed: [] as { index: number; registryId?: unknown; error: string }[] }
+const summary = { database: describePostgres(config.databaseUrl), inserted: 0, updated: 0, failed: [] as { index: number; registryId?: unknown; error: string }[] }
 try {
   for (const [index, entry] of entries.entries()) {
     if (!validate(entry)) {

@@ -4,10 +4,14 @@
  * (`http://127.0.0.1:3000/#token=…`; a URL fragment never reaches the server or its logs).
  *   npm run token -- alice [--ttl SECONDS]
  * Refuses when AUTH_JWKS_URL is set: with an identity provider, tokens come from the provider.
+ * It changes no database: the user is created by the token's first request, as any new user is. When
+ * DATA_DIR holds no key yet it creates one (the service, started on that DATA_DIR, uses it) and says
+ * so on stderr, naming the file: a service running on another DATA_DIR would refuse the token.
  */
+import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
-import { loadLocalSigningKey, signLocalToken } from '../auth/local-signing-key.ts'
+import { loadLocalSigningKey, localSigningKeyPath, signLocalToken } from '../auth/local-signing-key.ts'
 
 function parse () {
   try {
@@ -29,7 +33,10 @@ if ('jwksUrl' in config.auth) {
   console.error('AUTH_JWKS_URL is set: dashboard tokens come from the identity provider, and this service would refuse a local one.')
   process.exit(2)
 }
+const keyFile = localSigningKeyPath(config.dataDir)
+const newKey = !existsSync(keyFile)
 const token = await signLocalToken(await loadLocalSigningKey(config.dataDir), subject, ttl)
+if (newKey) process.stderr.write(`created a new signing key ${keyFile}: only a service running with DATA_DIR=${config.dataDir} accepts this token\n`)
 process.stdout.write(token + '\n')
 process.stderr.write(`open the dashboard: ${dashboardUrl(config.host, config.port)}#token=${token}\n`)
 

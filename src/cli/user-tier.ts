@@ -1,21 +1,26 @@
 /**
  * Sets a user's ingestion tier and optional burst override (events per minute).
  *   npm run user:tier -- <user> <free|pro|enterprise> [--burst N]
- * <user> is the identity-provider subject (the name given to `npm run token` locally); the user is
- * created if new. The user's cached keys are invalidated in Redis and on every running instance, so
- * the change holds at once (at the latest within SHARED_CACHE_TTL_SECONDS if Redis cannot be reached).
+ * <user> is the identity-provider subject (the name given to `npm run token` locally). The user must
+ * exist (users are created by their first request to the service): an unknown one is an error naming
+ * it and the database, exit code 1, and so is a database the service has not created and migrated;
+ * nothing is created. On success it prints the change and the database it was made in. The user's
+ * cached keys are invalidated in Redis and on every running instance, so the change holds at once (at
+ * the latest within SHARED_CACHE_TTL_SECONDS if Redis cannot be reached).
  */
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
 import { openCaches } from './caches.ts'
-import { openPostgres } from '../storage/postgres.ts'
+import { describePostgres, openExistingPostgres, StoreNotReady } from '../storage/postgres.ts'
 import { UsersRepository, type Tier } from '../storage/users-repository.ts'
+
+const USAGE = 'usage: npm run user:tier -- <user> <free|pro|enterprise> [--burst events-per-minute]'
 
 function parse () {
   try {
     return parseArgs({ allowPositionals: true, options: { burst: { type: 'string' } } })
   } catch (err) {
-    console.error(`${(err as Error).message}\nusage: npm run user:tier -- <user> <free|pro|enterprise> [--burst events-per-minute]`)
+    console.error(`${(err as Error).message}\n${USAGE}`)
     process.exit(2)
   }
 }
@@ -23,15 +28,28 @@ const { positionals, values } = parse()
 const [subject, tier] = positionals
 const burst = values.burst === undefined ? null : Number(values.burst)
 if (!subject || !['free', 'pro', 'enterprise'].includes(tier ?? '') || (burst !== null && !(Number.isInteger(burst) && burst > 0))) {
-  console.error('usage: npm run user:tier -- <user> <free|pro|enterprise> [--burst events-per-minute]')
+  console.error(USAGE)
   process.exit(2)
 }
 const config = loadConfig()
-const pool = await openPostgres(config.databaseUrl)
+const where = describePostgres(config.databaseUrl)
+let pool
+try {
+  pool = await openExistingPostgres(config.databaseUrl)
+} catch (err) {
+  if (!(err instanceof StoreNotReady)) throw err
+  console.error(`user:tier: ${err.message}`)
+  process.exit(1)
+}
+const user = await new UsersRepository(pool).updateTier(subject, tier as Tier, burst)
+if (!user) {
+  await pool.end()
+  console.error(`user:tier: no user "${subject}" in ${where}; users are created by their first request to the service (check the name, and that DATABASE_URL is the service's)`)
+  process.exit(1)
+}
 const caches = await openCaches(config, pool)
 try {
-  const user = await new UsersRepository(pool).setTier(subject, tier as Tier, burst)
-  console.log(JSON.stringify({ id: user.id, privyId: user.privyId, tier: user.tier, burstPerMinute: user.burstPerMinute }))
+  console.log(`${subject}: tier ${user.tier}${user.burstPerMinute === null ? '' : `, burst ${user.burstPerMinute}/min`} (${where})`)
   // A key's cached identity carries its user's tier and burst override.
   if (!(await caches.keys.forgetUser(user.id))) caches.warnUntold()
 } finally {

@@ -2,7 +2,8 @@ import pg from 'pg'
 import Postgrator from 'postgrator'
 import { fileURLToPath } from 'node:url'
 import { userInfo } from 'node:os'
-import { basename } from 'node:path'
+import { readdirSync } from 'node:fs'
+import { basename, dirname } from 'node:path'
 
 const MIGRATIONS = fileURLToPath(new URL('../../postgres/*.sql', import.meta.url))
 // An arbitrary constant: the advisory lock that serialises migrations across processes.
@@ -130,6 +131,51 @@ export function createPool (databaseUrl: string, timeouts?: PostgresTimeouts): C
       idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
     }),
   })
+}
+
+/** The database a URL names, for people: `postgres://host:port/name`, without user or password. */
+export function describePostgres (databaseUrl: string): string {
+  const url = new URL(withDefaultUser(databaseUrl))
+  return `postgres://${url.hostname || 'localhost'}:${url.port || '5432'}${url.pathname}`
+}
+
+/** A store a command-line tool refuses to change: it names the store and what to do. */
+export class StoreNotReady extends Error {}
+
+/**
+ * A pool on a database the service has already created and migrated, for command-line tools that
+ * change what is in it: they never create a database, nor apply migrations (a tool pointed at the
+ * wrong DATABASE_URL must fail, not fill a new database). Throws StoreNotReady, naming the store,
+ * when the database does not exist or its migrations are not all applied.
+ */
+export async function openExistingPostgres (databaseUrl: string): Promise<CountingPool> {
+  const where = describePostgres(databaseUrl)
+  const pool = createPool(databaseUrl)
+  try {
+    const { rows } = await pool.query(
+      "/* svc:cli_schema_check */ SELECT to_regclass('public.schema_migrations') IS NOT NULL AS migrated",
+    )
+    const latest = Math.max(...postgresMigrationVersions())
+    const applied = rows[0].migrated
+      ? Number((await pool.query('/* svc:cli_schema_version */ SELECT max(version)::int AS v FROM schema_migrations')).rows[0].v ?? 0)
+      : 0
+    if (applied < latest) {
+      throw new StoreNotReady(`${where} has ${applied === 0 ? 'none' : `${applied} of ${latest}`} of the service's migrations applied: ` +
+        'set DATABASE_URL to the service\'s database, or start the service (or src/cli/migrate.ts) once to create and migrate it')
+    }
+    return pool
+  } catch (err) {
+    await pool.end().catch(() => {})
+    if ((err as { code?: string }).code === '3D000') {
+      throw new StoreNotReady(`no database ${where}: set DATABASE_URL to the service's database (command-line tools never create one)`)
+    }
+    throw err
+  }
+}
+
+/** The versions of the Postgres migrations in postgres/ (NNN of NNN.do.*.sql). */
+function postgresMigrationVersions (): number[] {
+  return readdirSync(dirname(MIGRATIONS)).filter((f) => /^\d+\.do\..*\.sql$/.test(f)).map((f) => Number(f.split('.')[0]))
 }
 
 /** Creates the database if missing, applies the migrations, and opens a pool: what every entry point does first. */

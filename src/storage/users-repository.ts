@@ -96,7 +96,16 @@ export class UsersRepository {
     return { month, events: Number(rows[0]?.events ?? 0) }
   }
 
-  /** Sets a user's tier and burst override, creating the user if the subject is new. */
+  /** Sets the tier and burst override of an existing user; null when no user has this subject (nothing is created). */
+  async updateTier (subject: string, tier: Tier, burstPerMinute: number | null): Promise<User | null> {
+    const { rows } = await this.db.query(
+      `/* svc:user_tier_existing */ UPDATE users SET tier = $2, burst_per_minute = $3 WHERE privy_id = $1 RETURNING ${COLUMNS}`,
+      [subject, tier, burstPerMinute],
+    )
+    return rows[0] ? toUser(rows[0]) : null
+  }
+
+  /** Sets a user's tier and burst override, creating the user if the subject is new (the seed's user). */
   async setTier (subject: string, tier: Tier, burstPerMinute: number | null): Promise<User> {
     const user = await this.upsertBySubject(subject)
     const { rows } = await this.db.query(
