@@ -2,7 +2,7 @@
 // clusters; rename, publish or unpublish, delete).
 import { useState } from 'preact/hooks'
 import { api, listAll } from '../api.js'
-import { html, useData, useAction, Kpi, money, count, percent, ago, Time, duration, ErrorNote, Loading, Empty, Badge, ConfirmButton } from '../ui.js'
+import { html, useData, useAction, Kpi, money, count, percent, ago, Time, duration, ErrorNote, Loading, Empty, Badge, ConfirmButton, plural, dotted } from '../ui.js'
 
 export function AgentsPage () {
   const { data, error } = useData(() => listAll('/v1/me/agents', 'agents', { query: { limit: 200 } }), [], 15_000)
@@ -37,8 +37,8 @@ function Calendar ({ days }) {
   const level = (n) => (n === 0 ? 0 : 1 + Math.min(3, Math.floor((n / max) * 4)))
   return html`<div class="calendar" role="list" aria-label="Activity, last 30 days">
     ${days.map((d) => html`<div role="listitem" class=${`day l${level(d.eventCount)} ${d.errors ? 'has-errors' : ''}`}
-      title=${`${d.day}: ${d.eventCount} events, ${d.errors} errors, ${money(d.costUsd)}`}
-      aria-label=${`${d.day}: ${d.eventCount} events, ${d.errors} errors, ${money(d.costUsd)}`}>
+      title=${`${d.day}: ${plural(d.eventCount, 'event')}, ${plural(d.errors, 'error')}, ${money(d.costUsd)}`}
+      aria-label=${`${d.day}: ${plural(d.eventCount, 'event')}, ${plural(d.errors, 'error')}, ${money(d.costUsd)}`}>
       <span aria-hidden="true">${Number(d.day.slice(8))}</span></div>`)}
   </div>
   <p class="legend muted" aria-hidden="true">less <span class="day l0"></span><span class="day l1"></span><span class="day l2"></span><span class="day l3"></span><span class="day l4"></span> more · outlined: errors that day</p>`
@@ -87,7 +87,7 @@ export function AgentPage ({ id, refreshNames }) {
   return html`
     <p class="crumbs"><a href="#/agents">Agents</a> /</p>
     <h1 tabindex="-1">${agent.displayName}</h1>
-    <p class="muted">${agent.framework ? `${agent.framework} · ` : ''}created <${Time} iso=${agent.createdAt} /> · last seen ${ago(agent.lastSeenAt)} · <code>${agent.id}</code></p>
+    <p class="muted">${dotted(agent.framework, html`created <${Time} iso=${agent.createdAt} />`, `last seen ${ago(agent.lastSeenAt)}`, html`<code>${agent.id}</code>`)}</p>
     <div class="kpis">
       <${Kpi} label="Events, 24 h" value=${count(k.events24h)} hint=${`${money(k.cost24h)} spent`} />
       <${Kpi} label="Events, 30 days" value=${count(k.events30d)} hint=${`${money(k.cost30d)} spent`} />
@@ -119,7 +119,7 @@ export function AgentPage ({ id, refreshNames }) {
 ? html`<${Empty}>No errors.</${Empty}>`
 : html`<ul class="plain">
           ${agent.recentErrors.map((c) => html`<li><${Badge} tone=${c.status === 'open' ? 'bad' : 'ok'}>${c.status}</${Badge}>
-            <a href=${`#/errors/${c.fingerprint}`}>${c.sampleMessage || c.fingerprint}</a> <span class="muted">× ${count(c.count)} · ${ago(c.lastSeen)}</span></li>`)}
+            <a href=${`#/errors/${c.fingerprint}`}>${c.sampleMessage || c.fingerprint}</a> <span class="muted">${dotted(`× ${count(c.count)}`, ago(c.lastSeen))}</span></li>`)}
         </ul>`}
       </section>
     </div>
