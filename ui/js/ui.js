@@ -124,13 +124,16 @@ export function Cost ({ event }) {
 
 export const Badge = ({ tone, children }) => html`<span class=${`badge badge-${tone}`}>${children}</span>`
 
-/** A button that asks again in place before doing something that cannot be undone. */
-export function ConfirmButton ({ label, question, confirmLabel, onConfirm, busy, small }) {
+/**
+ * A button that asks again in place before doing something that cannot be undone. `small` sizes it
+ * as a row's action; `quiet` draws it as its row's other buttons until asked (the confirmation is red).
+ */
+export function ConfirmButton ({ label, question, confirmLabel, onConfirm, busy, small, quiet }) {
   const [asking, setAsking] = useState(false)
   const yes = useRef()
   useEffect(() => { if (asking) yes.current?.focus() }, [asking])
   const size = small ? ' small' : ''
-  if (!asking) return html`<button class=${`danger${size}`} onClick=${() => setAsking(true)}>${label}</button>`
+  if (!asking) return html`<button class=${`${quiet ? '' : 'danger'}${size}`.trim() || undefined} onClick=${() => setAsking(true)}>${label}</button>`
   return html`<span class="confirm" role="group" aria-label=${question}>
     <span>${question}</span>
     <button class=${`danger${size}`} ref=${yes} disabled=${busy} onClick=${async () => { await onConfirm(); setAsking(false) }}>${confirmLabel || label}</button>

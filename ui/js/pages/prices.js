@@ -53,7 +53,7 @@ function PriceRow ({ p, onEdit, onRemoved }) {
     <td class="num">${perMTok(p.cacheReadPerMTok)}</td><td class="num">${perMTok(p.cacheWritePerMTok)}</td>
     <td><${Time} iso=${p.updatedAt} /></td>
     <td><span class="inline row-actions"><button class="small" onClick=${() => onEdit(p)}>Edit</button>
-      <${ConfirmButton} small label="Remove" confirmLabel="Remove now" busy=${action.busy}
+      <${ConfirmButton} small quiet label="Remove" confirmLabel="Remove now" busy=${action.busy}
         question=${`Remove the price of ${p.model}? Its next events are priced by the catalogue, or not at all.`}
         onConfirm=${() => action.run(() => api(priceUrl(p.model), { method: 'DELETE' }), onRemoved)} /></span>
       <${ErrorNote} error=${action.error} /></td>
