@@ -54,6 +54,7 @@ async function run () {
   const flaky = randomId('flaky-')
   const pricedLater = randomId('house-model-y-')
   const longModel = 'anthropic.claude-3-5-sonnet-20241022-v2:0'
+  const longAgent = randomId('customer-support-escalation-triage-agent-eu-west-')
   const now = Date.now()
   await send([
     { agentId: planner, type: 'decision', timestamp: now - 5000, durationMs: 1200, model: 'gpt-4o', metadata: { traceId, spanId: 'root', sessionId: `s-${traceId}`, privacyLevel: 'full', git: { branch: 'main', commit: 'abc1234' }, tokensBreakdown: { inputBase: 1000, output: 200 } } },
@@ -78,6 +79,7 @@ async function run () {
   await send([
     { agentId: planner, type: 'reasoning', model: pricedLater, metadata: { tokensBreakdown: { inputBase: 500, output: 100 } } },
     { agentId: planner, type: 'reasoning', model: longModel, metadata: { provider: 'aws.bedrock', tokensBreakdown: { inputBase: 5000, output: 1000 } } },
+    { agentId: longAgent, type: 'reasoning', model: 'acme/fine-tuned-llama-3.1-70b-instruct-support-v7', metadata: { tokensBreakdown: { inputBase: 5000, output: 1000 } } },
   ])
   await shipped(app)
   await app.activity.flush()
@@ -119,14 +121,14 @@ async function run () {
     await heading(page, 'Overview').waitFor()
     t.notOk(page.url().includes(user.token), 'the token is not left in the address bar')
     t.equal(await page.evaluate(() => sessionStorage.length), 1, 'the token is kept for the tab')
-    // 24 events were sent a few seconds ago: they are in the last hour's chart.
-    await page.getByText(/\b24 events in the last hour/).waitFor()
+    // 25 events were sent a few seconds ago: they are in the last hour's chart.
+    await page.getByText(/\b25 events in the last hour/).waitFor()
     const perMinute = page.locator('figure.chart').filter({ hasText: 'Events per minute' })
     t.equal(await perMinute.getAttribute('data-points'), '60', 'one point per minute')
     t.equal(await perMinute.locator('canvas').count(), 1, 'the chart is drawn')
     const spend = page.locator('figure.chart').filter({ hasText: 'Spend per day' })
     t.equal(await spend.getAttribute('data-points'), '30', 'one point per day')
-    t.match(await page.locator('.kpi').filter({ hasText: 'Error rate, 30 days' }).innerText(), /54\.2 %/, '13 of 24 events failed')
+    t.match(await page.locator('.kpi').filter({ hasText: 'Error rate, 30 days' }).innerText(), /52\.0 %/, '13 of 25 events failed')
     t.equal(await page.getByText('Send your first event').count(), 0, 'no first-event help once events arrived')
     t.match(await page.locator('.kpi').filter({ hasText: 'Open alerts' }).innerText(), /\b1\b/)
     await page.getByRole('heading', { name: 'Top agents by spend, 30 days' }).waitFor()
@@ -282,7 +284,7 @@ async function run () {
     const since = page.locator('tr', { hasText: pricedLater })
     t.notMatch(await since.innerText(), /unpriced/, 'a model priced since is not called unpriced')
     t.match(await since.innerText(), /1 event at \$0 before its price/, 'its events from before the price are')
-    t.match(await page.locator('.kpi', { hasText: 'Total spend' }).innerText(), /1 model without a price/, 'only the model still without a price is counted')
+    t.match(await page.locator('.kpi', { hasText: 'Total spend' }).innerText(), /2 models without a price/, 'only the models still without a price are counted')
     t.match(await page.locator('.kpi', { hasText: 'Events' }).innerText(), /\b13 errors\b/)
   })
 
@@ -301,6 +303,9 @@ async function run () {
     t.equal(await name.getAttribute('title'), longModel, 'the whole name is in its tooltip')
     t.equal(await name.evaluate((el) => el.getClientRects().length), 1, 'on one line, not broken mid-word')
     t.equal(await name.evaluate((el) => getComputedStyle(el).textOverflow), 'ellipsis')
+    const agent = page.locator('table.breakdown .name', { hasText: /^customer-support/ })
+    t.equal(await agent.getAttribute('title'), longAgent)
+    t.equal(await agent.evaluate((el) => el.getClientRects().length), 1, 'a long agent name on one line too')
     await page.getByRole('button', { name: '7 days' }).click()
     await page.getByText('7 days.', { exact: false }).first().waitFor()
   })
