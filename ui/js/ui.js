@@ -233,12 +233,12 @@ export function spanName (e) {
   return (typeof otel === 'string' && otel) || e.toolExecuted || e.type
 }
 
-/** The model and the tool of an event where its name does not already say them. */
+/** The model and the tool of an event where its name does not already say them (as a word of it). */
 export function spanFacts (e) {
-  const name = spanName(e)
+  const words = spanName(e).split(/\s+/)
   return [
-    e.model && !name.includes(e.model) ? e.model : null,
-    e.toolExecuted && !name.includes(e.toolExecuted) ? e.toolExecuted : null,
+    e.model && !words.includes(e.model) ? e.model : null,
+    e.toolExecuted && !words.includes(e.toolExecuted) ? e.toolExecuted : null,
   ].filter(Boolean)
 }
 

@@ -2,7 +2,7 @@
 // spend, error rate and open alerts.
 import { useEffect, useState } from 'preact/hooks'
 import { api, listAll, agentOf } from '../api.js'
-import { html, useData, Chart, Kpi, money, count, percent, plural, dotted, ErrorNote, Loading, Empty, AgentLink } from '../ui.js'
+import { html, useData, Chart, Kpi, money, count, percent, plural, dotted, ErrorNote, Loading, Empty, AgentLink, Name } from '../ui.js'
 import { raisedText, firingText } from './alerts.js'
 
 const MINUTE = 60_000
@@ -143,7 +143,7 @@ export function Overview ({ names }) {
 ? html`<table>
           <thead><tr><th scope="col">Agent</th><th scope="col" class="num">Spend</th><th scope="col" class="num">Events</th></tr></thead>
           <tbody>${top.map((a) => html`<tr>
-            <td><${AgentLink} agent=${{ ...agentOf(a, names), displayName: a.displayName ?? names.get(a.agentId) }} /></td>
+            <td><${Name} text=${a.displayName ?? names.get(a.agentId) ?? a.agentId}><${AgentLink} agent=${{ ...agentOf(a, names), displayName: a.displayName ?? names.get(a.agentId) }} /></${Name}></td>
             <td class="num">${money(a.costUsd)}</td><td class="num">${count(a.eventCount)}</td></tr>`)}</tbody>
         </table>`
 : null}
