@@ -219,7 +219,7 @@ export function Chart ({ data, series, bars, height = 220, label, yFormat = (v) 
   const points = data[0]?.length || 0
   const total = series.map((s, i) => (data[i + 1] || []).reduce((a, b) => a + (b || 0), 0))
   return html`<figure class="chart" data-points=${points}>
-    <div ref=${box} class="chart-box" role="img" aria-label=${`${label}: ${points} points, total ${total.map(yFormat).join(', ')}`}></div>
+    <div ref=${box} class="chart-box" role="img" aria-label=${`${label}: ${plural(points, 'point')}, total ${total.map(yFormat).join(', ')}`}></div>
     <figcaption>${label}</figcaption>
   </figure>`
 }

@@ -24,7 +24,7 @@ export function AgentsPage () {
         <th scope="row"><a href=${`#/agents/${encodeURIComponent(a.id)}`}>${a.displayName}</a>${a.framework ? html` <span class="muted">${a.framework}</span>` : null}</th>
         <td class="num">${count(a.kpis?.events24h)}</td><td class="num">${money(a.kpis?.cost24h)}</td>
         <td class="num">${count(a.kpis?.events30d)}</td><td class="num">${money(a.kpis?.cost30d)}</td>
-        <td class=${`num ${a.kpis?.errorRate30d > 0.1 ? 'bad' : ''}`}>${percent(a.kpis?.errorRate30d)}</td>
+        <td class=${`num ${a.kpis?.errorRate30d > 0.1 ? 'bad' : ''}`}>${percent(a.kpis?.events30d ? a.kpis.errorRate30d : null)}</td>
         <td>${ago(a.lastSeenAt)}</td>
         <td>${a.isPublic ? html`<${Badge} tone="ok">public</${Badge}>` : html`<${Badge} tone="plain">private</${Badge}>`}</td>
       </tr>`)}</tbody>
@@ -91,7 +91,7 @@ export function AgentPage ({ id, refreshNames }) {
     <div class="kpis">
       <${Kpi} label="Events, 24 h" value=${count(k.events24h)} hint=${`${money(k.cost24h)} spent`} />
       <${Kpi} label="Events, 30 days" value=${count(k.events30d)} hint=${`${money(k.cost30d)} spent`} />
-      <${Kpi} label="Errors, 30 days" value=${count(k.errors30d)} hint=${`${percent(k.errorRate30d)} of events`} tone=${k.errorRate30d > 0.1 ? 'bad' : ''} />
+      <${Kpi} label="Errors, 30 days" value=${count(k.errors30d)} hint=${k.events30d ? `${percent(k.errorRate30d)} of events` : 'no events'} tone=${k.errorRate30d > 0.1 ? 'bad' : ''} />
     </div>
     <div class="grid">
       <section class="card" aria-labelledby="cal"><h2 id="cal">Activity, 30 days</h2><${Calendar} days=${agent.calendar || []} /></section>
