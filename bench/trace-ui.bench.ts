@@ -108,7 +108,7 @@ try {
       if (r === 0 && values.screenshot) {
         // Halfway down the expanded run, where indentation has stopped and rows show their depth.
         await page.locator('.tree-scroll').evaluate((el) => { el.scrollTop = el.scrollHeight / 2 })
-        await rows.filter({ has: page.locator('.depth') }).nth(14).getByRole('button', { name: /^tool · / }).click()
+        await rows.filter({ has: page.locator('.depth') }).nth(14).locator('button.span-name').click()
         await page.screenshot({ path: values.screenshot, fullPage: true })
         await page.locator('.tree-scroll').evaluate((el) => { el.scrollTop = 0 })
       }

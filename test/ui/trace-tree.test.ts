@@ -62,10 +62,10 @@ async function run () {
     await last.waitFor()
     t.equal(await last.getAttribute('aria-level'), String(DEPTH), 'aria-level is the depth + 1')
     t.match(await last.locator('.wf-label').getAttribute('style') ?? '', new RegExp(`--indent:\\s*${INDENT_CAP}\\b`), 'indentation stops at the cap')
-    const label = (await last.getByRole('button', { name: /^tool · / }).boundingBox())!
+    const label = (await last.locator('button.span-name').boundingBox())!
     const cell = (await last.locator('.wf-label').boundingBox())!
     t.ok(label.x + label.width <= cell.x + cell.width, `the label of depth ${DEPTH - 1} fits its cell (${(label.x - cell.x).toFixed(0)} to ${(label.x + label.width - cell.x).toFixed(0)} px of ${cell.width.toFixed(0)})`)
-    await last.getByRole('button', { name: /^tool · / }).click()
+    await last.locator('button.span-name').click()
     const detail = page.locator('.span-detail')
     await detail.waitFor()
     t.match(await detail.locator('h2').innerText(), `depth ${DEPTH - 1}`)

@@ -1,5 +1,6 @@
 import t from 'tap'
 import type { AddressInfo } from 'node:net'
+import { randomBytes } from 'node:crypto'
 import type { Page } from 'playwright-core'
 import { CHROMIUM, hasChromium, launchChromium } from '../helpers/browser.ts'
 
@@ -30,11 +31,30 @@ async function run () {
     return body.results
   }
 
+  // An OpenTelemetry export (OTLP JSON), as an instrumented agent sends it: spans of one trace.
+  async function exportSpans (spans: Record<string, unknown>[]) {
+    const body = { resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'research-assistant' } }] }, scopeSpans: [{ scope: { name: 'opentelemetry.instrumentation.openai' }, spans }] }] }
+    const res = await fetch(`${base}/v1/traces`, { method: 'POST', headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+    if (res.status !== 200) throw new Error(`otlp: ${res.status} ${await res.text()}`)
+  }
+  const hex = (bytes: number) => randomBytes(bytes).toString('hex')
+  const attrs = (o: Record<string, string | number>) => Object.entries(o).map(([k, v]) => ({ key: k, value: typeof v === 'number' ? { intValue: v } : { stringValue: v } }))
+  const nanos = (ms: number) => String(BigInt(ms) * 1_000_000n)
+  const otelTrace = hex(16)
+  const otelRoot = hex(8)
+  const otelSpan = (name: string, startAgo: number, durationMs: number, a: Record<string, string | number>, status = 1, spanId = hex(8)) => ({
+    traceId: otelTrace, spanId, parentSpanId: spanId === otelRoot ? undefined : otelRoot, name, kind: 1,
+    startTimeUnixNano: nanos(Date.now() - startAgo), endTimeUnixNano: nanos(Date.now() - startAgo + durationMs), attributes: attrs(a), status: { code: status },
+  })
+
   // Seed: a trace of three steps, a recurring error, an unpriced model, and an error-rate spike that
   // raises an alert at the next anomaly evaluation.
   const traceId = randomId('trace-')
   const planner = randomId('planner-')
   const flaky = randomId('flaky-')
+  const pricedLater = randomId('house-model-y-')
+  const longModel = 'anthropic.claude-3-5-sonnet-20241022-v2:0'
+  const longAgent = randomId('customer-support-escalation-triage-agent-eu-west-')
   const now = Date.now()
   await send([
     { agentId: planner, type: 'decision', timestamp: now - 5000, durationMs: 1200, model: 'gpt-4o', metadata: { traceId, spanId: 'root', sessionId: `s-${traceId}`, privacyLevel: 'full', git: { branch: 'main', commit: 'abc1234' }, tokensBreakdown: { inputBase: 1000, output: 200 } } },
@@ -42,6 +62,24 @@ async function run () {
     { agentId: planner, type: 'tool', toolExecuted: 'summarise', timestamp: now - 2500, durationMs: 600, model: 'house-model-x', metadata: { traceId, spanId: 'sum', parentSpanId: 'search', sessionId: `s-${traceId}`, privacyLevel: 'minimal', tokensBreakdown: { inputBase: 50, output: 10 } } },
     ...Array.from({ length: 12 }, () => ({ agentId: flaky, outcome: 'failed', toolExecuted: 'http', errorMessage: 'upstream 502 from billing' })),
     { agentId: flaky, outcome: 'success' },
+  ])
+  // An OpenTelemetry trace: two chats with different models, a tool call and a failed chat.
+  await exportSpans([
+    otelSpan('invoke_agent research-assistant', 9000, 8000, { 'gen_ai.operation.name': 'invoke_agent' }, 1, otelRoot),
+    otelSpan('chat gpt-4o', 8800, 2100, { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'gpt-4o', 'gen_ai.response.model': 'gpt-4o-2024-08-06', 'gen_ai.usage.input_tokens': 1200, 'gen_ai.usage.output_tokens': 300 }),
+    otelSpan('execute_tool lookup_invoice', 6600, 900, { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'lookup_invoice' }),
+    otelSpan('chat claude-sonnet-4-5', 5600, 3200, { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'claude-sonnet-4-5', 'gen_ai.usage.input_tokens': 5000, 'gen_ai.usage.output_tokens': 700 }),
+    otelSpan('chat gpt-4o-mini', 2300, 1200, { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'gpt-4o-mini' }, 2),
+  ])
+  // A model used without a price and priced since, and a model with a long name.
+  await send([{ agentId: planner, type: 'reasoning', model: pricedLater, metadata: { tokensBreakdown: { inputBase: 500, output: 100 } } }])
+  await shipped(app)
+  const priced = await app.inject({ method: 'PUT', url: `/v1/me/model-prices/${pricedLater}`, headers: user.auth, payload: { inputPerMTok: 1, outputPerMTok: 2 } })
+  if (priced.statusCode !== 200) throw new Error(`PUT price: ${priced.statusCode} ${priced.body}`)
+  await send([
+    { agentId: planner, type: 'reasoning', model: pricedLater, metadata: { tokensBreakdown: { inputBase: 500, output: 100 } } },
+    { agentId: planner, type: 'reasoning', model: longModel, metadata: { provider: 'aws.bedrock', tokensBreakdown: { inputBase: 5000, output: 1000 } } },
+    { agentId: longAgent, type: 'reasoning', model: 'acme/fine-tuned-llama-3.1-70b-instruct-support-v7', metadata: { tokensBreakdown: { inputBase: 5000, output: 1000 } } },
   ])
   await shipped(app)
   await app.activity.flush()
@@ -83,14 +121,15 @@ async function run () {
     await heading(page, 'Overview').waitFor()
     t.notOk(page.url().includes(user.token), 'the token is not left in the address bar')
     t.equal(await page.evaluate(() => sessionStorage.length), 1, 'the token is kept for the tab')
-    // 16 events were sent a few seconds ago: they are in the last hour's chart.
-    await page.getByText(/\b16 events in the last hour/).waitFor()
+    // 25 events were sent a few seconds ago: they are in the last hour's chart.
+    await page.getByText(/\b25 events in the last hour/).waitFor()
     const perMinute = page.locator('figure.chart').filter({ hasText: 'Events per minute' })
     t.equal(await perMinute.getAttribute('data-points'), '60', 'one point per minute')
     t.equal(await perMinute.locator('canvas').count(), 1, 'the chart is drawn')
     const spend = page.locator('figure.chart').filter({ hasText: 'Spend per day' })
     t.equal(await spend.getAttribute('data-points'), '30', 'one point per day')
-    t.match(await page.locator('.kpi').filter({ hasText: 'Error rate, 30 days' }).innerText(), /75\.0 %/, '12 of 16 events failed')
+    t.match(await page.locator('.kpi').filter({ hasText: 'Error rate, 30 days' }).innerText(), /52\.0 %/, '13 of 25 events failed')
+    t.equal(await page.getByText('Send your first event').count(), 0, 'no first-event help once events arrived')
     t.match(await page.locator('.kpi').filter({ hasText: 'Open alerts' }).innerText(), /\b1\b/)
     await page.getByRole('heading', { name: 'Top agents by spend, 30 days' }).waitFor()
     t.ok(await page.getByRole('link', { name: planner }).first().isVisible(), 'the spending agent is listed')
@@ -111,6 +150,35 @@ async function run () {
     await page.getByLabel('Type').selectOption('decision')
     await page.locator('tr', { hasText: flaky }).first().waitFor()
     t.equal(await page.locator('tr', { hasText: tool }).count(), 0, 'the type filter keeps decisions and hides tool calls')
+  })
+
+  t.test('live rows name the span, model and tool, so two model calls are told apart', async (t) => {
+    await visit('#/live')
+    await page.getByLabel('Type').selectOption('')
+    const row = (name: string) => page.locator('table.events tbody tr', { has: page.locator('.span-name', { hasText: new RegExp(`^${name}$`) }) })
+    await row('chat claude-sonnet-4-5').waitFor()
+    t.match(await row('chat gpt-4o').innerText(), /gpt-4o-2024-08-06[\s\S]*success[\s\S]*2\.10 s/, 'the answering model, the outcome and the duration')
+    t.notMatch(await row('chat claude-sonnet-4-5').innerText(), /gpt-4o/, 'the claude call is not mistaken for the gpt-4o one')
+    t.match(await row('execute_tool lookup_invoice').innerText(), /success[\s\S]*900 ms/)
+    t.match(await row('chat gpt-4o-mini').innerText(), /failed/)
+    const planned = page.locator('table.events tbody tr', { hasText: 'summarise' }).first()
+    t.match(await planned.innerText(), /summarise · house-model-x[\s\S]*600 ms/, 'an event sent to /v1/events shows its tool and model')
+  })
+
+  t.test('an OpenTelemetry trace lists its spans by name, with model, outcome and duration', async (t) => {
+    await visit(`#/traces/${otelTrace}`)
+    await heading(page, `Trace ${otelTrace}`).waitFor()
+    const rows = page.locator('.waterfall .wf-row:not(.wf-head)')
+    await rows.nth(4).waitFor()
+    const texts = await rows.allInnerTexts()
+    t.match(texts[0], /^\W*invoke_agent research-assistant\b/, 'the root span by its name')
+    t.match(texts[1], /chat gpt-4o gpt-4o-2024-08-06 · reasoning · success · 2\.10 s/, 'the model that answered, the outcome and the duration')
+    t.match(texts[2], /execute_tool lookup_invoice\b[\s\S]*900 ms/)
+    t.match(texts[3], /chat claude-sonnet-4-5\b[\s\S]*3\.20 s/)
+    t.notMatch(texts[3], /gpt/)
+    t.match(texts[4], /chat gpt-4o-mini\b[\s\S]*failed/, 'the failed call says so')
+    t.match(await page.locator('.kpi', { has: page.locator('.kpi-label', { hasText: /^Events$/ }) }).innerText(), /\b1 error$/m, 'one error, in the singular')
+    t.match(await page.locator('main').innerText(), /research-assistant · Privacy/, 'a space before the separator')
   })
 
   t.test('a trace page shows its timeline', async (t) => {
@@ -143,6 +211,32 @@ async function run () {
     t.equal(api.clusters.find((c) => c.sampleMessage === 'upstream 502 from billing')?.status, 'resolved', 'the service has it resolved')
     await cluster.getByRole('button', { name: /^Re-open/ }).click()
     await cluster.getByRole('button', { name: /^Resolve/ }).waitFor()
+  })
+
+  t.test('an alert says when it was raised, and that it still fires when the service says so', async (t) => {
+    await visit('#/alerts')
+    const alert = page.locator('li.alert', { hasText: 'error_rate' })
+    await alert.waitFor()
+    const text = await alert.innerText()
+    t.match(text, /error_rate · \S+ · raised \d+ (s|min) ago/, 'raised, by lastTriggeredAt')
+    t.notMatch(text, /triggered|still firing/, 'without lastSeenFiringAt, nothing about firing')
+    // The field as the API is adding it: the condition last seen true after the alert was raised.
+    const p = await browser.context.newPage()
+    await p.route((url) => url.pathname === '/v1/me/alerts', async (route) => {
+      const res = await route.fetch()
+      const body = await res.json() as { alerts: Record<string, unknown>[] }
+      for (const a of body.alerts) Object.assign(a, { lastTriggeredAt: new Date(Date.now() - 10 * 60_000).toISOString(), lastSeenFiringAt: new Date(Date.now() - 30_000).toISOString(), triggerCount: 3 })
+      await route.fulfill({ response: res, json: body })
+    })
+    await p.goto(`${base}/#token=${user.token}`)
+    await heading(p, 'Overview').waitFor()
+    await p.evaluate(() => { location.hash = '#/alerts' })
+    const seen = p.locator('li.alert', { hasText: 'error_rate' })
+    await seen.getByText('still firing').waitFor()
+    t.match(await seen.innerText(), /raised 3 times, last 10 min ago · still firing, last seen 3\d s ago/)
+    await p.evaluate(() => { location.hash = '#/overview' })
+    await p.locator('#alerts ~ ul li', { hasText: 'still firing' }).waitFor()
+    await p.close()
   })
 
   t.test('acknowledging an alert', async (t) => {
@@ -187,14 +281,77 @@ async function run () {
     const row = page.locator('tr', { hasText: 'house-model-x' })
     await row.waitFor()
     t.match(await row.innerText(), /unpriced/)
+    const since = page.locator('tr', { hasText: pricedLater })
+    t.notMatch(await since.innerText(), /unpriced/, 'a model priced since is not called unpriced')
+    t.match(await since.innerText(), /1 event at \$0 before its price/, 'its events from before the price are')
+    t.match(await page.locator('.kpi', { hasText: 'Total spend' }).innerText(), /2 models without a price/, 'only the models still without a price are counted')
+    t.match(await page.locator('.kpi', { hasText: 'Events' }).innerText(), /\b13 errors\b/)
+  })
+
+  t.test('at 1280 px the spend tables fit their cards and long names stay whole words', async (t) => {
+    t.equal(page.viewportSize()?.width, 1280)
+    for (const title of ['By agent', 'By model']) {
+      const card = page.locator('section.card', { has: page.getByRole('heading', { name: title }) })
+      const fit = await card.evaluate((c) => {
+        const wrap = c.querySelector('.table-wrap')!
+        const table = c.querySelector('table')!
+        return { card: c.clientWidth, table: table.getBoundingClientRect().width, wrap: wrap.clientWidth, scroll: wrap.scrollWidth }
+      })
+      t.ok(fit.scroll <= fit.wrap && fit.table <= fit.card, `${title}: the table fits its card (${JSON.stringify(fit)})`)
+    }
+    const name = page.locator('table.breakdown .name', { hasText: /^anthropic\.claude/ })
+    t.equal(await name.getAttribute('title'), longModel, 'the whole name is in its tooltip')
+    t.equal(await name.evaluate((el) => el.getClientRects().length), 1, 'on one line, not broken mid-word')
+    t.equal(await name.evaluate((el) => getComputedStyle(el).textOverflow), 'ellipsis')
+    const agent = page.locator('table.breakdown .name', { hasText: /^customer-support/ })
+    t.equal(await agent.getAttribute('title'), longAgent)
+    t.equal(await agent.evaluate((el) => el.getClientRects().length), 1, 'a long agent name on one line too')
     await page.getByRole('button', { name: '7 days' }).click()
     await page.getByText('7 days.', { exact: false }).first().waitFor()
   })
 
-  t.test('no script errors on any page', async (t) => {
-    for (const hash of ['#/agents', '#/sessions', '#/spend', '#/overview']) {
+  t.test('the Edit and Remove buttons of a price are the same size and style', async (t) => {
+    await visit('#/prices')
+    const row = page.locator('table.prices tr', { hasText: pricedLater })
+    const edit = row.getByRole('button', { name: 'Edit' })
+    const remove = row.getByRole('button', { name: 'Remove' })
+    await edit.waitFor()
+    const look = (b: typeof edit) => b.evaluate((el) => {
+      const s = getComputedStyle(el)
+      return { height: el.getBoundingClientRect().height, font: s.fontSize, padding: s.padding, color: s.color, border: s.borderColor, background: s.backgroundColor }
+    })
+    t.same(await look(remove), await look(edit))
+  })
+
+  t.test('a new user is shown how to send a first event, and no 0.0 % before there is one', async (t) => {
+    const newcomer = await newUser(app)
+    const p = await browser.context.newPage()
+    await p.goto(`${base}/#token=${newcomer.token}`)
+    await p.getByRole('heading', { name: 'Send your first event' }).waitFor()
+    t.equal(await p.getByRole('link', { name: 'Create an API key' }).getAttribute('href'), '#/keys')
+    t.match(await p.getByLabel('curl example').innerText(), `curl ${base}/v1/events \\\n  -H 'Authorization: Bearer vk_…'`)
+    const otel = await p.getByLabel('OpenTelemetry environment variables').innerText()
+    t.match(otel, `OTEL_EXPORTER_OTLP_ENDPOINT=${base}\n`)
+    t.match(otel, 'OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20vk_…')
+    const rate = await p.locator('.kpi').filter({ hasText: 'Error rate, 30 days' }).innerText()
+    t.notMatch(rate, /%/, 'no error rate without events')
+    t.match(rate, /—/)
+    t.equal(await p.locator('figure.chart').count(), 0, 'no empty charts')
+    const newKey = await newcomer.createKey('first')
+    const res = await fetch(`${base}/v1/events`, { method: 'POST', headers: { authorization: `Bearer ${newKey.secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ agentId: 'first-agent', type: 'tool', toolExecuted: 'hello' }) })
+    t.equal(res.status, 202)
+    await p.getByText(/^1 event in the last hour$/).waitFor()
+    t.equal(await p.getByRole('heading', { name: 'Send your first event' }).count(), 0, 'the help goes once the first event is in')
+    await p.close()
+  })
+
+  t.test('no script errors on any page, and every separator has its spaces', async (t) => {
+    for (const hash of ['#/agents', '#/sessions', '#/errors', '#/alerts', '#/channels', '#/live', `#/traces/${traceId}`, '#/spend', '#/overview']) {
       await visit(hash)
       await page.locator('main h1').waitFor()
+      await page.waitForTimeout(hash === '#/live' ? 1500 : 500)
+      const text = await page.locator('main').innerText()
+      t.notOk(/\S·|·\S/.test(text), `${hash}: no "·" without a space on each side`)
     }
     await page.locator('.kpi').first().waitFor()
     t.same(pageErrors, [])

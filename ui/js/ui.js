@@ -13,6 +13,8 @@ export function money (n) {
   return n !== 0 && Math.abs(n) < 1 ? usdSmall.format(n) : usd.format(n)
 }
 export const count = (n) => (n === null || n === undefined ? '—' : int.format(n))
+/** A count with its noun, singular only for exactly one: plural(1, 'error') → "1 error", plural(2, 'error') → "2 errors". */
+export const plural = (n, one, many = `${one}s`) => `${count(n)} ${n === 1 ? one : many}`
 export const percent = (r) => (r === null || r === undefined ? '—' : `${(r * 100).toFixed(r > 0 && r < 0.01 ? 2 : 1)} %`)
 export function duration (ms) {
   if (ms === null || ms === undefined) return '—'
@@ -34,6 +36,15 @@ export function ago (iso) {
   if (s < 3600) return `${Math.floor(s / 60)} min ago`
   if (s < 86400) return `${Math.floor(s / 3600)} h ago`
   return `${Math.floor(s / 86400)} d ago`
+}
+/**
+ * Parts separated by " · " (null, false and empty parts left out): the one way to write a dotted
+ * line, so every separator has its spaces whatever line breaks the template has. A part may be a
+ * fragment of several nodes (an array); spread a list to make each item a part.
+ */
+export function dotted (...parts) {
+  const kept = parts.filter((p) => p !== null && p !== undefined && p !== false && p !== '')
+  return kept.flatMap((p, i) => (i ? [' · ', p] : [p]))
 }
 export const Time = ({ iso }) => html`<time datetime=${iso} title=${iso}>${when(iso)}</time>`
 
@@ -105,7 +116,7 @@ export function PrivacyChip ({ chip }) {
 
 /** Cost, with unpriced models (no price known for them) visibly marked, and your own prices named. */
 export function Cost ({ event }) {
-  if (event.costStatus === 'unknown_model') return html`<span class="chip chip-unpriced" title=${`no price known for ${event.model}`}>unpriced</span>`
+  if (event.costStatus === 'unknown_model') return html`<span class="chip chip-unpriced" title=${`no price was known for ${event.model} when this event arrived: counted at $0`}>unpriced</span>`
   if (event.costStatus === 'no_model') return html`<span class="muted">—</span>`
   if (event.costStatus === 'user_price') return html`<span title=${`priced by your own price for ${event.model}`}>${money(event.costUsd)}</span>`
   return html`<span>${money(event.costUsd)}</span>`
@@ -113,16 +124,20 @@ export function Cost ({ event }) {
 
 export const Badge = ({ tone, children }) => html`<span class=${`badge badge-${tone}`}>${children}</span>`
 
-/** A button that asks again in place before doing something that cannot be undone. */
-export function ConfirmButton ({ label, question, confirmLabel, onConfirm, busy }) {
+/**
+ * A button that asks again in place before doing something that cannot be undone. `small` sizes it
+ * as a row's action; `quiet` draws it as its row's other buttons until asked (the confirmation is red).
+ */
+export function ConfirmButton ({ label, question, confirmLabel, onConfirm, busy, small, quiet }) {
   const [asking, setAsking] = useState(false)
   const yes = useRef()
   useEffect(() => { if (asking) yes.current?.focus() }, [asking])
-  if (!asking) return html`<button class="danger" onClick=${() => setAsking(true)}>${label}</button>`
+  const size = small ? ' small' : ''
+  if (!asking) return html`<button class=${`${quiet ? '' : 'danger'}${size}`.trim() || undefined} onClick=${() => setAsking(true)}>${label}</button>`
   return html`<span class="confirm" role="group" aria-label=${question}>
     <span>${question}</span>
-    <button class="danger" ref=${yes} disabled=${busy} onClick=${async () => { await onConfirm(); setAsking(false) }}>${confirmLabel || label}</button>
-    <button onClick=${() => setAsking(false)}>Cancel</button>
+    <button class=${`danger${size}`} ref=${yes} disabled=${busy} onClick=${async () => { await onConfirm(); setAsking(false) }}>${confirmLabel || label}</button>
+    <button class=${size.trim() || undefined} onClick=${() => setAsking(false)}>Cancel</button>
   </span>`
 }
 
@@ -204,12 +219,33 @@ export function Chart ({ data, series, bars, height = 220, label, yFormat = (v) 
   const points = data[0]?.length || 0
   const total = series.map((s, i) => (data[i + 1] || []).reduce((a, b) => a + (b || 0), 0))
   return html`<figure class="chart" data-points=${points}>
-    <div ref=${box} class="chart-box" role="img" aria-label=${`${label}: ${points} points, total ${total.map(yFormat).join(', ')}`}></div>
+    <div ref=${box} class="chart-box" role="img" aria-label=${`${label}: ${plural(points, 'point')}, total ${total.map(yFormat).join(', ')}`}></div>
     <figcaption>${label}</figcaption>
   </figure>`
 }
 
+/**
+ * What an event is, as a person looks for it: the OpenTelemetry span name when it came by OTLP
+ * (`chat gpt-4o`, `execute_tool web_search`), else the tool it ran, else its type.
+ */
+export function spanName (e) {
+  const otel = e.metadata?.otel?.name
+  return (typeof otel === 'string' && otel) || e.toolExecuted || e.type
+}
+
+/** The model and the tool of an event where its name does not already say them (as a word of it). */
+export function spanFacts (e) {
+  const words = spanName(e).split(/\s+/)
+  return [
+    e.model && !words.includes(e.model) ? e.model : null,
+    e.toolExecuted && !words.includes(e.toolExecuted) ? e.toolExecuted : null,
+  ].filter(Boolean)
+}
+
+/** A name that may be long (an agent, a model): on one line, cut with an ellipsis, whole in its tooltip. */
+export const Name = ({ text, children, mono }) => html`<span class=${`name${mono ? ' mono' : ''}`} title=${text}>${children ?? text}</span>`
+
 /** A link to an agent, by name when it is known. */
 export const AgentLink = ({ agent }) => agent.id
-  ? html`<a href=${`#/agents/${encodeURIComponent(agent.id)}`}>${agent.displayName || agent.id}</a>`
+  ? html`<a href=${`#/agents/${encodeURIComponent(agent.id)}`} title=${agent.displayName || agent.id}>${agent.displayName || agent.id}</a>`
   : html`<span class="muted">—</span>`

@@ -2,7 +2,7 @@
 // clusters; rename, publish or unpublish, delete).
 import { useState } from 'preact/hooks'
 import { api, listAll } from '../api.js'
-import { html, useData, useAction, Kpi, money, count, percent, ago, Time, duration, ErrorNote, Loading, Empty, Badge, ConfirmButton } from '../ui.js'
+import { html, useData, useAction, Kpi, money, count, percent, ago, Time, duration, ErrorNote, Loading, Empty, Badge, ConfirmButton, plural, dotted } from '../ui.js'
 
 export function AgentsPage () {
   const { data, error } = useData(() => listAll('/v1/me/agents', 'agents', { query: { limit: 200 } }), [], 15_000)
@@ -24,7 +24,7 @@ export function AgentsPage () {
         <th scope="row"><a href=${`#/agents/${encodeURIComponent(a.id)}`}>${a.displayName}</a>${a.framework ? html` <span class="muted">${a.framework}</span>` : null}</th>
         <td class="num">${count(a.kpis?.events24h)}</td><td class="num">${money(a.kpis?.cost24h)}</td>
         <td class="num">${count(a.kpis?.events30d)}</td><td class="num">${money(a.kpis?.cost30d)}</td>
-        <td class=${`num ${a.kpis?.errorRate30d > 0.1 ? 'bad' : ''}`}>${percent(a.kpis?.errorRate30d)}</td>
+        <td class=${`num ${a.kpis?.errorRate30d > 0.1 ? 'bad' : ''}`}>${percent(a.kpis?.events30d ? a.kpis.errorRate30d : null)}</td>
         <td>${ago(a.lastSeenAt)}</td>
         <td>${a.isPublic ? html`<${Badge} tone="ok">public</${Badge}>` : html`<${Badge} tone="plain">private</${Badge}>`}</td>
       </tr>`)}</tbody>
@@ -37,8 +37,8 @@ function Calendar ({ days }) {
   const level = (n) => (n === 0 ? 0 : 1 + Math.min(3, Math.floor((n / max) * 4)))
   return html`<div class="calendar" role="list" aria-label="Activity, last 30 days">
     ${days.map((d) => html`<div role="listitem" class=${`day l${level(d.eventCount)} ${d.errors ? 'has-errors' : ''}`}
-      title=${`${d.day}: ${d.eventCount} events, ${d.errors} errors, ${money(d.costUsd)}`}
-      aria-label=${`${d.day}: ${d.eventCount} events, ${d.errors} errors, ${money(d.costUsd)}`}>
+      title=${`${d.day}: ${plural(d.eventCount, 'event')}, ${plural(d.errors, 'error')}, ${money(d.costUsd)}`}
+      aria-label=${`${d.day}: ${plural(d.eventCount, 'event')}, ${plural(d.errors, 'error')}, ${money(d.costUsd)}`}>
       <span aria-hidden="true">${Number(d.day.slice(8))}</span></div>`)}
   </div>
   <p class="legend muted" aria-hidden="true">less <span class="day l0"></span><span class="day l1"></span><span class="day l2"></span><span class="day l3"></span><span class="day l4"></span> more · outlined: errors that day</p>`
@@ -87,11 +87,11 @@ export function AgentPage ({ id, refreshNames }) {
   return html`
     <p class="crumbs"><a href="#/agents">Agents</a> /</p>
     <h1 tabindex="-1">${agent.displayName}</h1>
-    <p class="muted">${agent.framework ? `${agent.framework} · ` : ''}created <${Time} iso=${agent.createdAt} /> · last seen ${ago(agent.lastSeenAt)} · <code>${agent.id}</code></p>
+    <p class="muted">${dotted(agent.framework, html`created <${Time} iso=${agent.createdAt} />`, `last seen ${ago(agent.lastSeenAt)}`, html`<code>${agent.id}</code>`)}</p>
     <div class="kpis">
       <${Kpi} label="Events, 24 h" value=${count(k.events24h)} hint=${`${money(k.cost24h)} spent`} />
       <${Kpi} label="Events, 30 days" value=${count(k.events30d)} hint=${`${money(k.cost30d)} spent`} />
-      <${Kpi} label="Errors, 30 days" value=${count(k.errors30d)} hint=${`${percent(k.errorRate30d)} of events`} tone=${k.errorRate30d > 0.1 ? 'bad' : ''} />
+      <${Kpi} label="Errors, 30 days" value=${count(k.errors30d)} hint=${k.events30d ? `${percent(k.errorRate30d)} of events` : 'no events'} tone=${k.errorRate30d > 0.1 ? 'bad' : ''} />
     </div>
     <div class="grid">
       <section class="card" aria-labelledby="cal"><h2 id="cal">Activity, 30 days</h2><${Calendar} days=${agent.calendar || []} /></section>
@@ -119,7 +119,7 @@ export function AgentPage ({ id, refreshNames }) {
 ? html`<${Empty}>No errors.</${Empty}>`
 : html`<ul class="plain">
           ${agent.recentErrors.map((c) => html`<li><${Badge} tone=${c.status === 'open' ? 'bad' : 'ok'}>${c.status}</${Badge}>
-            <a href=${`#/errors/${c.fingerprint}`}>${c.sampleMessage || c.fingerprint}</a> <span class="muted">× ${count(c.count)} · ${ago(c.lastSeen)}</span></li>`)}
+            <a href=${`#/errors/${c.fingerprint}`}>${c.sampleMessage || c.fingerprint}</a> <span class="muted">${dotted(`× ${count(c.count)}`, ago(c.lastSeen))}</span></li>`)}
         </ul>`}
       </section>
     </div>

@@ -1,10 +1,34 @@
 // Alerts: active, acknowledged and snoozed, with acknowledge, snooze (hours) and unacknowledge.
 import { useState } from 'preact/hooks'
 import { api, agentOf } from '../api.js'
-import { html, useData, useAction, ErrorNote, Loading, Empty, Badge, Time, AgentLink, count, ago } from '../ui.js'
+import { html, useData, useAction, ErrorNote, Loading, Empty, Badge, Time, AgentLink, count, ago, dotted } from '../ui.js'
 
 const TABS = [['all', 'All'], ['active', 'Active'], ['acknowledged', 'Acknowledged'], ['snoozed', 'Snoozed']]
 const TONE = { active: 'bad', acknowledged: 'plain', snoozed: 'warn' }
+
+const TIMES = (n) => (n === 1 ? 'once' : n === 2 ? 'twice' : `${count(n)} times`)
+const At = ({ iso }) => html`<time datetime=${iso} title=${new Date(iso).toLocaleString()}>${ago(iso)}</time>`
+
+/**
+ * When the alert was raised: `lastTriggeredAt` and `triggerCount` count the times it was raised (a
+ * notification each), not every evaluation that still found the condition true.
+ */
+export function raisedText (a) {
+  if (!a.lastTriggeredAt) return null
+  return a.triggerCount > 1 ? html`raised ${TIMES(a.triggerCount)}, last <${At} iso=${a.lastTriggeredAt} />` : html`raised <${At} iso=${a.lastTriggeredAt} />`
+}
+
+/**
+ * `lastSeenFiringAt` (when the condition was last found true), shown only when the server sends it
+ * and it is later than the last raise: "still firing" while the alert is not cleared.
+ */
+export function firingText (a) {
+  const seen = a.lastSeenFiringAt
+  if (!seen || (a.lastTriggeredAt && Date.parse(seen) <= Date.parse(a.lastTriggeredAt))) return null
+  return a.clearedAt
+    ? html`last seen firing <${At} iso=${seen} />`
+    : html`<span class="firing">still firing, last seen <${At} iso=${seen} /></span>`
+}
 
 function Alert ({ a, names, onChange }) {
   const action = useAction()
@@ -16,12 +40,15 @@ function Alert ({ a, names, onChange }) {
       <${Badge} tone=${TONE[a.status] || 'plain'}>${a.status}</${Badge}>
       <strong>${a.message}</strong>
     </div>
-    <p class="muted">
-      ${a.rule} · <${AgentLink} agent=${agentOf(a, names)} />${a.agentDeleted ? ' (deleted)' : ''} · triggered ${count(a.triggerCount)}× · last ${ago(a.lastTriggeredAt)}
-      ${a.status === 'snoozed' && a.snoozedUntil ? html` · snoozed until <${Time} iso=${a.snoozedUntil} />` : null}
-      ${a.acknowledgedAt && a.status === 'acknowledged' ? html` · acknowledged <${Time} iso=${a.acknowledgedAt} />` : null}
-      ${a.clearedAt ? html` · cleared <${Time} iso=${a.clearedAt} />` : null}
-    </p>
+    <p class="muted">${dotted(
+      a.rule,
+      html`<${AgentLink} agent=${agentOf(a, names)} />${a.agentDeleted ? ' (deleted)' : ''}`,
+      raisedText(a),
+      firingText(a),
+      a.status === 'snoozed' && a.snoozedUntil ? html`snoozed until <${Time} iso=${a.snoozedUntil} />` : null,
+      a.acknowledgedAt && a.status === 'acknowledged' ? html`acknowledged <${Time} iso=${a.acknowledgedAt} />` : null,
+      a.clearedAt ? html`cleared <${Time} iso=${a.clearedAt} />` : null,
+    )}</p>
     <div class="actions">
       ${a.status !== 'acknowledged' ? html`<button onClick=${() => post('acknowledge')} disabled=${action.busy}>Acknowledge</button>` : null}
       ${a.status !== 'acknowledged'

@@ -1,7 +1,7 @@
 // Notification channels: add a webhook, Slack or PagerDuty channel, send a test, see its deliveries.
 import { useState } from 'preact/hooks'
 import { api } from '../api.js'
-import { html, useData, useAction, ErrorNote, Loading, Empty, Badge, Time, ConfirmButton, SecretOnce, ago } from '../ui.js'
+import { html, useData, useAction, ErrorNote, Loading, Empty, Badge, Time, ConfirmButton, SecretOnce, ago, dotted } from '../ui.js'
 
 const EVENTS = [
   ['alert.triggered', 'Alert triggered'],
@@ -103,8 +103,11 @@ function Channel ({ c, onChange }) {
       <strong>${channelName(c)}</strong><span class="muted">${KINDS[c.kind]}</span>
     </div>
     <p class="muted">
-      <code>${c.url || c.routingKey}</code> · ${c.events.map((e) => EVENT_NAMES[e] || e).join(', ')}
-      · last delivered ${c.lastSuccessAt ? html`<span title=${c.lastSuccessAt}>${ago(c.lastSuccessAt)}</span>` : 'never'}
+      ${dotted(
+        html`<code>${c.url || c.routingKey}</code>`,
+        c.events.map((e) => EVENT_NAMES[e] || e).join(', '),
+        html`last delivered ${c.lastSuccessAt ? html`<span title=${c.lastSuccessAt}>${ago(c.lastSuccessAt)}</span>` : 'never'}`,
+      )}
     </p>
     ${c.disabledReason ? html`<p class="note error">Disabled by the service: ${c.disabledReason}</p>` : null}
     <div class="actions">

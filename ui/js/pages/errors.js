@@ -1,7 +1,7 @@
 // Error clusters: counts, first and last seen, latest message, tools; resolve and re-open.
 import { useState } from 'preact/hooks'
 import { api, agentsOf } from '../api.js'
-import { html, useData, useAction, ErrorNote, Loading, Empty, Badge, Time, AgentLink, count } from '../ui.js'
+import { html, useData, useAction, ErrorNote, Loading, Empty, Badge, Time, AgentLink, count, plural, dotted } from '../ui.js'
 
 function Cluster ({ c, names, highlight, onChange }) {
   const action = useAction()
@@ -13,11 +13,15 @@ function Cluster ({ c, names, highlight, onChange }) {
       <strong class="cluster-msg">${c.sampleMessage || '(no message)'}</strong>
     </div>
     <p class="muted">
-      × ${count(c.count)} · first <${Time} iso=${c.firstSeen} /> · last <${Time} iso=${c.lastSeen} />
-      ${c.tools?.length ? html` · tools ${c.tools.join(', ')}` : null}
-      · ${agentsOf(c, names).map((a, i) => html`${i ? ', ' : ''}<${AgentLink} agent=${a} />`)}
-      ${resolved && c.resolvedAt ? html` · resolved <${Time} iso=${c.resolvedAt} />` : null}
-      · <code>${c.fingerprint}</code>
+      ${dotted(
+        `× ${count(c.count)}`,
+        html`first <${Time} iso=${c.firstSeen} />`,
+        html`last <${Time} iso=${c.lastSeen} />`,
+        c.tools?.length ? `tools ${c.tools.join(', ')}` : null,
+        html`${agentsOf(c, names).map((a, i) => html`${i ? ', ' : ''}<${AgentLink} agent=${a} />`)}`,
+        resolved && c.resolvedAt ? html`resolved <${Time} iso=${c.resolvedAt} />` : null,
+        html`<code>${c.fingerprint}</code>`,
+      )}
     </p>
     <button onClick=${toggle} disabled=${action.busy} aria-label=${`${resolved ? 'Re-open' : 'Resolve'}: ${c.sampleMessage || c.fingerprint}`}>${resolved ? 'Re-open' : 'Resolve'}</button>
     <${ErrorNote} error=${action.error} />
@@ -37,7 +41,7 @@ export function ErrorsPage ({ id, names }) {
         <option value="24h">24 hours</option><option value="7d">7 days</option><option value="30d">30 days</option><option value="all">all time</option></select></label>
       <label>Status <select value=${status} onChange=${(e) => setStatus(e.target.value)}>
         <option value="all">all</option><option value="open">open</option><option value="resolved">resolved</option></select></label>
-      ${data ? html`<span class="muted">${count(data.clusters.length)} clusters, ${count(open)} open</span>` : null}
+      ${data ? html`<span class="muted">${plural(data.clusters.length, 'cluster')}, ${count(open)} open</span>` : null}
     </form>
     <${ErrorNote} error=${error} />
     ${!data

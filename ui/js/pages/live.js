@@ -1,7 +1,7 @@
 // Live events: polls every second, adds new events at the top, filters by agent and type.
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, agentOf } from '../api.js'
-import { html, ErrorNote, Empty, PrivacyChip, Cost, Time, AgentLink, count, duration } from '../ui.js'
+import { html, ErrorNote, Empty, PrivacyChip, Cost, Time, AgentLink, Name, count, duration, dotted, spanName, spanFacts } from '../ui.js'
 
 const TYPES = ['decision', 'reasoning', 'tool', 'action', 'tx', 'error']
 const POLL_MS = 1000
@@ -24,7 +24,9 @@ function Detail ({ e }) {
     e.traceId && ['Trace', html`<a href=${`#/traces/${encodeURIComponent(e.traceId)}`}>${e.traceId}</a>`],
     e.toolsConsidered?.length && ['Tools considered', e.toolsConsidered.join(', ')],
     e.durationMs !== null && ['Duration', duration(e.durationMs)],
-    ['Tokens', `${count(e.tokens?.inputBase)} in · ${count(e.tokens?.cacheRead)} cache read · ${count(e.tokens?.cacheCreation)} cache write · ${count(e.tokens?.output)} out`],
+    e.model && ['Model', e.model],
+    e.toolExecuted && ['Tool', e.toolExecuted],
+    ['Tokens', dotted(`${count(e.tokens?.inputBase)} in`, `${count(e.tokens?.cacheRead)} cache read`, `${count(e.tokens?.cacheCreation)} cache write`, `${count(e.tokens?.output)} out`)],
     e.errorMessage && ['Error', html`<span class="bad">${e.errorMessage}</span>`],
     e.reasoning && ['Reasoning', e.reasoning],
     e.input !== null && e.input !== undefined && ['Input', html`<pre>${typeof e.input === 'string' ? e.input : JSON.stringify(e.input, null, 2)}</pre>`],
@@ -87,21 +89,22 @@ export function LivePage ({ names, params }) {
     ${events && events.length === 0 ? html`<${Empty}>No events yet. Send one with an API key (see API keys) and it appears here within a second or two.</${Empty}>` : null}
     ${events && events.length
 ? html`<div class="table-wrap"><table class="events" aria-live="polite" aria-relevant="additions">
-      <thead><tr><th scope="col">Time</th><th scope="col">Agent</th><th scope="col">Type</th><th scope="col">Tool / model</th>
-        <th scope="col">Outcome</th><th scope="col" class="num">Tokens</th><th scope="col" class="num">Cost</th><th scope="col">Privacy</th><th scope="col"><span class="sr-only">Details</span></th></tr></thead>
+      <thead><tr><th scope="col">Time</th><th scope="col">Agent</th><th scope="col">Type</th><th scope="col">Span · model · tool</th>
+        <th scope="col">Outcome</th><th scope="col" class="num">Duration</th><th scope="col" class="num">Tokens</th><th scope="col" class="num">Cost</th><th scope="col">Privacy</th><th scope="col"><span class="sr-only">Details</span></th></tr></thead>
       <tbody>${events.map((e) => html`
         <tr key=${e.eventId} class=${`${fresh.has(e.eventId) ? 'fresh' : ''} ${e.errorFingerprint ? 'row-error' : ''}`} data-event-id=${e.eventId}>
-          <td><${Time} iso=${e.timestamp} /></td>
-          <td><${AgentLink} agent=${agentOf(e, names)} /></td>
+          <td class="nowrap"><${Time} iso=${e.timestamp} /></td>
+          <td><${Name} text=${agentOf(e, names).displayName || agentOf(e, names).id}><${AgentLink} agent=${agentOf(e, names)} /></${Name}></td>
           <td><span class=${`type type-${e.type}`}>${e.type}</span></td>
-          <td>${e.toolExecuted || ''}${e.toolExecuted && e.model ? ' · ' : ''}${e.model ? html`<span class="muted">${e.model}</span>` : ''}</td>
-          <td>${e.outcome || ''}</td>
+          <td class="span-cell"><${Name} text=${[spanName(e), ...spanFacts(e)].join(' · ')}>${dotted(spanName(e) === e.type ? null : html`<strong class="span-name">${spanName(e)}</strong>`, ...spanFacts(e).map((f) => html`<span class="muted">${f}</span>`))}</${Name}></td>
+          <td class=${e.outcome === 'failed' ? 'bad' : ''}>${e.outcome || ''}</td>
+          <td class="num">${e.durationMs == null ? '' : duration(e.durationMs)}</td>
           <td class="num">${e.tokens?.total ? count(e.tokens.total) : ''}</td>
           <td class="num"><${Cost} event=${e} /></td>
           <td><${PrivacyChip} chip=${e.privacyChip} /></td>
           <td><button class="small" aria-expanded=${open === e.eventId} onClick=${() => setOpen(open === e.eventId ? null : e.eventId)}>${open === e.eventId ? 'Hide' : 'Details'}</button></td>
         </tr>
-        ${open === e.eventId ? html`<tr class="detail-row"><td colspan="9"><${Detail} e=${e} /></td></tr>` : null}`)}
+        ${open === e.eventId ? html`<tr class="detail-row"><td colspan="10"><${Detail} e=${e} /></td></tr>` : null}`)}
       </tbody></table></div>`
 : null}`
 }

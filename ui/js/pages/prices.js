@@ -2,7 +2,7 @@
 // form to set or change one. A price applies to events ingested from then on.
 import { useState, useRef } from 'preact/hooks'
 import { api } from '../api.js'
-import { html, useData, useAction, ErrorNote, Loading, Empty, Time, ConfirmButton, count } from '../ui.js'
+import { html, useData, useAction, ErrorNote, Loading, Empty, Time, ConfirmButton, Name, count } from '../ui.js'
 
 const FIELDS = [
   ['inputPerMTok', 'Input', true],
@@ -48,12 +48,12 @@ function PriceForm ({ form, setForm, onSaved, field }) {
 function PriceRow ({ p, onEdit, onRemoved }) {
   const action = useAction()
   return html`<tr data-model=${p.model}>
-    <th scope="row" class="mono">${p.model}</th>
+    <th scope="row"><${Name} text=${p.model} mono /></th>
     <td class="num">${perMTok(p.inputPerMTok)}</td><td class="num">${perMTok(p.outputPerMTok)}</td>
     <td class="num">${perMTok(p.cacheReadPerMTok)}</td><td class="num">${perMTok(p.cacheWritePerMTok)}</td>
     <td><${Time} iso=${p.updatedAt} /></td>
-    <td><span class="inline"><button class="small" onClick=${() => onEdit(p)}>Edit</button>
-      <${ConfirmButton} label="Remove" confirmLabel="Remove now" busy=${action.busy}
+    <td><span class="inline row-actions"><button class="small" onClick=${() => onEdit(p)}>Edit</button>
+      <${ConfirmButton} small quiet label="Remove" confirmLabel="Remove now" busy=${action.busy}
         question=${`Remove the price of ${p.model}? Its next events are priced by the catalogue, or not at all.`}
         onConfirm=${() => action.run(() => api(priceUrl(p.model), { method: 'DELETE' }), onRemoved)} /></span>
       <${ErrorNote} error=${action.error} /></td>
@@ -65,7 +65,7 @@ function Unpriced ({ models, priced, onPrice }) {
   return html`<div class="table-wrap"><table class="unpriced">
     <thead><tr><th scope="col">Model</th><th scope="col" class="num">Events at $0, 30 days</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
     <tbody>${models.map((m) => html`<tr data-model=${m.model}>
-      <th scope="row" class="mono">${m.model}</th><td class="num">${count(m.eventCount)}</td>
+      <th scope="row"><${Name} text=${m.model} mono /></th><td class="num">${count(m.eventCount)}</td>
       <td>${priced.has(m.model)
         ? html`<span class="muted">priced from now on; these events keep $0</span>`
         : html`<button class="small" onClick=${() => onPrice(m.model)}>Set a price</button>`}</td>

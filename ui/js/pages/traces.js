@@ -3,7 +3,7 @@
 // in view are drawn, so a run of 10,000 spans stays responsive.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { api, agentOf, agentsOf } from '../api.js'
-import { html, useData, ErrorNote, Loading, Empty, Kpi, PrivacyChip, Cost, Time, AgentLink, count, money, duration } from '../ui.js'
+import { html, useData, ErrorNote, Loading, Empty, Kpi, PrivacyChip, Cost, Time, AgentLink, count, money, duration, plural, dotted, spanName, spanFacts } from '../ui.js'
 
 /** Levels of indentation; deeper rows line up at the cap and show their depth. */
 export const INDENT_CAP = 10
@@ -82,26 +82,35 @@ function parentsWhere (spans, test) {
   return new Set(spans.filter((s) => s.children?.length && test(s)).map((s) => s.eventId))
 }
 
-const labelOf = (s) => `${s.type}${s.toolExecuted ? ` · ${s.toolExecuted}` : ''}`
+/** A span's label: its name, then its model and tool where the name does not say them. */
+const labelOf = (s) => [spanName(s), ...spanFacts(s)].join(' · ')
 
 function TreeRow ({ s, index, open, below, selected, onToggle, onSelect, totalMs, names }) {
   const left = Math.min((s.offsetMs / totalMs) * 100, 99.4)
   const width = Math.min(s.durationMs ? Math.max((s.durationMs / totalMs) * 100, 0.6) : 0.6, 100 - left)
   const hasChildren = Boolean(s.children?.length)
   const label = labelOf(s)
+  const agent = agentOf(s, names)
   const timing = `+${duration(s.offsetMs)} · ${s.durationMs == null ? '—' : duration(s.durationMs)}`
+  const whole = [label, s.type, s.outcome, agent.displayName || agent.id, timing].filter(Boolean).join(' · ')
   return html`<div class=${`wf-row tree-row ${s.errorFingerprint ? 'row-error' : ''} ${selected ? 'selected' : ''}`} role="row"
       aria-rowindex=${index + 2} aria-level=${s.depth + 1}>
-    <span role="cell" class="wf-label" style=${`--indent:${Math.min(s.depth, INDENT_CAP)}`} title=${`depth ${s.depth}`}>
+    <span role="cell" class="wf-label" style=${`--indent:${Math.min(s.depth, INDENT_CAP)}`} title=${`${whole} (depth ${s.depth})`}>
       ${hasChildren
         ? html`<button class="twisty" aria-expanded=${open} aria-label=${`${open ? 'Collapse' : 'Expand'} ${label} (${count(below)} below)`}
             onClick=${() => onToggle(s.eventId)}>${open ? '▾' : '▸'}</button>`
         : html`<span class="twisty" aria-hidden="true"></span>`}
       ${s.depth > INDENT_CAP ? html`<span class="depth" title=${`depth ${s.depth}`}>${s.depth}</span>` : null}
-      <button class="link" aria-pressed=${selected} onClick=${() => onSelect(index)}>${label}</button>
+      <button class="link span-name" aria-pressed=${selected} onClick=${() => onSelect(index)}>${spanName(s)}</button>
       ${!open && hasChildren ? html`<span class="muted"> +${count(below)}</span>` : null}
-      <span class="muted"> <${AgentLink} agent=${agentOf(s, names)} /></span>
-      <span class="wf-text"> ${timing}</span>
+      ${' '}<span class="wf-facts">${dotted(
+        ...spanFacts(s).map((f) => html`<span class="fact">${f}</span>`),
+        s.type !== spanName(s) ? html`<span class=${`type type-${s.type}`}>${s.type}</span>` : null,
+        s.outcome === 'failed' ? html`<span class="bad">failed</span>` : s.outcome,
+        s.durationMs == null ? null : duration(s.durationMs),
+        html`<span class="muted">+${duration(s.offsetMs)}</span>`,
+        html`<${AgentLink} agent=${agent} />`,
+      )}</span>
     </span>
     <span role="cell" class="wf-track" title=${timing}>
       <span class=${`wf-bar type-${s.type} ${s.durationMs ? '' : 'instant'}`} style=${`left:${left}%;width:${width}%`}></span>
@@ -115,9 +124,11 @@ function SpanDetail ({ s, names }) {
     <h2 id="span-h">${labelOf(s)} <span class="muted">· depth ${s.depth}</span></h2>
     <dl class="detail">
       <dt>Agent</dt><dd><${AgentLink} agent=${agentOf(s, names)} /></dd>
-      <dt>When</dt><dd>+${duration(s.offsetMs)} · ${s.durationMs == null ? 'no duration' : duration(s.durationMs)}</dd>
+      <dt>When</dt><dd>${dotted(`+${duration(s.offsetMs)}`, s.durationMs == null ? 'no duration' : duration(s.durationMs))}</dd>
+      <dt>Type</dt><dd>${s.type}</dd>
       <dt>Outcome</dt><dd>${s.outcome || '—'}</dd>
       <dt>Model</dt><dd>${s.model || '—'}</dd>
+      <dt>Tool</dt><dd>${s.toolExecuted || '—'}</dd>
       <dt>Tokens</dt><dd>${count(s.tokens?.total ?? 0)}</dd>
       <dt>Cost</dt><dd><${Cost} event=${s} /></dd>
       <dt>Privacy</dt><dd>${s.privacyChip ? html`<${PrivacyChip} chip=${s.privacyChip} />` : '—'}</dd>
@@ -164,7 +175,7 @@ function SpanTree ({ roots, spans, names }) {
       ? html`<div class="tree-tools">
         <button class="small" onClick=${() => setCollapsed(new Set())}>Expand all</button>
         <button class="small" onClick=${() => setCollapsed(parentsWhere(spans, () => true))}>Collapse all</button>
-        <span class="muted">${count(rows.length)} of ${count(spans.length)} spans shown</span>
+        <span class="muted">${count(rows.length)} of ${plural(spans.length, 'span')} shown</span>
       </div>`
       : null}
     <div class="waterfall" role="table" aria-label=${tree ? 'Timeline of events as a span tree' : 'Timeline of events'} aria-rowcount=${rows.length + 1}>
@@ -203,13 +214,15 @@ function Detail ({ kind, item, names }) {
   return html`
     <div class="kpis">
       <${Kpi} label="Duration" value=${duration(item.durationMs)} hint=${html`<${Time} iso=${item.start} />`} />
-      <${Kpi} label="Events" value=${count(item.eventCount ?? spans.length)} hint=${`${count(item.errors)} errors`} tone=${item.errors ? 'bad' : ''} />
-      <${Kpi} label="Tokens" value=${count(item.tokens?.total)} hint=${`${count(item.tokens?.inputBase)} in · ${count(item.tokens?.output)} out`} />
-      <${Kpi} label="Cost" value=${money(item.costUsd)} hint=${unpriced ? `${unpriced} events unpriced` : null} />
+      <${Kpi} label="Events" value=${count(item.eventCount ?? spans.length)} hint=${plural(item.errors, 'error')} tone=${item.errors ? 'bad' : ''} />
+      <${Kpi} label="Tokens" value=${count(item.tokens?.total)} hint=${dotted(`${count(item.tokens?.inputBase)} in`, `${count(item.tokens?.output)} out`)} />
+      <${Kpi} label="Cost" value=${money(item.costUsd)} hint=${unpriced ? `${plural(unpriced, 'event')} unpriced` : null} />
     </div>
     ${item.truncated ? html`<p class="note" role="status">This run has more spans than a trace detail holds: its first ${count(spans.length)} are shown, and the figures are theirs.</p>` : null}
-    <p>Agents: ${agentsOf(item, names).map((a, i) => html`${i ? ', ' : ''}<${AgentLink} agent=${a} />`)}
-      · Privacy: ${chipsOf(spans).map((c) => html`<${PrivacyChip} chip=${c} /> `)}</p>
+    <p>${dotted(
+      html`Agents: ${agentsOf(item, names).map((a, i) => html`${i ? ', ' : ''}<${AgentLink} agent=${a} />`)}`,
+      html`Privacy: ${chipsOf(spans).map((c) => html`<${PrivacyChip} chip=${c} /> `)}`,
+    )}</p>
     <${Git} git=${item.git} cwd=${item.cwd} />
     <section class="card wide" aria-labelledby="tl"><h2 id="tl">Timeline</h2><${SpanTree} roots=${roots} spans=${spans} names=${names} /></section>
     ${kind === 'trace' ? null : html`<p class="muted">Traces in this session: ${[...new Set(spans.map((e) => e.traceId).filter(Boolean))].map((t, i) => html`${i ? ', ' : ''}<a href=${`#/traces/${encodeURIComponent(t)}`}>${t}</a>`)}</p>`}`
