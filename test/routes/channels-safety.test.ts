@@ -31,7 +31,10 @@ t.test('creating a channel towards a non-public address is refused', async (t) =
   ]) {
     const res = await post(strict, user, '/v1/me/channels', { kind: 'webhook', url })
     t.equal(res.statusCode, 400, url)
-    t.match(res.json(), { error: 'destination_refused', message: /^refused: .* (loopback|link-local|private|unspecified) address, not on the public internet$/ })
+    t.match(res.json(), {
+      error: 'destination_refused',
+      message: /^refused: .* (loopback|link-local|private|unspecified) address, not on the public internet; NOTIFY_ALLOW_PRIVATE_NETWORKS=1 allows such destinations \(local use and tests only\)$/,
+    }, 'the refusal names the setting that lifts it')
   }
   const existing = (await post(lenient, user, '/v1/me/channels', { kind: 'webhook', url: receiver.url('/ok') })).json()
   const patch = await strict.inject({ method: 'PATCH', url: `/v1/me/channels/${existing.id}`, headers: user.auth, payload: { url: 'http://192.168.1.1/' } })
@@ -50,7 +53,12 @@ t.test('at delivery the resolved address is checked again: refused, no connectio
       const [d] = (await strict.inject({ url: `/v1/me/channels/${channel.id}/deliveries`, headers: user.auth })).json().deliveries
       return d.status === 'failed' && d
     }, 15_000, 'the attempt')
-    t.match(delivery, { attempts: 1, lastStatusCode: null, lastResponse: null, lastError: /^refused: (127\.0\.0\.1 is|localhost resolves to (127\.0\.0\.1|::1),) a loopback address/ }, url)
+    t.match(delivery, {
+      attempts: 1,
+      lastStatusCode: null,
+      lastResponse: null,
+      lastError: /^refused: (127\.0\.0\.1 is|localhost resolves to (127\.0\.0\.1|::1),) a loopback address, not on the public internet; NOTIFY_ALLOW_PRIVATE_NETWORKS=1 allows/,
+    }, url)
   }
   t.equal(receiver.connections, before.connections, 'no connection was made')
   t.equal(receiver.received.length, before.requests)
