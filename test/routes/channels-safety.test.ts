@@ -1,6 +1,7 @@
 import t from 'tap'
 import { buildTestApp, newUser, randomId, type TestUser } from '../helpers/app.ts'
 import { startReceiver, until } from '../helpers/receiver.ts'
+import { alertEvent } from '../../src/domain/notifications.ts'
 
 // Without NOTIFY_ALLOW_PRIVATE_NETWORKS, destinations that resolve to non-public addresses are refused:
 // at creation, and at delivery on the address the connection would use. The receiver is a real
@@ -62,6 +63,23 @@ t.test('at delivery the resolved address is checked again: refused, no connectio
   }
   t.equal(receiver.connections, before.connections, 'no connection was made')
   t.equal(receiver.received.length, before.requests)
+})
+
+t.test('a delivery (not a test) to a refused destination fails at once with the reason, without retries', async (t) => {
+  const user = await newUser(lenient)
+  const before = receiver.connections
+  const channel = (await post(lenient, user, '/v1/me/channels', { kind: 'webhook', url: receiver.url('/inside-for-real') })).json()
+  const at = new Date().toISOString()
+  const alert = { id: randomId('alert-'), rule: 'error_rate', severity: 'warning' as const, status: 'active', message: 'm', figures: {}, triggerCount: 1, createdAt: at, lastTriggeredAt: at, clearedAt: null }
+  const [published] = await lenient.notifications.publish(user.id, alertEvent('opened', alert, { id: 'cagent', displayName: 'a' }, 'https://dash.example.com', new Date()))
+  const delivery = await until(async () => {
+    const [d] = (await strict.inject({ url: `/v1/me/channels/${channel.id}/deliveries`, headers: user.auth })).json().deliveries
+    return d.status !== 'pending' && d
+  }, 15_000, 'the attempt')
+  t.match(delivery, { id: published!.id, status: 'failed', attempts: 1, maxAttempts: 8, nextAttemptAt: null, lastError: /^refused: 127\.0\.0\.1 is a loopback address.*NOTIFY_ALLOW_PRIVATE_NETWORKS=1/ })
+  t.equal(receiver.connections, before, 'no connection was made')
+  const [listed] = (await strict.inject({ url: '/v1/me/channels', headers: user.auth })).json().channels
+  t.match(listed, { enabled: true, disabledReason: null }, 'the channel is not disabled by one refusal')
 })
 
 t.test('a destination name that does not resolve in time is not waited on (nor refused: delivery checks again)', async (t) => {

@@ -156,6 +156,13 @@ t.test('Slack and PagerDuty receivers get their own formats; a regression re-ope
   const reopened = await until(() => paged().find((b) => b.payload?.class === 'error_cluster.reopened'), 15_000, 'the re-opening')
   const regression = (await api(user, 'GET', '/v1/me/alerts')).json().alerts.find((a: { rule: string }) => a.rule === `regression:${fingerprint}`)
   t.match(reopened, { event_action: 'trigger', dedup_key: regression.id, payload: { summary: new RegExp(`Error cluster ${fingerprint} re-opened on ${name}`) } })
+  // Regression: the re-opened cluster's sample message and first event were null.
+  const created = clusterTrigger.payload.custom_details.cluster
+  t.match(reopened.payload.custom_details.cluster, {
+    fingerprint, status: 'open', sampleMessage: 'disk full on /var/data', firstSeen: created.firstSeen, count: 13, resolvedAt: String,
+  }, 'the re-opened cluster carries its sample message and first event')
+  t.type(created.firstSeen, 'string')
+  t.ok(Date.parse(reopened.payload.custom_details.cluster.firstSeen) < Date.parse(reopened.payload.custom_details.cluster.lastSeen), 'first seen before the event that re-opened it')
   await until(() => bodies(slackPath).find((b) => b.text.startsWith(`Error cluster ${fingerprint} re-opened`)), 15_000, 'the re-opening on Slack')
 
   // Handled and resolved again: PagerDuty resolves the same incident.
