@@ -12,6 +12,7 @@ declare module 'fastify' {
 /** The keyring of stored secrets (SECRETS_KEY, SECRETS_PREVIOUS_KEYS, or a key generated under DATA_DIR). */
 export default fp(async function secrets (app, opts: SecretsKeySettings) {
   const { box, file } = loadSecretsKey(opts)
-  if (file) app.log.info({ file, keyId: box.currentKeyId }, 'stored secrets are encrypted with the key generated under DATA_DIR')
+  // The key id (not the key) lets an operator check that a rotation is complete (docs/operations.md#secrets-at-rest).
+  app.log.info({ keyId: box.currentKeyId, previousKeyIds: box.previousKeyIds, ...(file ? { file } : {}) }, `stored secrets are encrypted with key ${box.currentKeyId}`)
   app.decorate('secrets', box)
 }, { name: 'secrets' })
