@@ -72,6 +72,9 @@ async function startEndpoint (dataDir: string): Promise<{ url: string; child: Ch
 /** What serves a load: its instances' URLs and processes; `ships` when they have an ingest log to drain. */
 interface Setup { name: string; bases: string[]; service: ChildProcess[]; engine?: ChildProcess; ships: boolean }
 
+// With CLICKHOUSE_URL the service requires SECRETS_KEY (base64 of 32 bytes `bench-only-secrets-key-not-real!`).
+const BENCH_SECRETS_KEY = Buffer.from('bench-only-secrets-key-not-real!').toString('base64')
+
 /** `count` service instances (API role), on the embedded engine or on `clickhouseUrl`. */
 async function startService (name: string, count: number, clickhouseUrl?: string): Promise<Setup> {
   const dataDir = join(work, name)
@@ -80,7 +83,7 @@ async function startService (name: string, count: number, clickhouseUrl?: string
     const port = nextPort++
     setup.service.push(start(serviceArgs(), {
       PORT: String(port), DATA_DIR: dataDir, INGEST_LOG_DIR: join(dataDir, `ingest-log-${n}`), DATABASE_URL: databaseUrl, ROLES: 'api',
-      REDIS_PREFIX: redisPrefix, LOG_LEVEL: 'warn', ANALYTICS_PORT: 'off', ...(clickhouseUrl ? { CLICKHOUSE_URL: clickhouseUrl } : {}),
+      REDIS_PREFIX: redisPrefix, LOG_LEVEL: 'warn', ANALYTICS_PORT: 'off', ...(clickhouseUrl ? { CLICKHOUSE_URL: clickhouseUrl, SECRETS_KEY: BENCH_SECRETS_KEY } : {}),
     }))
     setup.bases.push(`http://127.0.0.1:${port}`)
     // One at a time: the first makes the local signing key the others share through DATA_DIR.

@@ -5,6 +5,7 @@ import { rateLimitHook } from './plugins/rate-limit.ts'
 import errors, { frameworkErrors } from './plugins/error-handler.ts'
 import jsonBody from './plugins/json-body.ts'
 import postgres from './plugins/postgres.ts'
+import secrets from './plugins/secrets.ts'
 import clickhouse from './plugins/clickhouse.ts'
 import analyticsSql from './analytics-sql/plugin.ts'
 import redis from './plugins/redis.ts'
@@ -82,6 +83,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(jsonBody)
   await app.register(cors, { origins: config.corsOrigins })
   await app.register(openapi)
+  // First of the stores' plugins: a missing SECRETS_KEY fails the start before any connection is made.
+  await app.register(secrets, { dataDir: config.dataDir, key: config.secrets.key, previousKeys: config.secrets.previousKeys, required: Boolean(config.clickhouseUrl) })
   await app.register(redis, { url: config.redisUrl, prefix: config.redisPrefix, commandTimeoutMs: config.redisCommandTimeoutMs })
   await app.register(postgres, { databaseUrl: config.databaseUrl, timeouts: config.postgresTimeouts })
   await app.register(clickhouse, {

@@ -206,6 +206,17 @@ const settingsSchema = {
         description: '`1` lets notification channels reach loopback, private and link-local addresses (local use and tests); `0` refuses them at delivery',
       },
     }),
+    secrets: group({
+      key: {
+        env: 'SECRETS_KEY', type: 'string', pattern: '^\\s*[A-Za-z0-9+/_-]{43}=?\\s*$',
+        description: 'key (32 random bytes in base64: `openssl rand -base64 32`) that encrypts the notification secrets stored in Postgres ' +
+          '([operations.md](operations.md#secrets-at-rest)); required when `CLICKHOUSE_URL` is set; unset on the embedded engine: generated once into `$DATA_DIR/secrets-key` (0600)',
+      },
+      previousKeys: {
+        env: 'SECRETS_PREVIOUS_KEYS', type: 'string', pattern: '^\\s*[A-Za-z0-9+/_-]{43}=?\\s*(,\\s*[A-Za-z0-9+/_-]{43}=?\\s*)*$',
+        description: 'comma-separated earlier values of `SECRETS_KEY`: they still decrypt, never encrypt; what they encrypted is encrypted again with `SECRETS_KEY` at start, after which they can be dropped',
+      },
+    }),
     metricsToken: {
       env: 'METRICS_TOKEN', type: 'string', minLength: 16,
       description: 'bearer token of `GET /metrics`; unset: no `/metrics` route and nothing collected',
@@ -323,7 +334,7 @@ function analyticsPort (value: string): number | null {
   return port
 }
 
-/** The settings whose value is computed from what was set: paths, lists, roles, the identity provider, the analysts' port, notification links. */
+/** The settings whose value is computed from what was set: paths, lists, roles, the identity provider, the analysts' port, secrets keys, notification links. */
 function derive (s: Settings) {
   const roles = s.roles.split(',')
   return {
@@ -334,6 +345,7 @@ function derive (s: Settings) {
     roles: { api: roles.includes('api'), worker: roles.includes('worker') },
     ingest: { ...s.ingest, logDir: resolve(s.ingest.logDir ?? `${s.dataDir}/ingest-log`) },
     analytics: { ...s.analytics, port: analyticsPort(s.analytics.port) },
+    secrets: { key: s.secrets.key?.trim(), previousKeys: (s.secrets.previousKeys ?? '').split(',').map((k) => k.trim()).filter(Boolean) },
     notify: {
       ...s.notify,
       dashboardUrl: (s.notify.dashboardUrl ?? `http://${s.host}:${s.port}`).replace(/\/+$/, ''),

@@ -53,6 +53,8 @@ const EVERY_SETTING = {
   DASHBOARD_URL: 'https://dash.example/',
   PAGERDUTY_EVENTS_URL: 'https://pd.example/v2/enqueue',
   NOTIFY_ALLOW_PRIVATE_NETWORKS: '1',
+  SECRETS_KEY: 'ZGV2ZWxvcG1lbnQtb25seS1kby1ub3QtdXNlLWtleSE=',
+  SECRETS_PREVIOUS_KEYS: ' YWdlbnQtdGVsZW1ldHJ5LXRlc3RzLW9ubHkta2V5ISE= ,ZGV2ZWxvcG1lbnQtb25seS1kby1ub3QtdXNlLWtleSE=',
   METRICS_TOKEN: 'a-metrics-token-of-32-characters',
   NAMES_SYNC_EVERY_MS: '60002',
   RETENTION_DAYS: '91',
@@ -112,6 +114,7 @@ t.test('defaults: every setting unset', async (t) => {
     anomalyEveryMs: 60000,
     activityFlushMs: 1000,
     notify: { dashboardUrl: 'http://127.0.0.1:3000', pagerdutyEventsUrl: 'https://events.pagerduty.com/v2/enqueue', allowPrivateNetworks: false },
+    secrets: { previousKeys: [] },
     namesSyncEveryMs: 60000,
     retention: { events: 90, rollups: 0, alerts: 90, waitlist: 730 },
     analytics: {
@@ -165,6 +168,7 @@ t.test('every setting lands in its place', async (t) => {
     anomalyEveryMs: 60001,
     activityFlushMs: 1003,
     notify: { dashboardUrl: 'https://dash.example', pagerdutyEventsUrl: 'https://pd.example/v2/enqueue', allowPrivateNetworks: true },
+    secrets: { key: 'ZGV2ZWxvcG1lbnQtb25seS1kby1ub3QtdXNlLWtleSE=', previousKeys: ['YWdlbnQtdGVsZW1ldHJ5LXRlc3RzLW9ubHkta2V5ISE=', 'ZGV2ZWxvcG1lbnQtb25seS1kby1ub3QtdXNlLWtleSE='] },
     metricsToken: 'a-metrics-token-of-32-characters',
     namesSyncEveryMs: 60002,
     retention: { events: 91, rollups: 366, alerts: 92, waitlist: 731 },
@@ -219,4 +223,15 @@ t.test('every bad setting is named at once, each once', async (t) => {
     'settings must have property AUTH_JWKS_URL when property AUTH_AUDIENCE is present',
     'settings must have property AUTH_JWKS_URL when property AUTH_ISSUER is present',
   ])
+})
+
+t.test('a secrets key that is not 32 bytes of base64 is refused, naming the setting and not echoing it', async (t) => {
+  for (const [name, value] of [['SECRETS_KEY', 'too-short'], ['SECRETS_PREVIOUS_KEYS', 'ZGV2ZWxvcG1lbnQtb25seS1kby1ub3QtdXNlLWtleSE=,nope']]) {
+    t.throws(() => loadConfig({ [name!]: value }), { name: 'ConfigError', message: new RegExp(`^invalid settings: ${name} must match pattern`) })
+    try {
+      loadConfig({ [name!]: value })
+    } catch (err) {
+      t.notMatch((err as Error).message, value!.split(',').at(-1)!, 'the value is not in the message')
+    }
+  }
 })

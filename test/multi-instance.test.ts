@@ -9,7 +9,7 @@ import { createClient } from '@clickhouse/client'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
 import pg from 'pg'
 import { request } from 'undici'
-import { TEST_DATABASE_URL, randomId } from './helpers/app.ts'
+import { TEST_DATABASE_URL, TEST_SECRETS_KEY, randomId } from './helpers/app.ts'
 import { startClickHouseEndpoint } from './helpers/clickhouse-endpoint.ts'
 import { freePort, startService, waitHealthy } from './helpers/service-process.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
@@ -47,6 +47,7 @@ async function tokenFor (subject: string): Promise<string> {
 const shared = {
   PATH: process.env.PATH ?? '',
   CLICKHOUSE_URL: clickhouse.url,
+  SECRETS_KEY: TEST_SECRETS_KEY,
   DATABASE_URL: TEST_DATABASE_URL,
   REDIS_PREFIX: `test:${randomId()}:`,
   AUTH_JWKS_URL: jwksUrl,

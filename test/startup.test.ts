@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { TEST_DATABASE_URL, testConfig } from './helpers/app.ts'
+import { TEST_DATABASE_URL, TEST_SECRETS_KEY, testConfig } from './helpers/app.ts'
 import { checkDataDirFree, describeStartupFailure, StartupError } from '../src/startup-failure.ts'
 import { prettyLine } from '../src/log-format.ts'
 
@@ -44,7 +44,9 @@ const cases: Array<[string, Record<string, string>, RegExp]> = [
   ['Postgres refusing connections', { DATABASE_URL: 'postgres://127.0.0.1:1/agent_telemetry_x_test' }, /cannot reach Postgres at 127\.0\.0\.1:1 \(DATABASE_URL\): connection refused/],
   ['an unknown Postgres role', { DATABASE_URL: TEST_DATABASE_URL.replace('postgres://', 'postgres://no_such_role_x@') }, /Postgres refused the login of user "no_such_role_x" \(DATABASE_URL\).*Create that role/],
   ['Redis down', { REDIS_URL: 'redis://127.0.0.1:1' }, /cannot reach Redis at 127\.0\.0\.1:1 \(REDIS_URL\)/],
-  ['a ClickHouse server down', { CLICKHOUSE_URL: 'http://127.0.0.1:1' }, /cannot reach ClickHouse at 127\.0\.0\.1:1 \(CLICKHOUSE_URL\)/],
+  ['a ClickHouse server down', { CLICKHOUSE_URL: 'http://127.0.0.1:1', SECRETS_KEY: TEST_SECRETS_KEY }, /cannot reach ClickHouse at 127\.0\.0\.1:1 \(CLICKHOUSE_URL\)/],
+  // Instances sharing Postgres cannot each generate a key: what one encrypted, the others could not read.
+  ['CLICKHOUSE_URL and no SECRETS_KEY', { CLICKHOUSE_URL: 'http://127.0.0.1:1' }, /SECRETS_KEY is required when CLICKHOUSE_URL is set.*openssl rand -base64 32/],
 ]
 for (const [name, env, expected] of cases) {
   t.test(`start-up with ${name} fails with one line naming the setting, no stack`, async (t) => {

@@ -89,7 +89,8 @@ function alertFacts (a: AlertFacts): AlertFacts {
 /**
  * The event of an alert that opened or cleared. A regression alert opening is the re-opening of
  * its error cluster (`error_cluster.reopened`), so a regression is announced once, not twice; its
- * clearing is an `alert.resolved` like any other.
+ * clearing is an `alert.resolved` like any other. The cluster's facts come from the regression
+ * alert's figures (`events`, `firstSeenAt`, `lastSeenAt`, `resolvedAt`, `sampleMessage`).
  */
 export function alertEvent (change: 'opened' | 'cleared', alert: AlertFacts, agent: AgentFacts, base: string, at: Date): NotificationEvent {
   const links = dashboardLinks(base)
@@ -100,9 +101,9 @@ export function alertEvent (change: 'opened' | 'cleared', alert: AlertFacts, age
   const cluster: ClusterFacts = {
     fingerprint: alert.rule.slice(REGRESSION.length),
     status: 'open',
-    sampleMessage: null,
+    sampleMessage: typeof f.sampleMessage === 'string' && f.sampleMessage !== '' ? f.sampleMessage : null,
     count: typeof f.events === 'number' ? f.events : 0,
-    firstSeen: null,
+    firstSeen: typeof f.firstSeenAt === 'string' ? f.firstSeenAt : null,
     lastSeen: typeof f.lastSeenAt === 'string' ? f.lastSeenAt : alert.lastSeenFiringAt,
     resolvedAt: typeof f.resolvedAt === 'string' ? f.resolvedAt : null,
   }
@@ -167,7 +168,8 @@ const slackEscape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, 
 
 function figuresLine (figures: Record<string, unknown>): string {
   return Object.entries(figures)
-    .filter(([, v]) => typeof v === 'number' || typeof v === 'string')
+    // A regression alert's sample message is already in its message, the line above.
+    .filter(([k, v]) => (typeof v === 'number' || typeof v === 'string') && k !== 'sampleMessage')
     .slice(0, 8)
     .map(([k, v]) => `${k} ${v}`)
     .join(' · ')
@@ -238,13 +240,36 @@ export function pagerDutyEvent (event: NotificationEvent, routingKey: string): R
   }
 }
 
-/** A URL or key that grants posting (Slack webhooks, PagerDuty routing keys), shown by its last four characters. */
+/** Characters at the end of a credential that a read shows, so its owner can tell which one it is. */
+const SHOWN_TAIL = 4
+/** A credential shows its tail only when at least this many characters stay hidden. */
+const MIN_HIDDEN = 16
+
+const tailOf = (secret: string) => (secret.length >= SHOWN_TAIL + MIN_HIDDEN ? secret.slice(-SHOWN_TAIL) : '')
+
+/**
+ * A URL or key that grants posting (Slack webhooks, PagerDuty routing keys), as reads show it: a
+ * URL by its origin, and the last four characters of what follows it (or of a key) only when at
+ * least 16 more stay hidden; a shorter one shows none of it (`…`).
+ */
 export function maskCredential (value: string): string {
-  const tail = value.slice(-4)
+  const url = parseDestination(value)
+  if ('url' in url) return `${url.url.origin}/…${tailOf(url.url.pathname + url.url.search + url.url.hash)}`
+  return `…${tailOf(value)}`
+}
+
+/**
+ * A channel's destination parsed as the sender will use it, or why it cannot be: what the schema's
+ * pattern lets through (`http://[/`, `http://:80`) may still not be a URL.
+ */
+export function parseDestination (text: string): { url: URL } | { problem: string } {
+  let url: URL
   try {
-    const url = new URL(value)
-    return `${url.origin}/…${tail}`
+    url = new URL(text)
   } catch {
-    return `…${tail}`
+    return { problem: 'is not a valid URL' }
   }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { problem: 'must be an http:// or https:// URL' }
+  if (!url.hostname) return { problem: 'has no host' }
+  return { url }
 }

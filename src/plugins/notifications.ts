@@ -29,6 +29,8 @@ export default fp(async function notifications (app, opts: NotificationOptions) 
     },
   }
   const service = new NotificationService(app.channels, app.alerts, app.agents, sender, deliveries, opts, app.log)
+  // Before any delivery: credentials stored in clear, or under a previous key, are encrypted with SECRETS_KEY.
+  await service.sealStoredSecrets(app.db)
   const queue = await app.queues.add<NotifyJobData>({
     name: NOTIFY_QUEUE,
     defaultJobOptions: NOTIFY_JOB_OPTIONS,

@@ -107,7 +107,15 @@ export class AnomalyService {
         rule: `regression:${r.fingerprint}`,
         severity: 'warning',
         message: `resolved error cluster ${r.fingerprint} happened again: ${r.sample || '(no message)'}`,
-        figures: { fingerprint: r.fingerprint, resolvedAt: new Date(resolved.get(r.fingerprint)!).toISOString(), lastSeenAt: new Date(r.lastSeenMs).toISOString(), events: r.count },
+        // The cluster's facts: `error_cluster.reopened` is rendered from them.
+        figures: {
+          fingerprint: r.fingerprint,
+          resolvedAt: new Date(resolved.get(r.fingerprint)!).toISOString(),
+          firstSeenAt: new Date(r.firstSeenMs).toISOString(),
+          lastSeenAt: new Date(r.lastSeenMs).toISOString(),
+          events: r.count,
+          sampleMessage: r.sample,
+        },
       })
       result[created ? 'raised' : 'updated']++
     }

@@ -1,6 +1,7 @@
 import { lookup, type LookupAddress, type LookupAllOptions } from 'node:dns'
 import { isIP, type LookupFunction } from 'node:net'
 import { Agent, request } from 'undici'
+import { parseDestination } from '../domain/notifications.ts'
 import { addressKind, isPublicAddress } from '../domain/public-address.ts'
 
 /** One HTTP POST of a notification. */
@@ -19,6 +20,8 @@ export interface AttemptResult {
   error: string | null
   /** The first RESPONSE_KEEP_BYTES of the answer's body. */
   response: string | null
+  /** The destination cannot be used (not a URL, or refused): trying again would fail the same way. */
+  permanent: boolean
 }
 
 export interface SenderOptions {
@@ -39,9 +42,13 @@ export class RefusedDestination extends Error {
 // ipaddr.js's names of the ranges people meet most, in words.
 const KIND_WORDS: Record<string, string> = { linkLocal: 'link-local', uniqueLocal: 'unique-local', carrierGradeNat: 'carrier-grade NAT', ipv4Mapped: 'IPv4-mapped' }
 
+/** The setting that lifts the refusal, named in it so that an operator reading it knows where to look. */
+const ALLOW_SETTING = 'NOTIFY_ALLOW_PRIVATE_NETWORKS=1 allows such destinations (local use and tests only)'
+
 function refusal (host: string, address: string): RefusedDestination {
   const kind = `${KIND_WORDS[addressKind(address)] ?? addressKind(address)} address, not on the public internet`
-  return new RefusedDestination(host === address ? `refused: ${address} is a ${kind}` : `refused: ${host} resolves to ${address}, a ${kind}`)
+  const what = host === address ? `refused: ${address} is a ${kind}` : `refused: ${host} resolves to ${address}, a ${kind}`
+  return new RefusedDestination(`${what}; ${ALLOW_SETTING}`)
 }
 
 /**
@@ -84,9 +91,9 @@ export function addressesOf (host: string, timeoutMs: number, resolveAll: Lookup
  * is resolved (a name that does not resolve now, or not within 3 s, is not refused: the check at
  * delivery still applies, and the delivery log will show it).
  */
-export async function destinationProblem (url: string, allowPrivateNetworks: boolean): Promise<string | null> {
+export async function destinationProblem (url: URL, allowPrivateNetworks: boolean): Promise<string | null> {
   if (allowPrivateNetworks) return null
-  const host = hostOf(new URL(url))
+  const host = hostOf(url)
   const addresses = isIP(host) ? [host] : await addressesOf(host, DESTINATION_LOOKUP_MS)
   const bad = addresses.find((a) => !isPublicAddress(a))
   return bad ? refusal(host, bad).message : null
@@ -109,11 +116,14 @@ export class NotificationSender {
   }
 
   async send (req: OutgoingRequest): Promise<AttemptResult> {
-    const url = new URL(req.url)
+    // A URL stored before URLs were parsed on the way in may not be one.
+    const parsed = parseDestination(req.url)
+    if ('problem' in parsed) return { ok: false, statusCode: null, error: `the destination URL ${parsed.problem}`, response: null, permanent: true }
+    const url = parsed.url
     // A literal address never reaches the lookup: judge it here, before any connection.
     const host = hostOf(url)
     if (!this.opts.allowPrivateNetworks && isIP(host) && !isPublicAddress(host)) {
-      return { ok: false, statusCode: null, error: refusal(host, host).message, response: null }
+      return { ok: false, statusCode: null, error: refusal(host, host).message, response: null, permanent: true }
     }
     try {
       const res = await request(url, {
@@ -125,9 +135,9 @@ export class NotificationSender {
       })
       const response = await readHead(res.body)
       const ok = res.statusCode >= 200 && res.statusCode < 300
-      return { ok, statusCode: res.statusCode, error: ok ? null : `HTTP ${res.statusCode}`, response }
+      return { ok, statusCode: res.statusCode, error: ok ? null : `HTTP ${res.statusCode}`, response, permanent: false }
     } catch (err) {
-      return { ok: false, statusCode: null, error: describe(err), response: null }
+      return { ok: false, statusCode: null, error: describe(err), response: null, permanent: refusedIn(err) !== undefined }
     }
   }
 
@@ -149,12 +159,19 @@ async function readHead (body: AsyncIterable<Buffer> & { destroy(): unknown }): 
   return Buffer.concat(chunks).subarray(0, RESPONSE_KEEP_BYTES).toString('utf8').replaceAll('\u0000', '')
 }
 
-/** A failed attempt in a few words, without internals. */
-function describe (err: unknown): string {
-  // undici wraps some connection errors; the refusal or the system error may be a cause.
+// undici wraps some connection errors; the refusal or the system error may be a cause.
+function causes (err: unknown): (Error & { code?: string })[] {
   const chain: (Error & { code?: string })[] = []
   for (let e = err as (Error & { code?: string; cause?: unknown }) | undefined; e && chain.length < 5; e = e.cause as typeof e) chain.push(e)
-  const refused = chain.find((e) => e instanceof RefusedDestination)
+  return chain
+}
+
+const refusedIn = (err: unknown) => causes(err).find((e) => e instanceof RefusedDestination)
+
+/** A failed attempt in a few words, without internals. */
+function describe (err: unknown): string {
+  const chain = causes(err)
+  const refused = refusedIn(err)
   if (refused) return refused.message
   const e = chain.find((x) => x.code) ?? chain[0]
   if (!e) return 'failed'

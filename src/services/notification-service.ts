@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { pageOf } from '../domain/cursor.ts'
 import { newMessageId } from '../domain/ids.ts'
 import {
-  DELIVERY_ATTEMPTS, EVENT_TYPES, TEST_EVENT, alertEvent, clusterCreatedEvent, eventKey, maskCredential, pagerDutyEvent, retryDelayMs, slackMessage, testEvent,
+  DELIVERY_ATTEMPTS, EVENT_TYPES, TEST_EVENT, alertEvent, clusterCreatedEvent, eventKey, maskCredential, pagerDutyEvent, parseDestination, retryDelayMs, slackMessage, testEvent,
   type ChannelKind, type EventType, type NotificationEvent,
 } from '../domain/notifications.ts'
 import { newSigningSecret, signedHeaders } from '../domain/standard-webhooks.ts'
@@ -11,11 +11,14 @@ import type { AgentsRepository } from '../storage/agents-repository.ts'
 import type { AlertStateChange, AlertsRepository } from '../storage/alerts-repository.ts'
 import type { NewCluster } from '../storage/anomaly-repository.ts'
 import type { Channel, ChannelChange, ChannelsRepository, Delivery } from '../storage/channels-repository.ts'
+import { withPostgresLock } from '../storage/migration-lock.ts'
 import { startOf } from './dashboard-service.ts'
 import { destinationProblem, type NotificationSender, type OutgoingRequest } from './notification-sender.ts'
 
 /** Channels a user may have: each event fans out to all of them. */
 const MAX_CHANNELS = 20
+// An arbitrary constant (next to the migration locks): one instance at a time encrypts stored secrets at start.
+const SECRETS_SEALING_LOCK = 738_201_120
 
 /** The notify queue as the service uses it. */
 export interface DeliveryQueue {
@@ -44,7 +47,10 @@ export interface Attempt {
   retryInMs: number | null
 }
 
-/** A channel as its owner sees it: Slack URLs and PagerDuty keys grant posting, so they are masked. */
+/**
+ * A channel as its owner sees it: Slack URLs and PagerDuty keys grant posting, so they are masked. A
+ * credential the service cannot decrypt reads as null (its deliveries say why).
+ */
 function presentChannel (c: Channel) {
   return {
     id: c.id,
@@ -157,8 +163,11 @@ export class NotificationService {
     if (details.length > 0) throw validationFailed(details)
   }
 
-  private async checkDestination (url: string): Promise<void> {
-    const problem = await destinationProblem(url, this.opts.allowPrivateNetworks)
+  /** A URL the sender can use: one that parses (else 400 `validation_failed`) and is public (else 400 `destination_refused`). */
+  private async checkDestination (text: string): Promise<void> {
+    const parsed = parseDestination(text)
+    if ('problem' in parsed) throw new HttpError(400, 'validation_failed', { message: `url ${parsed.problem}`, details: [{ path: ['url'], message: parsed.problem }] })
+    const problem = await destinationProblem(parsed.url, this.opts.allowPrivateNetworks)
     if (problem) throw new HttpError(400, 'destination_refused', { message: problem })
   }
 
@@ -244,13 +253,23 @@ export class NotificationService {
       await this.channels.skip(deliveryId, 'the channel was disabled before this attempt')
       return { outcome: 'skipped', retryInMs: null }
     }
+    if (channel.unreadable) {
+      // The key that encrypted a credential is not configured (or the stored value was altered): no
+      // attempt can succeed until an operator fixes the keys, so the delivery fails now, saying why.
+      // Not a fault of the destination: it does not count towards disabling the channel.
+      const error = `the channel cannot be used: ${channel.unreadable}`
+      this.log.error({ channel: channel.id, kind: channel.kind, delivery: deliveryId, reason: channel.unreadable }, 'a notification channel\'s stored secret cannot be decrypted; its delivery failed')
+      await this.channels.recordAttempt(deliveryId, { status: 'failed', statusCode: null, error, response: null, retryInMs: null })
+      return { outcome: 'failed', retryInMs: null }
+    }
     const result = await this.sender.send(this.request(channel, delivery.id, event))
     const attemptNo = delivery.attempts + 1
-    const status = result.ok ? 'delivered' : attemptNo >= delivery.maxAttempts ? 'failed' : 'retrying'
+    // A destination that cannot be used (not a URL, or refused) fails the same way every time: no retries.
+    const status = result.ok ? 'delivered' : attemptNo >= delivery.maxAttempts || result.permanent ? 'failed' : 'retrying'
     const retryInMs = status === 'retrying' ? retryDelayMs(attemptNo) : null
     const after = await this.channels.recordAttempt(deliveryId, { status, statusCode: result.statusCode, error: result.error, response: result.response, retryInMs })
     if (status === 'delivered') await this.channels.markSucceeded(channel.id)
-    if (status === 'failed' && !isTest) await this.disableAfterRun(channel, after, result.error)
+    if (status === 'failed' && !isTest && !result.permanent) await this.disableAfterRun(channel, after, result.error)
     return { outcome: status, retryInMs }
   }
 
@@ -272,6 +291,19 @@ export class NotificationService {
     const body = JSON.stringify(event)
     // Signed per attempt: the timestamp is the attempt's, the id the same on every retry.
     return { url: channel.url!, headers: { ...signedHeaders(channel.signingSecret!, deliveryId, Math.floor(Date.now() / 1000), body) }, body }
+  }
+
+  /**
+   * Encrypts with SECRETS_KEY the stored credentials still in clear (stored before encryption) or
+   * under a key of SECRETS_PREVIOUS_KEYS, one instance at a time (a Postgres advisory lock): run at
+   * start, it is the migration of stored credentials and the re-encryption after a key rotation.
+   */
+  async sealStoredSecrets (db: Parameters<typeof withPostgresLock>[0]): Promise<void> {
+    const report = await withPostgresLock(db, SECRETS_SEALING_LOCK, () => this.channels.sealPending())
+    if (report.sealed > 0) this.log.info({ channels: report.sealed }, 'notification channel secrets encrypted with the current SECRETS_KEY')
+    for (const { id, reason } of report.unreadable) {
+      this.log.error({ channel: id, reason }, 'a notification channel\'s stored secret cannot be decrypted with SECRETS_KEY or SECRETS_PREVIOUS_KEYS; its deliveries will fail')
+    }
   }
 
   /** Queues again the deliveries whose next attempt is overdue (their job was lost, or never queued). */

@@ -5,7 +5,7 @@ import type { AgentAggregates } from '../domain/anomaly-rules.ts'
 export interface AnomalyWindows { errorMinutes: number; latencyMinutes: number; silenceMinutes: number }
 
 /** Failed-event fingerprints of resolved clusters that have an event later than their resolution. */
-export interface Regression { fingerprint: string; agentId: string; lastSeenMs: number; count: number; sample: string }
+export interface Regression { fingerprint: string; agentId: string; firstSeenMs: number; lastSeenMs: number; count: number; sample: string }
 
 /** An error cluster whose first event is recent: a candidate for `error_cluster.created`. */
 export interface NewCluster { userId: string; fingerprint: string; agentId: string; firstSeenMs: number; lastSeenMs: number; count: number; sample: string }
@@ -89,12 +89,12 @@ export class AnomalyRepository {
     }))
   }
 
-  /** The latest event time, count and sample of each of the given clusters (the service decides which regressed). */
+  /** The first and latest event times, count and sample of each of the given clusters (the service decides which regressed). */
   async clusterStates (userId: string, resolved: Map<string, number>, hidden: string[]): Promise<Regression[]> {
     if (resolved.size === 0) return []
     const rs = await this.ch.query({
       query: `/* svc:anomaly_regressions */ SELECT error_fingerprint AS fp, argMax(agent_id, last_ts) AS agent,
-          toUnixTimestamp64Milli(max(last_ts)) AS last_ms, sum(events) AS n, argMaxMerge(sample) AS sample
+          toUnixTimestamp64Milli(min(first_ts)) AS first_ms, toUnixTimestamp64Milli(max(last_ts)) AS last_ms, sum(events) AS n, argMaxMerge(sample) AS sample
         FROM error_clusters_hourly
         WHERE user_id = {u:String} AND error_fingerprint IN {fps:Array(String)} AND agent_id NOT IN {hidden:Array(String)}
         GROUP BY fp`,
@@ -102,6 +102,6 @@ export class AnomalyRepository {
       format: 'JSONEachRow',
     })
     const rows = await rs.json<Record<string, any>>()
-    return rows.map((r) => ({ fingerprint: r.fp, agentId: r.agent, lastSeenMs: Number(r.last_ms), count: Number(r.n), sample: r.sample }))
+    return rows.map((r) => ({ fingerprint: r.fp, agentId: r.agent, firstSeenMs: Number(r.first_ms), lastSeenMs: Number(r.last_ms), count: Number(r.n), sample: r.sample }))
   }
 }

@@ -1,10 +1,15 @@
 import type pg from 'pg'
 import { newCuid } from '../domain/ids.ts'
+import { SEALED_PREFIX, UnreadableSecret, type SecretBox } from '../domain/secret-box.ts'
 import type { ChannelKind, EventType, NotificationEvent, TEST_EVENT } from '../domain/notifications.ts'
 import { underUserLock } from './postgres.ts'
 import { iso, isoOrNull } from './timestamps.ts'
 
-/** A notification channel as stored, its credentials included (routes mask them). */
+/**
+ * A notification channel, its credentials decrypted (routes mask them). A credential that cannot be
+ * decrypted (its key is not in the keyring, or the stored value was altered) reads as null, and
+ * `unreadable` says which and why.
+ */
 export type Channel = {
   id: string
   userId: string
@@ -13,6 +18,8 @@ export type Channel = {
   url: string | null
   routingKey: string | null
   signingSecret: string | null
+  /** Why a stored credential of the channel cannot be read; null when all can. */
+  unreadable: string | null
   events: EventType[]
   enabled: boolean
   disabledReason: string | null
@@ -69,23 +76,25 @@ export interface AttemptRecord {
   retryInMs: number | null
 }
 
-function toChannel (r: Record<string, any>): Channel {
-  return {
-    id: r.id,
-    userId: r.user_id,
-    kind: r.kind,
-    label: r.label,
-    url: r.url,
-    routingKey: r.routing_key,
-    signingSecret: r.signing_secret,
-    events: r.events,
-    enabled: r.enabled,
-    disabledReason: r.disabled_reason,
-    disabledAt: isoOrNull(r.disabled_at),
-    lastSuccessAt: isoOrNull(r.last_success_at),
-    createdAt: iso(r.created_at),
-    updatedAt: iso(r.updated_at),
-  }
+/** The columns that hold credentials, sealed at rest, and their names in the API. */
+const SECRET_COLUMNS = { url: 'url', routing_key: 'routingKey', signing_secret: 'signingSecret' } as const
+type SecretColumn = keyof typeof SECRET_COLUMNS
+const WORDS: Record<SecretColumn, string> = { url: 'URL', routing_key: 'routing key', signing_secret: 'signing secret' }
+
+/** The associated data of a sealed credential: its column and row, so it opens only where it was sealed. */
+const placeOf = (column: SecretColumn, id: string) => `notification_channels.${column}:${id}`
+
+/** A row's credentials that need sealing (in clear, or under a previous key): SQL over the stored text, $1 the previous key ids. */
+const NEEDS_SEALING = Object.keys(SECRET_COLUMNS)
+  .map((c) => `(${c} IS NOT NULL AND (${c} NOT LIKE '${SEALED_PREFIX}%' OR split_part(${c}, ':', 3) = ANY($1::text[])))`)
+  .join(' OR ')
+
+/** What sealing the stored credentials at start did. */
+export interface SealingReport {
+  /** Channels whose credentials were encrypted now (stored in clear before, or under a previous key). */
+  sealed: number
+  /** Channels with a credential that no key in the keyring opens: left as they are. */
+  unreadable: { id: string; reason: string }[]
 }
 
 function toDelivery (r: Record<string, any>): Delivery {
@@ -112,32 +121,69 @@ const DELIVERY_COLUMNS = `id, channel_id, event, status, attempts, max_attempts,
 
 /** Notification channels and their delivery log in Postgres. Methods taking a user id are scoped to that user. */
 export class ChannelsRepository {
-  constructor (private readonly db: pg.Pool) {}
+  constructor (private readonly db: pg.Pool, private readonly secrets: SecretBox) {}
+
+  private toChannel (r: Record<string, any>): Channel {
+    const problems: string[] = []
+    const open = (column: SecretColumn): string | null => {
+      const stored = r[column] as string | null
+      if (stored === null) return null
+      try {
+        return this.secrets.open(stored, placeOf(column, r.id))
+      } catch (err) {
+        if (!(err instanceof UnreadableSecret)) throw err
+        problems.push(`its ${WORDS[column]} cannot be decrypted: ${err.message}`)
+        return null
+      }
+    }
+    return {
+      id: r.id,
+      userId: r.user_id,
+      kind: r.kind,
+      label: r.label,
+      url: open('url'),
+      routingKey: open('routing_key'),
+      signingSecret: open('signing_secret'),
+      unreadable: problems.length > 0 ? problems.join('; ') : null,
+      events: r.events,
+      enabled: r.enabled,
+      disabledReason: r.disabled_reason,
+      disabledAt: isoOrNull(r.disabled_at),
+      lastSuccessAt: isoOrNull(r.last_success_at),
+      createdAt: iso(r.created_at),
+      updatedAt: iso(r.updated_at),
+    }
+  }
+
+  private seal (column: SecretColumn, id: string, value: string | null | undefined): string | null {
+    return value == null ? null : this.secrets.seal(value, placeOf(column, id))
+  }
 
   /**
    * A new channel of the user; null when the user already has `max`: the count and the insert run
    * under a lock of the user's row, so concurrent requests cannot pass the limit together.
    */
   async create (userId: string, c: NewChannel, max: number): Promise<Channel | null> {
+    const id = newCuid()
     const rows = await underUserLock(this.db, userId, async (client) => (await client.query(
       `/* svc:channel_create */ INSERT INTO notification_channels (id, user_id, kind, label, url, routing_key, signing_secret, events)
        SELECT $1, $2, $3, $4, $5, $6, $7, $8
        WHERE (SELECT count(*) FROM notification_channels WHERE user_id = $2) < $9
        RETURNING *`,
-      [newCuid(), userId, c.kind, c.label, c.url, c.routingKey, c.signingSecret, c.events, max],
+      [id, userId, c.kind, c.label, this.seal('url', id, c.url), this.seal('routing_key', id, c.routingKey), this.seal('signing_secret', id, c.signingSecret), c.events, max],
     )).rows)
-    return rows[0] ? toChannel(rows[0]) : null
+    return rows[0] ? this.toChannel(rows[0]) : null
   }
 
   /** The user's channels, newest first. */
   async list (userId: string): Promise<Channel[]> {
     const { rows } = await this.db.query('/* svc:channel_list */ SELECT * FROM notification_channels WHERE user_id = $1 ORDER BY created_at DESC, id DESC', [userId])
-    return rows.map(toChannel)
+    return rows.map((r) => this.toChannel(r))
   }
 
   async get (userId: string, id: string): Promise<Channel | null> {
     const { rows } = await this.db.query('/* svc:channel_get */ SELECT * FROM notification_channels WHERE id = $1 AND user_id = $2', [id, userId])
-    return rows[0] ? toChannel(rows[0]) : null
+    return rows[0] ? this.toChannel(rows[0]) : null
   }
 
   /** Applies the fields given; enabling a channel clears why it was disabled. Null when it is not the user's. */
@@ -150,9 +196,9 @@ export class ChannelsRepository {
          disabled_at = CASE WHEN $7 IS NULL THEN disabled_at END,
          updated_at = now()
        WHERE id = $1 AND user_id = $2 RETURNING *`,
-      [id, userId, change.label ?? null, change.url ?? null, change.routingKey ?? null, change.events ?? null, change.enabled ?? null],
+      [id, userId, change.label ?? null, this.seal('url', id, change.url), this.seal('routing_key', id, change.routingKey), change.events ?? null, change.enabled ?? null],
     )
-    return rows[0] ? toChannel(rows[0]) : null
+    return rows[0] ? this.toChannel(rows[0]) : null
   }
 
   /** Deletes the channel and its delivery log; false when it is not the user's. */
@@ -167,7 +213,7 @@ export class ChannelsRepository {
       '/* svc:channel_subscribed */ SELECT * FROM notification_channels WHERE user_id = $1 AND enabled AND $2 = ANY(events)',
       [userId, eventType],
     )
-    return rows.map(toChannel)
+    return rows.map((r) => this.toChannel(r))
   }
 
   /**
@@ -203,7 +249,7 @@ export class ChannelsRepository {
       [deliveryId],
     )
     if (!rows[0]) return null
-    return { delivery: toDelivery(rows[0].d), event: rows[0].d.payload, channel: toChannel(rows[0].c) }
+    return { delivery: toDelivery(rows[0].d), event: rows[0].d.payload, channel: this.toChannel(rows[0].c) }
   }
 
   /** Records one attempt and the status it leaves the delivery in. */
@@ -255,5 +301,47 @@ export class ChannelsRepository {
       [graceMs, limit],
     )
     return rows.map((r) => r.id)
+  }
+
+  /**
+   * Encrypts with the current key every stored credential that is in clear (stored before
+   * encryption) or under a previous key, a page of channels at a time. Each channel is one UPDATE of
+   * all its credentials, made only if the row still holds what was read (a change meanwhile is left
+   * for the next run), so no row is ever half done. A channel with a credential no key opens is left
+   * as it is and reported. Run under a lock: see NotificationService.sealStoredSecrets.
+   */
+  async sealPending (pageSize = 500): Promise<SealingReport> {
+    const report: SealingReport = { sealed: 0, unreadable: [] }
+    let after = ''
+    for (;;) {
+      const { rows } = await this.db.query(
+        `/* svc:channel_secrets_pending */ SELECT id, url, routing_key, signing_secret FROM notification_channels
+         WHERE id > $2 AND (${NEEDS_SEALING}) ORDER BY id LIMIT $3`,
+        [this.secrets.previousKeyIds, after, pageSize],
+      )
+      for (const r of rows) {
+        const columns = Object.keys(SECRET_COLUMNS) as SecretColumn[]
+        let next: (string | null)[]
+        try {
+          next = columns.map((c) => {
+            const stored = r[c] as string | null
+            if (stored === null || !this.secrets.needsSealing(stored)) return stored
+            return this.secrets.seal(this.secrets.open(stored, placeOf(c, r.id)), placeOf(c, r.id))
+          })
+        } catch (err) {
+          if (!(err instanceof UnreadableSecret)) throw err
+          report.unreadable.push({ id: r.id, reason: err.message })
+          continue
+        }
+        const res = await this.db.query(
+          `/* svc:channel_secrets_seal */ UPDATE notification_channels SET url = $5, routing_key = $6, signing_secret = $7
+           WHERE id = $1 AND url IS NOT DISTINCT FROM $2 AND routing_key IS NOT DISTINCT FROM $3 AND signing_secret IS NOT DISTINCT FROM $4`,
+          [r.id, r.url, r.routing_key, r.signing_secret, ...next],
+        )
+        report.sealed += res.rowCount ?? 0
+      }
+      if (rows.length < pageSize) return report
+      after = rows.at(-1)!.id
+    }
   }
 }

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { Webhook } from 'standardwebhooks'
 import {
-  DELIVERY_ATTEMPTS, alertEvent, clusterCreatedEvent, eventKey, maskCredential, pagerDutyEvent, retryDelayMs, slackMessage, testEvent, type AlertFacts,
+  DELIVERY_ATTEMPTS, alertEvent, clusterCreatedEvent, eventKey, maskCredential, pagerDutyEvent, parseDestination, retryDelayMs, slackMessage, testEvent, type AlertFacts,
 } from '../../src/domain/notifications.ts'
 import { newSigningSecret, signedHeaders } from '../../src/domain/standard-webhooks.ts'
 import { addressKind, isPublicAddress } from '../../src/domain/public-address.ts'
@@ -100,7 +100,47 @@ t.test('only public addresses are public', async (t) => {
   t.equal(addressKind('not-an-address'), 'invalid')
 })
 
-t.test('credentials are masked to their last four characters', async (t) => {
+t.test('credentials are masked to their last four characters, and short ones show none of it', async (t) => {
   t.equal(maskCredential('https://hooks.slack.com/services/T000/B000/abcdEFGH'), 'https://hooks.slack.com/…EFGH')
-  t.equal(maskCredential('R0UTINGKEY1234'), '…1234')
+  t.equal(maskCredential('R0UTINGKEY1234R0UTINGKEY1234'), '…1234')
+  t.equal(maskCredential('R0UTINGKEY1234'), '…', 'a 14-character key shows nothing')
+  t.equal(maskCredential('https://hooks.example.com/abc'), 'https://hooks.example.com/…', 'nor a short path')
+})
+
+t.test('regression: a PagerDuty key of any length is masked', async (t) => {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
+  for (let length = 1; length <= 40; length++) {
+    // Distinct characters, so any piece of the key that shows can be found.
+    const key = Array.from({ length }, (_, i) => alphabet[(i * 7 + length) % alphabet.length]).join('')
+    const masked = maskCredential(key)
+    t.ok(masked.startsWith('…'), `length ${length}: ${masked}`)
+    const shown = masked.slice(1)
+    t.ok(shown.length <= 4 && (shown === '' || key.endsWith(shown)), `length ${length}: at most the last four characters show`)
+    t.ok(key.length - shown.length >= 16 || shown === '', `length ${length}: at least 16 characters stay hidden`)
+    if (length < 20) t.equal(masked, '…', `length ${length}: nothing shows`)
+    else t.equal(masked, `…${key.slice(-4)}`, `length ${length}: the last four show`)
+  }
+})
+
+t.test('a destination that passes the pattern but does not parse is named as such', async (t) => {
+  for (const bad of ['http://[/', 'http://:80', 'https://exa mple.com', 'http://999.1.1.1/', 'http://exa%mple.com/']) {
+    t.match(parseDestination(bad), { problem: String }, bad)
+  }
+  t.same(parseDestination('http://[/'), { problem: 'is not a valid URL' })
+  t.match(parseDestination('https://hooks.example.com/a?b=c'), { url: { hostname: 'hooks.example.com' } })
+})
+
+t.test('error_cluster.reopened carries the cluster\'s sample message and first event from the regression alert', async (t) => {
+  const regression = {
+    ...alert,
+    rule: 'regression:0123456789abcdef',
+    severity: 'warning' as const,
+    message: 'resolved error cluster 0123456789abcdef happened again: disk full',
+    figures: {
+      fingerprint: '0123456789abcdef', resolvedAt: '2026-05-01T08:00:00.000Z', firstSeenAt: '2026-04-30T07:00:00.000Z', lastSeenAt: '2026-05-01T09:58:00.000Z', events: 3, sampleMessage: 'disk full',
+    },
+  }
+  const reopened = alertEvent('opened', regression, agent, BASE, AT)
+  t.match(reopened, { type: 'error_cluster.reopened', data: { cluster: { sampleMessage: 'disk full', firstSeen: '2026-04-30T07:00:00.000Z', lastSeen: '2026-05-01T09:58:00.000Z', count: 3 } } })
+  t.notMatch(JSON.stringify(slackMessage(reopened).blocks[1]), /sampleMessage/, 'Slack\'s figures line does not repeat the message')
 })

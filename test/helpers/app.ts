@@ -24,8 +24,15 @@ process.once('exit', () => rmSync(TEST_DATA_DIR, { recursive: true, force: true 
  */
 export const TEST_CLICKHOUSE_URL = process.env.TEST_CLICKHOUSE === 'server' ? (await startClickHouseEndpoint()).url : undefined
 
-/** The environment a child process of the service needs to reach the same ClickHouse as this test. */
-export const TEST_CLICKHOUSE_ENV: Record<string, string> = TEST_CLICKHOUSE_URL ? { CLICKHOUSE_URL: TEST_CLICKHOUSE_URL } : {}
+/**
+ * The key that encrypts notification secrets in every test instance (base64 of the 32 bytes
+ * `agent-telemetry-tests-only-key!!`): instances sharing the test database open each other's
+ * channels, and server mode (CLICKHOUSE_URL) requires one.
+ */
+export const TEST_SECRETS_KEY = 'YWdlbnQtdGVsZW1ldHJ5LXRlc3RzLW9ubHkta2V5ISE='
+
+/** The environment a child process of the service needs to reach the same ClickHouse as this test (and, in server mode, the secrets key it requires). */
+export const TEST_CLICKHOUSE_ENV: Record<string, string> = TEST_CLICKHOUSE_URL ? { CLICKHOUSE_URL: TEST_CLICKHOUSE_URL, SECRETS_KEY: TEST_SECRETS_KEY } : {}
 
 /** This test file's ClickHouse, opened directly (the server endpoint, or the embedded engine). */
 export function openTestClickHouse (): ClickHouseHandle {
@@ -42,6 +49,7 @@ export function testConfig (overrides: Record<string, string> = {}): Config {
     DATABASE_URL: TEST_DATABASE_URL,
     REDIS_PREFIX: `test:${randomId()}:`,
     DATA_DIR: TEST_DATA_DIR,
+    SECRETS_KEY: TEST_SECRETS_KEY,
     ...TEST_CLICKHOUSE_ENV,
     // Each app instance owns its ingest log, as each service instance does.
     INGEST_LOG_DIR: join(TEST_DATA_DIR, `ingest-log-${randomId()}`),

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { buildTestApp, newUser, randomId, type TestUser } from '../helpers/app.ts'
 import { startReceiver, until } from '../helpers/receiver.ts'
+import { alertEvent } from '../../src/domain/notifications.ts'
 
 // Without NOTIFY_ALLOW_PRIVATE_NETWORKS, destinations that resolve to non-public addresses are refused:
 // at creation, and at delivery on the address the connection would use. The receiver is a real
@@ -31,7 +32,10 @@ t.test('creating a channel towards a non-public address is refused', async (t) =
   ]) {
     const res = await post(strict, user, '/v1/me/channels', { kind: 'webhook', url })
     t.equal(res.statusCode, 400, url)
-    t.match(res.json(), { error: 'destination_refused', message: /^refused: .* (loopback|link-local|private|unspecified) address, not on the public internet$/ })
+    t.match(res.json(), {
+      error: 'destination_refused',
+      message: /^refused: .* (loopback|link-local|private|unspecified) address, not on the public internet; NOTIFY_ALLOW_PRIVATE_NETWORKS=1 allows such destinations \(local use and tests only\)$/,
+    }, 'the refusal names the setting that lifts it')
   }
   const existing = (await post(lenient, user, '/v1/me/channels', { kind: 'webhook', url: receiver.url('/ok') })).json()
   const patch = await strict.inject({ method: 'PATCH', url: `/v1/me/channels/${existing.id}`, headers: user.auth, payload: { url: 'http://192.168.1.1/' } })
@@ -50,10 +54,32 @@ t.test('at delivery the resolved address is checked again: refused, no connectio
       const [d] = (await strict.inject({ url: `/v1/me/channels/${channel.id}/deliveries`, headers: user.auth })).json().deliveries
       return d.status === 'failed' && d
     }, 15_000, 'the attempt')
-    t.match(delivery, { attempts: 1, lastStatusCode: null, lastResponse: null, lastError: /^refused: (127\.0\.0\.1 is|localhost resolves to (127\.0\.0\.1|::1),) a loopback address/ }, url)
+    t.match(delivery, {
+      attempts: 1,
+      lastStatusCode: null,
+      lastResponse: null,
+      lastError: /^refused: (127\.0\.0\.1 is|localhost resolves to (127\.0\.0\.1|::1),) a loopback address, not on the public internet; NOTIFY_ALLOW_PRIVATE_NETWORKS=1 allows/,
+    }, url)
   }
   t.equal(receiver.connections, before.connections, 'no connection was made')
   t.equal(receiver.received.length, before.requests)
+})
+
+t.test('a delivery (not a test) to a refused destination fails at once with the reason, without retries', async (t) => {
+  const user = await newUser(lenient)
+  const before = receiver.connections
+  const channel = (await post(lenient, user, '/v1/me/channels', { kind: 'webhook', url: receiver.url('/inside-for-real') })).json()
+  const at = new Date().toISOString()
+  const alert = { id: randomId('alert-'), rule: 'error_rate', severity: 'warning' as const, status: 'active', message: 'm', figures: {}, triggerCount: 1, createdAt: at, lastTriggeredAt: at, clearedAt: null }
+  const [published] = await lenient.notifications.publish(user.id, alertEvent('opened', alert, { id: 'cagent', displayName: 'a' }, 'https://dash.example.com', new Date()))
+  const delivery = await until(async () => {
+    const [d] = (await strict.inject({ url: `/v1/me/channels/${channel.id}/deliveries`, headers: user.auth })).json().deliveries
+    return d.status !== 'pending' && d
+  }, 15_000, 'the attempt')
+  t.match(delivery, { id: published!.id, status: 'failed', attempts: 1, maxAttempts: 8, nextAttemptAt: null, lastError: /^refused: 127\.0\.0\.1 is a loopback address.*NOTIFY_ALLOW_PRIVATE_NETWORKS=1/ })
+  t.equal(receiver.connections, before, 'no connection was made')
+  const [listed] = (await strict.inject({ url: '/v1/me/channels', headers: user.auth })).json().channels
+  t.match(listed, { enabled: true, disabledReason: null }, 'the channel is not disabled by one refusal')
 })
 
 t.test('a destination name that does not resolve in time is not waited on (nor refused: delivery checks again)', async (t) => {

@@ -115,7 +115,7 @@ t.test('an error spike reaches a webhook receiver signed and verifiable; each st
 
 t.test('Slack and PagerDuty receivers get their own formats; a regression re-opens its cluster', async (t) => {
   const { user, batch, channel } = await fixture()
-  const slackPath = `/slack/${randomId()}`
+  const slackPath = `/slack/services/${randomId()}`
   const slack = await channel({ kind: 'slack', url: receiver.url(slackPath), events: ['alert.triggered', 'error_cluster.reopened'] })
   const routingKey = randomId('routing-')
   const pagerduty = await channel({ kind: 'pagerduty', routingKey, label: 'on-call' })
@@ -156,6 +156,13 @@ t.test('Slack and PagerDuty receivers get their own formats; a regression re-ope
   const reopened = await until(() => paged().find((b) => b.payload?.class === 'error_cluster.reopened'), 15_000, 'the re-opening')
   const regression = (await api(user, 'GET', '/v1/me/alerts')).json().alerts.find((a: { rule: string }) => a.rule === `regression:${fingerprint}`)
   t.match(reopened, { event_action: 'trigger', dedup_key: regression.id, payload: { summary: new RegExp(`Error cluster ${fingerprint} re-opened on ${name}`) } })
+  // Regression: the re-opened cluster's sample message and first event were null.
+  const created = clusterTrigger.payload.custom_details.cluster
+  t.match(reopened.payload.custom_details.cluster, {
+    fingerprint, status: 'open', sampleMessage: 'disk full on /var/data', firstSeen: created.firstSeen, count: 13, resolvedAt: String,
+  }, 'the re-opened cluster carries its sample message and first event')
+  t.type(created.firstSeen, 'string')
+  t.ok(Date.parse(reopened.payload.custom_details.cluster.firstSeen) < Date.parse(reopened.payload.custom_details.cluster.lastSeen), 'first seen before the event that re-opened it')
   await until(() => bodies(slackPath).find((b) => b.text.startsWith(`Error cluster ${fingerprint} re-opened`)), 15_000, 'the re-opening on Slack')
 
   // Handled and resolved again: PagerDuty resolves the same incident.
@@ -313,8 +320,8 @@ t.test('bodies are validated: each kind takes its own destination', async (t) =>
   const patched = await api(user, 'PATCH', `/v1/me/channels/${pd.id}`, { url: receiver.url('/p') })
   t.equal(patched.statusCode, 400)
   t.equal((await api(user, 'PATCH', `/v1/me/channels/${pd.id}`, {})).statusCode, 400, 'an empty change')
-  const changed = await api(user, 'PATCH', `/v1/me/channels/${pd.id}`, { routingKey: 'key-2345', label: 'pager', events: ['alert.triggered', 'alert.resolved'] })
-  t.match(changed.json(), { routingKey: '…2345', label: 'pager', events: ['alert.triggered', 'alert.resolved'] })
+  const changed = await api(user, 'PATCH', `/v1/me/channels/${pd.id}`, { routingKey: 'key-2345-of-thirty-two-characters', label: 'pager', events: ['alert.triggered', 'alert.resolved'] })
+  t.match(changed.json(), { routingKey: '…ters', label: 'pager', events: ['alert.triggered', 'alert.resolved'] })
 })
 
 t.test('a user has at most 20 channels, also when 25 are asked for at once', async (t) => {
