@@ -21,6 +21,8 @@ function start (env: Record<string, string>): Promise<{ code: number | null; std
         PORT: '0',
         ANALYTICS_PORT: 'off',
         REDIS_PREFIX: 'startup-test:',
+        // The tests' key, as every test instance has (server-mode cases say theirs).
+        ...(env.CLICKHOUSE_URL ? {} : { SECRETS_KEY: TEST_SECRETS_KEY }),
         ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],

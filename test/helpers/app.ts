@@ -31,8 +31,13 @@ export const TEST_CLICKHOUSE_URL = process.env.TEST_CLICKHOUSE === 'server' ? (a
  */
 export const TEST_SECRETS_KEY = 'YWdlbnQtdGVsZW1ldHJ5LXRlc3RzLW9ubHkta2V5ISE='
 
-/** The environment a child process of the service needs to reach the same ClickHouse as this test (and, in server mode, the secrets key it requires). */
-export const TEST_CLICKHOUSE_ENV: Record<string, string> = TEST_CLICKHOUSE_URL ? { CLICKHOUSE_URL: TEST_CLICKHOUSE_URL, SECRETS_KEY: TEST_SECRETS_KEY } : {}
+/** The environment a child process of the service needs to reach the same ClickHouse as this test, and the tests' secrets key. */
+export const TEST_CLICKHOUSE_ENV: Record<string, string> = {
+  ...(TEST_CLICKHOUSE_URL ? { CLICKHOUSE_URL: TEST_CLICKHOUSE_URL } : {}),
+  // Always the tests' key: a child with a key of its own would encrypt the shared database's
+  // plaintext rows (left there by the legacy-row test) under a key no other test has.
+  SECRETS_KEY: TEST_SECRETS_KEY,
+}
 
 /** This test file's ClickHouse, opened directly (the server endpoint, or the embedded engine). */
 export function openTestClickHouse (): ClickHouseHandle {

@@ -70,7 +70,7 @@ t.test('a delivery (not a test) to a refused destination fails at once with the 
   const before = receiver.connections
   const channel = (await post(lenient, user, '/v1/me/channels', { kind: 'webhook', url: receiver.url('/inside-for-real') })).json()
   const at = new Date().toISOString()
-  const alert = { id: randomId('alert-'), rule: 'error_rate', severity: 'warning' as const, status: 'active', message: 'm', figures: {}, triggerCount: 1, createdAt: at, lastTriggeredAt: at, clearedAt: null }
+  const alert = { id: randomId('alert-'), rule: 'error_rate', severity: 'warning' as const, status: 'active', message: 'm', figures: {}, triggerCount: 1, createdAt: at, lastTriggeredAt: at, lastSeenFiringAt: at, clearedAt: null }
   const [published] = await lenient.notifications.publish(user.id, alertEvent('opened', alert, { id: 'cagent', displayName: 'a' }, 'https://dash.example.com', new Date()))
   const delivery = await until(async () => {
     const [d] = (await strict.inject({ url: `/v1/me/channels/${channel.id}/deliveries`, headers: user.auth })).json().deliveries

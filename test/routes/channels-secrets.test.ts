@@ -51,7 +51,7 @@ function madeUpEvent () {
   const at = new Date().toISOString()
   const alert = {
     id: randomId('alert-'), rule: 'error_rate', severity: 'warning' as const, status: 'active', message: 'made up', figures: {},
-    triggerCount: 1, createdAt: at, lastTriggeredAt: at, clearedAt: null,
+    triggerCount: 1, createdAt: at, lastTriggeredAt: at, lastSeenFiringAt: at, clearedAt: null,
   }
   return alertEvent('opened', alert, { id: 'cagent', displayName: 'agent' }, 'https://dash.example.com', new Date())
 }
