@@ -289,13 +289,15 @@ export class AnalyticsEngine {
       throw new AnalyticsError(81, 'UNKNOWN_DATABASE', `Database ${query.database} does not exist (the service's tables are in default)`)
     }
     const sql = [query.sql, query.data ?? ''].filter((s) => s.trim()).join('\n')
+    // The settings asked for are checked first, so a refusal names the setting rather than its format.
+    const runnerSetup = AnalyticsEngine.readonlySetup(query, caps)
     const guard = new this.SessionCtor(this.path)
     let runner: Session | undefined
     try {
       await AnalyticsEngine.runOn(guard, AnalyticsEngine.readonlySetup(query, undefined))
       const { statement, format } = await AnalyticsEngine.check(guard, sql, query.defaultFormat)
       runner = new this.SessionCtor(this.path)
-      await AnalyticsEngine.runOn(runner, AnalyticsEngine.readonlySetup(query, caps))
+      await AnalyticsEngine.runOn(runner, runnerSetup)
       // The engine stops the query at max_execution_time; the timeout only answers the client if it did not.
       return await AnalyticsEngine.execute(runner, statement, format, (caps.maxExecutionSeconds + 10) * 1000)
     } finally {
