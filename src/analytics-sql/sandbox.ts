@@ -290,7 +290,7 @@ const SERVE_ENGINES = /^((Replicated)?(Replacing|Summing|Aggregating|Collapsing|
 /** Every setting named in the SETTINGS clauses and SET statements of a formatted statement. */
 function settingsInFormatted (formatted: string): string[] {
   const names: string[] = []
-  for (const clause of formatted.matchAll(/^\s*SETTINGS? (.*)$/gm)) {
+  for (const clause of formatted.matchAll(/^\s*(?:SET|SETTINGS) (.*)$/gm)) {
     for (const m of clause[1]!.matchAll(/(?:^|,\s*)`?([A-Za-z_][A-Za-z0-9_]*)`?\s*=/g)) names.push(m[1]!)
   }
   return names
