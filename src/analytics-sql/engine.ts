@@ -15,18 +15,21 @@ export { functionsInAst } from './sandbox.ts'
  * (which the engine does not let anyone undo). Nothing set there can reach the service's connection,
  * and nothing the service sets reaches analysts.
  *
- * What `readonly = 1` does not refuse in the embedded engine, the check does: more than one statement
- * (the embedded engine runs them all), `INTO OUTFILE`, statements other than SELECT / EXPLAIN / SHOW /
- * DESCRIBE / EXISTS (`KILL QUERY` passes readonly), table functions other than local generators, and
- * the scalar functions that read the machine's files (`file`). The check parses with the engine itself
- * (`formatQuery`, `EXPLAIN AST`), and the statement run is the engine's own formatting of the query,
- * so what was checked is what runs.
+ * The caller's settings and formats are checked against exact allowlists (sandbox.ts) before any is
+ * set: the embedded engine does not confine the paths in settings such as `format_template_row` or
+ * `output_format_schema` to a user files directory, so a prefix rule would read and write files. What
+ * `readonly = 1` does not refuse in the embedded engine, the check does: more than one statement (the
+ * embedded engine runs them all), `INTO OUTFILE`, statements other than SELECT / EXPLAIN / SHOW /
+ * DESCRIBE / EXISTS (`KILL QUERY` passes readonly), table functions other than local generators,
+ * `SETTINGS` clauses, system tables not listed, and the functions that read files or load models. The
+ * check parses with the engine itself (`formatQuery`, `EXPLAIN AST`), and the statement run is the
+ * engine's own formatting of the query, so what was checked is what runs.
  *
  * Writable (`npm run clickhouse:serve`, the stand-in for a ClickHouse server in development and
  * tests). Each request gets one fresh connection, so its settings last for that request only, as on a
  * server; it runs the caller's text as sent (an insert's rows after its statement), once the engine's
  * parser has found one statement in it, since a server refuses several where the embedded engine
- * would run them all.
+ * would run them all, and none of it names a file, a URL or a schema (sandbox.ts).
  */
 export interface AnalyticsCaps {
   maxExecutionSeconds: number

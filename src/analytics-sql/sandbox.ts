@@ -263,14 +263,18 @@ export function checkServeStatement (formatted: string, ast: string): void {
   const nodes = astNodes(ast)
   const kind = nodes[0]?.node.split(/\s/, 1)[0] ?? ''
   if (kind === 'BackupQuery') throw new SandboxRefusal('BACKUP and RESTORE are not allowed: they write and read files')
+  const withChild = new Set<AstNode>()
   for (const { node, parent } of nodes) {
+    // A storage definition's first child is its engine (PARTITION BY, ORDER BY … follow).
+    const firstChild = parent !== null && !withChild.has(parent)
+    if (parent) withChild.add(parent)
     if (parent && parent === nodes[0] && /^Literal '/.test(node) && kind.startsWith('Select')) throw new SandboxRefusal('INTO OUTFILE is not allowed')
     if (node.startsWith('Dictionary definition')) throw new SandboxRefusal('CREATE DICTIONARY is not allowed: a dictionary\'s source reaches files, URLs or other servers')
     const fn = /^Function (\S+)/.exec(node)
     if (fn) {
       const name = fn[1]!.toLowerCase()
       const where = parent?.node ?? ''
-      if (where.startsWith('Storage definition')) {
+      if (where.startsWith('Storage definition') && firstChild) {
         if (!SERVE_ENGINES.test(fn[1]!)) throw new SandboxRefusal(`Engine ${fn[1]} is not allowed: only engines that keep data in the engine's own directory`)
         continue
       }

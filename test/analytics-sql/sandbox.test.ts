@@ -91,7 +91,7 @@ t.test('formats that load a schema, a template or a registry are refused however
     ['', 'SHOW TABLES FORMAT Protobuf', {}],
     ['', 'DESCRIBE TABLE system.one FORMAT CapnProto', {}],
     // A FORMAT followed by SETTINGS (the formatting keeps both) whose value is the current one.
-    ['', "SELECT 1 FORMAT Protobuf SETTINGS max_threads = 1", {}],
+    ['', 'SELECT 1 FORMAT Protobuf SETTINGS max_threads = 1', {}],
   ]
   for (const [search, body, headers] of cases) {
     const res = await post(search, body, headers)
@@ -142,7 +142,7 @@ t.test('files, URLs, programs, models, paths and the engine\'s configuration are
   const queries: Array<[string, Record<string, string>?]> = [
     [`SELECT file('${secretFile}')`],
     [`SELECT * FROM file('${secretFile}', 'LineAsString')`],
-    [`SELECT * FROM url('http://127.0.0.1:1/x', 'CSV', 'a String')`],
+    ['SELECT * FROM url(\'http://127.0.0.1:1/x\', \'CSV\', \'a String\')'],
     ['SELECT * FROM urlCluster(\'default\', \'http://127.0.0.1:1/x\', \'CSV\', \'a String\')'],
     ['SELECT * FROM input(\'a String\')'],
     ['SELECT * FROM merge(\'system\', \'.*\')'],
