@@ -1,6 +1,7 @@
 import type { Session } from 'chdb'
 import {
   analystFormat, checkAnalystSetting, checkAnalystStatement, checkServeFormat, checkServeSetting, checkServeStatement, SandboxRefusal,
+  type TableFunctionNames,
 } from './sandbox.ts'
 
 export { functionsInAst } from './sandbox.ts'
@@ -146,6 +147,8 @@ export class AnalyticsEngine {
     readonly access: EngineAccess,
     /** Held open for the engine's life: the data directory stays loaded between queries. */
     private readonly keeper: Session,
+    /** The engine's table functions, which the checks refuse wherever they appear (sandbox.ts). */
+    private readonly tableFunctions: TableFunctionNames,
   ) {}
 
   /**
@@ -154,7 +157,11 @@ export class AnalyticsEngine {
    */
   static async open (path: string, access: EngineAccess): Promise<AnalyticsEngine> {
     const chdb = await import('chdb')
-    return new AnalyticsEngine(chdb.Session, path, access, new chdb.Session(path))
+    const keeper = new chdb.Session(path)
+    const listed = await AnalyticsEngine.runOn(keeper,
+      '/* svc:analytics_table_functions */ SELECT lower(name) FROM system.table_functions WHERE lower(name) NOT IN (SELECT lower(name) FROM system.functions)')
+    const tableOnly = new Set(listed.split('\n').map((n) => n.trim()).filter(Boolean))
+    return new AnalyticsEngine(chdb.Session, path, access, keeper, { tableOnly })
   }
 
   /** Runs one query; throws AnalyticsError with the engine's code and type. */
@@ -260,20 +267,20 @@ export class AnalyticsEngine {
   }
 
   /** Checks a read-only query (docs/analysts.md#what-analysts-can-set); returns the statement to run and its output format. */
-  private static async check (session: Session, sql: string, defaultFormat: string): Promise<ParsedStatement> {
+  private static async check (session: Session, sql: string, defaultFormat: string, tableFunctions: TableFunctionNames): Promise<ParsedStatement> {
     const parsed = await AnalyticsEngine.parse(session, sql, defaultFormat)
     // The format first: EXPLAIN AST runs nothing, but a refusal should name what was asked for.
     const format = sandboxed(() => analystFormat(parsed.format))
     const ast = await AnalyticsEngine.runOn(session, `EXPLAIN AST ${parsed.statement}`)
-    sandboxed(() => checkAnalystStatement(parsed.statement, ast))
+    sandboxed(() => checkAnalystStatement(parsed.statement, ast, tableFunctions))
     return { statement: parsed.statement, format }
   }
 
   /** Checks a statement for the writable stand-in: nothing that names a file, a URL or a schema. */
-  private static async checkWritable (session: Session, parsed: ParsedStatement): Promise<void> {
+  private static async checkWritable (session: Session, parsed: ParsedStatement, tableFunctions: TableFunctionNames): Promise<void> {
     sandboxed(() => checkServeFormat(parsed.format))
     const ast = await AnalyticsEngine.runOn(session, `EXPLAIN AST ${parsed.statement}`)
-    sandboxed(() => checkServeStatement(parsed.statement, ast))
+    sandboxed(() => checkServeStatement(parsed.statement, ast, tableFunctions))
   }
 
   private static async execute (session: Session, sql: string, format: string, timeoutMs?: number): Promise<AnalyticsResult> {
@@ -298,7 +305,7 @@ export class AnalyticsEngine {
     let runner: Session | undefined
     try {
       await AnalyticsEngine.runOn(guard, AnalyticsEngine.readonlySetup(query, undefined))
-      const { statement, format } = await AnalyticsEngine.check(guard, sql, query.defaultFormat)
+      const { statement, format } = await AnalyticsEngine.check(guard, sql, query.defaultFormat, this.tableFunctions)
       runner = new this.SessionCtor(this.path)
       await AnalyticsEngine.runOn(runner, runnerSetup)
       // The engine stops the query at max_execution_time; the timeout only answers the client if it did not.
@@ -315,7 +322,7 @@ export class AnalyticsEngine {
       const setup = AnalyticsEngine.writableSetup(query)
       if (setup) await AnalyticsEngine.runOn(session, setup)
       const parsed = await AnalyticsEngine.parse(session, query.sql, query.defaultFormat)
-      await AnalyticsEngine.checkWritable(session, parsed)
+      await AnalyticsEngine.checkWritable(session, parsed, this.tableFunctions)
       const { format } = parsed
       // The text as sent, not its formatting: formatQuery drops an insert's inline rows (VALUES …).
       return await AnalyticsEngine.execute(session, query.data === undefined ? query.sql : `${query.sql}\n${query.data}`, format)

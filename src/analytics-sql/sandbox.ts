@@ -123,6 +123,16 @@ const SYSTEM_TABLES = new Set([
 /** Databases analysts may read: the service's tables, the allowed system tables, and the standard views over them. */
 const ANALYST_DATABASES = new Set(['default', 'system', 'information_schema', 'INFORMATION_SCHEMA'])
 
+/**
+ * The engine's table functions that are not also ordinary functions (lower case): wherever one of
+ * them appears in a statement (`EXPLAIN TABLE OVERRIDE mysql(…)`, an `IN` operand …), it is a table
+ * function, checked as one. Read from the engine, so a table function a new release adds is covered.
+ */
+export interface TableFunctionNames {
+  tableOnly: ReadonlySet<string>
+}
+const NO_NAMES: TableFunctionNames = { tableOnly: new Set() }
+
 /** Why a query is refused: ClickHouse's READONLY code (164), as a server answers a read-only user. */
 export class SandboxRefusal extends Error {}
 
@@ -194,7 +204,7 @@ export function analystFormat (name: string): string {
  * Checks a statement analysts want to run, from its formatting by the engine and the engine's
  * `EXPLAIN AST` of that formatting (with the query's parameters substituted); throws SandboxRefusal.
  */
-export function checkAnalystStatement (formatted: string, ast: string): void {
+export function checkAnalystStatement (formatted: string, ast: string, tableFunctions: TableFunctionNames = NO_NAMES): void {
   refuseFileSyntax(formatted)
   const nodes = astNodes(ast)
   const kind = nodes[0]?.node.split(/\s/, 1)[0] ?? ''
@@ -214,7 +224,7 @@ export function checkAnalystStatement (formatted: string, ast: string): void {
     const fn = /^Function (\S+)/.exec(node)
     if (fn) {
       const name = fn[1]!.toLowerCase()
-      const table = parent?.node.startsWith('TableExpression') ?? false
+      const table = (parent?.node.startsWith('TableExpression') ?? false) || tableFunctions.tableOnly.has(name)
       if (table && !ANALYST_TABLE_FUNCTIONS.has(name)) throw new SandboxRefusal(`Table function ${fn[1]} is not allowed: only the service's tables can be read`)
       if (!table && REFUSED_FUNCTIONS.has(name)) throw new SandboxRefusal(`Function ${fn[1]} is not allowed`)
     }
@@ -257,7 +267,7 @@ export function checkServeFormat (name: string): void {
  * reaching files, URLs, other servers or programs, no function reading files, no SETTINGS clause or
  * format naming files.
  */
-export function checkServeStatement (formatted: string, ast: string): void {
+export function checkServeStatement (formatted: string, ast: string, tableFunctions: TableFunctionNames = NO_NAMES): void {
   refuseFileSyntax(formatted)
   if (/^ATTACH\b[^\n]*\bFROM '/.test(formatted)) throw new SandboxRefusal('ATTACH … FROM a path is not allowed')
   const nodes = astNodes(ast)
@@ -278,7 +288,7 @@ export function checkServeStatement (formatted: string, ast: string): void {
         if (!SERVE_ENGINES.test(fn[1]!)) throw new SandboxRefusal(`Engine ${fn[1]} is not allowed: only engines that keep data in the engine's own directory`)
         continue
       }
-      const table = where.startsWith('TableExpression') || (parent === nodes[0] && kind === 'InsertQuery')
+      const table = where.startsWith('TableExpression') || (parent === nodes[0] && kind === 'InsertQuery') || tableFunctions.tableOnly.has(name)
       if (table && !SERVE_TABLE_FUNCTIONS.has(name)) throw new SandboxRefusal(`Table function ${fn[1]} is not allowed: it reaches files, URLs, other servers or programs`)
       if (!table && REFUSED_FUNCTIONS.has(name)) throw new SandboxRefusal(`Function ${fn[1]} is not allowed`)
     }

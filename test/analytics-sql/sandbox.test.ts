@@ -164,6 +164,11 @@ t.test('files, URLs, programs, models, paths and the engine\'s configuration are
     ['SELECT * FROM system.{t:Identifier}', { param_t: 'server_settings' }],
     ['SELECT * FROM {d:Identifier}.server_settings', { param_d: 'system' }],
     ['SELECT * FROM _temporary_and_external_tables.x'],
+    // Table functions outside a FROM: wherever one appears it is checked as a table function.
+    ["EXPLAIN TABLE OVERRIDE mysql('127.0.0.1:3306', 'db', 't', 'u', 'p') PARTITION BY a"],
+    ["EXPLAIN TABLE OVERRIDE postgresql('127.0.0.1:5432', 'db', 't', 'u', 'p') PARTITION BY a"],
+    ["SELECT 1 WHERE 1 IN url('http://127.0.0.1:1/x', 'CSV', 'a UInt8')"],
+    ["SELECT 1 IN s3('http://127.0.0.1:1/b/k.csv', 'CSV', 'a UInt8')"],
     ['SYSTEM RELOAD CONFIG'],
     ['SYSTEM DROP FORMAT SCHEMA CACHE'],
     [`BACKUP TABLE system.one TO File('${join(dir, 'backup')}')`],
@@ -188,6 +193,17 @@ t.test('files, URLs, programs, models, paths and the engine\'s configuration are
   t.equal(db.status, 404, 'another database is refused')
   const header = await post('', 'SELECT 1', { 'x-clickhouse-database': 'system' })
   t.equal(header.status, 404, 'another database is refused by header too')
+})
+
+t.test('a compressed body is held to the size limit once decompressed (no decompression bomb)', async (t) => {
+  const { gzipSync } = await import('node:zlib')
+  const bomb = gzipSync(Buffer.concat([Buffer.from('SELECT 1 -- '), Buffer.alloc(64 * 1024 * 1024, 0x20)]))
+  t.ok(bomb.length < 200 * 1024, 'small on the wire')
+  const res = await fetch(`${url}/`, { method: 'POST', headers: { ...auth, 'content-encoding': 'gzip' }, body: bomb })
+  t.equal(res.status, 400)
+  t.equal(res.headers.get('x-clickhouse-exception-code'), '62')
+  const after = await post('', 'SELECT 1')
+  t.equal(after.text, '1\n', 'the port goes on')
 })
 
 t.test('what clients need still works: allowed settings, formats, schema browsing', async (t) => {
