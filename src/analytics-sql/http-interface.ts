@@ -43,6 +43,8 @@ const HTTP_PARAMETERS = new Set([
 ])
 
 const VERSION = '26.7'
+/** A query id that can be echoed in X-ClickHouse-Query-Id. */
+const QUERY_ID = /^[\x20-\x7e]{1,256}$/
 
 /** HTTP status of an engine error, as ClickHouse's HTTP handler chooses it. */
 function httpStatusOf (code: number): number {
@@ -242,7 +244,14 @@ export function createAnalyticsHttpServer (opts: AnalyticsHttpOptions): Server {
       res.writeHead(400, { 'content-type': 'text/plain; charset=UTF-8' }).end('Cannot parse the request URL\n')
       return
     }
-    const queryId = url.searchParams.get('query_id') || randomUUID()
+    // The id is echoed in a header: one that cannot be a header value is refused, not echoed.
+    const asked = url.searchParams.get('query_id')
+    const queryId = asked && QUERY_ID.test(asked) ? asked : randomUUID()
+    if (asked && queryId !== asked) {
+      req.resume()
+      sendError(res, new AnalyticsError(36, 'BAD_ARGUMENTS', 'query_id must be 1 to 256 printable ASCII characters'), queryId)
+      return
+    }
     handle(req, res, url, queryId).catch((err: unknown) => {
       const known = err instanceof AnalyticsError
       if (!known) opts.log.error({ err }, 'ClickHouse HTTP interface: unexpected error')

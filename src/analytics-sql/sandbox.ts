@@ -38,7 +38,7 @@ export const ANALYST_SETTINGS: ReadonlySet<string> = new Set([
   'max_block_size', 'max_rows_to_read', 'max_bytes_to_read', 'max_rows_to_group_by', 'max_rows_to_sort', 'max_rows_in_set',
   'prefer_column_name_to_alias', 'cast_keep_nullable', 'aggregate_functions_null_for_empty', 'transform_null_in', 'use_query_cache',
   'optimize_read_in_order', 'optimize_aggregation_in_order', 'optimize_move_to_prewhere', 'optimize_use_projections',
-  'result_overflow_mode', 'join_algorithm', 'count_distinct_implementation', 'union_default_mode', 'joined_subquery_requires_alias',
+  'result_overflow_mode', 'count_distinct_implementation', 'union_default_mode', 'joined_subquery_requires_alias',
   'log_comment',
 ])
 

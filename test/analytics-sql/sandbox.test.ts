@@ -206,6 +206,14 @@ t.test('a compressed body is held to the size limit once decompressed (no decomp
   t.equal(after.text, '1\n', 'the port goes on')
 })
 
+t.test('a query_id that cannot be echoed in a header is refused with 400, not left unanswered', async (t) => {
+  const res = await post(`?query_id=${encodeURIComponent('x\r\nSet-Cookie: a=b')}`, 'SELECT 1')
+  t.equal(res.status, 400)
+  t.equal(res.code, '36')
+  const ok = await post('?query_id=my-query-1', 'SELECT 1')
+  t.equal(ok.status, 200)
+})
+
 t.test('what clients need still works: allowed settings, formats, schema browsing', async (t) => {
   const client = createClient({ url, username: 'analyst', password: PASSWORD, log: { level: ClickHouseLogLevel.OFF } })
   t.teardown(() => client.close())
