@@ -212,7 +212,9 @@ export function checkAnalystStatement (formatted: string, ast: string, tableFunc
     throw new SandboxRefusal(`Only SELECT, EXPLAIN, SHOW, DESCRIBE and EXISTS queries are allowed (got ${nodes[0]?.node.replace(/\s*\(children \d+\)$/, '') ?? 'nothing'})`)
   }
   for (const { node, parent } of nodes) {
-    if (node === 'Set' || node.startsWith('Set ')) {
+    // EXPLAIN's own options (`EXPLAIN indexes = 1, json = 1 …`): the engine takes only its options there.
+    const explainOptions = kind === 'Explain' && parent === nodes[0]
+    if ((node === 'Set' || node.startsWith('Set ')) && !explainOptions) {
       const named = settingsNamed(formatted)
       const first = named.find((n) => !ANALYST_SETTINGS.has(n)) ?? named[0]
       throw new SandboxRefusal(first

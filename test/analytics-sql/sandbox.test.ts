@@ -237,7 +237,8 @@ t.test('what clients need still works: allowed settings, formats, schema browsin
   t.equal(lower.text, '{"a":1}\n', 'a format name in any case is the allowed format')
   for (const sql of ['SHOW TABLES', 'SHOW DATABASES', 'DESCRIBE TABLE system.one', 'EXISTS TABLE system.one',
     "SELECT name FROM system.tables WHERE database = 'system' LIMIT 1", 'SELECT count() FROM system.columns', 'SELECT * FROM information_schema.tables LIMIT 1',
-    'SELECT count() FROM system.settings', 'SELECT * FROM system.functions LIMIT 1', 'EXPLAIN SELECT 1', 'SELECT 1 FROM system.{t:Identifier}']) {
+    'SELECT count() FROM system.settings', 'SELECT * FROM system.functions LIMIT 1', 'EXPLAIN SELECT 1', 'EXPLAIN indexes = 1, json = 1 SELECT 1', 'SHOW TABLES LIKE \'%e%\'',
+    'SELECT 1 FROM system.{t:Identifier}']) {
     const res = await post(sql.includes('{t:') ? '?param_t=one' : '', sql)
     t.equal(res.status, 200, `${sql}: ${res.text.slice(0, 200)}`)
   }
