@@ -218,6 +218,7 @@ t.test('what names a file, a URL or a schema is refused; what the service sends 
     ['', `CREATE TABLE ${table}_f (a String) ENGINE = File(LineAsString, '${secretFile}')`],
     ['', `CREATE TABLE ${table}_u (a String) ENGINE = URL('http://127.0.0.1:1/x', CSV)`],
     ['', `CREATE DICTIONARY ${table}_d (a String) PRIMARY KEY a SOURCE(FILE(PATH '${secretFile}' FORMAT 'LineAsString')) LAYOUT(FLAT()) LIFETIME(0)`],
+    [`?query=${encodeURIComponent(`INSERT INTO ${table} FORMAT CapnProto`)}`, 'x'],
     ['', `BACKUP TABLE ${table} TO File('${join(dir, 'backup')}')`],
     ['', `ATTACH TABLE ${table}_a FROM '${dir}' (a String) ENGINE = MergeTree ORDER BY a`],
   ]
@@ -232,8 +233,9 @@ t.test('what names a file, a URL or a schema is refused; what the service sends 
 
   // What the service and its tests send: inserts with input formats and settings, projections, SYSTEM statements.
   await client.insert({ table, values: [{ a: 'x' }], format: 'JSONEachRow', clickhouse_settings: { date_time_input_format: 'best_effort', input_format_skip_unknown_fields: 1 } })
+  await client.command({ query: `INSERT INTO ${table} VALUES ('y'), ('z')` })
   await client.command({ query: `SYSTEM STOP MERGES ${table}` })
   await client.command({ query: `SYSTEM START MERGES ${table}` })
-  const rs = await client.query({ query: `SELECT a FROM ${table} SETTINGS max_threads = 1`, format: 'JSONEachRow' })
-  t.same(await rs.json(), [{ a: 'x' }])
+  const rs = await client.query({ query: `SELECT a FROM ${table} ORDER BY a SETTINGS max_threads = 1`, format: 'JSONEachRow' })
+  t.same(await rs.json(), [{ a: 'x' }, { a: 'y' }, { a: 'z' }])
 })
