@@ -8,5 +8,8 @@ COPY . .
 RUN mkdir -p /data && chown node:node /data
 USER node
 ENV HOST=0.0.0.0 PORT=3000 DATA_DIR=/data
+# The analysts' SQL port (8123) stays on the container's loopback, set explicitly: to reach it from the
+# host, set ANALYTICS_HOST=0.0.0.0 and publish it to the host's loopback (-p 127.0.0.1:8123:8123).
+ENV ANALYTICS_HOST=127.0.0.1
 EXPOSE 3000
 CMD ["node", "--max-semi-space-size=64", "--import", "tsx", "src/main.ts"]

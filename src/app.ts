@@ -95,7 +95,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(analyticsSql, {
     enabled: !config.clickhouseUrl && config.analytics.port !== null,
     port: config.analytics.port ?? 0,
-    host: config.host,
+    host: config.analytics.host,
     dataDir: config.dataDir,
     password: config.analytics.password,
     caps: config.analytics.caps,

@@ -21,7 +21,7 @@ const settingsSchema = {
   additionalProperties: false,
   properties: {
     port: { env: 'PORT', type: 'integer', minimum: 0, maximum: 65535, default: 3000, description: 'port of the HTTP API' },
-    host: { env: 'HOST', type: 'string', minLength: 1, default: '127.0.0.1', description: 'address the HTTP API (and the analysts\' SQL port) listens on' },
+    host: { env: 'HOST', type: 'string', minLength: 1, default: '127.0.0.1', description: 'address the HTTP API listens on (the analysts\' SQL port: `ANALYTICS_HOST`)' },
     databaseUrl: {
       env: 'DATABASE_URL', type: 'string', pattern: '^postgres(ql)?://', default: 'postgres://localhost:5432/agent_telemetry',
       description: 'Postgres; created and migrated at start. Without a user name the OS user is used, as libpq does',
@@ -240,11 +240,15 @@ const settingsSchema = {
     analytics: group({
       port: {
         env: 'ANALYTICS_PORT', type: 'string', pattern: '^(off|[0-9]{1,5})$', default: '8123',
-        description: 'the analysts\' read-only SQL port (ClickHouse HTTP interface), embedded engine only, bound to `HOST`; `off` disables it',
+        description: 'the analysts\' read-only SQL port (ClickHouse HTTP interface), embedded engine only, bound to `ANALYTICS_HOST`; `off` disables it',
+      },
+      host: {
+        env: 'ANALYTICS_HOST', type: 'string', minLength: 1, default: '127.0.0.1',
+        description: 'address the analysts\' SQL port listens on, independent of `HOST`; loopback unless set (SECURITY.md)',
       },
       password: {
-        env: 'ANALYST_PASSWORD', type: 'string', minLength: 8,
-        description: 'password of user `analyst`; unset: generated once into `$DATA_DIR/analyst-password` (0600)',
+        env: 'ANALYST_PASSWORD', type: 'string', minLength: 16,
+        description: 'password of user `analyst`, at least 16 characters; unset: generated once into `$DATA_DIR/analyst-password` (0600)',
       },
       caps: group({
         maxExecutionSeconds: { env: 'ANALYTICS_MAX_EXECUTION_SECONDS', type: 'integer', minimum: 1, maximum: 3600, default: 30, description: 'longest analyst query, in seconds' },

@@ -72,8 +72,8 @@ export function describeStartupFailure (err: unknown, config: Config): string {
     }
     if (code === 'EADDRINUSE') {
       const port = Number(e.port)
-      const setting = port === config.analytics.port ? 'ANALYTICS_PORT' : 'PORT'
-      return `${setting} ${port} on ${config.host} (HOST) is already in use: stop the other process or choose another ${setting}.`
+      const [setting, host, hostSetting] = port === config.analytics.port ? ['ANALYTICS_PORT', config.analytics.host, 'ANALYTICS_HOST'] : ['PORT', config.host, 'HOST']
+      return `${setting} ${port} on ${host} (${hostSetting}) is already in use: stop the other process or choose another ${setting}.`
     }
     if (code === 'EACCES' && typeof e.port === 'number') {
       return `not allowed to listen on port ${e.port} (PORT or ANALYTICS_PORT): choose a port above 1023.`

@@ -62,7 +62,8 @@ const EVERY_SETTING = {
   ALERT_RETENTION_DAYS: '92',
   WAITLIST_RETENTION_DAYS: '731',
   ANALYTICS_PORT: '9000',
-  ANALYST_PASSWORD: 'analyst-secret',
+  ANALYTICS_HOST: '0.0.0.0',
+  ANALYST_PASSWORD: 'analyst-secret-of-24-chars',
   ANALYTICS_MAX_EXECUTION_SECONDS: '31',
   ANALYTICS_MAX_MEMORY_BYTES: '1073741825',
   ANALYTICS_MAX_RESULT_ROWS: '1000001',
@@ -119,6 +120,7 @@ t.test('defaults: every setting unset', async (t) => {
     retention: { events: 90, rollups: 0, alerts: 90, waitlist: 730 },
     analytics: {
       port: 8123,
+      host: '127.0.0.1',
       caps: { maxExecutionSeconds: 30, maxMemoryBytes: 1073741824, maxResultRows: 1000000, maxResultBytes: 104857600, maxThreads: 1, maxConcurrentQueries: 2 },
     },
   })
@@ -174,7 +176,8 @@ t.test('every setting lands in its place', async (t) => {
     retention: { events: 91, rollups: 366, alerts: 92, waitlist: 731 },
     analytics: {
       port: 9000,
-      password: 'analyst-secret',
+      host: '0.0.0.0',
+      password: 'analyst-secret-of-24-chars',
       caps: { maxExecutionSeconds: 31, maxMemoryBytes: 1073741825, maxResultRows: 1000001, maxResultBytes: 104857601, maxThreads: 2, maxConcurrentQueries: 3 },
     },
   })
@@ -204,6 +207,7 @@ t.test('a bad value stops start-up with a message naming the setting and the rul
     [{ ANALYTICS_MAX_THREADS: '65' }, 'ANALYTICS_MAX_THREADS must be <= 64'],
     [{ ANALYTICS_PORT: 'x' }, 'ANALYTICS_PORT must match pattern "^(off|[0-9]{1,5})$"'],
     [{ ANALYTICS_PORT: '99999' }, 'ANALYTICS_PORT must be a port (0-65535) or off'],
+    [{ ANALYST_PASSWORD: 'fifteen-chars!!' }, 'ANALYST_PASSWORD must NOT have fewer than 16 characters'],
     [{ AUTH_JWKS_URL: 'https://idp.example/jwks' }, 'settings must have properties AUTH_ISSUER, AUTH_AUDIENCE when property AUTH_JWKS_URL is present'],
     [{ AUTH_ISSUER: 'i' }, 'settings must have property AUTH_JWKS_URL when property AUTH_ISSUER is present'],
     [{ NOTIFY_ALLOW_PRIVATE_NETWORKS: 'yes' }, 'NOTIFY_ALLOW_PRIVATE_NETWORKS must be equal to one of the allowed values'],

@@ -1,4 +1,10 @@
 import type { Session } from 'chdb'
+import {
+  analystFormat, checkAnalystSetting, checkAnalystStatement, checkServeFormat, checkServeSetting, checkServeStatement, SandboxRefusal,
+  type TableFunctionNames,
+} from './sandbox.ts'
+
+export { functionsInAst } from './sandbox.ts'
 
 /**
  * SQL over the embedded engine, as ClickHouse's HTTP interface runs it, in one of two modes.
@@ -10,18 +16,21 @@ import type { Session } from 'chdb'
  * (which the engine does not let anyone undo). Nothing set there can reach the service's connection,
  * and nothing the service sets reaches analysts.
  *
- * What `readonly = 1` does not refuse in the embedded engine, the check does: more than one statement
- * (the embedded engine runs them all), `INTO OUTFILE`, statements other than SELECT / EXPLAIN / SHOW /
- * DESCRIBE / EXISTS (`KILL QUERY` passes readonly), table functions other than local generators, and
- * the scalar functions that read the machine's files (`file`). The check parses with the engine itself
- * (`formatQuery`, `EXPLAIN AST`), and the statement run is the engine's own formatting of the query,
- * so what was checked is what runs.
+ * The caller's settings and formats are checked against exact allowlists (sandbox.ts) before any is
+ * set: the embedded engine does not confine the paths in settings such as `format_template_row` or
+ * `output_format_schema` to a user files directory, so a prefix rule would read and write files. What
+ * `readonly = 1` does not refuse in the embedded engine, the check does: more than one statement (the
+ * embedded engine runs them all), `INTO OUTFILE`, statements other than SELECT / EXPLAIN / SHOW /
+ * DESCRIBE / EXISTS (`KILL QUERY` passes readonly), table functions other than local generators,
+ * `SETTINGS` clauses, system tables not listed, and the functions that read files or load models. The
+ * check parses with the engine itself (`formatQuery`, `EXPLAIN AST`), and the statement run is the
+ * engine's own formatting of the query, so what was checked is what runs.
  *
  * Writable (`npm run clickhouse:serve`, the stand-in for a ClickHouse server in development and
  * tests). Each request gets one fresh connection, so its settings last for that request only, as on a
  * server; it runs the caller's text as sent (an insert's rows after its statement), once the engine's
  * parser has found one statement in it, since a server refuses several where the embedded engine
- * would run them all.
+ * would run them all, and none of it names a file, a URL or a schema (sandbox.ts).
  */
 export interface AnalyticsCaps {
   maxExecutionSeconds: number
@@ -67,16 +76,6 @@ export class AnalyticsError extends Error {
   }
 }
 
-/** Table functions that only generate or reshape data inside the engine. Every other one is refused. */
-const ALLOWED_TABLE_FUNCTIONS = new Set([
-  'numbers', 'numbers_mt', 'zeros', 'zeros_mt', 'generate_series', 'generateseries', 'primes', 'values', 'view', 'generaterandom',
-])
-/** Functions that read the machine's files or load external models. */
-const REFUSED_FUNCTIONS = new Set(['file', 'catboostevaluate', 'naivebayesclassifier', 'showcertificate'])
-/** First node of the statement's syntax tree, for the statements analysts may run. */
-const ALLOWED_STATEMENTS = /^(SelectWithUnionQuery|SelectIntersectExceptQuery|Explain|Show\w*|DescribeQuery|Exists\w*)\b/
-/** Settings a client may choose (output shape and harmless query behaviour). */
-const CLIENT_SETTINGS = /^(output_format_\w+|format_\w+|input_format_\w+|date_time_output_format|date_time_input_format|join_use_nulls|extremes|session_timezone|enable_analyzer|allow_experimental_analyzer|max_block_size|max_rows_to_read|max_bytes_to_read|max_rows_to_group_by|prefer_column_name_to_alias|cast_keep_nullable|aggregate_functions_null_for_empty|transform_null_in|use_query_cache|optimize_\w+)$/
 /** Settings a client may lower but never raise past our cap. */
 const CAPPED: Record<string, keyof AnalyticsCaps> = {
   max_execution_time: 'maxExecutionSeconds',
@@ -96,6 +95,7 @@ function literal (s: string): string {
 /** Maps a chDB error (`Code: N. DB::Exception: … (TYPE)`) to an AnalyticsError. */
 function toAnalyticsError (err: unknown): AnalyticsError {
   if (err instanceof AnalyticsError) return err
+  if (err instanceof SandboxRefusal) return refuse(err.message)
   const message = err instanceof Error ? err.message : String(err)
   const m = /Code: (\d+)\. (?:.*DB::Exception: )?(.*?)\s*\(([A-Z0-9_]{3,})\)(?: \(version [^)]*\))?[.\s]*$/s.exec(message)
   // The HTTP interface writes the message followed by `. (TYPE)`, as a server does: without its own final period.
@@ -110,20 +110,13 @@ function refuse (message: string): AnalyticsError {
   return new AnalyticsError(164, 'READONLY', message)
 }
 
-/** The functions and table functions named in an `EXPLAIN AST` listing: `[name, isTableFunction]`. */
-export function functionsInAst (ast: string): Array<[string, boolean]> {
-  const found: Array<[string, boolean]> = []
-  const stack: Array<{ depth: number; node: string }> = []
-  for (const line of ast.split('\n')) {
-    if (!line.trim()) continue
-    const depth = line.length - line.trimStart().length
-    const node = line.trim()
-    while (stack.length && stack[stack.length - 1]!.depth >= depth) stack.pop()
-    const fn = /^Function (\S+)/.exec(node)
-    if (fn) found.push([fn[1]!.toLowerCase(), stack[stack.length - 1]?.node.startsWith('TableExpression') ?? false])
-    stack.push({ depth, node })
+/** Runs a sandbox check, its refusal as ClickHouse's READONLY error. */
+function sandboxed<T> (check: () => T): T {
+  try {
+    return check()
+  } catch (err) {
+    throw toAnalyticsError(err)
   }
-  return found
 }
 
 type SessionClass = typeof Session
@@ -154,6 +147,8 @@ export class AnalyticsEngine {
     readonly access: EngineAccess,
     /** Held open for the engine's life: the data directory stays loaded between queries. */
     private readonly keeper: Session,
+    /** The engine's table functions, which the checks refuse wherever they appear (sandbox.ts). */
+    private readonly tableFunctions: TableFunctionNames,
   ) {}
 
   /**
@@ -162,7 +157,11 @@ export class AnalyticsEngine {
    */
   static async open (path: string, access: EngineAccess): Promise<AnalyticsEngine> {
     const chdb = await import('chdb')
-    return new AnalyticsEngine(chdb.Session, path, access, new chdb.Session(path))
+    const keeper = new chdb.Session(path)
+    const listed = await AnalyticsEngine.runOn(keeper,
+      '/* svc:analytics_table_functions */ SELECT lower(name) FROM system.table_functions WHERE lower(name) NOT IN (SELECT lower(name) FROM system.functions)')
+    const tableOnly = new Set(listed.split('\n').map((n) => n.trim()).filter(Boolean))
+    return new AnalyticsEngine(chdb.Session, path, access, keeper, { tableOnly })
   }
 
   /** Runs one query; throws AnalyticsError with the engine's code and type. */
@@ -214,7 +213,7 @@ export class AnalyticsEngine {
           if (asked > 0 && asked < caps[cap]) chosen[name] = String(Math.floor(asked))
           continue
         }
-        if (!CLIENT_SETTINGS.test(name)) throw refuse(`Cannot modify '${name}' setting in readonly mode`)
+        sandboxed(() => checkAnalystSetting(name))
         chosen[name] = value
       }
       for (const [name, value] of Object.entries(chosen)) statements.push(`SET ${name} = ${literal(value)}`)
@@ -239,6 +238,7 @@ export class AnalyticsEngine {
     statements.push(...AnalyticsEngine.paramStatements(query))
     for (const [name, value] of Object.entries(query.settings)) {
       if (!NAME.test(name)) throw new AnalyticsError(115, 'UNKNOWN_SETTING', `Unknown setting ${name}`)
+      sandboxed(() => checkServeSetting(name))
       statements.push(`SET ${name} = ${literal(value)}`)
     }
     if (query.method === 'GET' && Number(query.settings.readonly ?? 0) === 0) statements.push('SET readonly = 2')
@@ -266,18 +266,21 @@ export class AnalyticsEngine {
     return { statement: formatted.slice(0, withFormat.index), format: withFormat[1]! }
   }
 
-  /** Checks a read-only query; returns the statement to run and its output format. */
-  private static async check (session: Session, sql: string, defaultFormat: string): Promise<ParsedStatement> {
+  /** Checks a read-only query (docs/analysts.md#what-analysts-can-set); returns the statement to run and its output format. */
+  private static async check (session: Session, sql: string, defaultFormat: string, tableFunctions: TableFunctionNames): Promise<ParsedStatement> {
     const parsed = await AnalyticsEngine.parse(session, sql, defaultFormat)
-    if (/\bINTO\s+OUTFILE\b/i.test(parsed.statement)) throw refuse('INTO OUTFILE is not allowed')
+    // The format first: EXPLAIN AST runs nothing, but a refusal should name what was asked for.
+    const format = sandboxed(() => analystFormat(parsed.format))
     const ast = await AnalyticsEngine.runOn(session, `EXPLAIN AST ${parsed.statement}`)
-    const kind = ast.trimStart().split(/\s/, 1)[0] ?? ''
-    if (!ALLOWED_STATEMENTS.test(kind)) throw refuse(`Only SELECT, EXPLAIN, SHOW, DESCRIBE and EXISTS queries are allowed (got ${kind})`)
-    for (const [name, table] of functionsInAst(ast)) {
-      if (table && !ALLOWED_TABLE_FUNCTIONS.has(name)) throw refuse(`Table function ${name} is not allowed: only the service's tables can be read`)
-      if (!table && REFUSED_FUNCTIONS.has(name)) throw refuse(`Function ${name} is not allowed`)
-    }
-    return parsed
+    sandboxed(() => checkAnalystStatement(parsed.statement, ast, tableFunctions))
+    return { statement: parsed.statement, format }
+  }
+
+  /** Checks a statement for the writable stand-in: nothing that names a file, a URL or a schema. */
+  private static async checkWritable (session: Session, parsed: ParsedStatement, tableFunctions: TableFunctionNames): Promise<void> {
+    sandboxed(() => checkServeFormat(parsed.format))
+    const ast = await AnalyticsEngine.runOn(session, `EXPLAIN AST ${parsed.statement}`)
+    sandboxed(() => checkServeStatement(parsed.statement, ast, tableFunctions))
   }
 
   private static async execute (session: Session, sql: string, format: string, timeoutMs?: number): Promise<AnalyticsResult> {
@@ -296,13 +299,15 @@ export class AnalyticsEngine {
       throw new AnalyticsError(81, 'UNKNOWN_DATABASE', `Database ${query.database} does not exist (the service's tables are in default)`)
     }
     const sql = [query.sql, query.data ?? ''].filter((s) => s.trim()).join('\n')
+    // The settings asked for are checked first, so a refusal names the setting rather than its format.
+    const runnerSetup = AnalyticsEngine.readonlySetup(query, caps)
     const guard = new this.SessionCtor(this.path)
     let runner: Session | undefined
     try {
       await AnalyticsEngine.runOn(guard, AnalyticsEngine.readonlySetup(query, undefined))
-      const { statement, format } = await AnalyticsEngine.check(guard, sql, query.defaultFormat)
+      const { statement, format } = await AnalyticsEngine.check(guard, sql, query.defaultFormat, this.tableFunctions)
       runner = new this.SessionCtor(this.path)
-      await AnalyticsEngine.runOn(runner, AnalyticsEngine.readonlySetup(query, caps))
+      await AnalyticsEngine.runOn(runner, runnerSetup)
       // The engine stops the query at max_execution_time; the timeout only answers the client if it did not.
       return await AnalyticsEngine.execute(runner, statement, format, (caps.maxExecutionSeconds + 10) * 1000)
     } finally {
@@ -316,7 +321,9 @@ export class AnalyticsEngine {
     try {
       const setup = AnalyticsEngine.writableSetup(query)
       if (setup) await AnalyticsEngine.runOn(session, setup)
-      const { format } = await AnalyticsEngine.parse(session, query.sql, query.defaultFormat)
+      const parsed = await AnalyticsEngine.parse(session, query.sql, query.defaultFormat)
+      await AnalyticsEngine.checkWritable(session, parsed, this.tableFunctions)
+      const { format } = parsed
       // The text as sent, not its formatting: formatQuery drops an insert's inline rows (VALUES …).
       return await AnalyticsEngine.execute(session, query.data === undefined ? query.sql : `${query.sql}\n${query.data}`, format)
     } finally {

@@ -5,6 +5,7 @@ import type { Readable } from 'node:stream'
 import type { FastifyBaseLogger } from 'fastify'
 import { AnalyticsError, type AnalyticsEngine, type AnalyticsQuery, type AnalyticsResult } from './engine.ts'
 import { passwordMatches } from './password.ts'
+import { LoginThrottle, DEFAULT_LOGIN_THROTTLE, type LoginThrottleOptions } from './login-throttle.ts'
 
 /**
  * The subset of ClickHouse's HTTP interface that clients use (the official clients, clickhouse-connect,
@@ -28,6 +29,8 @@ export interface AnalyticsHttpOptions {
   maxBodyBytes?: number
   /** X-ClickHouse-Server-Display-Name of the answers. */
   displayName?: string
+  /** How failed logins are slowed per client address (DEFAULT_LOGIN_THROTTLE unless given). */
+  loginThrottle?: LoginThrottleOptions
 }
 
 /** URL parameters that belong to the HTTP layer, not to the engine's settings. */
@@ -40,6 +43,8 @@ const HTTP_PARAMETERS = new Set([
 ])
 
 const VERSION = '26.7'
+/** A query id that can be echoed in X-ClickHouse-Query-Id. */
+const QUERY_ID = /^[\x20-\x7e]{1,256}$/
 
 /** HTTP status of an engine error, as ClickHouse's HTTP handler chooses it. */
 function httpStatusOf (code: number): number {
@@ -110,12 +115,26 @@ function compress (body: Buffer, accept: string): { body: Buffer; encoding?: str
   return { body }
 }
 
-/** The user a request presents when it is not the one allowed in; null when the request may go on. */
-function refusedUser (req: IncomingMessage, url: URL, opts: AnalyticsHttpOptions): string | null {
+/**
+ * The user a request presents when it is not the one allowed in; null when the request may go on.
+ * Failed logins are slowed per client address and logged at warn with it (login-throttle.ts).
+ */
+async function refusedUser (req: IncomingMessage, url: URL, opts: AnalyticsHttpOptions, throttle: LoginThrottle): Promise<string | null> {
   if (!opts.credentials) return null
+  const remote = req.socket.remoteAddress ?? 'unknown'
   const { user, password } = credentials(req, url)
-  if (user === opts.credentials.user && passwordMatches(opts.credentials.password, password)) return null
-  opts.log.warn({ user, remote: req.socket.remoteAddress }, 'ClickHouse HTTP interface: authentication failed')
+  const wait = throttle.admit(remote)
+  if (wait === null) {
+    opts.log.warn({ user, remote }, 'ClickHouse HTTP interface: too many failed logins from this address, refused without checking')
+    return user
+  }
+  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
+  if (user === opts.credentials.user && passwordMatches(opts.credentials.password, password)) {
+    throttle.succeeded(remote)
+    return null
+  }
+  const failures = throttle.failed(remote)
+  opts.log.warn({ user, remote, failures }, 'ClickHouse HTTP interface: authentication failed')
   return user
 }
 
@@ -172,6 +191,7 @@ function summaryOf (result: AnalyticsResult): string {
 export function createAnalyticsHttpServer (opts: AnalyticsHttpOptions): Server {
   const maxQueryBytes = opts.maxQueryBytes ?? 1024 * 1024
   const maxBodyBytes = opts.maxBodyBytes ?? maxQueryBytes
+  const throttle = new LoginThrottle(opts.loginThrottle ?? DEFAULT_LOGIN_THROTTLE)
   const handle = async (req: IncomingMessage, res: ServerResponse, url: URL, queryId: string) => {
     const ok = () => {
       res.writeHead(200, { 'content-type': 'text/plain; charset=UTF-8' })
@@ -188,7 +208,7 @@ export function createAnalyticsHttpServer (opts: AnalyticsHttpOptions): Server {
       res.end('Method not allowed\n')
       return
     }
-    const refused = refusedUser(req, url, opts)
+    const refused = await refusedUser(req, url, opts, throttle)
     if (refused !== null) {
       req.resume()
       return sendError(res, new AnalyticsError(516, 'AUTHENTICATION_FAILED',
@@ -224,7 +244,14 @@ export function createAnalyticsHttpServer (opts: AnalyticsHttpOptions): Server {
       res.writeHead(400, { 'content-type': 'text/plain; charset=UTF-8' }).end('Cannot parse the request URL\n')
       return
     }
-    const queryId = url.searchParams.get('query_id') || randomUUID()
+    // The id is echoed in a header: one that cannot be a header value is refused, not echoed.
+    const asked = url.searchParams.get('query_id')
+    const queryId = asked && QUERY_ID.test(asked) ? asked : randomUUID()
+    if (asked && queryId !== asked) {
+      req.resume()
+      sendError(res, new AnalyticsError(36, 'BAD_ARGUMENTS', 'query_id must be 1 to 256 printable ASCII characters'), queryId)
+      return
+    }
     handle(req, res, url, queryId).catch((err: unknown) => {
       const known = err instanceof AnalyticsError
       if (!known) opts.log.error({ err }, 'ClickHouse HTTP interface: unexpected error')

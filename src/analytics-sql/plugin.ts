@@ -10,6 +10,8 @@ import { createAnalyticsHttpServer } from './http-interface.ts'
 interface AnalyticsSqlPort {
   /** Starts listening (main.ts calls it after the API listens); resolves with the port bound. */
   listen(): Promise<number>
+  /** The address listened on once listening (ANALYTICS_HOST: loopback unless set). */
+  address(): AddressInfo | null
   /** Where the password is kept when generated (undefined when ANALYST_PASSWORD is set). */
   passwordFile: string | undefined
   /** Analyst queries running now (each counts from its arrival; at most ANALYTICS_MAX_CONCURRENT_QUERIES). */
@@ -26,6 +28,7 @@ interface AnalyticsSqlOptions {
   /** False with a ClickHouse server (analysts connect to it) or with ANALYTICS_PORT=off. */
   enabled: boolean
   port: number
+  /** ANALYTICS_HOST, independent of the API's HOST. */
   host: string
   dataDir: string
   password: string | undefined
@@ -48,6 +51,7 @@ export default fp(async function analyticsSql (app, opts: AnalyticsSqlOptions) {
   app.decorate('analyticsSql', {
     passwordFile: file,
     running: () => engine.running,
+    address: () => (server?.address() as AddressInfo | null | undefined) ?? null,
     async listen () {
       server = createAnalyticsHttpServer({ engine, credentials: { user: ANALYST_USER, password }, log: app.log })
       const s = server

@@ -16,6 +16,8 @@ if (TEST_CLICKHOUSE_URL) {
 async function run () {
   const PASSWORD = 'analyst-test-password'
   const app = await buildTestApp(t, {
+    // The API's address does not carry over to the analysts' port (ANALYTICS_HOST is unset).
+    HOST: '0.0.0.0',
     ANALYTICS_PORT: '0',
     ANALYST_PASSWORD: PASSWORD,
     ANALYTICS_MAX_RESULT_ROWS: '1000',
@@ -47,6 +49,10 @@ async function run () {
     }
     throw new Error('expected a ClickHouse error')
   }
+
+  t.test('the analysts\' port listens on the loopback unless ANALYTICS_HOST says otherwise, whatever HOST is', async (t) => {
+    t.equal(app.analyticsSql!.address()?.address, '127.0.0.1')
+  })
 
   t.test('the official client reads the service tables in several formats, with query parameters', async (t) => {
     const rs = await client.query({

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -182,4 +182,60 @@ t.test('the data stays in the data directory across restarts', async (t) => {
   await query('INSERT INTO kept VALUES (42)')
   t.equal(Buffer.concat(await query('SELECT id FROM kept')).toString(), '42\n')
   t.ok(existsSync(join(dataDir, 'clickhouse')), 'under DATA-DIR/clickhouse, as the service keeps its embedded store')
+})
+
+t.test('what names a file, a URL or a schema is refused; what the service sends still works', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'serve-sandbox-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const secret = `secret-${randomBytes(8).toString('hex')}`
+  const secretFile = join(dir, 'key.json')
+  writeFileSync(secretFile, `{"kty":"${secret}"}`)
+  const target = join(dir, 'x.sh')
+  const table = randomId('sbx_')
+  await client.command({ query: `CREATE TABLE ${table} (a String) ENGINE = MergeTree ORDER BY a` })
+  const bodies: string[] = []
+  const send = async (search: string, body: string, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${endpoint.url}/${search}`, { method: 'POST', body, headers })
+    const text = await res.text()
+    bodies.push(text)
+    return { status: res.status, code: res.headers.get('x-clickhouse-exception-code'), text }
+  }
+  const refused: Array<[string, string, Record<string, string>?]> = [
+    [`?format_template_row=${encodeURIComponent(secretFile)}&default_format=Template`, 'SELECT 1'],
+    [`?output_format_schema=${encodeURIComponent(target)}&default_format=Protobuf`, 'SELECT 1 AS `x\necho owned\ny`'],
+    [`?format_schema=${encodeURIComponent(secretFile)}:M`, 'SELECT 1'],
+    ['', 'SELECT 1', { 'x-clickhouse-format': 'Template' }],
+    ['', 'SELECT 1 FORMAT CapnProto'],
+    ['', `SELECT 1 SETTINGS format_template_row = '${secretFile}' FORMAT Template`],
+    ['', `SET format_template_row = '${secretFile}'`],
+    ['', `SELECT file('${secretFile}')`],
+    ['', `SELECT * FROM file('${secretFile}', 'LineAsString')`],
+    ['', "SELECT * FROM url('http://127.0.0.1:1/x', 'CSV', 'a String')"],
+    ['', "SELECT * FROM executable('ls', 'TSV', 'a String')"],
+    ['', `SELECT 1 INTO OUTFILE '${target}'`],
+    ['', `INSERT INTO ${table} FROM INFILE '${secretFile}' FORMAT LineAsString`],
+    ['', `INSERT INTO FUNCTION file('${target}', 'TSV') SELECT 'echo owned'`],
+    ['', `CREATE TABLE ${table}_f (a String) ENGINE = File(LineAsString, '${secretFile}')`],
+    ['', `CREATE TABLE ${table}_u (a String) ENGINE = URL('http://127.0.0.1:1/x', CSV)`],
+    ['', `CREATE DICTIONARY ${table}_d (a String) PRIMARY KEY a SOURCE(FILE(PATH '${secretFile}' FORMAT 'LineAsString')) LAYOUT(FLAT()) LIFETIME(0)`],
+    [`?query=${encodeURIComponent(`INSERT INTO ${table} FORMAT CapnProto`)}`, 'x'],
+    ['', `BACKUP TABLE ${table} TO File('${join(dir, 'backup')}')`],
+    ['', `ATTACH TABLE ${table}_a FROM '${dir}' (a String) ENGINE = MergeTree ORDER BY a`],
+  ]
+  for (const [search, body, headers] of refused) {
+    const res = await send(search, body, headers)
+    t.equal(res.code, '164', `${search} ${body}: ${res.text}`)
+    t.equal(res.status, 403)
+  }
+  t.notOk(existsSync(target), 'no file was written')
+  t.notOk(existsSync(join(dir, 'backup')), 'no backup was written')
+  t.notOk(bodies.some((b) => b.includes(secret)), 'the secret never appeared')
+
+  // What the service and its tests send: inserts with input formats and settings, projections, SYSTEM statements.
+  await client.insert({ table, values: [{ a: 'x' }], format: 'JSONEachRow', clickhouse_settings: { date_time_input_format: 'best_effort', input_format_skip_unknown_fields: 1 } })
+  await client.command({ query: `INSERT INTO ${table} VALUES ('y'), ('z')` })
+  await client.command({ query: `SYSTEM STOP MERGES ${table}` })
+  await client.command({ query: `SYSTEM START MERGES ${table}` })
+  const rs = await client.query({ query: `SELECT a FROM ${table} ORDER BY a SETTINGS max_threads = 1`, format: 'JSONEachRow' })
+  t.same(await rs.json(), [{ a: 'x' }, { a: 'y' }, { a: 'z' }])
 })

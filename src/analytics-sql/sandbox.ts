@@ -1,0 +1,313 @@
+/**
+ * What a query on the analysts' port may name, as exact allowlists, and what `npm run clickhouse:serve`
+ * refuses too. The embedded engine does not hold paths in settings, formats and functions to a user
+ * files directory as a ClickHouse server does: `format_template_row=/abs/path` reads any file the
+ * process can read, `output_format_schema=/abs/path` writes one, `file('/abs/path')` reads one, and
+ * pointing `user_files_path` or `format_schema_path` elsewhere does not stop an absolute path. So
+ * nothing that names a file, a directory, a URL or a schema is accepted, and every rule here is a list
+ * of exact names: a name not listed is refused, whatever new setting or format the engine grows.
+ *
+ * The checks read the engine's own `EXPLAIN AST` of the engine's own formatting of the query (the text
+ * that runs), so what was checked is what runs (docs/analysts.md#what-analysts-can-set).
+ */
+
+/**
+ * Settings an analyst's client may send as URL parameters (applied before `readonly = 1`). Chosen for
+ * what the official clients, clickhouse-connect, Grafana's and DBeaver's drivers send, and for the
+ * shape of the output; none names a file, a directory, a URL or a schema.
+ */
+export const ANALYST_SETTINGS: ReadonlySet<string> = new Set([
+  // Output shape (JSON, text, Arrow/Parquet/ORC, Native/RowBinary).
+  'output_format_json_quote_64bit_integers', 'output_format_json_quote_64bit_floats', 'output_format_json_quote_denormals',
+  'output_format_json_quote_decimals', 'output_format_json_escape_forward_slashes', 'output_format_json_named_tuples_as_objects',
+  'output_format_json_array_of_rows', 'output_format_json_validate_utf8', 'output_format_json_pretty_print',
+  'output_format_json_map_as_array_of_tuples', 'output_format_write_statistics', 'output_format_decimal_trailing_zeros',
+  'output_format_pretty_max_rows', 'output_format_pretty_max_column_pad_width', 'output_format_pretty_max_value_width',
+  'output_format_pretty_color', 'output_format_pretty_grid_charset', 'output_format_pretty_row_numbers',
+  'output_format_csv_crlf_end_of_line', 'output_format_tsv_crlf_end_of_line', 'output_format_markdown_escape_special_characters',
+  'output_format_arrow_string_as_string', 'output_format_arrow_low_cardinality_as_dictionary',
+  'output_format_arrow_fixed_string_as_fixed_byte_array', 'output_format_parquet_string_as_string', 'output_format_orc_string_as_string',
+  'output_format_native_encode_types_in_binary_format', 'output_format_native_write_json_as_string',
+  'output_format_binary_encode_types_in_binary_format', 'output_format_binary_write_json_as_string',
+  'format_csv_delimiter', 'format_csv_allow_single_quotes', 'format_csv_allow_double_quotes', 'format_csv_null_representation',
+  'format_tsv_null_representation', 'date_time_output_format', 'interval_output_format', 'bool_true_representation', 'bool_false_representation',
+  // Sent by clients with every request (inserts are refused anyway, so they change nothing).
+  'date_time_input_format', 'input_format_null_as_default', 'input_format_skip_unknown_fields',
+  // Query behaviour.
+  'session_timezone', 'use_client_time_zone', 'join_use_nulls', 'extremes', 'enable_analyzer', 'allow_experimental_analyzer',
+  'max_block_size', 'max_rows_to_read', 'max_bytes_to_read', 'max_rows_to_group_by', 'max_rows_to_sort', 'max_rows_in_set',
+  'prefer_column_name_to_alias', 'cast_keep_nullable', 'aggregate_functions_null_for_empty', 'transform_null_in', 'use_query_cache',
+  'optimize_read_in_order', 'optimize_aggregation_in_order', 'optimize_move_to_prewhere', 'optimize_use_projections',
+  'result_overflow_mode', 'count_distinct_implementation', 'union_default_mode', 'joined_subquery_requires_alias',
+  'log_comment',
+])
+
+/**
+ * Output formats analysts may ask for (FORMAT clause, `default_format`, `X-ClickHouse-Format`), by
+ * their lower-case name (the engine reads format names in any case). Not listed, so refused: those
+ * that load a schema or template from a file or a registry (Template, Protobuf*, CapnProto, Avro,
+ * AvroConfluent, CustomSeparated*), the wire and driver formats, and the input-only ones.
+ */
+export const ANALYST_FORMATS: ReadonlyMap<string, string> = new Map([
+  'TabSeparated', 'TabSeparatedRaw', 'TabSeparatedWithNames', 'TabSeparatedWithNamesAndTypes', 'TabSeparatedRawWithNames',
+  'TabSeparatedRawWithNamesAndTypes', 'TSV', 'TSVRaw', 'TSVWithNames', 'TSVWithNamesAndTypes', 'TSVRawWithNames', 'TSVRawWithNamesAndTypes',
+  'CSV', 'CSVWithNames', 'CSVWithNamesAndTypes',
+  'JSON', 'JSONStrings', 'JSONCompact', 'JSONCompactStrings', 'JSONColumns', 'JSONColumnsWithMetadata', 'JSONCompactColumns',
+  'JSONEachRow', 'JSONLines', 'NDJSON', 'JSONL', 'JSONStringsEachRow', 'JSONCompactEachRow', 'JSONCompactEachRowWithNames',
+  'JSONCompactEachRowWithNamesAndTypes', 'JSONCompactStringsEachRow', 'JSONCompactStringsEachRowWithNames',
+  'JSONCompactStringsEachRowWithNamesAndTypes', 'JSONEachRowWithProgress', 'JSONStringsEachRowWithProgress', 'JSONObjectEachRow',
+  'PrettyJSONEachRow', 'PrettyJSONLines', 'PrettyNDJSON',
+  'Pretty', 'PrettyCompact', 'PrettyCompactMonoBlock', 'PrettyNoEscapes', 'PrettyCompactNoEscapes', 'PrettySpace', 'PrettySpaceNoEscapes',
+  'PrettyMonoBlock', 'PrettyNoEscapesMonoBlock', 'PrettyCompactNoEscapesMonoBlock', 'PrettySpaceMonoBlock', 'PrettySpaceNoEscapesMonoBlock',
+  'Vertical', 'Markdown', 'MD', 'XML', 'Values', 'SQLInsert', 'TSKV', 'Null', 'RawBLOB',
+  'RowBinary', 'RowBinaryWithNames', 'RowBinaryWithNamesAndTypes', 'Native', 'Parquet', 'Arrow', 'ArrowStream', 'ORC', 'MsgPack', 'BSONEachRow',
+].map((name) => [name.toLowerCase(), name]))
+
+/**
+ * Formats `npm run clickhouse:serve` refuses: those that load a schema, a template or a registry's
+ * answer (a file, a URL). Everything else a server's client sends works there.
+ */
+const FILE_FORMATS = new Set(['template', 'templateignorespaces', 'protobuf', 'protobufsingle', 'protobuflist', 'capnproto', 'avro', 'avroconfluent', 'regexp'])
+
+/**
+ * Settings `npm run clickhouse:serve` refuses: those that name a file, a directory, a URL or a schema
+ * (in any format). Matched exactly; the service's own code sets none of them.
+ */
+export const FILE_SETTINGS: ReadonlySet<string> = new Set([
+  'format_schema', 'format_schema_source', 'format_schema_message_name', 'output_format_schema', 'format_template_resultset',
+  'format_template_row', 'format_template_rows_between_delimiter', 'format_template_resultset_format', 'format_template_row_format',
+  'format_avro_schema_registry_url', 'input_format_protobuf_flatten_google_wrappers', 'format_protobuf_use_autogenerated_schema',
+  'format_capn_proto_use_autogenerated_schema', 'format_regexp', 'format_custom_result_before_delimiter', 'format_custom_result_after_delimiter',
+  'output_format_avro_string_column_pattern', 'schema_inference_use_cache_for_file', 'schema_inference_use_cache_for_url',
+  'schema_inference_use_cache_for_s3', 'schema_inference_use_cache_for_hdfs', 'schema_inference_use_cache_for_azure',
+  'engine_file_allow_create_multiple_files', 'engine_file_truncate_on_insert', 'engine_file_empty_if_not_exists', 'engine_file_skip_empty_files',
+  'engine_url_skip_empty_files', 'storage_file_read_method', 'into_outfile_create_parent_directories', 'allow_experimental_database_materialized_postgresql',
+  'input_format_parquet_use_native_reader_v3', 'format_display_secrets_in_show_and_select',
+])
+
+/** Table functions that only generate or reshape data inside the engine: all analysts may call. */
+const ANALYST_TABLE_FUNCTIONS = new Set([
+  'numbers', 'numbers_mt', 'zeros', 'zeros_mt', 'generate_series', 'generateseries', 'primes', 'values', 'view', 'generaterandom',
+])
+/** What `npm run clickhouse:serve` adds for the service's own statements and tests (inserts' input, projections' parts). */
+const SERVE_TABLE_FUNCTIONS = new Set([
+  ...ANALYST_TABLE_FUNCTIONS, 'input', 'format', 'merge', 'mergetreeindex', 'mergetreeprojection', 'mergetreeanalyzeindexes', 'null',
+])
+/** Functions that read the machine's files, load models or a format's schema, or show certificates. */
+const REFUSED_FUNCTIONS = new Set([
+  'file', 'catboostevaluate', 'naivebayesclassifier', 'showcertificate', 'modelevaluate', 'formatrow', 'formatrownonewline',
+  'getserversetting',
+])
+
+/** Statements (the first node of `EXPLAIN AST`) analysts may run. */
+const ANALYST_STATEMENTS = new Set([
+  'SelectWithUnionQuery', 'SelectIntersectExceptQuery', 'Explain', 'DescribeQuery', 'ShowTables', 'ShowColumns', 'ShowFunctions',
+  'ShowEngineQuery', 'ShowSetting', 'ShowProcesslistQuery', 'ShowCreateTableQuery', 'ShowCreateViewQuery', 'ShowCreateDictionaryQuery',
+  'ShowCreateDatabaseQuery', 'ExistsTableQuery', 'ExistsDatabaseQuery', 'ExistsDictionaryQuery', 'ExistsViewQuery',
+])
+
+/**
+ * Tables of the `system` database analysts may read: what clients' schema browsers and autocompletion
+ * read. Not listed, so refused: those that show the machine's paths and configuration
+ * (server_settings, disks, storage_policies, user_directories, build_options, macros), secrets or
+ * certificates (named_collections, certificates), the engine's internals (stack_trace, symbols, the
+ * caches and the access entities).
+ */
+const SYSTEM_TABLES = new Set([
+  'one', 'numbers', 'numbers_mt', 'zeros', 'zeros_mt', 'primes', 'databases', 'tables', 'columns', 'functions', 'table_functions',
+  'aggregate_function_combinators', 'data_type_families', 'table_engines', 'database_engines', 'formats', 'settings', 'settings_changes',
+  'merge_tree_settings', 'parts', 'parts_columns', 'projections', 'projection_parts', 'data_skipping_indices', 'dictionaries', 'processes',
+  'mutations', 'merges', 'time_zones', 'collations', 'keywords', 'contributors', 'licenses', 'errors', 'events', 'metrics',
+  'asynchronous_metrics', 'completions', 'codecs', 'documentation',
+])
+/** Databases analysts may read: the service's tables, the allowed system tables, and the standard views over them. */
+const ANALYST_DATABASES = new Set(['default', 'system', 'information_schema', 'INFORMATION_SCHEMA'])
+
+/**
+ * The engine's table functions that are not also ordinary functions (lower case): wherever one of
+ * them appears in a statement (`EXPLAIN TABLE OVERRIDE mysql(…)`, an `IN` operand …), it is a table
+ * function, checked as one. Read from the engine, so a table function a new release adds is covered.
+ */
+export interface TableFunctionNames {
+  tableOnly: ReadonlySet<string>
+}
+const NO_NAMES: TableFunctionNames = { tableOnly: new Set() }
+
+/** Why a query is refused: ClickHouse's READONLY code (164), as a server answers a read-only user. */
+export class SandboxRefusal extends Error {}
+
+export interface AstNode {
+  depth: number
+  node: string
+  /** The node that holds this one, null for the statement. */
+  parent: AstNode | null
+}
+
+/** The nodes of an `EXPLAIN AST` listing, each with its depth and parent. */
+export function astNodes (ast: string): AstNode[] {
+  const nodes: AstNode[] = []
+  const stack: AstNode[] = []
+  for (const line of ast.split('\n')) {
+    if (!line.trim()) continue
+    const depth = line.length - line.trimStart().length
+    while (stack.length && stack[stack.length - 1]!.depth >= depth) stack.pop()
+    const node: AstNode = { depth, node: line.trim(), parent: stack[stack.length - 1] ?? null }
+    nodes.push(node)
+    stack.push(node)
+  }
+  return nodes
+}
+
+/** The functions and table functions named in an `EXPLAIN AST` listing: `[name, isTableFunction]`. */
+export function functionsInAst (ast: string): Array<[string, boolean]> {
+  const found: Array<[string, boolean]> = []
+  for (const { node, parent } of astNodes(ast)) {
+    const fn = /^Function (\S+)/.exec(node)
+    if (fn) found.push([fn[1]!.toLowerCase(), parent?.node.startsWith('TableExpression') ?? false])
+  }
+  return found
+}
+
+/** The setting names of the first `SETTINGS` clause of a formatted statement (for the refusal's message). */
+function settingsNamed (formatted: string): string[] {
+  const clause = /^\s*SETTINGS (.*)$/m.exec(formatted)
+  if (!clause) return []
+  return [...clause[1]!.matchAll(/(?:^|,\s*)`?([A-Za-z_][A-Za-z0-9_]*)`?\s*=/g)].map((m) => m[1]!)
+}
+
+/** The output format named in an `EXPLAIN AST` listing: the statement's own `Identifier` child. */
+export function formatInAst (ast: string): string | null {
+  const nodes = astNodes(ast)
+  const statement = nodes[0]
+  if (!statement) return null
+  const own = nodes.filter((n) => n.parent === statement && /^Identifier \S+$/.test(n.node))
+  // A statement's own identifiers: a SELECT's or EXPLAIN's is its FORMAT; DESCRIBE and SHOW name tables in theirs.
+  if (!/^(SelectWithUnionQuery|SelectIntersectExceptQuery|Explain|DescribeQuery|ShowTables|ShowColumns|ShowFunctions|ShowEngineQuery|ShowSetting|ShowProcesslistQuery)\b/.test(statement.node)) return null
+  const last = own[own.length - 1]
+  return last ? last.node.slice('Identifier '.length) : null
+}
+
+function refuseFileSyntax (formatted: string): void {
+  // A string literal's line breaks are escaped in the engine's formatting: a clause starts a line.
+  if (/^\s*INTO OUTFILE\b/m.test(formatted) || /\bINTO OUTFILE '/.test(formatted)) throw new SandboxRefusal('INTO OUTFILE is not allowed')
+  if (/\bFROM INFILE '/.test(formatted)) throw new SandboxRefusal('FROM INFILE is not allowed')
+}
+
+/** The canonical name of an output format analysts may use; refuses any other. */
+export function analystFormat (name: string): string {
+  const canonical = ANALYST_FORMATS.get(name.toLowerCase())
+  if (!canonical) throw new SandboxRefusal(`Format ${name} is not allowed on the analysts' port (see docs/analysts.md for the formats allowed)`)
+  return canonical
+}
+
+/**
+ * Checks a statement analysts want to run, from its formatting by the engine and the engine's
+ * `EXPLAIN AST` of that formatting (with the query's parameters substituted); throws SandboxRefusal.
+ */
+export function checkAnalystStatement (formatted: string, ast: string, tableFunctions: TableFunctionNames = NO_NAMES): void {
+  refuseFileSyntax(formatted)
+  const nodes = astNodes(ast)
+  const kind = nodes[0]?.node.split(/\s/, 1)[0] ?? ''
+  if (!ANALYST_STATEMENTS.has(kind)) {
+    throw new SandboxRefusal(`Only SELECT, EXPLAIN, SHOW, DESCRIBE and EXISTS queries are allowed (got ${nodes[0]?.node.replace(/\s*\(children \d+\)$/, '') ?? 'nothing'})`)
+  }
+  for (const { node, parent } of nodes) {
+    // EXPLAIN's own options (`EXPLAIN indexes = 1, json = 1 …`): the engine takes only its options there.
+    const explainOptions = kind === 'Explain' && parent === nodes[0]
+    if ((node === 'Set' || node.startsWith('Set ')) && !explainOptions) {
+      const named = settingsNamed(formatted)
+      const first = named.find((n) => !ANALYST_SETTINGS.has(n)) ?? named[0]
+      throw new SandboxRefusal(first
+        ? `Setting ${first} is not allowed in a SETTINGS clause: send allowed settings as URL parameters`
+        : 'SETTINGS clauses are not allowed: send allowed settings as URL parameters')
+    }
+    // INTO OUTFILE's file name is a literal child of the statement itself.
+    if (parent && parent === nodes[0] && /^Literal '/.test(node)) throw new SandboxRefusal('INTO OUTFILE is not allowed')
+    const fn = /^Function (\S+)/.exec(node)
+    if (fn) {
+      const name = fn[1]!.toLowerCase()
+      const table = (parent?.node.startsWith('TableExpression') ?? false) || tableFunctions.tableOnly.has(name)
+      if (table && !ANALYST_TABLE_FUNCTIONS.has(name)) throw new SandboxRefusal(`Table function ${fn[1]} is not allowed: only the service's tables can be read`)
+      if (!table && REFUSED_FUNCTIONS.has(name)) throw new SandboxRefusal(`Function ${fn[1]} is not allowed`)
+    }
+    const table = /^TableIdentifier (\S+)/.exec(node)
+    if (table) refuseTable(table[1]!)
+  }
+  const format = formatInAst(ast)
+  if (format !== null) analystFormat(format)
+}
+
+/** Refuses a table analysts may not read: a `system` table not listed, or another database. */
+function refuseTable (identifier: string): void {
+  const dot = identifier.indexOf('.')
+  if (dot < 0) return // the current database: default
+  const database = identifier.slice(0, dot)
+  const table = identifier.slice(dot + 1)
+  if (!ANALYST_DATABASES.has(database)) throw new SandboxRefusal(`Database ${database} is not allowed: only the service's tables (default) can be read`)
+  if (database === 'system' && !SYSTEM_TABLES.has(table)) {
+    throw new SandboxRefusal(`Table system.${table} is not allowed on the analysts' port (see docs/analysts.md for the system tables allowed)`)
+  }
+}
+
+/** Checks a URL setting an analyst's client sent (those capped are checked by the engine). */
+export function checkAnalystSetting (name: string): void {
+  if (!ANALYST_SETTINGS.has(name)) throw new SandboxRefusal(`Setting ${name} is not allowed on the analysts' port (see docs/analysts.md for the settings allowed)`)
+}
+
+/** Refuses, for `npm run clickhouse:serve`, a setting that names a file, a directory, a URL or a schema. */
+export function checkServeSetting (name: string): void {
+  if (FILE_SETTINGS.has(name.toLowerCase())) throw new SandboxRefusal(`Setting ${name} is not allowed: it names a file, a URL or a schema`)
+}
+
+/** Refuses, for `npm run clickhouse:serve`, a format that loads a schema or template from a file or a URL. */
+export function checkServeFormat (name: string): void {
+  if (FILE_FORMATS.has(name.toLowerCase())) throw new SandboxRefusal(`Format ${name} is not allowed: it loads a schema or template from a file or a URL`)
+}
+
+/**
+ * Checks a statement for `npm run clickhouse:serve`: no INTO OUTFILE / FROM INFILE, no table function
+ * reaching files, URLs, other servers or programs, no function reading files, no SETTINGS clause or
+ * format naming files.
+ */
+export function checkServeStatement (formatted: string, ast: string, tableFunctions: TableFunctionNames = NO_NAMES): void {
+  refuseFileSyntax(formatted)
+  if (/^ATTACH\b[^\n]*\bFROM '/.test(formatted)) throw new SandboxRefusal('ATTACH … FROM a path is not allowed')
+  const nodes = astNodes(ast)
+  const kind = nodes[0]?.node.split(/\s/, 1)[0] ?? ''
+  if (kind === 'BackupQuery') throw new SandboxRefusal('BACKUP and RESTORE are not allowed: they write and read files')
+  const withChild = new Set<AstNode>()
+  for (const { node, parent } of nodes) {
+    // A storage definition's first child is its engine (PARTITION BY, ORDER BY … follow).
+    const firstChild = parent !== null && !withChild.has(parent)
+    if (parent) withChild.add(parent)
+    if (parent && parent === nodes[0] && /^Literal '/.test(node) && kind.startsWith('Select')) throw new SandboxRefusal('INTO OUTFILE is not allowed')
+    if (node.startsWith('Dictionary definition')) throw new SandboxRefusal('CREATE DICTIONARY is not allowed: a dictionary\'s source reaches files, URLs or other servers')
+    const fn = /^Function (\S+)/.exec(node)
+    if (fn) {
+      const name = fn[1]!.toLowerCase()
+      const where = parent?.node ?? ''
+      if (where.startsWith('Storage definition') && firstChild) {
+        if (!SERVE_ENGINES.test(fn[1]!)) throw new SandboxRefusal(`Engine ${fn[1]} is not allowed: only engines that keep data in the engine's own directory`)
+        continue
+      }
+      const table = where.startsWith('TableExpression') || (parent === nodes[0] && kind === 'InsertQuery') || tableFunctions.tableOnly.has(name)
+      if (table && !SERVE_TABLE_FUNCTIONS.has(name)) throw new SandboxRefusal(`Table function ${fn[1]} is not allowed: it reaches files, URLs, other servers or programs`)
+      if (!table && REFUSED_FUNCTIONS.has(name)) throw new SandboxRefusal(`Function ${fn[1]} is not allowed`)
+    }
+  }
+  for (const name of settingsInFormatted(formatted)) checkServeSetting(name)
+  const format = formatInAst(ast) ?? (kind === 'InsertQuery' ? /\bFORMAT (\w+)\s*$/.exec(formatted)?.[1] ?? null : null)
+  if (format !== null) checkServeFormat(format)
+}
+
+/** Table and database engines `npm run clickhouse:serve` creates: those keeping their data in the engine's own directory (or none). */
+const SERVE_ENGINES = /^((Replicated)?(Replacing|Summing|Aggregating|Collapsing|VersionedCollapsing|Coalescing)?MergeTree|Memory|Null|Buffer|Merge|Log|TinyLog|StripeLog|Set|Join|Atomic|Replicated|Lazy)$/
+
+/** Every setting named in the SETTINGS clauses and SET statements of a formatted statement. */
+function settingsInFormatted (formatted: string): string[] {
+  const names: string[] = []
+  for (const clause of formatted.matchAll(/^\s*(?:SET|SETTINGS) (.*)$/gm)) {
+    for (const m of clause[1]!.matchAll(/(?:^|,\s*)`?([A-Za-z_][A-Za-z0-9_]*)`?\s*=/g)) names.push(m[1]!)
+  }
+  return names
+}

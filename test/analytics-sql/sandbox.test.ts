@@ -1,0 +1,330 @@
+import t from 'tap'
+import { createClient, ClickHouseLogLevel } from '@clickhouse/client'
+import { execFile } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import type { FastifyBaseLogger } from 'fastify'
+import { AnalyticsEngine } from '../../src/analytics-sql/engine.ts'
+import { createAnalyticsHttpServer } from '../../src/analytics-sql/http-interface.ts'
+import { LoginThrottle } from '../../src/analytics-sql/login-throttle.ts'
+import { loadAnalystPassword } from '../../src/analytics-sql/password.ts'
+import { ANALYST_SETTINGS, ANALYST_FORMATS } from '../../src/analytics-sql/sandbox.ts'
+import { ConfigError, loadConfig } from '../../src/config.ts'
+
+// The analysts' port as the plugin builds it (engine read-only under caps, one user), on its own data
+// directory: this file does not build the app, so it runs the same way in either ClickHouse mode.
+const dir = mkdtempSync(join(tmpdir(), 'analytics-sandbox-'))
+t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+// A file standing for the local signing key: its contents must never appear in any answer.
+const SECRET = `{"kty":"OKP","d":"secret-${Math.random().toString(36).slice(2)}"}`
+const secretFile = join(dir, 'local-signing-key.json')
+writeFileSync(secretFile, SECRET)
+
+const PASSWORD = 'sandbox-test-password-24'
+const warnings: Array<Record<string, unknown>> = []
+const log = {
+  info: () => {},
+  error: () => {},
+  warn: (obj: Record<string, unknown>) => { warnings.push(obj) },
+} as unknown as FastifyBaseLogger
+const engine = await AnalyticsEngine.open(join(dir, 'clickhouse'), {
+  writable: false,
+  caps: { maxExecutionSeconds: 10, maxMemoryBytes: 256 * 1024 * 1024, maxResultRows: 1000, maxResultBytes: 10 * 1024 * 1024, maxThreads: 1, maxConcurrentQueries: 8 },
+})
+const server = createAnalyticsHttpServer({
+  engine,
+  credentials: { user: 'analyst', password: PASSWORD },
+  log,
+  loginThrottle: { baseMs: 300, maxMs: 1200, maxQueueMs: 4000, maxAddresses: 100, forgetAfterMs: 60_000 },
+})
+await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+t.teardown(async () => {
+  server.close()
+  await engine.close()
+  server.closeAllConnections()
+})
+const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+const auth = { authorization: `Basic ${Buffer.from(`analyst:${PASSWORD}`).toString('base64')}` }
+
+/** Every answer's body, to check none ever holds the secret. */
+const bodies: string[] = []
+async function post (search: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; code: string | null; text: string }> {
+  const res = await fetch(`${url}/${search}`, { method: 'POST', headers: { ...auth, ...headers }, body })
+  const text = await res.text()
+  bodies.push(text)
+  return { status: res.status, code: res.headers.get('x-clickhouse-exception-code'), text }
+}
+
+t.test('the vectors found by the review: template file read, schema file written', async (t) => {
+  const read = await post(`?format_template_row=${encodeURIComponent(secretFile)}&default_format=Template`, 'SELECT 1')
+  t.equal(read.status, 403)
+  t.equal(read.code, '164')
+  t.match(read.text, /Setting format_template_row is not allowed .*\(READONLY\)/)
+  t.notMatch(read.text, /kty/)
+
+  const target = join(dir, 'x.sh')
+  const written = await post(`?output_format_schema=${encodeURIComponent(target)}&default_format=Protobuf`, 'SELECT 1 AS `x\necho owned\ny`')
+  t.equal(written.status, 403)
+  t.equal(written.code, '164')
+  t.match(written.text, /Setting output_format_schema is not allowed/)
+  t.notOk(existsSync(target), 'no schema file was written')
+})
+
+t.test('formats that load a schema, a template or a registry are refused however they are asked for', async (t) => {
+  const cases: Array<[string, string, Record<string, string>]> = [
+    ['?default_format=Template', 'SELECT 1', {}],
+    ['?default_format=protobuf', 'SELECT 1', {}],
+    ['', 'SELECT 1', { 'x-clickhouse-format': 'Template' }],
+    ['', 'SELECT 1', { 'x-clickhouse-format': 'CapnProto' }],
+    ['', 'SELECT 1 FORMAT Template', {}],
+    ['', 'SELECT 1 FORMAT template', {}],
+    ['', 'SELECT 1 FORMAT ProtobufSingle', {}],
+    ['', 'SELECT 1 FORMAT ProtobufList', {}],
+    ['', 'SELECT 1 FORMAT Avro', {}],
+    ['', 'SELECT 1 FORMAT AvroConfluent', {}],
+    ['', 'SELECT 1 FORMAT CustomSeparated', {}],
+    ['', 'EXPLAIN SELECT 1 FORMAT Template', {}],
+    ['', 'SHOW TABLES FORMAT Protobuf', {}],
+    ['', 'DESCRIBE TABLE system.one FORMAT CapnProto', {}],
+    // A FORMAT followed by SETTINGS (the formatting keeps both) whose value is the current one.
+    ['', 'SELECT 1 FORMAT Protobuf SETTINGS max_threads = 1', {}],
+  ]
+  for (const [search, body, headers] of cases) {
+    const res = await post(search, body, headers)
+    t.equal(res.status, 403, `${search} ${body} ${JSON.stringify(headers)}: ${res.text}`)
+    t.equal(res.code, '164')
+  }
+  const named = await post('', 'SELECT 1 FORMAT Template')
+  t.match(named.text, /Format Template is not allowed/)
+})
+
+t.test('settings that name files, URLs or schemas are refused as URL parameters and in SETTINGS clauses, nested too', async (t) => {
+  const params = [
+    `format_schema=${encodeURIComponent(secretFile)}:Message`, 'format_template_resultset=/etc/passwd', 'format_template_rows_between_delimiter=x',
+    'format_avro_schema_registry_url=http://127.0.0.1:1', 'input_format_allow_errors_num=10', 'schema_inference_use_cache_for_file=0',
+    'format_regexp=x', 'format_custom_escaping_rule=Raw', 'format_display_secrets_in_show_and_select=1', 'readonly_but_unknown=1',
+    'allow_ddl=1', 'max_query_size=1',
+  ]
+  for (const p of params) {
+    const res = await post(`?${p}`, 'SELECT 1')
+    // max_query_size is an HTTP-level parameter (ignored, as on a server); every other one is refused.
+    if (p.startsWith('max_query_size')) {
+      t.equal(res.status, 200, p)
+      continue
+    }
+    t.equal(res.status, 403, `${p}: ${res.text}`)
+    t.equal(res.code, '164')
+    t.match(res.text, `Setting ${p.split('=')[0]} is not allowed`)
+  }
+  const clauses = [
+    `SELECT 1 SETTINGS format_template_row = '${secretFile}'`,
+    `SELECT * FROM (SELECT 1 SETTINGS format_template_row = '${secretFile}')`,
+    `SELECT * FROM view(SELECT 1 SETTINGS format_schema = '${secretFile}')`,
+    `EXPLAIN SELECT 1 SETTINGS output_format_schema = '${join(dir, 'y.proto')}'`,
+    'SELECT 1 SETTINGS readonly = 0',
+    // A setting analysts may send in the URL is still refused in a clause, even at its current value.
+    'SELECT 1 SETTINGS max_threads = 1',
+  ]
+  for (const sql of clauses) {
+    const res = await post('?default_format=TabSeparated', sql)
+    t.equal(res.status, 403, `${sql}: ${res.text}`)
+    t.equal(res.code, '164')
+  }
+  t.notOk(existsSync(join(dir, 'y.proto')))
+})
+
+t.test('files, URLs, programs, models, paths and the engine\'s configuration are out of reach', async (t) => {
+  const outfile = join(dir, 'out.txt')
+  const queries: Array<[string, Record<string, string>?]> = [
+    [`SELECT file('${secretFile}')`],
+    [`SELECT * FROM file('${secretFile}', 'LineAsString')`],
+    ['SELECT * FROM url(\'http://127.0.0.1:1/x\', \'CSV\', \'a String\')'],
+    ['SELECT * FROM urlCluster(\'default\', \'http://127.0.0.1:1/x\', \'CSV\', \'a String\')'],
+    ['SELECT * FROM input(\'a String\')'],
+    ['SELECT * FROM merge(\'system\', \'.*\')'],
+    [`SELECT * FROM view(SELECT * FROM file('${secretFile}', 'LineAsString'))`],
+    [`SELECT 1 INTO OUTFILE '${outfile}'`],
+    [`SELECT 1 INTO OUTFILE '${outfile}' FORMAT CSV`],
+    [`INSERT INTO events FROM INFILE '${secretFile}' FORMAT LineAsString`],
+    ["SELECT formatRow('Template', 1)"],
+    ["SELECT getServerSetting('user_files_path')"],
+    ["SELECT catboostEvaluate('/tmp/model.bin', 1)"],
+    ["SELECT naiveBayesClassifier('m', 'text')"],
+    ['SELECT * FROM system.server_settings'],
+    ['SELECT path FROM system.disks'],
+    ['SELECT * FROM system.user_directories'],
+    ['SELECT * FROM system.named_collections'],
+    ['SELECT * FROM system.certificates'],
+    ['SELECT 1 FROM system.one WHERE 1 IN (SELECT 1 FROM system.server_settings)'],
+    // A query parameter typed Identifier names a table: the check sees the table it names.
+    ['SELECT * FROM system.{t:Identifier}', { param_t: 'server_settings' }],
+    ['SELECT * FROM {d:Identifier}.server_settings', { param_d: 'system' }],
+    ['SELECT * FROM _temporary_and_external_tables.x'],
+    // Table functions outside a FROM: wherever one appears it is checked as a table function.
+    ["EXPLAIN TABLE OVERRIDE mysql('127.0.0.1:3306', 'db', 't', 'u', 'p') PARTITION BY a"],
+    ["EXPLAIN TABLE OVERRIDE postgresql('127.0.0.1:5432', 'db', 't', 'u', 'p') PARTITION BY a"],
+    ["SELECT 1 WHERE 1 IN url('http://127.0.0.1:1/x', 'CSV', 'a UInt8')"],
+    ["SELECT 1 IN s3('http://127.0.0.1:1/b/k.csv', 'CSV', 'a UInt8')"],
+    ['SYSTEM RELOAD CONFIG'],
+    ['SYSTEM DROP FORMAT SCHEMA CACHE'],
+    [`BACKUP TABLE system.one TO File('${join(dir, 'backup')}')`],
+    [`RESTORE TABLE x FROM File('${join(dir, 'backup')}')`],
+    [`ATTACH TABLE x FROM '${dir}' (a UInt8) ENGINE = MergeTree ORDER BY a`],
+    [`CREATE DICTIONARY d (a String) PRIMARY KEY a SOURCE(FILE(PATH '${secretFile}' FORMAT 'LineAsString')) LAYOUT(FLAT()) LIFETIME(0)`],
+    ['SHOW USERS'],
+    ['SHOW GRANTS'],
+    ['SHOW CREATE USER default'],
+    ['SET format_template_row = \'/etc/passwd\''],
+    ['USE system'],
+  ]
+  for (const [sql, extra] of queries) {
+    const search = extra ? `?${new URLSearchParams(extra)}` : ''
+    const res = await post(search, sql)
+    t.equal(res.status, 403, `${sql}: ${res.text}`)
+    t.equal(res.code, '164', sql)
+  }
+  t.notOk(existsSync(outfile), 'INTO OUTFILE wrote nothing')
+  t.notOk(existsSync(join(dir, 'backup')), 'BACKUP wrote nothing')
+  const db = await post('?database=system', 'SELECT 1')
+  t.equal(db.status, 404, 'another database is refused')
+  const header = await post('', 'SELECT 1', { 'x-clickhouse-database': 'system' })
+  t.equal(header.status, 404, 'another database is refused by header too')
+})
+
+t.test('a compressed body is held to the size limit once decompressed (no decompression bomb)', async (t) => {
+  const { gzipSync } = await import('node:zlib')
+  const bomb = gzipSync(Buffer.concat([Buffer.from('SELECT 1 -- '), Buffer.alloc(64 * 1024 * 1024, 0x20)]))
+  t.ok(bomb.length < 200 * 1024, 'small on the wire')
+  const res = await fetch(`${url}/`, { method: 'POST', headers: { ...auth, 'content-encoding': 'gzip' }, body: bomb })
+  t.equal(res.status, 400)
+  t.equal(res.headers.get('x-clickhouse-exception-code'), '62')
+  const after = await post('', 'SELECT 1')
+  t.equal(after.text, '1\n', 'the port goes on')
+})
+
+t.test('a query_id that cannot be echoed in a header is refused with 400, not left unanswered', async (t) => {
+  const res = await post(`?query_id=${encodeURIComponent('x\r\nSet-Cookie: a=b')}`, 'SELECT 1')
+  t.equal(res.status, 400)
+  t.equal(res.code, '36')
+  const ok = await post('?query_id=my-query-1', 'SELECT 1')
+  t.equal(ok.status, 200)
+})
+
+t.test('what clients need still works: allowed settings, formats, schema browsing', async (t) => {
+  const client = createClient({ url, username: 'analyst', password: PASSWORD, log: { level: ClickHouseLogLevel.OFF } })
+  t.teardown(() => client.close())
+  const rs = await client.query({
+    query: "SELECT toUInt64(18446744073709551615) AS big, toDateTime('2026-01-02 03:04:05', 'UTC') AS at, getSetting('max_result_rows') AS r",
+    format: 'JSONEachRow',
+    clickhouse_settings: {
+      output_format_json_quote_64bit_integers: 0, date_time_output_format: 'iso', max_result_rows: '10', wait_end_of_query: 1,
+      send_progress_in_http_headers: 0, enable_http_compression: 0, session_timezone: 'UTC', result_overflow_mode: 'throw',
+    },
+  })
+  const [row] = await rs.json<{ big: number; at: string; r: string }>()
+  t.equal(row!.at, '2026-01-02T03:04:05Z')
+  t.equal(String(row!.r), '10')
+  t.equal(typeof row!.big, 'number', 'output_format_json_quote_64bit_integers applied')
+  for (const format of ['JSON', 'JSONCompactEachRow', 'CSVWithNames', 'TabSeparatedWithNamesAndTypes', 'RowBinaryWithNamesAndTypes', 'Native', 'Parquet', 'Arrow', 'Pretty', 'Vertical']) {
+    const res = await post(`?default_format=${format}`, 'SELECT number FROM numbers(3)')
+    t.equal(res.status, 200, `${format}: ${res.text.slice(0, 200)}`)
+  }
+  const lower = await post('', 'SELECT 1 AS a FORMAT jsoneachrow')
+  t.equal(lower.text, '{"a":1}\n', 'a format name in any case is the allowed format')
+  for (const sql of ['SHOW TABLES', 'SHOW DATABASES', 'DESCRIBE TABLE system.one', 'EXISTS TABLE system.one',
+    "SELECT name FROM system.tables WHERE database = 'system' LIMIT 1", 'SELECT count() FROM system.columns', 'SELECT * FROM information_schema.tables LIMIT 1',
+    'SELECT count() FROM system.settings', 'SELECT * FROM system.functions LIMIT 1', 'EXPLAIN SELECT 1', 'EXPLAIN indexes = 1, json = 1 SELECT 1', 'SHOW TABLES LIKE \'%e%\'',
+    'SELECT 1 FROM system.{t:Identifier}']) {
+    const res = await post(sql.includes('{t:') ? '?param_t=one' : '', sql)
+    t.equal(res.status, 200, `${sql}: ${res.text.slice(0, 200)}`)
+  }
+})
+
+t.test('every allowed setting exists in the engine; every allowed format is one it writes', async (t) => {
+  const names = [...ANALYST_SETTINGS].map((n) => `'${n}'`).join(',')
+  const res = await post('?default_format=JSONEachRow', `SELECT arrayFilter(x -> x NOT IN (SELECT name FROM system.settings), [${names}]) AS missing`)
+  t.same(JSON.parse(res.text), { missing: [] })
+  const formats = [...ANALYST_FORMATS.values()].map((n) => `'${n}'`).join(',')
+  const out = await post('?default_format=JSONEachRow', `SELECT arrayFilter(x -> x NOT IN (SELECT name FROM system.formats WHERE is_output), [${formats}]) AS missing`)
+  t.same(JSON.parse(out.text), { missing: [] })
+})
+
+t.test('failed logins are slowed per address, logged with the address, and cleared by a success', async (t) => {
+  warnings.length = 0
+  const attempt = async (password: string) => {
+    const started = Date.now()
+    const res = await fetch(`${url}/?query=SELECT+1`, { headers: { authorization: `Basic ${Buffer.from(`analyst:${password}`).toString('base64')}` } })
+    await res.text()
+    return { status: res.status, ms: Date.now() - started }
+  }
+  const first = await attempt('wrong-1')
+  t.equal(first.status, 401)
+  t.ok(first.ms < 250, `the first failure is answered at once (${first.ms} ms)`)
+  const second = await attempt('wrong-2')
+  t.equal(second.status, 401)
+  t.ok(second.ms >= 200, `the second waits (${second.ms} ms)`)
+  const third = await attempt('wrong-3')
+  t.ok(third.ms >= 450, `the third waits longer (${third.ms} ms)`)
+  const right = await attempt(PASSWORD)
+  t.equal(right.status, 200)
+  t.ok(right.ms >= 900, `even the right password waits its turn (${right.ms} ms)`)
+  const after = await attempt(PASSWORD)
+  t.ok(after.ms < 250, `a success cleared the address (${after.ms} ms)`)
+  t.equal(warnings.length, 3, 'each failure logged at warn')
+  t.same(warnings.map((w) => [w.remote, w.user, w.failures]), [['127.0.0.1', 'analyst', 1], ['127.0.0.1', 'analyst', 2], ['127.0.0.1', 'analyst', 3]])
+
+  // Sent at once, attempts queue one delay apart; past the queue's cap (4 s here) they are refused unchecked.
+  warnings.length = 0
+  const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => attempt(`burst-${i}`)))
+  t.ok(burst.every((r) => r.status === 401))
+  t.ok(warnings.some((w) => w.failures === undefined), 'some refused without being checked')
+  t.ok(Math.max(...burst.map((r) => r.ms)) >= 1000, 'the burst was spread out')
+  await new Promise((resolve) => setTimeout(resolve, 3200))
+  t.equal((await attempt(PASSWORD)).status, 200)
+})
+
+t.test('the throttle forgets idle addresses and holds at most maxAddresses', async (t) => {
+  let now = 0
+  const throttle = new LoginThrottle({ baseMs: 100, maxMs: 400, maxQueueMs: 1000, maxAddresses: 3, forgetAfterMs: 10_000 }, () => now)
+  for (const a of ['a', 'b', 'c', 'd']) throttle.failed(a)
+  t.equal(throttle.size, 3, 'bounded')
+  t.equal(throttle.admit('a'), 0, 'the idlest was forgotten')
+  t.equal(throttle.admit('d'), 100)
+  throttle.failed('d')
+  throttle.failed('d')
+  throttle.failed('d')
+  throttle.failed('d')
+  t.equal(throttle.admit('d'), 400, 'capped at maxMs')
+  now = 20_000
+  t.equal(throttle.admit('d'), 0, 'forgotten after forgetAfterMs')
+})
+
+t.test('no answer ever held the secret file\'s contents', async (t) => {
+  t.ok(bodies.length > 50)
+  t.notOk(bodies.some((b) => b.includes(SECRET) || b.includes('secret-')), 'the secret never appeared')
+  t.equal(readFileSync(secretFile, 'utf8'), SECRET)
+})
+
+t.test('the analysts\' port binds to loopback unless ANALYTICS_HOST says otherwise; passwords under 16 characters are refused', async (t) => {
+  t.equal(loadConfig({}).analytics.host, '127.0.0.1')
+  t.equal(loadConfig({ HOST: '0.0.0.0' }).analytics.host, '127.0.0.1', 'independent of HOST')
+  t.equal(loadConfig({ ANALYTICS_HOST: '0.0.0.0' }).analytics.host, '0.0.0.0')
+  t.throws(() => loadConfig({ ANALYST_PASSWORD: 'fifteen-chars!!' }), ConfigError)
+  t.equal(loadConfig({ ANALYST_PASSWORD: 'sixteen-chars!!!' }).analytics.password, 'sixteen-chars!!!')
+
+  const pwDir = mkdtempSync(join(dir, 'pw-'))
+  t.ok(loadAnalystPassword(pwDir, undefined).password.length >= 16, 'a generated password is long enough')
+  writeFileSync(join(pwDir, 'analyst-password'), 'short\n')
+  t.throws(() => loadAnalystPassword(pwDir, undefined), /shorter than 16 characters: delete the file/, 'a short file stops start-up')
+
+  // The service itself stops before connecting to anything, naming the setting.
+  const main = fileURLToPath(new URL('../../src/main.ts', import.meta.url))
+  const run = promisify(execFile)(process.execPath, ['--import', 'tsx', main], { env: { ...process.env, ANALYST_PASSWORD: 'too-short' }, timeout: 30_000 })
+  const err = await run.then(() => null, (e: { code: number; stderr: string }) => e)
+  t.equal(err?.code, 2)
+  t.match(err?.stderr, /ANALYST_PASSWORD must NOT have fewer than 16 characters/)
+})
