@@ -3,7 +3,7 @@ import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { InvalidationBus } from '../../src/cache/invalidation-bus.ts'
 import { SharedCache, type CacheLog, type SharedCacheOptions } from '../../src/cache/shared-cache.ts'
-import { randomId } from '../helpers/app.ts'
+import { randomId } from '../helpers/env.ts'
 
 const REDIS_URL = 'redis://127.0.0.1:6379'
 const silent = pino({ level: 'silent' })

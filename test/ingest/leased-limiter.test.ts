@@ -2,7 +2,7 @@ import t from 'tap'
 import { Redis } from 'ioredis'
 import { RateLimiter } from '../../src/storage/rate-limiter.ts'
 import { LeasedLimiter } from '../../src/ingest/leased-limiter.ts'
-import { randomId } from '../helpers/app.ts'
+import { randomId } from '../helpers/env.ts'
 
 const prefix = `test:${randomId()}:`
 const redisA = new Redis('redis://127.0.0.1:6379')
