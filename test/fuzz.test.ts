@@ -117,6 +117,8 @@ function mutateOnce (v: unknown): unknown {
 
 interface Ctx {
   agentIds: string[]
+  /** The user's agents that DELETE /v1/me/agents/:id may remove (the others are aimed at by the other routes). */
+  spareAgentIds: string[]
   otherAgentId: string
   agentNames: string[]
   sessions: string[]
@@ -390,6 +392,10 @@ t.test(`fuzz: ${REQUESTS} seeded requests over every route never answer 5xx (FUZ
     t.equal(res.statusCode, 202, `seed event for ${name}`)
     agentIds.push(res.json().agentId)
   }
+  const spareAgentIds: string[] = []
+  for (const name of ['fuzz-spare-1', 'fuzz-spare-2']) spareAgentIds.push((await sendEvent(app, key.secret, { agentId: name })).json().agentId)
+  // One agent in the public registry, so that GET /v1/agents/:id can find one.
+  await app.db.query('UPDATE agents SET is_public = true WHERE id = $1', [agentIds[0]])
   const bound = await user.createKey('bound', agentIds[0])
   const revoked = await user.createKey('revoked')
   t.equal((await app.inject({ method: 'DELETE', url: `/v1/me/keys/${revoked.id}`, headers: user.auth })).statusCode, 204, 'a revoked key to try')
@@ -400,12 +406,15 @@ t.test(`fuzz: ${REQUESTS} seeded requests over every route never answer 5xx (FUZ
   const fingerprints = (await app.inject({ url: '/v1/me/errors?since=all', headers: user.auth })).json().clusters.map((c: { fingerprint: string }) => c.fingerprint)
   t.ok(fingerprints.length > 0, 'an error cluster to resolve')
   const alertIds: string[] = []
-  for (const rule of ['error_rate', 'silence', 'spend_spike']) {
-    alertIds.push((await app.alerts.raise({ userId: user.id, agentId: agentIds[0]!, rule, severity: 'warning', message: 'fuzz', figures: {} })).id)
+  // Several per state change to try (acknowledge, snooze, unacknowledge), so that some find their alert in a state that allows it.
+  for (const agentId of agentIds) {
+    for (const rule of ['error_rate', 'silence', 'spend_spike']) {
+      alertIds.push((await app.alerts.raise({ userId: user.id, agentId, rule, severity: 'warning', message: 'fuzz', figures: {} })).id)
+    }
   }
   alertIds.push((await app.alerts.raise({ userId: other.id, agentId: otherAgentId, rule: 'silence', severity: 'warning', message: 'other', figures: {} })).id)
 
-  const ctx: Ctx = { agentIds, otherAgentId, agentNames, sessions, traces, fingerprints, alertIds, spareKeyIds, otherKeyId: otherKey.id }
+  const ctx: Ctx = { agentIds, spareAgentIds, otherAgentId, agentNames, sessions, traces, fingerprints, alertIds, spareKeyIds, otherKeyId: otherKey.id }
   const credentials: Credentials = { key: key.secret, boundKey: bound.secret, revokedKey: revoked.secret, token: user.token, otherToken: other.token }
   const bodyLimit = app.initialConfig.bodyLimit ?? 1_048_576
   // Generated up front, so the sequence depends on the seed alone, not on answers or their order.
@@ -444,6 +453,22 @@ t.test(`fuzz: ${REQUESTS} seeded requests over every route never answer 5xx (FUZ
   t.comment(`time by route (ms, summed over concurrent requests):\n${[...timeByRoute.entries()].sort((a, b) => b[1] - a[1]).map(([k, ms]) => `${k}: ${ms}`).join('\n')}`)
   if (failures.length > 0) t.comment(`${failures.length} failing requests; the first ones:\n${failures.slice(0, 15).join('\n')}`)
   t.equal(failures.length, 0, 'every answer is below 500, and every error is JSON with an `error` code')
+  // Refusing everything would pass the check above: the fuzz must also reach each route's handler.
+  const routes = new Map<string, { sent: number; succeeded: number }>()
+  for (const [label, n] of statuses) {
+    const [route, status] = [label.slice(0, label.lastIndexOf(' ')), Number(label.slice(label.lastIndexOf(' ') + 1))]
+    const counts = routes.get(route) ?? { sent: 0, succeeded: 0 }
+    counts.sent += n
+    if (status >= 200 && status < 300) counts.succeeded += n
+    routes.set(route, counts)
+  }
+  routes.delete('no route')
+  const unreached = [...routes].filter(([, { succeeded }]) => succeeded === 0).map(([route]) => route)
+  t.same(unreached, [], 'every route answered at least one request with a 2xx')
+  const reads = [...routes].filter(([route, { sent, succeeded }]) => route.startsWith('GET ') && succeeded < 0.05 * sent).map(([route]) => route)
+  t.same(reads, [], 'every read answered at least a twentieth of its requests with a 2xx')
+  const all = [...routes.values()].reduce((sum, r) => ({ sent: sum.sent + r.sent, succeeded: sum.succeeded + r.succeeded }), { sent: 0, succeeded: 0 })
+  t.ok(all.succeeded >= 0.2 * all.sent, `${all.succeeded} of ${all.sent} requests to a route answered with a 2xx`)
 
   await shipped(app, 20_000)
   const health = await app.inject({ url: '/health' })

@@ -9,7 +9,9 @@ import { createClient } from '@clickhouse/client'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
 import pg from 'pg'
 import { request } from 'undici'
-import { TEST_DATABASE_URL, TEST_SECRETS_KEY, randomId } from './helpers/app.ts'
+import { TEST_DATABASE_URL, randomId } from './helpers/env.ts'
+import { TEST_SECRETS_KEY } from './helpers/app.ts'
+import { Queue, type JobType } from 'bullmq'
 import { startClickHouseEndpoint } from './helpers/clickhouse-endpoint.ts'
 import { freePort, startService, waitHealthy } from './helpers/service-process.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
@@ -59,6 +61,7 @@ const shared = {
   // Ticks only at start: the alert below must come from the agent checks the three instances enqueue.
   ANOMALY_EVERY_MS: '300000',
   INGEST_SHIP_MIN_INTERVAL_MS: '100',
+  METRICS_TOKEN: 'multi-instance-metrics-token',
 }
 
 interface Instance { name: string; base: string; env: Record<string, string>; child: ChildProcess }
@@ -137,7 +140,14 @@ t.test('a user made on one instance is known to all; load spreads over the three
     }
   }))
   t.equal(accepted.length, 90, 'every event acknowledged')
-  t.same(Object.fromEntries(perInstance), { a: 30, b: 30, c: 30 }, 'each instance took its share')
+  t.same(Object.fromEntries(perInstance), { a: 30, b: 30, c: 30 }, 'each instance acknowledged its share')
+  // Each instance counts what its own ingest log took: the acknowledgements above were its own.
+  for (const i of instances) {
+    const res = await request(`${i.base}/metrics`, { headers: { authorization: `Bearer ${shared.METRICS_TOKEN}` } })
+    const text = await res.body.text()
+    t.equal(res.statusCode, 200)
+    t.match(text, /^agent_telemetry_events_accepted_total 30$/m, `${i.name}'s ingest log took its 30 events`)
+  }
 })
 
 t.test('an instance SIGKILLed with acknowledged events in its log ships them after a restart', async (t) => {
@@ -249,8 +259,14 @@ t.test('an alert fires once, not once per instance', async (t) => {
     return res.json.alerts?.length > 0 ? res.json.alerts : false
   }, 20_000)
   t.ok(alerts, 'an alert was raised')
-  // Give the other instances' checks time to run, had they not been deduplicated.
-  await sleep(3_000)
+  // Every instance scheduled a check of the agent before answering its events (delayed 1 s): once no
+  // check of this owner's agents is waiting, delayed or running, every check that was scheduled has run.
+  const ownerId = (await call(a, 'GET', '/v1/me', ownerToken)).json.id
+  const queue = new Queue('anomaly', { connection: { host: '127.0.0.1', port: 6379 }, prefix: `${shared.REDIS_PREFIX}bull` })
+  t.teardown(() => queue.close())
+  const checks = async (states: JobType[]) => (await queue.getJobs(states)).filter((j) => j?.name === 'agent' && j.data.userId === ownerId)
+  t.ok(await until(async () => (await checks(['waiting', 'prioritized', 'delayed', 'active'])).length === 0, 20_000), 'no check left to run')
+  t.equal((await checks(['completed', 'failed'])).length, 1, 'one check of the agent ran, for the three instances')
   const after = (await call(c, 'GET', '/v1/me/alerts', ownerToken)).json.alerts as { rule: string; triggerCount: number }[]
   t.equal(after.length, 1, 'one alert')
   t.match(after[0], { rule: 'error_rate', triggerCount: 1 }, 'raised by one evaluation')

@@ -33,6 +33,8 @@ export interface SharedCacheOptions {
   max?: number
   /** A Redis command slower than this counts as a failure: the lookup goes to the loader. */
   redisTimeoutMs?: number
+  /** The clock (ms) that local lifetimes, refreshes and Redis back-offs are measured on; default Date.now. */
+  now?: () => number
 }
 
 /**
@@ -120,9 +122,13 @@ export class SharedCache<T> {
   private skipRedisUntil = 0
   private redisFailing = false
   private lastWarning = -Infinity
+  private readonly now: () => number
 
   constructor (private readonly opts: SharedCacheOptions) {
-    this.local = new LRUCache({ max: opts.max ?? 100_000, ttl: Math.max(opts.localTtlMs, 1) })
+    this.now = opts.now ?? Date.now
+    // The LRU's expiry reads the same clock, at each check (no cached reading).
+    const clock = opts.now && { now: opts.now }
+    this.local = new LRUCache({ max: opts.max ?? 100_000, ttl: Math.max(opts.localTtlMs, 1), ...(clock && { perf: clock, ttlResolution: 0 }) })
     this.keyPrefix = `${opts.prefix}sc:${opts.name}:`
     this.topic = `cache-${opts.name}`
     this.missingTtlSeconds = opts.missingTtlSeconds ?? Math.min(60, opts.sharedTtlSeconds)
@@ -151,7 +157,7 @@ export class SharedCache<T> {
     const localKey = localKeyOf(key)
     const hit = this.local.get(localKey)
     if (hit === undefined) return undefined
-    if (load && !hit.refreshing && Date.now() >= hit.refreshAt) {
+    if (load && !hit.refreshing && this.now() >= hit.refreshAt) {
       // Once per entry: a refresh that fails leaves the entry to expire, and the next read to load it.
       hit.refreshing = true
       this.fetch(key, localKey, load).catch(() => {})
@@ -205,7 +211,7 @@ export class SharedCache<T> {
 
   private keepLocal (started: number, localKey: string, value: T | null): void {
     if (started === this.generation) {
-      this.local.set(localKey, { value: value ?? MISSING, refreshAt: Date.now() + this.opts.localTtlMs * REFRESH_AT_SHARE_OF_TTL, refreshing: false })
+      this.local.set(localKey, { value: value ?? MISSING, refreshAt: this.now() + this.opts.localTtlMs * REFRESH_AT_SHARE_OF_TTL, refreshing: false })
     }
   }
 
@@ -248,7 +254,7 @@ export class SharedCache<T> {
    * for a while; invalidations (`always`) try it whenever the connection is up.
    */
   private async redisCall<R>(command: () => Promise<R>, always = false): Promise<R | null> {
-    if ((!always && Date.now() < this.skipRedisUntil) || this.opts.redis.status !== 'ready') {
+    if ((!always && this.now() < this.skipRedisUntil) || this.opts.redis.status !== 'ready') {
       this.redisFailed(new Error(`Redis connection is ${this.opts.redis.status}`))
       return null
     }
@@ -273,10 +279,10 @@ export class SharedCache<T> {
   }
 
   private redisFailed (err: unknown): void {
-    if (Date.now() >= this.skipRedisUntil) this.skipRedisUntil = Date.now() + RETRY_REDIS_MS
+    if (this.now() >= this.skipRedisUntil) this.skipRedisUntil = this.now() + RETRY_REDIS_MS
     this.redisFailing = true
-    if (Date.now() - this.lastWarning < WARN_EVERY_MS) return
-    this.lastWarning = Date.now()
+    if (this.now() - this.lastWarning < WARN_EVERY_MS) return
+    this.lastWarning = this.now()
     this.opts.log.warn({ err, cache: this.opts.name }, 'shared cache: Redis unreachable, reading from the source until it is back')
   }
 

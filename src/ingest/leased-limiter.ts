@@ -5,6 +5,8 @@ export interface LeaseOptions {
   leaseMs: number
   /** The most an instance leases beyond what a request needs, as a share of the limit. */
   maxShare: number
+  /** The clock (ms) that leases and refusals are timed on; default Date.now. */
+  now?: () => number
 }
 
 interface Pool {
@@ -37,9 +39,11 @@ const PREFETCH_PAUSE_MS = 1000
 export class LeasedLimiter {
   private readonly pools = new Map<string, Pool>()
   private readonly sweeper: NodeJS.Timeout
+  private readonly now: () => number
 
   constructor (private readonly shared: RateLimiter, private readonly opts: LeaseOptions) {
-    this.sweeper = setInterval(() => void this.returnStale(Date.now() - opts.leaseMs), Math.max(50, opts.leaseMs / 2))
+    this.now = opts.now ?? Date.now
+    this.sweeper = setInterval(() => void this.returnStale(this.now() - opts.leaseMs), Math.max(50, opts.leaseMs / 2))
     this.sweeper.unref()
   }
 
@@ -59,7 +63,7 @@ export class LeasedLimiter {
   }
 
   private prefetch (pool: Pool, bucket: string, limit: number): void {
-    const now = Date.now()
+    const now = this.now()
     if (pool.refusedUntil > now || pool.prefetchPausedUntil > now) return
     // Twice what was served since the last lease (slices grow with demand), keeping what this
     // instance holds within maxShare × limit.
@@ -73,13 +77,13 @@ export class LeasedLimiter {
         return
       }
       pool.tokens += got.admitted
-      pool.leasedAt = Date.now()
+      pool.leasedAt = this.now()
       pool.served -= servedBefore // what was served during the lease counts toward the next one
-      if (got.admitted < want) pool.refusedUntil = Date.now() + got.retryAfterMs
+      if (got.admitted < want) pool.refusedUntil = this.now() + got.retryAfterMs
     }, (err: unknown) => {
       // Redis is slow or down: requests lease for themselves (and answer its failure); no
       // background lease for a while, so a failing Redis is not asked again on every request.
-      pool.prefetchPausedUntil = Date.now() + PREFETCH_PAUSE_MS
+      pool.prefetchPausedUntil = this.now() + PREFETCH_PAUSE_MS
       throw err
     })
     pool.leasing = lease.finally(() => { pool.leasing = null })
@@ -109,7 +113,7 @@ export class LeasedLimiter {
         pool.served += n
         return { admitted: n, retryAfterMs: 0 }
       }
-      const now = Date.now()
+      const now = this.now()
       if (pool.refusedUntil > now) {
         const admitted = pool.tokens
         pool.tokens = 0
@@ -125,11 +129,11 @@ export class LeasedLimiter {
       let retryAfterMs = 0
       const lease = this.shared.take(bucket, limit, missing + extra).then((got) => {
         pool.tokens += got.admitted
-        pool.leasedAt = Date.now()
+        pool.leasedAt = this.now()
         pool.served = 0
         if (got.admitted < missing + extra) {
           retryAfterMs = got.retryAfterMs
-          pool.refusedUntil = Date.now() + got.retryAfterMs
+          pool.refusedUntil = this.now() + got.retryAfterMs
         }
       })
       pool.leasing = lease.finally(() => { pool.leasing = null })

@@ -3,7 +3,8 @@ import { Redis } from 'ioredis'
 import { pino } from 'pino'
 import { InvalidationBus } from '../../src/cache/invalidation-bus.ts'
 import { SharedCache, type CacheLog, type SharedCacheOptions } from '../../src/cache/shared-cache.ts'
-import { randomId } from '../helpers/app.ts'
+import { randomId } from '../helpers/env.ts'
+import { testClock } from '../helpers/clock.ts'
 
 const REDIS_URL = 'redis://127.0.0.1:6379'
 const silent = pino({ level: 'silent' })
@@ -171,14 +172,21 @@ t.test('with Redis down lookups go to the loader, warn once, and invalidations d
   const warnings: string[] = []
   const log: CacheLog = { warn: (_obj, msg) => warnings.push(msg), info: () => {} }
   const bus = new InvalidationBus(dead, dead, 'test:', silent)
-  const cache = new SharedCache<string>({ name: 'test', redis: dead, prefix: 'test:', bus, log, localTtlMs: 1, sharedTtlSeconds: 60 })
+  const clock = testClock()
+  const cache = new SharedCache<string>({ name: 'test', redis: dead, prefix: 'test:', bus, log, localTtlMs: 1, sharedTtlSeconds: 60, now: clock.now })
+  // A command sent to a Redis that is not connected waits in its offline queue: a lookup must send none.
+  const sent: string[] = []
+  const sendCommand = dead.sendCommand.bind(dead)
+  dead.sendCommand = (command, stream) => {
+    sent.push(command.name)
+    return sendCommand(command, stream)
+  }
   const load = loader('from-postgres')
-  const startedAt = Date.now()
   for (let i = 0; i < 5; i++) {
     t.equal(await cache.get('k', load), 'from-postgres')
-    await new Promise((resolve) => setTimeout(resolve, 5))
+    clock.advance(600) // past the local TTL; every second lookup is past the back-off from Redis too
   }
-  t.ok(Date.now() - startedAt < 1000, 'no lookup waits for Redis')
+  t.same(sent, [], 'no lookup sent Redis a command to wait on')
   t.equal(load.calls, 5, 'each lookup past the local TTL reached the loader')
   t.equal(await cache.invalidate('k'), false, 'an invalidation that cannot reach Redis says so')
   t.equal(warnings.length, 1, 'one warning, not one per lookup')
@@ -186,7 +194,13 @@ t.test('with Redis down lookups go to the loader, warn once, and invalidations d
 
 t.test('an entry in use is refreshed ahead of its expiry: reads keep finding it without waiting, and pick up a new value', async (t) => {
   const prefix = `test:${randomId()}:`
-  const a = await instance(t, prefix, { localTtlMs: 5000 })
+  const clock = testClock()
+  const a = await instance(t, prefix, { localTtlMs: 5000, now: clock.now })
+  /** Resolves once the Redis commands sent so far have been answered, and what they started has run. */
+  const settled = async () => {
+    await a.redis.ping()
+    await new Promise((resolve) => setImmediate(resolve))
+  }
   let value = 'v1'
   let loads = 0
   const load = async () => {
@@ -195,16 +209,23 @@ t.test('an entry in use is refreshed ahead of its expiry: reads keep finding it 
   }
   t.equal(await a.cache.get('k', load), 'v1')
   t.equal(a.cache.peek('k', load), 'v1', 'held right after the load')
+  await settled() // the entry is in Redis
   // In the last fifth of its life a read answers at once and starts a refresh from Redis.
-  await new Promise((resolve) => setTimeout(resolve, 4200)) // refreshes from 4 s, expires at 5 s
+  clock.advance(3900)
+  t.equal(a.cache.peek('k', load), 'v1', 'before four fifths of its life')
+  await settled()
+  clock.advance(300) // refreshes from 4 s, expires at 5 s
   t.equal(a.cache.peek('k', load), 'v1', 'answered from the entry while it refreshes')
-  await new Promise((resolve) => setTimeout(resolve, 1200)) // past the first entry's expiry
+  await settled()
+  clock.advance(1200) // past the first entry's expiry
   t.equal(a.cache.peek('k', load), 'v1', 'still held after the first entry would have expired: the refresh renewed it')
   t.equal(loads, 1, 'the refresh read the entry from Redis, not the loader')
   // A peek without a loader never refreshes; an entry nobody reads expires as before.
   value = 'v2'
   await a.redis.del(`${prefix}sc:test:e:1:k:`) // the shared entry too, so the next load is the loader's
-  await new Promise((resolve) => setTimeout(resolve, 5100))
+  clock.advance(3799) // the refresh renewed its life at 4.2 s: it ends at 9.2 s
+  t.equal(a.cache.peek('k'), 'v1', 'held until the end of its renewed life')
+  clock.advance(2)
   t.equal(a.cache.peek('k'), undefined, 'an entry not read near its expiry expires')
   t.equal(await a.cache.get('k', load), 'v2')
 })

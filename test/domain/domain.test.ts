@@ -5,7 +5,6 @@ import { calcPrice, findProvider } from '@pydantic/genai-prices'
 import { errorFingerprint, normaliseErrorMessage } from '../../src/domain/fingerprint.ts'
 import { isCuid, newCuid, newEventId } from '../../src/domain/ids.ts'
 import { parseIsoDateTime } from '../../src/domain/date-time.ts'
-import { loadConfig } from '../../src/config.ts'
 import { clampInt, sinceBound } from '../../src/domain/query-params.ts'
 
 t.test('canonical JSON sorts keys at every depth and drops whitespace', async (t) => {
@@ -202,29 +201,6 @@ t.test('timestamps: ISO 8601 with or without zone, real dates only, years 1970-2
   for (const bad of ['2026-02-30T00:00:00Z', '2026-13-01T00:00:00Z', '1969-12-31T23:59:59Z', '2300-01-01T00:00:00Z', '2026-01-01', 'soon']) {
     t.ok(Number.isNaN(parseIsoDateTime(bad)), bad)
   }
-})
-
-t.test('config: defaults per ARCHITECTURE, every bad setting named, provider settings go together', async (t) => {
-  const c = loadConfig({})
-  t.equal(c.port, 3000)
-  t.equal(c.host, '127.0.0.1')
-  t.equal(c.databaseUrl, 'postgres://localhost:5432/agent_telemetry')
-  t.equal(c.redisUrl, 'redis://127.0.0.1:6379')
-  t.equal(c.clickhouseUrl, undefined)
-  t.same(c.roles, { api: true, worker: true })
-  t.same(c.auth, { local: true })
-  t.equal(c.corsOrigins.length, 2)
-  t.throws(() => loadConfig({ PORT: 'abc', ROLES: 'web' }), { name: 'ConfigError' })
-  try {
-    loadConfig({ PORT: 'abc', ROLES: 'web' })
-  } catch (err) {
-    t.match((err as Error).message, /PORT/)
-    t.match((err as Error).message, /ROLES/)
-  }
-  t.throws(() => loadConfig({ AUTH_JWKS_URL: 'https://idp.example/jwks' }), { name: 'ConfigError' }, 'a provider needs issuer and audience')
-  const idp = loadConfig({ AUTH_JWKS_URL: 'https://idp.example/jwks', AUTH_ISSUER: 'i', AUTH_AUDIENCE: 'a' })
-  t.same(idp.auth, { jwksUrl: 'https://idp.example/jwks', issuer: 'i', audience: 'a' })
-  t.same(loadConfig({ ROLES: 'worker' }).roles, { api: false, worker: true })
 })
 
 t.test('regression: since=__proto__ (or any Object.prototype name) falls back like any unknown value, not NaN', async (t) => {

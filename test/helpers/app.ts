@@ -1,28 +1,41 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { rmSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../src/app.ts'
 import { loadConfig, type Config } from '../../src/config.ts'
 import { loadLocalSigningKey, signLocalToken } from '../../src/auth/local-signing-key.ts'
 import type { Tier } from '../../src/storage/users-repository.ts'
 import { openClickHouse, type ClickHouseHandle } from '../../src/storage/clickhouse-client.ts'
 import { startClickHouseEndpoint } from './clickhouse-endpoint.ts'
+import { seedClickHouseStore } from './clickhouse-template.ts'
+import { randomId, TEST_DATA_DIR, TEST_DATABASE_URL } from './env.ts'
 
-/** Tests share one Postgres database whose name ends in _test; each test makes its own users. */
-export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://localhost:5432/agent_telemetry_test'
+export { randomId, TEST_DATA_DIR, TEST_DATABASE_URL }
 
-/** The embedded engine is one per process, so each test file (a process) gets one fresh data dir. */
-export const TEST_DATA_DIR = mkdtempSync(join(tmpdir(), 'agent-telemetry-test-'))
-process.once('exit', () => rmSync(TEST_DATA_DIR, { recursive: true, force: true }))
+/** A ClickHouse endpoint over a copy of the migrated template store (clickhouse-template.ts). */
+async function startSeededEndpoint (): Promise<string> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'clickhouse-serve-'))
+  seedClickHouseStore(dataDir)
+  const endpoint = await startClickHouseEndpoint({ dataDir })
+  // After the endpoint's own exit handler (which kills it); retries: the child may still be writing as it dies.
+  process.once('exit', () => {
+    try {
+      rmSync(dataDir, { recursive: true, force: true, maxRetries: 5 })
+    } catch {
+      // A temporary directory left behind is no reason to fail a test run.
+    }
+  })
+  return endpoint.url
+}
 
 /**
- * `npm run test:server` sets TEST_CLICKHOUSE=server: each test file (a process) then gets its own
- * ClickHouse endpoint (`npm run clickhouse:serve` in a child process) and talks to it as to a
- * ClickHouse server, through CLICKHOUSE_URL. Undefined: the embedded engine under TEST_DATA_DIR.
+ * `npm run test:server` sets TEST_CLICKHOUSE=server: each test file (a process) that imports this
+ * module then gets its own ClickHouse endpoint (`npm run clickhouse:serve` in a child process), over
+ * a copy of the migrated template store, and talks to it as to a ClickHouse server, through
+ * CLICKHOUSE_URL. Undefined: the embedded engine under TEST_DATA_DIR, which testConfig() seeds with
+ * the template when nothing opened it before. A test that needs no ClickHouse imports env.ts instead.
  */
-export const TEST_CLICKHOUSE_URL = process.env.TEST_CLICKHOUSE === 'server' ? (await startClickHouseEndpoint()).url : undefined
+export const TEST_CLICKHOUSE_URL = process.env.TEST_CLICKHOUSE === 'server' ? await startSeededEndpoint() : undefined
 
 /**
  * The key that encrypts notification secrets in every test instance (base64 of the 32 bytes
@@ -44,13 +57,23 @@ export function openTestClickHouse (): ClickHouseHandle {
   return openClickHouse({ url: TEST_CLICKHOUSE_URL, dataDir: TEST_DATA_DIR })
 }
 
-export function randomId (prefix = ''): string {
-  return prefix + randomBytes(6).toString('hex')
+/**
+ * This test file's ClickHouse with no table in it, for the tests of the migrations themselves: in
+ * server mode the endpoint serves a copy of the migrated template, whose views and tables this drops.
+ */
+export async function openEmptyTestClickHouse (): Promise<ClickHouseHandle> {
+  const handle = openTestClickHouse()
+  const rs = await handle.client.query({
+    query: "SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY engine = 'MaterializedView' DESC",
+    format: 'JSONEachRow',
+  })
+  for (const { name } of await rs.json<{ name: string }>()) await handle.client.command({ query: `DROP TABLE \`${name}\`` })
+  return handle
 }
 
 /** Settings for a test instance; refuses any database that is not a test database. */
 export function testConfig (overrides: Record<string, string> = {}): Config {
-  const env = {
+  const env: Record<string, string | undefined> = {
     DATABASE_URL: TEST_DATABASE_URL,
     REDIS_PREFIX: `test:${randomId()}:`,
     DATA_DIR: TEST_DATA_DIR,
@@ -65,14 +88,19 @@ export function testConfig (overrides: Record<string, string> = {}): Config {
     PAGERDUTY_EVENTS_URL: 'http://127.0.0.1:9/v2/enqueue',
     ...overrides,
   }
-  const dbName = new URL(env.DATABASE_URL).pathname.slice(1)
+  const dbName = new URL(env.DATABASE_URL!).pathname.slice(1)
   if (!dbName.endsWith('_test')) throw new Error(`refusing to run tests against ${dbName}: its name must end in _test`)
+  // The app finds this file's embedded store migrated, as the template left it, unless something
+  // opened it first (a test of the migrations themselves starts from an empty store).
+  if (!env.CLICKHOUSE_URL && env.DATA_DIR === TEST_DATA_DIR) seedClickHouseStore(TEST_DATA_DIR)
   return loadConfig(env)
 }
 
 interface Teardown { teardown(fn: () => unknown): void }
 
 export async function buildTestApp (t: Teardown, overrides: Record<string, string> = {}): Promise<FastifyInstance> {
+  // Imported here, not at the top: a test file that builds no app does not pay for loading it.
+  const { buildApp } = await import('../../src/app.ts')
   const app = await buildApp(testConfig(overrides), { logger: false })
   t.teardown(() => app.close())
   await app.ready()

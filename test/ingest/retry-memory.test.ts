@@ -6,7 +6,7 @@ import { SpanMemory, type SpanMemoryOptions } from '../../src/ingest/span-memory
 import { IdempotencyStore, type Begun } from '../../src/ingest/idempotency.ts'
 import type { IncomingEvent } from '../../src/domain/event-row.ts'
 import { HttpError } from '../../src/http-error.ts'
-import { randomId } from '../helpers/app.ts'
+import { randomId } from '../helpers/env.ts'
 
 const REDIS_URL = 'redis://127.0.0.1:6379'
 const WINDOW_MS = 24 * 3_600_000

@@ -50,27 +50,3 @@ t.test('keys are scoped to their owner', async (t) => {
   t.equal(missing.statusCode, 404)
   t.same(missing.json(), { error: 'not_found' })
 })
-
-t.test('revocation reaches another instance sharing the Redis at once', async (t) => {
-  const other = await buildTestApp(t, { REDIS_PREFIX: prefix })
-  const user = await newUser(app)
-  const key = await user.createKey()
-  t.equal((await sendEvent(other, key.secret, { agentId: 'a' })).statusCode, 202, 'the other instance has the key cached')
-  const del = await app.inject({ method: 'DELETE', url: `/v1/me/keys/${key.id}`, headers: user.auth })
-  t.equal(del.statusCode, 204)
-  let status = 0
-  const started = Date.now()
-  // The message arrives over Redis pub/sub; poll briefly instead of assuming delivery is synchronous.
-  while (Date.now() - started < 1000) {
-    const res = await sendEvent(other, key.secret, { agentId: 'a' })
-    status = res.statusCode
-    if (status === 401) {
-      t.same(res.json(), { error: 'unauthorized', reason: 'revoked_key' })
-      break
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-  t.equal(status, 401, 'refused on the other instance within 1 s')
-  const list = await app.inject({ method: 'GET', url: '/v1/me/keys', headers: user.auth })
-  t.notOk(list.json().keys.some((k: { id: string }) => k.id === key.id), 'a revoked key is no longer listed')
-})

@@ -39,9 +39,13 @@ t.test('revoking a key on one instance makes another refuse it at once', async (
   const bTold = told(b, 'key', rows[0].secret_sha256)
   t.equal((await a.inject({ method: 'DELETE', url: `/v1/me/keys/${key.id}`, headers: user.auth })).statusCode, 204)
   await bTold
-  const res = await sendEvent(b, key.secret, { agentId: 'bot' })
-  t.equal(res.statusCode, 401)
-  t.same(res.json(), { error: 'unauthorized', reason: 'revoked_key' })
+  for (const [name, app] of [['b', b], ['a', a]] as const) {
+    const res = await sendEvent(app, key.secret, { agentId: 'bot' })
+    t.equal(res.statusCode, 401, `${name} refuses it`)
+    t.same(res.json(), { error: 'unauthorized', reason: 'revoked_key' })
+  }
+  const list = await b.inject({ method: 'GET', url: '/v1/me/keys', headers: user.auth })
+  t.notOk(list.json().keys.some((k: { id: string }) => k.id === key.id), 'a revoked key is no longer listed')
 })
 
 t.test('renaming or deleting an agent on one instance is seen by another at once', async (t) => {

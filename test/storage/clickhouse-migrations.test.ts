@@ -3,9 +3,9 @@ import { migrateClickHouse, splitStatements } from '../../src/storage/clickhouse
 import { EventsRepository, INSERT_COLUMNS, eventLine } from '../../src/storage/events-repository.ts'
 import { buildEventRow, type EventRow } from '../../src/domain/event-row.ts'
 import { newEventId } from '../../src/domain/ids.ts'
-import { openTestClickHouse, randomId } from '../helpers/app.ts'
+import { openEmptyTestClickHouse, randomId } from '../helpers/app.ts'
 
-const handle = openTestClickHouse()
+const handle = await openEmptyTestClickHouse()
 t.teardown(() => handle.release())
 const ch = handle.client
 

@@ -6,12 +6,12 @@ import { applyRetentionTtl } from '../../src/storage/retention.ts'
 import { buildEventRow } from '../../src/domain/event-row.ts'
 import { newEventId } from '../../src/domain/ids.ts'
 import { loadConfig } from '../../src/config.ts'
-import { openTestClickHouse, randomId } from '../helpers/app.ts'
+import { openEmptyTestClickHouse, randomId } from '../helpers/app.ts'
 
 // The cluster DDL cannot run here (ON CLUSTER needs the servers' DDL queue and Replicated tables need
 // Keeper): the engine parses every cluster statement, and runs it without those two parts to build
 // the schema a replica would have.
-const handle = openTestClickHouse()
+const handle = await openEmptyTestClickHouse()
 t.teardown(() => handle.release())
 const ch = handle.client
 const CLUSTER = 'telemetry'

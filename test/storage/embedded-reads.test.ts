@@ -62,10 +62,23 @@ t.test('a read issued while a long insert or command runs on the first session a
       table: 'slow_source', columns: ['n'], format: 'JSONCompactEachRow', values: Buffer.from(rows.map(({ n }) => `[${n}]\n`).join('')), settings: {},
     }),
   }
+  /** Waits (up to 10 s) until the engine lists a statement writing to a slow_ table among the queries it runs. */
+  const writeRunning = async () => {
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline;) {
+      const rs = await handle.client.query({
+        query: "SELECT count() AS n FROM system.processes WHERE query ILIKE '%INSERT INTO slow_s%' AND query NOT ILIKE '%system.processes%'",
+        format: 'JSONEachRow',
+      })
+      if (Number((await rs.json<{ n: string }>())[0]!.n) > 0) return true
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    return false
+  }
   for (const [kind, run] of Object.entries(slow)) {
     const order: string[] = []
     const writing = run().then(() => order.push(kind))
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    // The read is issued only once the engine runs the write (a read sent before it starts proves nothing).
+    t.ok(await writeRunning(), `the ${kind} runs`)
     const read = handle.client.query({ query: 'SELECT {v:String} AS v', query_params: { v: kind }, format: 'JSONEachRow' })
       .then((rs) => rs.json()).then((got) => { order.push('read'); return got })
     t.same(await read, [{ v: kind }])

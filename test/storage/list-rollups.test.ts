@@ -3,13 +3,13 @@ import { migrateClickHouse } from '../../src/storage/clickhouse-client.ts'
 import { EventsRepository, eventLine } from '../../src/storage/events-repository.ts'
 import { buildEventRow, type EventRow } from '../../src/domain/event-row.ts'
 import { newEventId } from '../../src/domain/ids.ts'
-import { openTestClickHouse, randomId } from '../helpers/app.ts'
+import { openEmptyTestClickHouse, randomId } from '../helpers/app.ts'
 import { MAX_SPAN_MS } from '../../src/domain/dashboard.ts'
 
 // The rollups of clickhouse/012 (group_totals, agent_hourly, error_clusters_daily) against the
 // events they sum: backfilled for a store an older release left, fed by their views afterwards,
 // never counted twice (a migration run again, a block replayed).
-const handle = openTestClickHouse()
+const handle = await openEmptyTestClickHouse()
 t.teardown(() => handle.release())
 const ch = handle.client
 const events = new EventsRepository(ch)

@@ -1,12 +1,12 @@
 import t from 'tap'
 import { readdirSync } from 'node:fs'
-import { TEST_DATABASE_URL, openTestClickHouse } from '../helpers/app.ts'
+import { TEST_DATABASE_URL, openEmptyTestClickHouse } from '../helpers/app.ts'
 import { createPool } from '../../src/storage/postgres.ts'
 import { migrateClickHouse } from '../../src/storage/clickhouse-client.ts'
 import { withPostgresLock } from '../../src/storage/migration-lock.ts'
 
 // This file's data directory is fresh: nothing has migrated its engine yet.
-const handle = openTestClickHouse()
+const handle = await openEmptyTestClickHouse()
 t.teardown(() => handle.release())
 const KEY = 900_000_000 + Math.floor(Math.random() * 1_000_000)
 

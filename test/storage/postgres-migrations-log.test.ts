@@ -1,7 +1,7 @@
 import t from 'tap'
 import pg from 'pg'
 import { readdirSync } from 'node:fs'
-import { TEST_DATABASE_URL, randomId } from '../helpers/app.ts'
+import { TEST_DATABASE_URL, randomId } from '../helpers/env.ts'
 import { openPostgres, withDefaultUser } from '../../src/storage/postgres.ts'
 
 t.test('the migrations applied at start are reported (and none the second time), so the start log names them', async (t) => {

@@ -1,0 +1,18 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { randomBytes } from 'node:crypto'
+
+// What every test file may need and nothing that starts a store: a test of Postgres or Redis alone
+// imports this, not app.ts (whose import loads the app and, in server mode, starts a ClickHouse endpoint).
+
+/** Tests share one Postgres database whose name ends in _test; each test makes its own users. */
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://localhost:5432/agent_telemetry_test'
+
+/** The embedded engine is one per process, so each test file (a process) gets one fresh data dir. */
+export const TEST_DATA_DIR = mkdtempSync(join(tmpdir(), 'agent-telemetry-test-'))
+process.once('exit', () => rmSync(TEST_DATA_DIR, { recursive: true, force: true }))
+
+export function randomId (prefix = ''): string {
+  return prefix + randomBytes(6).toString('hex')
+}
