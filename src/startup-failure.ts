@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Config } from './config.ts'
+import { ownerRuns } from './ingest/log/pid-lock.ts'
 
 /** A start-up failure already phrased for the operator: one line naming the setting and what to do. */
 export class StartupError extends Error {
@@ -118,18 +119,8 @@ export function checkDataDirFree (dataDir: string): void {
   const status = join(dataDir, 'clickhouse', 'status')
   if (!existsSync(status)) return
   const pid = Number(/^PID: (\d+)/m.exec(readFileSync(status, 'utf8'))?.[1])
-  if (!pid || pid === process.pid) return
-  try {
-    process.kill(pid, 0)
-  } catch (err) {
-    if ((err as { code?: string }).code === 'ESRCH') return
-  }
   // A pid reused by an unrelated program does not hold the directory.
-  try {
-    if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('node')) return
-  } catch {
-    // No /proc (macOS): trust the status file.
-  }
+  if (!ownerRuns(pid, { command: 'node' })) return
   throw new StartupError(`DATA_DIR ${dataDir} is in use by process ${pid} (the embedded ClickHouse belongs to one process): ` +
     'stop that process, give this instance its own DATA_DIR, or set CLICKHOUSE_URL to use a ClickHouse server.')
 }

@@ -34,6 +34,36 @@ export const queryAjv = newAjv(true)
 
 export const validateEvent = bodyAjv.getSchema('event.json') as ValidateFunction
 
+/**
+ * Who checks each body, decided here and nowhere else. Every route declares its body schema (the
+ * OpenAPI document and the handler's types come from it), and by default the route checks the body
+ * with it, before any handler or preHandler runs. A body schema marked `x-validated-by` names the
+ * one other place that checks that body instead; the route compiles no validator for it, so the body
+ * is checked once:
+ *
+ * - `ingestion-pipeline`: the event body of POST /v1/events, checked against event.json by the
+ *   pipeline's `schema` step (src/ingest/steps/schema.ts, with validateEvent), as each event of a
+ *   batch is. Checking it in the route as well would change answers, so the route does not: the
+ *   Idempotency-Key (a preHandler) is looked up before the body is checked, so a retry with its key
+ *   and another body gets 422 idempotency_key_reused, not 400; and the check is timed as the
+ *   `schema` step, after the key and before the burst limit, as for a batch.
+ * - `otlp-decoder`: POST /v1/traces takes protobuf or OTLP JSON as bytes; the OTLP decoder checks it.
+ */
+export const BODY_VALIDATED_BY = ['ingestion-pipeline', 'otlp-decoder'] as const
+
+/**
+ * The validator compiler of every route (registered by the error handler plugin, which answers its
+ * failures): bodies as sent (bodyAjv), unless validated elsewhere (BODY_VALIDATED_BY); query strings,
+ * parameters and headers coerced (queryAjv).
+ */
+export function compileRouteValidator ({ schema, httpPart }: { schema: unknown; httpPart?: string }): (data: unknown) => boolean {
+  if (httpPart !== 'body') return queryAjv.compile(schema as object) as (data: unknown) => boolean
+  const owner = (schema as Record<string, unknown>)['x-validated-by']
+  if (owner === undefined) return bodyAjv.compile(schema as object) as (data: unknown) => boolean
+  if (!(BODY_VALIDATED_BY as readonly unknown[]).includes(owner)) throw new Error(`x-validated-by names no known validator: ${String(owner)}`)
+  return () => true
+}
+
 export interface ErrorDetail { path: (string | number)[]; message: string }
 
 function pathOf (instancePath: string): (string | number)[] {

@@ -30,12 +30,17 @@ export interface StallLogger {
 }
 
 /**
- * A step that takes longer than this is reported as stalled. A step takes microseconds to a few
- * milliseconds, a synced commit of the log included; a second is the Redis command timeout and a
- * fifth of Postgres' statement timeout, so a step this slow was waiting on a store that had stopped
- * answering in time, not on load.
+ * A step that has run longer than this is reported as stalled, while it still runs. A step takes
+ * microseconds to a few milliseconds, a synced commit of the log included; a second is the Redis
+ * command timeout and a fifth of Postgres' statement timeout, so a step this slow is waiting on a
+ * store that has stopped answering in time, not on load. Each step that waits, waits on one store,
+ * so the step's name says which: `key` Postgres or Redis (the key), `burst` Redis (the limiter),
+ * `resolve` Postgres (agents), `prices` Postgres (model prices), `row` the row thread, `log` the disk.
  */
-const STEP_STALL_MS = 1000
+export const STEP_STALL_MS = 1000
+
+/** A step under way that had to wait, as the stall watch sees it. */
+interface Running { readonly name: IngestStep; readonly events: number; readonly started: number; warned: boolean }
 
 /** The verdicts of a step that hands every item on. */
 export function passAll<A> (items: readonly unknown[]): Verdict<A>[] {
@@ -45,14 +50,20 @@ export function passAll<A> (items: readonly unknown[]): Verdict<A>[] {
 /**
  * Runs the named steps of ingestion (PostHog's EventPipelineRunner): each step over the items still
  * alive, in order, until every item has its outcome. It records each step's wall time once, in
- * `timings` (read by /health, /metrics and the benchmark), and reports a step that stalled once it
- * ends (every store it waits on has a timeout, so a stuck step does end). A step that throws (a full
- * log, a store out of reach) fails the whole request: its error is thrown again as it is, for the
- * one error handler to answer as it answers that error anywhere (503 with Retry-After for a full log
- * or an unreachable store, 500 otherwise); refusing one item is a step's verdict, never a throw.
+ * `timings` (read by /health, /metrics and the benchmark), and reports a step that stalls (PostHog's
+ * timeoutGuard): a step that had to wait is watched while it waits and reported once it has run for
+ * `stallMs`, before it ends; a step that held the thread that long is reported when it ends (nothing
+ * can run while it does). A step is reported once. A step that throws (a full log, a store out of
+ * reach) fails the whole request: its error is thrown again as it is, for the one error handler to
+ * answer as it answers that error anywhere (503 with Retry-After for a full log or an unreachable
+ * store, 500 otherwise); refusing one item is a step's verdict, never a throw.
  */
 export class PipelineRunner {
   readonly timings = new StepTimings()
+  /** The steps under way that are waiting on a promise: what the stall watch looks at. */
+  private readonly waiting = new Set<Running>()
+  /** Looks at the waiting steps every quarter of stallMs while there are any. */
+  private watch: NodeJS.Timeout | null = null
 
   constructor (private readonly logger: StallLogger, private readonly stallMs = STEP_STALL_MS) {}
 
@@ -65,12 +76,16 @@ export class PipelineRunner {
       if (alive.length === 0) return outcomes
       const started = performance.now()
       let verdicts: Verdict<A>[] | Promise<Verdict<A>[]>
+      let running: Running | null = null
       try {
         verdicts = step.run(context, alive)
         // Awaited only when the step had to wait: an await costs a turn of the event loop.
-        if (verdicts instanceof Promise) verdicts = await verdicts
+        if (verdicts instanceof Promise) {
+          running = this.waitingOn(step.name, alive.length, started)
+          verdicts = await verdicts
+        }
       } finally {
-        this.finish(step.name, alive.length, started)
+        this.finish(step.name, alive.length, started, running)
       }
       if (verdicts.length !== alive.length) throw new Error(`step ${step.name} answered ${verdicts.length} verdicts for ${alive.length} items`)
       if (!verdicts.some((v) => v !== undefined)) continue
@@ -114,8 +129,9 @@ export class PipelineRunner {
   hook<R> (name: IngestStep, check: (request: R) => void | Promise<void>): (request: R, reply: unknown, done: (err?: Error) => void) => void {
     return (request, _reply, done) => {
       const started = performance.now()
+      let running: Running | null = null
       const finish = (err?: unknown) => {
-        this.finish(name, 1, started)
+        this.finish(name, 1, started, running)
         done(err as Error | undefined)
       }
       let pending: void | Promise<void>
@@ -125,13 +141,49 @@ export class PipelineRunner {
         return finish(err)
       }
       if (pending === undefined) return finish()
+      running = this.waitingOn(name, 1, started)
       pending.then(() => finish(), finish)
     }
   }
 
-  private finish (name: IngestStep, events: number, started: number): void {
+  /** Watches a step that is waiting on a promise, started at `started`, until `finish`. */
+  private waitingOn (name: IngestStep, events: number, started: number): Running {
+    const running: Running = { name, events, started, warned: false }
+    this.waiting.add(running)
+    if (this.watch === null) {
+      this.watch = setInterval(() => this.lookForStalls(), Math.max(1, this.stallMs / 4))
+      // The watch never keeps the process alive: it only reports.
+      this.watch.unref()
+    }
+    return running
+  }
+
+  /** Reports each waiting step past the threshold, once; stops looking when none waits. */
+  private lookForStalls (): void {
+    if (this.waiting.size === 0) {
+      clearInterval(this.watch!)
+      this.watch = null
+      return
+    }
+    const now = performance.now()
+    for (const running of this.waiting) {
+      const ms = now - running.started
+      if (!running.warned && ms >= this.stallMs) {
+        running.warned = true
+        this.stalled(running.name, running.events, ms, true)
+      }
+    }
+  }
+
+  private finish (name: IngestStep, events: number, started: number, running: Running | null = null): void {
     const ms = performance.now() - started
     this.timings.record(name, events, ms)
-    if (ms > this.stallMs) this.logger.warn({ step: name, ms: Math.round(ms), events }, `ingest step ${name} stalled`)
+    if (running) this.waiting.delete(running)
+    // A step the watch has not reported: one that held the thread, or ended between two looks.
+    if (ms > this.stallMs && !running?.warned) this.stalled(name, events, ms, false)
+  }
+
+  private stalled (step: IngestStep, events: number, ms: number, running: boolean): void {
+    this.logger.warn({ step, ms: Math.round(ms), events, running }, `ingest step ${step} stalled`)
   }
 }

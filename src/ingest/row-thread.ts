@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads'
 import { buildEventRow, type EventSource, type IncomingEvent } from '../domain/event-row.ts'
 import { pricesNamedBy, type UserPriceTable } from '../domain/pricing.ts'
-import { eventLine } from '../storage/events-repository.ts'
+import { eventLine } from '../domain/event-line.ts'
 import { rowBytes, type RowBytes } from './log/entry-codec.ts'
 
 /** The rows of one request: its events, and per event the id and agent the pipeline gave it. */

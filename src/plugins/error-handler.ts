@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { HttpError } from '../http-error.ts'
 import { IngestLogRefused } from '../ingest/log/ingest-log.ts'
-import { bodyAjv, queryAjv, toDetails } from '../validation.ts'
+import { compileRouteValidator, toDetails } from '../validation.ts'
 
 // Network errors, and the SQLSTATEs of a Postgres that is not there for us right now: classes 08
 // (connection exception), 53 (insufficient resources: too many connections, out of memory, disk
@@ -51,12 +51,8 @@ export function frameworkErrors (err: FastifyError, request: FastifyRequest, rep
  * whose body says nothing about internals (the log has the stack, keyed by request id).
  */
 export default fp(async function errors (app) {
-  app.setValidatorCompiler(({ schema, httpPart }) => {
-    // A body schema marked x-validated-by is there for the OpenAPI document: its route validates the body itself
-    // (the ingestion pipeline, in a timed step, after the API key and before the burst limit).
-    if (httpPart === 'body' && (schema as Record<string, unknown>)['x-validated-by']) return () => true
-    return (httpPart === 'body' ? bodyAjv : queryAjv).compile(schema)
-  })
+  // Which part of a request is checked where is decided in src/validation.ts; failures are answered below.
+  app.setValidatorCompiler(compileRouteValidator)
 
   app.setErrorHandler(function handle (err: FastifyError | HttpError, request, reply) {
     if (err instanceof HttpError) {

@@ -5,9 +5,10 @@ import { idempotencyHooks } from '../ingest/idempotency.ts'
 import { postBatch, postEvent } from '../../schemas/ingest-routes.ts'
 
 /**
- * POST /v1/events and POST /v1/events/batch. Bodies are validated by the ingestion pipeline (its
- * schema step, the same for one event or 500), not by the route, so both run the same steps. Both
- * take an Idempotency-Key: a retry with the key of an answered request gets that answer again.
+ * POST /v1/events and POST /v1/events/batch. Each event is checked by the ingestion pipeline (its
+ * `schema` step, the same for one event or 500), not by the route: src/validation.ts says why (the
+ * batch route checks only its envelope, `events`). Both take an Idempotency-Key: a retry with the
+ * key of an answered request gets that answer again.
  */
 const ingest = (opts: { bodyLimit: number; batchBodyLimit: number }): FastifyPluginAsyncJsonSchemaToTs => async (app) => {
   const authenticate = app.ingestion.pipeline.hook('key', (request: FastifyRequest) => app.authenticateKey(request))

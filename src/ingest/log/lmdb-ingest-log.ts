@@ -1,18 +1,28 @@
 import { open, type Database, type RootDatabase } from 'lmdb'
 import { randomBytes } from 'node:crypto'
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { collectSpans, decodeEntry, encodeEntry, entryHeader, HEADER_BYTES, rowBytes, type Entry, type LogRow, type LogSpan, type PositionRange, type RowBytes } from './entry-codec.ts'
+import { GroupCommit, groupUpTo } from './group-commit.ts'
 import { logFull, logUnavailable, type IngestLog, type LogStats } from './ingest-log.ts'
+import { takePidLock } from './pid-lock.ts'
+import { QuarantineStore, type QuarantinedRow } from './quarantine-store.ts'
+import { addRefused, stillRefused } from './refused-ranges.ts'
+import { TailCache, type TailEntry } from './tail-cache.ts'
+
+export type { QuarantinedRow } from './quarantine-store.ts'
 
 /**
  * The ingest log on local disk (IngestLog), synced before the 202 is sent.
  *
- * The appends waiting for a commit are written as entries (see entry-codec.ts) keyed by the position
- * of their first row. Marking rows shipped trims the entries they cover. All of it lives in one LMDB
- * environment with overlapping sync: a commit becomes visible to readers before its fdatasync, and
- * its puts resolve only after the fdatasync, so an append resolves once its rows are on disk, and
- * `read` never goes past the last commit whose appends have resolved.
+ * Queue logic over an LMDB environment: the appends waiting for a commit (group-commit.ts) are
+ * written as entries (entry-codec.ts) keyed by the position of their first row, reads are served from
+ * the newest entries in memory when they can (tail-cache.ts) and skip refused commits
+ * (refused-ranges.ts), marking rows shipped trims the entries they cover, and what cannot ship is kept
+ * aside (quarantine-store.ts). One process owns the directory (pid-lock.ts). The environment uses
+ * overlapping sync: a commit becomes visible to readers before its fdatasync, and its puts resolve
+ * only after the fdatasync, so an append resolves once its rows are on disk, and `read` never goes
+ * past the last commit whose appends have resolved.
  */
 
 /** What the log keeps about shipping, synced with the rows. */
@@ -25,23 +35,11 @@ interface ShipState {
   inflight: PositionRange | null
 }
 
-export interface QuarantinedRow { position: number; line: string; reason: string; at: string }
-
 /** Appends waiting for one commit are merged into entries of up to this size. */
 const MERGED_ENTRY_BYTES = 4 * 1024 * 1024
 const TAIL_MAX_BYTES = 64 * 1024 * 1024
 const TRIM_BATCH = 256
 const openPaths = new Set<string>()
-
-/** When a process started (clock ticks since boot, from /proc), so a reused pid is not taken for the owner. */
-function processStart (pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null
-  } catch {
-    return null
-  }
-}
 
 /**
  * One process owns a log directory: a lock file naming its pid and start time. A lock whose process
@@ -50,25 +48,9 @@ function processStart (pid: number): string | null {
  */
 function lockDirectory (dir: string): () => void {
   const path = join(dir, 'LOCK')
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fd = openSync(path, 'wx')
-      writeSync(fd, `${process.pid} ${processStart(process.pid) ?? ''}`)
-      closeSync(fd)
-      return () => rmSync(path, { force: true })
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
-      const [pidText, started] = readFileSync(path, 'utf8').trim().split(' ')
-      const owner = Number(pidText)
-      const alive = owner > 0 && owner !== process.pid && processStart(owner) !== null &&
-        (!started || processStart(owner) === started)
-      if (alive) {
-        throw new Error(`the ingest log ${dir} belongs to running process ${owner} (lock file ${path}); give each instance its own INGEST_LOG_DIR`)
-      }
-      rmSync(path, { force: true })
-    }
-  }
-  throw new Error(`could not lock the ingest log ${dir} (lock file ${path})`)
+  return takePidLock(path, (owner) => new Error(owner === null
+    ? `could not lock the ingest log ${dir} (lock file ${path})`
+    : `the ingest log ${dir} belongs to running process ${owner} (lock file ${path}); give each instance its own INGEST_LOG_DIR`))
 }
 
 export interface LmdbIngestLogOptions {
@@ -86,25 +68,11 @@ export class LmdbIngestLog implements IngestLog {
   private next: number
   private lastCommitted: number
   private bytes = 0
-  private quarantinedCount = 0
   private closed = false
-  /**
-   * Appends waiting for the next commit (group commit: they become one entry, written in one LMDB
-   * transaction with one sync). Their positions are contiguous, in order.
-   */
-  private pending: PendingAppend[] = []
-  /** Bytes the pending appends will take (as separate entries: at least what the merged ones take). */
-  private pendingBytes = 0
-  private committing = false
-  /**
-   * The newest committed entries, kept in memory so the shipper need not read back and decode what
-   * was just written. Always a contiguous run ending at the newest commit; dropped whole when it
-   * grows past TAIL_MAX_BYTES (the shipper then reads the disk), and started again once caught up.
-   */
-  private tail: (Entry & { bytes: number })[] = []
-  private tailBytes = 0
-  private tailOff = false
-  /** Positions of refused commits that may be on disk: never read (see forgetRefused). */
+  /** Appends waiting for the next commit: they become few entries, written in one transaction with one sync. */
+  private readonly commits = new GroupCommit<PendingAppend>((batch) => this.commit(batch))
+  private readonly tail = new TailCache(TAIL_MAX_BYTES)
+  /** Positions of refused commits that may be on disk: never read (refused-ranges.ts). */
   private refused: PositionRange[] = []
   /** The chain of trims: each runs after the previous one. */
   private trimming: Promise<void> = Promise.resolve()
@@ -113,7 +81,7 @@ export class LmdbIngestLog implements IngestLog {
     private readonly env: RootDatabase,
     private readonly entries: Database<Buffer, number>,
     private readonly meta: Database<ShipState, string>,
-    private readonly quarantine: Database<QuarantinedRow, number>,
+    private readonly quarantine: QuarantineStore,
     private readonly unlock: () => void,
     readonly dir: string,
     private readonly maxBytes: number,
@@ -131,7 +99,6 @@ export class LmdbIngestLog implements IngestLog {
     const last = Math.max(this.state.shipped, newest ? newest.key + (decodeEntry(newest.key, newest.value)?.rows ?? 1) - 1 : 0)
     this.next = last + 1
     this.lastCommitted = last
-    this.quarantinedCount = quarantine.getCount()
   }
 
   /** Opens (creating if needed) the log under `dir`; one owner per directory. */
@@ -146,7 +113,7 @@ export class LmdbIngestLog implements IngestLog {
         env,
         env.openDB<Buffer, number>('entries', { encoding: 'binary' }),
         env.openDB<ShipState, string>('meta', { encoding: 'msgpack' }),
-        env.openDB<QuarantinedRow, number>('quarantine', { encoding: 'msgpack' }),
+        QuarantineStore.in(env),
         unlock, opts.dir, opts.maxBytes, opts.onDamaged, opts.onCommitFailed,
       )
       openPaths.add(opts.dir)
@@ -172,100 +139,69 @@ export class LmdbIngestLog implements IngestLog {
     const rows = Array.isArray(input) ? rowBytes(input) : input
     if (rows.rows === 0) return this.next - 1 // nothing to keep (an empty entry would share the next one's key)
     const size = HEADER_BYTES + rows.bytes.length // the entry's size if written alone
-    if (this.bytes + this.pendingBytes + size > this.maxBytes) throw logFull()
+    if (this.bytes + this.commits.waitingSize + size > this.maxBytes) throw logFull()
     const last = this.next + rows.rows - 1
     this.next += rows.rows
-    this.pendingBytes += size
-    await new Promise<void>((resolve, reject) => {
-      this.pending.push({ rows, size, appendedAt: Date.now(), resolve, reject })
-      if (!this.committing) void this.commitPending()
-    })
+    await this.commits.add({ rows, size, appendedAt: Date.now() }, size)
     return last
   }
 
   /**
-   * Writes every waiting append in one transaction, awaits its synced commit, and repeats while more
-   * arrived meanwhile: under load many requests share one commit and one fdatasync. The waiting
-   * appends are written as few entries (up to MERGED_ENTRY_BYTES each; an append never spans two):
-   * LMDB's cost per put is paid per entry, not per request.
+   * Writes the appends of one group commit in one transaction and awaits its synced commit, as few
+   * entries (up to MERGED_ENTRY_BYTES each; an append never spans two): LMDB's cost per put is paid
+   * per entry, not per request. A failed commit refuses its appends with 503; its positions become a
+   * hole that reads skip.
    */
-  private async commitPending (): Promise<void> {
-    this.committing = true
-    while (this.pending.length > 0) {
-      const batch = this.pending
-      this.pending = []
-      this.pendingBytes = 0
-      let rows = 0
-      for (const p of batch) rows += p.rows.rows
-      // Every position handed out so far is in this batch or committed before it.
-      const first = this.next - rows
-      const written: (Entry & { bytes: number })[] = []
-      try {
-        const puts: Promise<boolean>[] = []
-        let key = first
-        for (const group of mergeAppends(batch)) {
-          const { entry, rows: entryRows } = encodeEntry(group, batch[0]!.appendedAt)
-          written.push({ key, rows: entryRows, payload: entry.subarray(HEADER_BYTES), bytes: entry.length })
-          this.bytes += entry.length
-          puts.push(this.entries.put(key, entry))
-          key += entryRows
-        }
-        // Every put is awaited, failed or not: an unawaited rejection would end the process.
-        const outcomes = await Promise.allSettled(puts)
-        const failure = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
-        if (failure) {
-          // LMDB rejects the writes with a generic error and the transaction's real one (ENOSPC, EIO)
-          // later, on `commitError`: handled here, else it would be an unhandled rejection.
-          for (const o of outcomes) {
-            if (o.status === 'rejected') (o.reason as { commitError?: Promise<unknown> })?.commitError?.catch((cause) => this.onCommitFailed?.(cause))
-          }
-          throw failure.reason
-        }
-      } catch (err) {
-        for (const e of written) this.bytes -= e.bytes
-        // The tail must stay a contiguous run: these positions are a hole now.
-        this.dropTail()
-        this.forgetRefused({ from: first, to: first + rows - 1 }, written)
-        this.onCommitFailed?.(err)
-        for (const p of batch) p.reject(logUnavailable())
-        continue
+  private async commit (batch: PendingAppend[]): Promise<void> {
+    let rows = 0
+    for (const p of batch) rows += p.rows.rows
+    // Every position handed out so far is in this batch or committed before it.
+    const first = this.next - rows
+    const written: TailEntry[] = []
+    try {
+      const puts: Promise<boolean>[] = []
+      let key = first
+      for (const group of groupUpTo(batch, (p) => p.size, MERGED_ENTRY_BYTES)) {
+        const { entry, rows: entryRows } = encodeEntry(group.map((p) => p.rows), batch[0]!.appendedAt)
+        written.push({ key, rows: entryRows, payload: entry.subarray(HEADER_BYTES), bytes: entry.length })
+        this.bytes += entry.length
+        puts.push(this.entries.put(key, entry))
+        key += entryRows
       }
-      this.lastCommitted = Math.max(this.lastCommitted, first + rows - 1)
-      for (const e of written) this.keepInTail(e)
-      for (const p of batch) p.resolve()
+      // Every put is awaited, failed or not: an unawaited rejection would end the process.
+      const outcomes = await Promise.allSettled(puts)
+      const failure = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
+      if (failure) {
+        // LMDB rejects the writes with a generic error and the transaction's real one (ENOSPC, EIO)
+        // later, on `commitError`: handled here, else it would be an unhandled rejection.
+        for (const o of outcomes) {
+          if (o.status === 'rejected') (o.reason as { commitError?: Promise<unknown> })?.commitError?.catch((cause) => this.onCommitFailed?.(cause))
+        }
+        throw failure.reason
+      }
+    } catch (err) {
+      for (const e of written) this.bytes -= e.bytes
+      // The tail must stay a contiguous run: these positions are a hole now.
+      this.tail.drop()
+      this.forgetRefused({ from: first, to: first + rows - 1 }, written)
+      this.onCommitFailed?.(err)
+      throw logUnavailable()
     }
-    this.committing = false
+    this.lastCommitted = Math.max(this.lastCommitted, first + rows - 1)
+    for (const e of written) this.tail.keep(e)
   }
 
   /**
-   * A commit refused its appends, but it may be on disk: with overlapping sync a commit is visible
-   * before its fdatasync, and a failed sync leaves it there. Its rows must never ship (the clients
-   * were told 503 and will send them again): `read` skips their positions from now on, and their
-   * entries are removed with the next commit (best effort: the disk may still be failing).
+   * A commit refused its appends, but it may be on disk: `read` skips their positions from now on
+   * (refused-ranges.ts), and their entries are removed with the next commit (best effort: the disk may
+   * still be failing).
    */
   private forgetRefused (range: PositionRange, written: { key: number }[]): void {
-    // Commits refused one after another (a disk that stays full) make one range, not one each.
-    const last = this.refused[this.refused.length - 1]
-    if (last && last.to + 1 === range.from) last.to = range.to
-    else this.refused.push(range)
+    addRefused(this.refused, range)
     for (const e of written) {
       // LMDB rejects a failed write, and later its `commitError` with the cause: both are handled.
       this.entries.remove(e.key).catch((err: { commitError?: Promise<unknown> }) => { err?.commitError?.catch(() => {}) })
     }
-  }
-
-  private keepInTail (entry: Entry & { bytes: number }): void {
-    if (this.tailOff) return
-    this.tail.push(entry)
-    this.tailBytes += entry.bytes
-    if (this.tailBytes > TAIL_MAX_BYTES) this.dropTail()
-  }
-
-  /** Stops keeping entries in memory until the shipper has caught up (see markShipped). */
-  private dropTail (): void {
-    this.tail = []
-    this.tailBytes = 0
-    this.tailOff = true
   }
 
   /**
@@ -276,8 +212,7 @@ export class LmdbIngestLog implements IngestLog {
   async read (after: number, maxRows: number, maxBytes: number, upTo = Infinity): Promise<LogSpan[]> {
     // Rows of a commit whose fdatasync is under way are visible on disk but not acknowledged yet.
     upTo = Math.min(upTo, this.lastCommitted)
-    const head = this.tail[0]
-    if (head && head.key <= after + 1) return collectSpans(this.tail, after, maxRows, maxBytes, upTo)
+    if (this.tail.holds(after + 1)) return collectSpans(this.tail.entries, after, maxRows, maxBytes, upTo)
     const damaged: { key: number; value: Buffer }[] = []
     const entries = this.entries
     function * decoded (start: number): Generator<Entry> {
@@ -310,15 +245,8 @@ export class LmdbIngestLog implements IngestLog {
   async markShipped (position: number): Promise<void> {
     this.state = { ...this.state, shipped: Math.max(this.state.shipped, position), inflight: null }
     const state = this.state
-    let shippedEntries = 0
-    for (const e of this.tail) {
-      if (e.key + e.rows - 1 > state.shipped) break
-      this.tailBytes -= e.bytes
-      shippedEntries++
-    }
-    if (shippedEntries > 0) this.tail.splice(0, shippedEntries)
-    if (this.refused.length > 0) this.refused = this.refused.filter((r) => r.to > state.shipped)
-    if (this.tailOff && state.shipped >= this.lastCommitted && !this.committing) this.tailOff = false
+    this.tail.shipped(state.shipped, state.shipped >= this.lastCommitted && !this.commits.committing)
+    this.refused = stillRefused(this.refused, state.shipped)
     const recorded = this.meta.put('state', state)
     this.trimming = this.trimming.then(() => this.trim()).catch(() => {})
     await Promise.all([recorded, this.trimming])
@@ -351,16 +279,12 @@ export class LmdbIngestLog implements IngestLog {
   }
 
   /** Keeps rows the engine refused, with the reason, so an operator can inspect or replay them. */
-  async quarantineRows (rows: LogRow[], reason: string): Promise<void> {
-    const at = new Date().toISOString()
-    await this.quarantine.transaction(() => {
-      for (const row of rows) this.quarantine.putSync(row.position, { position: row.position, line: row.line, reason, at })
-    })
-    this.quarantinedCount += rows.length
+  quarantineRows (rows: LogRow[], reason: string): Promise<void> {
+    return this.quarantine.put(rows, reason)
   }
 
   quarantined (limit = 100): QuarantinedRow[] {
-    return listQuarantine(this.quarantine, limit)
+    return this.quarantine.list(limit)
   }
 
   /**
@@ -368,12 +292,7 @@ export class LmdbIngestLog implements IngestLog {
    * owner), for an operator: `npm run ingest:quarantine`.
    */
   static readQuarantine (dir: string, limit = 1000): QuarantinedRow[] {
-    const env = open({ path: dir, readOnly: true, maxDbs: 4 })
-    try {
-      return listQuarantine(env.openDB<QuarantinedRow, number>('quarantine', { encoding: 'msgpack' }), limit)
-    } finally {
-      void env.close()
-    }
+    return QuarantineStore.read(dir, limit)
   }
 
   stats (): LogStats {
@@ -384,7 +303,7 @@ export class LmdbIngestLog implements IngestLog {
         oldestAppendedAt = entryHeader(value)?.appendedAt ?? null
       }
     }
-    return { rows: Math.max(0, waiting), bytes: this.bytes, oldestAppendedAt, quarantined: this.quarantinedCount }
+    return { rows: Math.max(0, waiting), bytes: this.bytes, oldestAppendedAt, quarantined: this.quarantine.size }
   }
 
   async close (): Promise<void> {
@@ -414,29 +333,5 @@ export class LmdbIngestLog implements IngestLog {
   }
 }
 
-interface PendingAppend { rows: RowBytes; size: number; appendedAt: number; resolve: () => void; reject: (err: unknown) => void }
-
-/**
- * The appends a commit writes, grouped into entries in order: appends merged while the entry stays
- * within MERGED_ENTRY_BYTES (a larger append is an entry of its own).
- */
-function mergeAppends (batch: PendingAppend[]): RowBytes[][] {
-  const groups: RowBytes[][] = []
-  let group: RowBytes[] = []
-  let size = 0
-  for (const p of batch) {
-    if (group.length > 0 && size + p.size > MERGED_ENTRY_BYTES) {
-      groups.push(group)
-      group = []
-      size = 0
-    }
-    group.push(p.rows)
-    size += p.size
-  }
-  if (group.length > 0) groups.push(group)
-  return groups
-}
-
-function listQuarantine (quarantine: Database<QuarantinedRow, number>, limit: number): QuarantinedRow[] {
-  return [...quarantine.getRange({ limit }).map(({ value }) => value)]
-}
+/** An append waiting for its commit: its rows, the size of its entry if written alone, and when it came. */
+interface PendingAppend { rows: RowBytes; size: number; appendedAt: number }

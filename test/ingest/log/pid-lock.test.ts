@@ -1,0 +1,42 @@
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ownerRuns, processStart, takePidLock } from '../../../src/ingest/log/pid-lock.ts'
+
+const dir = mkdtempSync(join(tmpdir(), 'pid-lock-'))
+t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+
+const sleeper = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' })
+t.teardown(() => { sleeper.kill() })
+
+t.test('ownerRuns: a running process, known by its start time or its command', async (t) => {
+  const pid = sleeper.pid!
+  const started = processStart(pid)
+  t.ok(started, 'its start time is read from /proc')
+  t.ok(ownerRuns(pid))
+  t.ok(ownerRuns(pid, { started: started!, command: 'node' }))
+  t.notOk(ownerRuns(pid, { started: '1' }), 'the pid reused by a process started at another time')
+  t.notOk(ownerRuns(pid, { command: 'postgres' }), 'the pid reused by another program')
+  t.notOk(ownerRuns(process.pid), 'never this process')
+  t.notOk(ownerRuns(999999999), 'gone')
+  t.notOk(ownerRuns(0))
+})
+
+t.test('takePidLock: taken once, refused to a live owner, a stale lock taken over, released', async (t) => {
+  const path = join(dir, 'LOCK')
+  const refused = (owner: number | null) => new Error(`held by ${owner}`)
+  const release = takePidLock(path, refused)
+  t.equal(readFileSync(path, 'utf8'), `${process.pid} ${processStart(process.pid)}`)
+  release()
+  t.notOk(existsSync(path))
+
+  writeFileSync(path, `${sleeper.pid} ${processStart(sleeper.pid!)}`)
+  t.throws(() => takePidLock(path, refused), new RegExp(`held by ${sleeper.pid}`))
+  writeFileSync(path, `${sleeper.pid} 1`)
+  takePidLock(path, refused)()
+  writeFileSync(path, '999999999 1')
+  takePidLock(path, refused)()
+  t.notOk(existsSync(path))
+})
