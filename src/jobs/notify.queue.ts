@@ -1,4 +1,5 @@
-import type { JobsOptions } from 'bullmq'
+import type { JobsOptions, Queue } from 'bullmq'
+import type { DeliveryQueue } from '../services/notification-publisher.ts'
 
 /**
  * The notify queue's contract. Two kinds of job:
@@ -25,3 +26,15 @@ export const NOTIFY_JOB_OPTIONS: JobsOptions = {
 }
 
 export const deliveryJobOptions = (deliveryId: string): JobsOptions => ({ jobId: deliveryId })
+
+/** The publisher's queue on BullMQ: a `deliver` job per delivery, its id the delivery's. */
+export function deliveryQueue (queue: Queue<NotifyJobData>): DeliveryQueue {
+  return {
+    async enqueue (deliveryId) {
+      const job = await queue.add('deliver', { kind: 'deliver', deliveryId }, deliveryJobOptions(deliveryId))
+      // add() leaves an existing job of that id as it is: one that failed for a fault of the service
+      // (Postgres down, its own retries used up) goes again, with its retries.
+      if (await job.isFailed()) await job.retry('failed', { resetAttemptsMade: true })
+    },
+  }
+}

@@ -10,16 +10,23 @@ interface JobSchedule<Data> {
   data: Data
 }
 
-/** One queue: its contract (from a jobs/*.queue.ts) and what the worker role runs for it. */
-export interface QueueSpec<Data> {
+/** A queue's contract (from a jobs/*.queue.ts). */
+export interface QueueContract {
   name: string
   defaultJobOptions: JobsOptions
+}
+
+/** What the worker role runs for a queue. */
+export interface QueueWork<Data> {
   /** The thin processor (a jobs/*.processor.ts). */
   processor: Processor<Data>
   /** Jobs a worker of this process runs at once. */
   concurrency: number
   schedules: JobSchedule<Data>[]
 }
+
+/** One queue: its contract and what the worker role runs for it. */
+export type QueueSpec<Data> = QueueContract & QueueWork<Data>
 
 export interface QueueWiringOptions {
   redisUrl: string
@@ -67,19 +74,38 @@ export class QueueWiring {
    * schedulers before returning.
    */
   async add<Data> (spec: QueueSpec<Data>): Promise<Queue<Data>> {
-    const { log } = this.opts
-    const queue = new Queue<Data>(spec.name, { connection: this.connection, prefix: this.prefix, defaultJobOptions: spec.defaultJobOptions })
-    queue.on('error', (err) => log.error({ err }, `${spec.name} queue error`))
-    const wired: Wired = { queue, worker: undefined, stopKeeping: undefined }
-    this.wired.push(wired)
-    if (!this.opts.worker) return queue
-
-    const worker = new Worker<Data>(spec.name, spec.processor, { connection: this.connection, prefix: this.prefix, concurrency: spec.concurrency })
-    worker.on('failed', (job, err) => log.error({ err, job: job?.name, attempts: job?.attemptsMade }, `${spec.name} job failed`))
-    worker.on('error', (err) => log.error({ err }, `${spec.name} worker error`))
-    wired.worker = worker
-    if (spec.schedules.length > 0) wired.stopKeeping = await keepSchedules(queue, spec.schedules, log)
+    const queue = this.queue<Data>(spec)
+    await this.work(queue, spec)
     return queue
+  }
+
+  /**
+   * Creates the queue alone, for a processor that needs it (one whose jobs enqueue on their own
+   * queue): build what the processor calls on this queue, then start its worker with `work`.
+   */
+  queue<Data> (contract: QueueContract): Queue<Data> {
+    const queue = new Queue<Data>(contract.name, { connection: this.connection, prefix: this.prefix, defaultJobOptions: contract.defaultJobOptions })
+    queue.on('error', (err) => this.opts.log.error({ err }, `${contract.name} queue error`))
+    this.wired.push({ queue, worker: undefined, stopKeeping: undefined })
+    return queue
+  }
+
+  /**
+   * In the worker role, the worker of a queue created by `queue` (once), and its job schedulers
+   * upserted before returning; in other roles nothing.
+   */
+  async work<Data> (queue: Queue<Data>, work: QueueWork<Data>): Promise<void> {
+    const { log } = this.opts
+    const wired = this.wired.find((w) => w.queue === queue)
+    if (!wired) throw new Error(`the ${queue.name} queue was not created by this wiring`)
+    if (wired.worker) throw new Error(`the ${queue.name} queue already has its worker`)
+    if (!this.opts.worker) return
+
+    const worker = new Worker<Data>(queue.name, work.processor, { connection: this.connection, prefix: this.prefix, concurrency: work.concurrency })
+    worker.on('failed', (job, err) => log.error({ err, job: job?.name, attempts: job?.attemptsMade }, `${queue.name} job failed`))
+    worker.on('error', (err) => log.error({ err }, `${queue.name} worker error`))
+    wired.worker = worker
+    if (work.schedules.length > 0) wired.stopKeeping = await keepSchedules(queue, work.schedules, log)
   }
 
   /** Stops keeping schedulers, lets the workers finish their current jobs, then closes the queues and the connection. */

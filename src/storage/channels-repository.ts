@@ -308,7 +308,7 @@ export class ChannelsRepository {
    * encryption) or under a previous key, a page of channels at a time. Each channel is one UPDATE of
    * all its credentials, made only if the row still holds what was read (a change meanwhile is left
    * for the next run), so no row is ever half done. A channel with a credential no key opens is left
-   * as it is and reported. Run under a lock: see NotificationService.sealStoredSecrets.
+   * as it is and reported. Run under a lock: see NotificationChannels.sealStoredSecrets.
    */
   async sealPending (pageSize = 500): Promise<SealingReport> {
     const report: SealingReport = { sealed: 0, unreadable: [] }

@@ -3,7 +3,7 @@ import { createChannel, deleteChannel, listChannels, listDeliveries, patchChanne
 
 /** Notification channels: create (a webhook's signing secret shown once), list, change, delete, test, delivery log. */
 const channels: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
-  const service = app.notifications
+  const service = app.notifications.channels
 
   app.post('/v1/me/channels', { schema: createChannel }, async (request, reply) =>
     reply.code(201).send(await service.create(request.user.id, request.body)))
