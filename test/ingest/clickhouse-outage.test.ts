@@ -5,10 +5,13 @@ import { join } from 'node:path'
 import { createClient, ClickHouseLogLevel } from '@clickhouse/client'
 import { buildTestApp, newUser, sendEvent, shipped } from '../helpers/app.ts'
 import { startClickHouseEndpoint } from '../helpers/clickhouse-endpoint.ts'
+import { seedClickHouseStore } from '../helpers/clickhouse-template.ts'
 
 // A ClickHouse server of its own (in both test modes): this file stops it and starts it again.
 const dataDir = mkdtempSync(join(tmpdir(), 'clickhouse-outage-'))
 t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+// Over a copy of the migrated template, as every test file's endpoint: the app finds nothing to migrate.
+seedClickHouseStore(dataDir)
 let endpoint = await startClickHouseEndpoint({ dataDir })
 t.teardown(() => endpoint.close())
 const port = Number(new URL(endpoint.url).port)
