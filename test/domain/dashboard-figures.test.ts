@@ -75,6 +75,11 @@ t.test('groups combine their rows: the widest span, the counts and the exact cos
   t.same(g, { id: 's1', start_ms: 50, last_ms: 200, end_ms: 400, n: 5, agents: ['b', 'a'], t_in: 1, t_cw: 0, t_cr: 0, t_out: 2, cost: '0.300000000', errors: 1 })
 })
 
+t.test('a group\'s cost is summed as decimals, exact beyond a double', async (t) => {
+  const [g] = combineGroups([group({ id: 'x', cost: '90071992.547409910' }), group({ id: 'x', cost: '0.000000001' })])
+  t.equal(g!.cost, '90071992.547409911')
+})
+
 t.test('groups are ordered by their last event, latest first, then id', async (t) => {
   const rows = combineGroups([group({ id: 'b', last_ms: 5 }), group({ id: 'c', last_ms: 9 }), group({ id: 'a', last_ms: 5 })])
   t.same(rows.map((x) => x.id), ['c', 'a', 'b'])
