@@ -37,6 +37,7 @@ import meTestEvent from './routes/me/test-event.ts'
 import meChannels from './routes/me/channels.ts'
 import meModelPrices from './routes/me/model-prices.ts'
 import dashboardData from './plugins/dashboard-data.ts'
+import cacheInvalidation from './plugins/cache-invalidation.ts'
 import openapi from './plugins/openapi.ts'
 import repositories from './plugins/repositories.ts'
 import webUi from './plugins/web-ui.ts'
@@ -118,6 +119,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     profileKpisCacheSeconds: config.profileKpisCacheSeconds,
   })
   await app.register(dashboardData)
+  await app.register(cacheInvalidation)
 
   await app.register(health({ degradedAfterMs: config.ingest.degradedAfterMs }))
   await app.register(publicRegistry)

@@ -1,11 +1,11 @@
 import { traceTree } from './trace-tree.ts'
-import type { CostStatus } from './pricing.ts'
+import type { DashboardEvent, TokenTotals } from './dashboard-event.ts'
 /**
  * The dashboard's rules, as pure functions over what the stores return: cluster status, agent KPIs,
  * the 30-day calendar, session and trace totals, a trace's spans. No I/O.
  */
 
-export interface Tokens { inputBase: number; cacheCreation: number; cacheRead: number; output: number; total: number }
+export type Tokens = TokenTotals
 export interface AgentName { id: string; displayName: string | null }
 
 export const DAY_MS = 86_400_000
@@ -71,14 +71,8 @@ export function spanEndMs (startMs: number, durationMs: number | null | undefine
   return startMs + Math.min(durationMs ?? 0, MAX_SPAN_MS)
 }
 
-interface GroupEvent {
-  agentId: string
-  timestamp: string
-  durationMs: number | null
-  tokens: Tokens
-  costUsd: number
-  errorFingerprint: string | null
-}
+/** What the totals of a session or trace read of each event. */
+type GroupEvent = Pick<DashboardEvent, 'agentId' | 'timestamp' | 'durationMs' | 'tokens' | 'costUsd' | 'errorFingerprint'>
 
 /**
  * Totals of a session's or trace's events (in time order): span, count, agents, errors, tokens, exact
@@ -119,27 +113,13 @@ export function firstContext (list: { metadata: unknown }[], key: string): unkno
   return null
 }
 
-/** A trace's event as GET /v1/me/traces/:traceId reads it back (see {@link traceSpans}). */
-export interface SpanEvent extends GroupEvent {
-  eventId: string
-  type: 'reasoning' | 'tool' | 'tx' | 'decision' | 'action' | 'error'
-  outcome: 'pending' | 'success' | 'failed' | null
-  model: string | null
-  toolExecuted: string | null
-  toolsConsidered: string[]
-  input: unknown
-  reasoning: string | null
-  transaction: string | null
-  amount: { token: string; value: number } | null
-  errorMessage: string | null
-  metadata: unknown
-  sessionId: string | null
-  /** Absent or null: the event is not linked into a span tree. */
-  spanId?: string | null
-  parentSpanId?: string | null
-  privacyChip: 'MIN' | 'STD' | 'FULL' | null
-  costStatus: CostStatus
-}
+/**
+ * A trace's event as GET /v1/me/traces/:traceId reads it back (see {@link traceSpans}). `spanId` and
+ * `parentSpanId` absent or null: the event is not linked into a span tree.
+ */
+export type SpanEvent = GroupEvent & Pick<DashboardEvent,
+  'eventId' | 'type' | 'outcome' | 'model' | 'toolExecuted' | 'toolsConsidered' | 'input' | 'reasoning' | 'transaction' | 'amount' |
+  'errorMessage' | 'metadata' | 'sessionId' | 'privacyChip' | 'costStatus'> & Partial<Pick<DashboardEvent, 'spanId' | 'parentSpanId'>>
 
 /** Metadata keys every span shows as fields of its own (or, traceId, the trace does). */
 const LIFTED_KEYS = new Set(['traceId', 'spanId', 'parentSpanId', 'sessionId', 'privacyLevel'])

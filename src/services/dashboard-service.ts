@@ -27,6 +27,16 @@ export function startOf (list: CursorList, cursor: string | undefined, settledAt
   return start
 }
 
+/** The dashboard reads the service composes (DashboardRepository is the one implementation). */
+export type DashboardReads = Pick<DashboardRepository,
+  'events' | 'sessions' | 'traces' | 'eventsOf' | 'clusters' | 'spendBreakdown' | 'spend' | 'agentFigures' | 'agentWindow'>
+/** What the service reads and changes of the reader's agents. */
+export type AgentStore = Pick<AgentsRepository, 'namesOf' | 'pageOwned' | 'profileOwned' | 'update'>
+/** The resolution state of error clusters. */
+export type ClusterStates = Pick<ErrorClustersRepository, 'resolvedAt' | 'setResolved'>
+/** The alerts a cluster's resolution clears. */
+export type RegressionAlerts = Pick<AlertsRepository, 'clearRegression'>
+
 /** The lenient query values of the dashboard lists, as sent. */
 type Query = { limit?: string | undefined; since?: string | undefined; agentId?: string | undefined; cursor?: string | undefined }
 
@@ -36,10 +46,10 @@ type Query = { limit?: string | undefined; since?: string | undefined; agentId?:
  */
 export class DashboardService {
   constructor (
-    private readonly dashboard: DashboardRepository,
-    private readonly agents: AgentsRepository,
-    private readonly clusters: ErrorClustersRepository,
-    private readonly alerts: AlertsRepository,
+    private readonly dashboard: DashboardReads,
+    private readonly agents: AgentStore,
+    private readonly clusters: ClusterStates,
+    private readonly alerts: RegressionAlerts,
   ) {}
 
   /** The user as a reader: their soft-deleted agents (hidden from every read) and every agent's name. */

@@ -11,14 +11,14 @@ type PriceBody = Omit<UserPrice, 'cacheReadPerMTok' | 'cacheWritePerMTok'> & { c
 
 /**
  * The prices a user sets for models. A change is forgotten by every instance's cache before it is
- * answered, so the user's events ingested after the answer are priced by it; events already
- * ingested keep the cost they were stored with.
+ * answered (the repository tells its `onChanged` listeners before its write returns), so the user's
+ * events ingested after the answer are priced by it; events already ingested keep the cost they
+ * were stored with.
  */
 export class ModelPricesService {
   constructor (
     private readonly prices: ModelPricesRepository,
     private readonly dashboard: Pick<DashboardRepository, 'spend'>,
-    private readonly forget: (userId: string) => Promise<void>,
   ) {}
 
   /** The user's prices, and the models their events of the last UNPRICED_WINDOW_DAYS days used without one. */
@@ -40,14 +40,12 @@ export class ModelPricesService {
     }
     const saved = await this.prices.put(userId, model, price, MAX_MODEL_PRICES)
     if (!saved) throw conflict('too_many_prices', `you have ${MAX_MODEL_PRICES} model prices, the most allowed; delete one before adding another`)
-    await this.forget(userId)
     return saved
   }
 
   /** Removes the user's price for a model; 404 when there is none. */
   async remove (userId: string, model: string): Promise<void> {
     if (!(await this.prices.remove(userId, model))) throw notFound()
-    await this.forget(userId)
   }
 }
 

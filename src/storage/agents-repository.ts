@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import { isCuid, newCuid } from '../domain/ids.ts'
 import { iso, isoOrNull } from './timestamps.ts'
+import { ChangeListeners, type ChangeListener } from './change-listeners.ts'
 
 /** Name and owner-wallet marker of the placeholder agent that test events go to. */
 export const TEST_AGENT_NAME = 'test-agent'
@@ -63,9 +64,28 @@ function toProfile (r: Record<string, any>): OwnedAgentProfile {
 
 const REF_COLUMNS = 'id, owner_id, sns_name, display_name, deleted_at, framework'
 
-/** Agents in Postgres. */
+/**
+ * What a write changed of an owner's agent: the fields an update set (a rename, a listing change),
+ * or that it was deleted.
+ */
+export type AgentChange =
+  | { kind: 'updated'; ownerId: string; agentId: string; fields: ('displayName' | 'isPublic')[] }
+  | { kind: 'deleted'; ownerId: string; agentId: string }
+
+/**
+ * Agents in Postgres. An update or delete by the owner is announced to `onChanged` listeners (the
+ * caches of resolutions and public reads); creation by resolution and recorded activity are not, as
+ * no cache holds them stale.
+ */
 export class AgentsRepository {
+  private readonly changes = new ChangeListeners<AgentChange>()
+
   constructor (private readonly db: pg.Pool) {}
+
+  /** Calls `listener` after each successful update or delete, before the write's call returns; returns the unsubscribe. */
+  onChanged (listener: ChangeListener<AgentChange>): () => void {
+    return this.changes.add(listener)
+  }
 
   /**
    * Resolves an event's agentId for an owner, in the spec's order: cuid (primary key), then snsName,
@@ -197,6 +217,7 @@ export class AgentsRepository {
    * null when there is none; 'taken' when the owner already has that name.
    */
   async update (ownerId: string, id: string, change: { displayName?: string | undefined; isPublic?: boolean | undefined }): Promise<OwnedAgentProfile | null | 'taken'> {
+    let updated: OwnedAgentProfile | null
     try {
       const { rows } = await this.db.query(
         `/* svc:agent_update */ UPDATE agents SET display_name = COALESCE($3, display_name), is_public = COALESCE($4, is_public)
@@ -204,11 +225,14 @@ export class AgentsRepository {
          RETURNING ${PROFILE_COLUMNS}`,
         [id, ownerId, change.displayName ?? null, change.isPublic ?? null],
       )
-      return rows[0] ? toProfile(rows[0]) : null
+      updated = rows[0] ? toProfile(rows[0]) : null
     } catch (err) {
       if ((err as { code?: string }).code === '23505') return 'taken'
       throw err
     }
+    const fields = (['displayName', 'isPublic'] as const).filter((f) => change[f] !== undefined)
+    if (updated && fields.length > 0) await this.changes.emit({ kind: 'updated', ownerId, agentId: id, fields })
+    return updated
   }
 
   /** Soft-deletes the owner's agent; false when the owner has no such live agent. */
@@ -217,7 +241,9 @@ export class AgentsRepository {
       '/* svc:agent_delete */ UPDATE agents SET deleted_at = now() WHERE id = $1 AND owner_id = $2 AND deleted_at IS NULL',
       [id, ownerId],
     )
-    return rowCount === 1
+    if (rowCount !== 1) return false
+    await this.changes.emit({ kind: 'deleted', ownerId, agentId: id })
+    return true
   }
 
   /**

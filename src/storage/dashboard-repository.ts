@@ -1,51 +1,24 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { pageOf, type Page, type PageStart } from '../domain/cursor.ts'
-import { privacyChip, type PrivacyChip } from '../domain/privacy.ts'
-import type { CostStatus } from '../domain/pricing.ts'
+import { privacyChip } from '../domain/privacy.ts'
 import { isoFromMs as iso } from './timestamps.ts'
-import { LRUCache } from 'lru-cache'
 import { BY_SKIP_INDEX } from './clickhouse-client.ts'
 import { DAY_MS, MAX_SPAN_MS } from '../domain/dashboard.ts'
+import type { DashboardEvent, TokenTotals } from '../domain/dashboard-event.ts'
+import {
+  combineGroups, groupSummary, spendBreakdown, spendDays, spendRow, tokenTotals,
+  type GroupFigures, type SessionSummary, type SpendFigures, type SpendRow, type SpendSet, type TraceSummary, type WindowFigures,
+} from '../domain/dashboard-figures.ts'
+import { WindowHints, widening } from './window-hints.ts'
+
+export type { DashboardEvent } from '../domain/dashboard-event.ts'
+export type { SessionSummary, SpendRow, TraceSummary, WindowFigures } from '../domain/dashboard-figures.ts'
 
 /** An event's span end in SQL, as spanEndMs (src/domain/dashboard.ts) and group_totals.last_end compute it. */
 const SPAN_END = `ts + toIntervalMillisecond(least(ifNull(duration_ms, 0), ${MAX_SPAN_MS}))`
 
 /** Who is reading: the user, and their soft-deleted agents whose events every read hides. */
 export interface Reader { userId: string; hidden: string[] }
-
-type TokenTotals = { inputBase: number; cacheCreation: number; cacheRead: number; output: number; total: number }
-
-/** An event as the dashboard shows it: every spec field, plus cost, tokens and the privacy chip. */
-export type DashboardEvent = {
-  eventId: string
-  agentId: string
-  timestamp: string
-  receivedAt: string
-  type: 'reasoning' | 'tool' | 'tx' | 'decision' | 'action' | 'error'
-  outcome: 'pending' | 'success' | 'failed' | null
-  model: string | null
-  toolExecuted: string | null
-  toolsConsidered: string[]
-  durationMs: number | null
-  input: unknown
-  reasoning: string | null
-  transaction: string | null
-  amount: { token: string; value: number } | null
-  errorMessage: string | null
-  metadata: unknown
-  sessionId: string | null
-  traceId: string | null
-  /** The event's span in its trace (OTLP span id or metadata.spanId), and its parent span's. */
-  spanId: string | null
-  parentSpanId: string | null
-  privacyLevel: 'minimal' | 'standard' | 'full' | null
-  privacyChip: PrivacyChip | null
-  tokens: TokenTotals
-  costUsd: number
-  costStatus: CostStatus
-  errorFingerprint: string | null
-  contentHash: string
-}
 
 const EVENT_COLUMNS = `event_id, agent_id, toUnixTimestamp64Milli(ts) AS ts_ms, toUnixTimestamp64Milli(received_at) AS received_ms,
   type, outcome, model, tool_executed, tools_considered, duration_ms, input, reasoning, transaction, amount_token, amount_value,
@@ -57,22 +30,26 @@ const TOKEN_SUMS = 'sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) A
 const orNull = (s: string) => (s === '' ? null : s)
 const parseJson = (s: string) => (s === '' ? null : JSON.parse(s))
 
+/** Token totals from a row's four counts, read under `names` (the sums of TOKEN_SUMS by default). */
 export function tokensOf (r: Record<string, any>, names = ['t_in', 't_cw', 't_cr', 't_out']): TokenTotals {
   const [a, b, c, d] = names.map((n) => Number(r[n] ?? 0)) as [number, number, number, number]
-  return { inputBase: a, cacheCreation: b, cacheRead: c, output: d, total: a + b + c + d }
-}
-
-/** A Decimal(…, 9) as ClickHouse writes it ('12.5', '-0.000000001') in nano-units. */
-function decimalNanos (text: string): bigint {
-  const negative = text.startsWith('-')
-  const [whole = '0', fraction = ''] = (negative ? text.slice(1) : text).split('.')
-  const n = BigInt(whole) * 1_000_000_000n + BigInt((fraction + '000000000').slice(0, 9))
-  return negative ? -n : n
+  return tokenTotals(a, b, c, d)
 }
 
 /** A row of a spend rollup read (cost as decimal text, sums of events, errors, unpriced events and tokens). */
-function toSpendRow (x: Record<string, any>, key: string = x.key): SpendRow {
-  return { key, costUsd: Number(x.cost), events: Number(x.n), errors: Number(x.errors), tokens: tokensOf(x), unpricedEvents: Number(x.unpriced) }
+function spendFigures (x: Record<string, any>, key: string = x.key): SpendFigures {
+  return {
+    key, cost: x.cost, events: Number(x.n), errors: Number(x.errors), unpricedEvents: Number(x.unpriced),
+    t_in: Number(x.t_in), t_cw: Number(x.t_cw), t_cr: Number(x.t_cr), t_out: Number(x.t_out),
+  }
+}
+
+/** A row of a group's totals (an hour of group_totals, or a recount from events). */
+function groupFigures (x: Record<string, any>): GroupFigures {
+  return {
+    id: x.id, start_ms: Number(x.start_ms), last_ms: Number(x.last_ms), end_ms: Number(x.end_ms), n: Number(x.n), agents: x.agents,
+    t_in: Number(x.t_in), t_cw: Number(x.t_cw), t_cr: Number(x.t_cr), t_out: Number(x.t_out), cost: x.cost, errors: Number(x.errors),
+  }
 }
 
 /**
@@ -94,89 +71,6 @@ function windowParams (sinceMs: number): { since: number; edge: number; edgeS: n
   const hourMs = 3_600_000
   const edge = Math.ceil(sinceMs / hourMs) * hourMs
   return { since: sinceMs, edge, edgeS: edge / 1000 }
-}
-
-/**
- * The windows a page is looked for in, below its start: an hour, a day, a week, then the whole
- * range. One agent's events are a small part of its user's, so its reads start at a day: an hour of
- * one agent rarely fills a page, and each window tried is one more query.
- */
-function widening (agentId: string | undefined): number[] {
-  return agentId ? [86_400_000, 7 * 86_400_000, Infinity] : [3_600_000, 86_400_000, 7 * 86_400_000, Infinity]
-}
-
-/**
- * How far below its start the last page of a list had to look, per user, list and agent: the next
- * read of that list looks first in twice that span (at least a minute), then in the wider windows of
- * `widening`. A busy user's hour holds thousands of traces, of which a page shows 50: without the
- * hint every read of the list would group the whole hour, a cost that grows with the user's rate.
- * Only a hint: a window that holds too few groups is widened as before, so no answer depends on it.
- */
-class WindowHints {
-  private readonly spans = new LRUCache<string, number>({ max: 10_000 })
-
-  windows (key: string, agentId: string | undefined): number[] {
-    const fixed = widening(agentId)
-    const span = this.spans.get(key)
-    if (span === undefined) return fixed
-    const first = Math.max(60_000, 2 * span)
-    return [first, ...fixed.filter((w) => w > first)]
-  }
-
-  learn (key: string, span: number | undefined): void {
-    if (span === undefined) this.spans.delete(key)
-    else this.spans.set(key, span)
-  }
-}
-
-/**
- * A group's figures summed over its rows (hours of the rollup, or a recount from events): `last_ms`
- * is its last event's time (the list's order), `end_ms` its latest span end (start + duration).
- */
-interface GroupFigures {
-  id: string; start_ms: number; last_ms: number; end_ms: number; n: number; agents: string[]
-  t_in: number; t_cw: number; t_cr: number; t_out: number; cost: string; errors: number
-}
-
-function combineGroups (rows: Record<string, any>[]): Map<string, GroupFigures> {
-  const groups = new Map<string, GroupFigures & { nanos: bigint }>()
-  for (const x of rows) {
-    const g = groups.get(x.id)
-    if (!g) {
-      groups.set(x.id, {
-        id: x.id, start_ms: Number(x.start_ms), last_ms: Number(x.last_ms), end_ms: Number(x.end_ms), n: Number(x.n), agents: [...x.agents],
-        t_in: Number(x.t_in), t_cw: Number(x.t_cw), t_cr: Number(x.t_cr), t_out: Number(x.t_out), cost: '', errors: Number(x.errors), nanos: decimalNanos(x.cost),
-      })
-      continue
-    }
-    g.start_ms = Math.min(g.start_ms, Number(x.start_ms))
-    g.last_ms = Math.max(g.last_ms, Number(x.last_ms))
-    g.end_ms = Math.max(g.end_ms, Number(x.end_ms))
-    g.n += Number(x.n)
-    g.agents = [...new Set([...g.agents, ...x.agents])]
-    g.t_in += Number(x.t_in)
-    g.t_cw += Number(x.t_cw)
-    g.t_cr += Number(x.t_cr)
-    g.t_out += Number(x.t_out)
-    g.errors += Number(x.errors)
-    g.nanos += decimalNanos(x.cost)
-  }
-  for (const g of groups.values()) g.cost = nanosText(g.nanos)
-  return groups
-}
-
-function groupSummary (x: GroupFigures) {
-  return {
-    start: iso(x.start_ms), end: iso(x.end_ms), durationMs: x.end_ms - x.start_ms,
-    events: x.n, agents: [...x.agents].sort(), tokens: tokensOf(x), costUsd: Number(x.cost), errors: x.errors,
-  }
-}
-
-/** Nano-units as a decimal text with 9 places, as ClickHouse would write the sum. */
-function nanosText (nanos: bigint): string {
-  const negative = nanos < 0n
-  const digits = (negative ? -nanos : nanos).toString().padStart(10, '0')
-  return `${negative ? '-' : ''}${digits.slice(0, -9)}.${digits.slice(-9)}`
 }
 
 function toEvent (r: Record<string, any>): DashboardEvent {
@@ -211,28 +105,9 @@ function toEvent (r: Record<string, any>): DashboardEvent {
   }
 }
 
-export interface SessionSummary {
-  sessionId: string; start: string; end: string; durationMs: number; events: number; agents: string[]
-  tokens: TokenTotals; costUsd: number; errors: number
-}
-
-export interface TraceSummary {
-  traceId: string; start: string; end: string; durationMs: number; events: number; agents: string[]
-  tokens: TokenTotals; costUsd: number; errors: number
-}
-
 export interface ClusterAggregate {
   fingerprint: string; count: number; firstSeen: string; lastSeen: string; lastSeenMs: number
   sampleMessage: string | null; agents: string[]; tools: string[]
-}
-
-/** Events, cost and errors of an agent in a window. */
-export interface WindowFigures { events: number; costUsd: number; errors: number }
-
-export interface SpendRow {
-  key: string; costUsd: number; events: number; errors: number; tokens: TokenTotals
-  /** Events whose model the price catalogue does not know (their cost counts as 0). */
-  unpricedEvents: number
 }
 
 /**
@@ -359,8 +234,7 @@ export class DashboardRepository {
       dirty.length > 0 ? recountDirty() : [],
       missing.length > 0 ? recount(`${column} IN {missing:Array(String)}`, { missing }) : [],
     ])).flat()
-    const rows = [...combineGroups([...clean, ...recounted]).values()]
-      .sort((a, b) => b.last_ms - a.last_ms || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    const rows = combineGroups([...clean, ...recounted].map(groupFigures))
     return { rows, asOf }
   }
 
@@ -438,26 +312,11 @@ export class DashboardRepository {
        GROUP BY GROUPING SETS ((), (agent_id), (model), (day))`,
       { u: r.userId, from: fromDay, hidden: r.hidden },
     )
-    const out: Record<'total' | 'agent_id' | 'model' | 'day', SpendRow[]> = { total: [], agent_id: [], model: [], day: [] }
-    const nanos = new Map<SpendRow, bigint>()
-    for (const x of rows) {
-      const set = Number(x.by_agent) ? 'agent_id' : Number(x.by_model) ? 'model' : Number(x.by_day) ? 'day' : 'total'
+    return spendBreakdown(rows.map((x) => {
+      const set: SpendSet = Number(x.by_agent) ? 'agent_id' : Number(x.by_model) ? 'model' : Number(x.by_day) ? 'day' : 'total'
       const key = set === 'agent_id' ? x.agent_id : set === 'model' ? x.model : set === 'day' ? x.d : ''
-      // No event since the day: the empty grouping set still answers one row of zeros, as no row would.
-      if (set === 'total' && Number(x.n) === 0) continue
-      const row = toSpendRow(x, key)
-      nanos.set(row, decimalNanos(x.cost))
-      out[set].push(row)
-    }
-    // By cost as the exact decimal (two sums a nano-dollar apart may be one double), then key.
-    const byCost = (a: SpendRow, b: SpendRow) => {
-      const d = nanos.get(b)! - nanos.get(a)!
-      return d > 0n ? 1 : d < 0n ? -1 : a.key < b.key ? -1 : a.key > b.key ? 1 : 0
-    }
-    out.agent_id.sort(byCost)
-    out.model.sort(byCost)
-    out.day.sort((a, b) => (a.key < b.key ? -1 : 1))
-    return out
+      return { set, figures: spendFigures(x, key) }
+    }))
   }
 
   /** Spend rollup grouped by agent, model or day since a day (UTC, inclusive). */
@@ -471,7 +330,7 @@ export class DashboardRepository {
        GROUP BY key ORDER BY ${by === 'day' ? 'key' : 'sum(cost_usd) DESC, key'}`,
       { u: r.userId, from: fromDay, hidden: r.hidden },
     )
-    return rows.map((x) => toSpendRow(x))
+    return rows.map((x) => spendRow(spendFigures(x)))
   }
 
   /**
@@ -489,16 +348,11 @@ export class DashboardRepository {
        SELECT 'window', '', toString(sum(cost)), sum(n), sum(errors), 0, 0, 0, 0, 0 FROM (${windowParts(scope)})`,
       { u: r.userId, agent: agentId, hidden: r.hidden, from: fromDay, ...windowParams(sinceMs) },
     )
-    const days = rows.filter((x) => x.part === 'day').sort((a, b) => (a.key < b.key ? -1 : 1))
     const window = rows.find((x) => x.part === 'window')
-    const sum = (name: string) => days.reduce((n, x) => n + Number(x[name]), 0)
-    const total = toSpendRow({
-      key: '', cost: nanosText(days.reduce((n, x) => n + decimalNanos(x.cost), 0n)), n: sum('n'), errors: sum('errors'), unpriced: sum('unpriced'),
-      t_in: sum('t_in'), t_cw: sum('t_cw'), t_cr: sum('t_cr'), t_out: sum('t_out'),
-    })
+    const { days, total } = spendDays(rows.filter((x) => x.part === 'day').map((x) => spendFigures(x)))
     return {
       window: { events: Number(window?.n ?? 0), costUsd: Number(window?.cost ?? 0), errors: Number(window?.errors ?? 0) },
-      days: days.map((x) => toSpendRow(x)),
+      days,
       total,
     }
   }

@@ -3,6 +3,7 @@ import { hash, randomBytes } from 'node:crypto'
 import { newCuid } from '../domain/ids.ts'
 import { iso, isoOrNull } from './timestamps.ts'
 import type { Tier } from './users-repository.ts'
+import { ChangeListeners, type ChangeListener } from './change-listeners.ts'
 
 const KEY_PREFIX_LENGTH = 12
 
@@ -50,9 +51,23 @@ function toListing (r: Record<string, any>): ApiKeyListing {
   }
 }
 
-/** API keys in Postgres. Secrets never touch this table; only their hashes do. */
+/** A revoked key: whose, which, and the hash of its secret (what the key caches are keyed by). */
+export type KeyChange = { kind: 'revoked'; userId: string; keyId: string; secretHash: string }
+
+/**
+ * API keys in Postgres. Secrets never touch this table; only their hashes do. A revocation is
+ * announced to `onChanged` listeners (the key caches); a new key is not, as no cache can hold it
+ * stale, nor is its last use.
+ */
 export class KeysRepository {
+  private readonly changes = new ChangeListeners<KeyChange>()
+
   constructor (private readonly db: pg.Pool) {}
+
+  /** Calls `listener` after each successful revocation, before `revoke` returns; returns the unsubscribe. */
+  onChanged (listener: ChangeListener<KeyChange>): () => void {
+    return this.changes.add(listener)
+  }
 
   async create (userId: string, label: string, agentId: string | null): Promise<CreatedApiKey> {
     const secret = newSecret()
@@ -80,7 +95,10 @@ export class KeysRepository {
        WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL RETURNING secret_sha256`,
       [keyId, userId],
     )
-    return rows[0]?.secret_sha256 ?? null
+    const secretHash: string | undefined = rows[0]?.secret_sha256
+    if (secretHash === undefined) return null
+    await this.changes.emit({ kind: 'revoked', userId, keyId, secretHash })
+    return secretHash
   }
 
   async findByHash (secretHash: string): Promise<KeyIdentity | null> {

@@ -2,6 +2,7 @@ import type pg from 'pg'
 import type { UserPrice } from '../domain/pricing.ts'
 import { underUserLock } from './postgres.ts'
 import { iso } from './timestamps.ts'
+import { ChangeListeners, type ChangeListener } from './change-listeners.ts'
 
 /** A price a user set for a model, as listed and answered. */
 export type ModelPrice = { model: string } & UserPrice & { updatedAt: string }
@@ -20,9 +21,22 @@ function toModelPrice (r: Record<string, any>): ModelPrice {
   }
 }
 
-/** The prices users set for models, in Postgres (postgres/008). */
+/** A price a user set (`put`, new or in place of the one there was) or removed. */
+export type ModelPriceChange = { kind: 'put' | 'removed'; userId: string; model: string }
+
+/**
+ * The prices users set for models, in Postgres (postgres/008). Each change is announced to
+ * `onChanged` listeners (the caches of users' prices).
+ */
 export class ModelPricesRepository {
+  private readonly changes = new ChangeListeners<ModelPriceChange>()
+
   constructor (private readonly db: pg.Pool) {}
+
+  /** Calls `listener` after each successful put or removal, before the write's call returns; returns the unsubscribe. */
+  onChanged (listener: ChangeListener<ModelPriceChange>): () => void {
+    return this.changes.add(listener)
+  }
 
   /** The user's prices, by model name. */
   async list (userId: string): Promise<ModelPrice[]> {
@@ -49,12 +63,16 @@ export class ModelPricesRepository {
        RETURNING *`,
       [userId, model, price.inputPerMTok, price.outputPerMTok, price.cacheReadPerMTok, price.cacheWritePerMTok, max],
     )).rows)
-    return rows[0] ? toModelPrice(rows[0]) : null
+    if (!rows[0]) return null
+    await this.changes.emit({ kind: 'put', userId, model })
+    return toModelPrice(rows[0])
   }
 
   /** Removes the user's price for a model; false when there was none. */
   async remove (userId: string, model: string): Promise<boolean> {
     const { rowCount } = await this.db.query('/* svc:model_prices_delete */ DELETE FROM model_prices WHERE user_id = $1 AND model = $2', [userId, model])
-    return rowCount === 1
+    if (rowCount !== 1) return false
+    await this.changes.emit({ kind: 'removed', userId, model })
+    return true
   }
 }

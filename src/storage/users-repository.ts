@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import { newCuid } from '../domain/ids.ts'
 import { iso } from './timestamps.ts'
+import { ChangeListeners, type ChangeListener } from './change-listeners.ts'
 
 export type Tier = 'free' | 'pro' | 'enterprise'
 
@@ -36,9 +37,23 @@ function toUser (r: Record<string, any>): User {
   }
 }
 
-/** Users in Postgres, keyed by the identity provider's subject. */
+/** What a write changed of a user (`subject` is the identity provider's, what user caches are keyed by). */
+export type UserChange = { userId: string; subject: string; fields: ('handle' | 'tier')[] }
+
+/**
+ * Users in Postgres, keyed by the identity provider's subject. A change of a handle or tier is
+ * announced to `onChanged` listeners (the caches of users and of their keys); a first sight of a
+ * subject and usage counts are not, as no cache holds them stale.
+ */
 export class UsersRepository {
+  private readonly changes = new ChangeListeners<UserChange>()
+
   constructor (private readonly db: pg.Pool) {}
+
+  /** Calls `listener` after each successful change of a handle or tier, before the write's call returns; returns the unsubscribe. */
+  onChanged (listener: ChangeListener<UserChange>): () => void {
+    return this.changes.add(listener)
+  }
 
   /** The user for a subject, created on first sight (race-safe: one row per subject). */
   async upsertBySubject (subject: string, claims: { email?: string | undefined } = {}): Promise<User> {
@@ -53,16 +68,19 @@ export class UsersRepository {
 
   /** Sets the handle; 'taken' when another user holds it (case-insensitively). */
   async updateHandle (userId: string, handle: string): Promise<User | 'taken'> {
+    let user: User
     try {
       const { rows } = await this.db.query(
         `/* svc:user_handle */ UPDATE users SET handle = $2 WHERE id = $1 RETURNING ${COLUMNS}`,
         [userId, handle],
       )
-      return toUser(rows[0])
+      user = toUser(rows[0])
     } catch (err) {
       if ((err as { code?: string }).code === '23505') return 'taken'
       throw err
     }
+    await this.changes.emit({ userId: user.id, subject: user.privyId, fields: ['handle'] })
+    return user
   }
 
   /** Adds accepted-event counts, keyed `userId` → month (`YYYY-MM-01`) → count, in one statement. */
@@ -102,7 +120,10 @@ export class UsersRepository {
       `/* svc:user_tier_existing */ UPDATE users SET tier = $2, burst_per_minute = $3 WHERE privy_id = $1 RETURNING ${COLUMNS}`,
       [subject, tier, burstPerMinute],
     )
-    return rows[0] ? toUser(rows[0]) : null
+    if (!rows[0]) return null
+    const user = toUser(rows[0])
+    await this.changes.emit({ userId: user.id, subject: user.privyId, fields: ['tier'] })
+    return user
   }
 
   /** Sets a user's tier and burst override, creating the user if the subject is new (the seed's user). */
@@ -112,6 +133,8 @@ export class UsersRepository {
       `/* svc:user_tier */ UPDATE users SET tier = $2, burst_per_minute = $3 WHERE id = $1 RETURNING ${COLUMNS}`,
       [user.id, tier, burstPerMinute],
     )
-    return toUser(rows[0])
+    const updated = toUser(rows[0])
+    await this.changes.emit({ userId: updated.id, subject: updated.privyId, fields: ['tier'] })
+    return updated
   }
 }

@@ -10,18 +10,13 @@ const agents: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
 
   app.get('/v1/me/agents/:id', { schema: getAgent }, async (request) => service.agentProfile(await app.readerOf(request), request.params.id))
 
-  /** Ingestion resolves a new name at once on every instance; publishing shows in the public reads at once. */
-  app.patch('/v1/me/agents/:id', { schema: patchAgent }, async (request) => {
-    const updated = await service.updateAgent(request.user.id, request.params.id, request.body)
-    if (request.body.displayName !== undefined) await app.forgetAgents(request.user.id)
-    if (request.body.isPublic !== undefined) await app.publicService.registryChanged()
-    return updated
-  })
+  /** Ingestion resolves a new name at once on every instance; publishing shows in the public reads at once (plugins/cache-invalidation.ts). */
+  app.patch('/v1/me/agents/:id', { schema: patchAgent }, async (request) =>
+    service.updateAgent(request.user.id, request.params.id, request.body))
 
   /** Soft delete: from now on ingestion for the agent answers 410 and reads hide it. */
   app.delete('/v1/me/agents/:id', { schema: deleteAgent }, async (request, reply) => {
     if (!(await app.agents.softDelete(request.user.id, request.params.id))) throw notFound()
-    await app.forgetAgents(request.user.id)
     return reply.code(204).send(null)
   })
 }

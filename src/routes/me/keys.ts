@@ -13,9 +13,8 @@ const keys: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
   })
 
   app.delete('/v1/me/keys/:id', { schema: revokeKey }, async (request, reply) => {
-    const hash = await app.keys.revoke(request.user.id, request.params.id)
-    if (!hash) throw notFound()
-    await app.forgetKey(hash)
+    // A revoked key is refused at once on every instance (plugins/cache-invalidation.ts).
+    if (!(await app.keys.revoke(request.user.id, request.params.id))) throw notFound()
     return reply.code(204).send(null)
   })
 }

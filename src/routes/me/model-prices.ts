@@ -4,7 +4,7 @@ import { deleteModelPrice, listModelPrices, putModelPrice } from '../../../schem
 
 /** Model prices the caller sets: list (with the models still unpriced), set one, remove one. */
 const modelPrices: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
-  const service = new ModelPricesService(app.modelPrices, app.dashboard, app.forgetModelPrices)
+  const service = new ModelPricesService(app.modelPrices, app.dashboard)
 
   app.get('/v1/me/model-prices', { schema: listModelPrices }, async (request) => service.list(await app.readerOf(request)))
 

@@ -16,7 +16,6 @@ const user: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
   app.patch('/v1/me', { schema: patchMe }, async (request) => {
     const updated = await app.users.updateHandle(request.user.id, request.body.handle)
     if (updated === 'taken') throw conflict('handle_taken', 'this handle is taken by another user; choose another')
-    await app.bus.publish('user', updated.privyId)
     return body(updated)
   })
 }
