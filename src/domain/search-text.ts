@@ -28,8 +28,8 @@ export function parseSearchText (q: string): ParsedText {
   const seen = new Set<string>()
   const add = (raw: string, phrase: boolean) => {
     const t = raw.trim().replace(/\s+/gu, ' ')
-    if (t === '' || seen.has(t + phrase)) return
-    seen.add(t + phrase)
+    if (t === '' || seen.has(t)) return
+    seen.add(t)
     terms.push({ text: t, phrase: phrase && t.includes(' ') })
   }
   let i = 0

@@ -9,7 +9,7 @@ t.test('a filtered walk hands out every match once while matching events stream 
   const user = await newUser(app, { burst: 1_000_000 })
   const { secret } = await user.createKey()
   const now = Date.now()
-  const base = Array.from({ length: 300 }, (_, i) => ({
+  const base = Array.from({ length: 150 }, (_, i) => ({
     agentId: 'walker', type: i % 2 ? 'tool' : 'decision', reasoning: i % 3 ? '订单支付失败了' : 'fine',
     timestamp: new Date(now - HOUR - (i % 30) * 1000).toISOString(), metadata: { traceId: `w-${i % 17}` },
   }))
