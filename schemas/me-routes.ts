@@ -135,8 +135,8 @@ export const listTraces = {
   summary: 'Traces by latest activity',
   querystring: {
     type: 'object',
-    description: `A trace matches when any of its events matches the filters. ${metaParamsDescription}`,
-    properties: { limit: lenientLimit(1, 200, 50), since: since('7d (all when `from` is given)'), cursor: cursorParam, agentId: agentIdsParam, ...searchFilterParams },
+    description: `A trace matches when any of its events matches the filters; giving \`from\` lifts the default \`since\` of 7d. ${metaParamsDescription}`,
+    properties: { limit: lenientLimit(1, 200, 50), since: since('7d'), cursor: cursorParam, agentId: agentIdsParam, ...searchFilterParams },
   },
   response: { 200: { type: 'object', required: ['traces', 'nextCursor'], properties: { traces: { type: 'array', items: traceSummary }, nextCursor } }, ...readErrors },
 } as const
