@@ -1,6 +1,8 @@
 import t from 'tap'
 import { buildTestApp, newUser, sendBatch, sendEvent, shipped } from '../helpers/app.ts'
 import { HOUR, walk, type Ev } from './search-fixture.ts'
+import { parseSearchFilters } from '../../src/domain/search-filters.ts'
+import { searchWhere } from '../../src/storage/search-repository.ts'
 
 // Paging under search filters while events stream in, and the 400s of malformed filters.
 
@@ -29,6 +31,13 @@ t.test('a filtered walk hands out every match once while matching events stream 
   streaming = false
   await stream
   t.same([...got].sort(), [...expected].sort(), 'each match of the snapshot once, none of the streamed ones')
+
+  // The bigram index is offered the term (it may skip granules; the LIKE decides).
+  const parsed = parseSearchFilters({ q: '支付失败' })
+  if (!parsed.ok) throw new Error('q')
+  const { where, params } = searchWhere({ userId: user.id, hidden: [] }, { sinceMs: 0, asOf: Date.now() }, parsed.filters)
+  const plan = await (await app.clickhouse.query({ query: `EXPLAIN indexes = 1 SELECT event_id FROM events WHERE ${where}`, query_params: params, format: 'TabSeparatedRaw' })).text()
+  t.match(plan, /Name: idx_search_text/, 'EXPLAIN shows the search index used for q')
   t.equal(new Set(traces).size, 17, 'each trace once')
   t.equal(traces.length, 17)
 })
