@@ -5,6 +5,7 @@ import { apiKey, createdApiKey } from './api-key.ts'
 import { eventAck } from './event-ack.ts'
 import { user } from './user.ts'
 import { cursorParam, dashboardAuth, errorResponses, nextCursor, noContent } from './common.ts'
+import { agentIdsParam, eventFacets, metaParamsDescription, searchFilterParams } from './search.ts'
 
 const me = { tags: ['dashboard'], security: dashboardAuth } as const
 const readErrors = errorResponses(400, 401, 429, 503)
@@ -102,11 +103,13 @@ export const listEvents = {
   summary: 'The caller\'s events, newest first',
   querystring: {
     type: 'object',
+    description: metaParamsDescription,
     properties: {
       limit: lenientLimit(1, 1000, 50),
       since: since('all'),
-      agentId: { type: 'string', description: 'only this agent\'s events; a value that is not a cuid is ignored (the spec\'s rule)' },
+      agentId: agentIdsParam,
       cursor: cursorParam,
+      ...searchFilterParams,
     },
   },
   response: { 200: { type: 'object', required: ['events', 'nextCursor'], properties: { events: { type: 'array', items: dashboardEvent }, nextCursor } }, ...readErrors },
@@ -115,7 +118,11 @@ export const listEvents = {
 export const listSessions = {
   ...me,
   summary: 'Sessions by latest activity',
-  querystring: { type: 'object', properties: { limit: lenientLimit(1, 100, 20), cursor: cursorParam } },
+  querystring: {
+    type: 'object',
+    description: `A session matches when any of its events matches the filters. ${metaParamsDescription}`,
+    properties: { limit: lenientLimit(1, 100, 20), since: since('all'), cursor: cursorParam, agentId: agentIdsParam, ...searchFilterParams },
+  },
   response: { 200: { type: 'object', required: ['sessions', 'nextCursor'], properties: { sessions: { type: 'array', items: sessionSummary }, nextCursor } }, ...readErrors },
 } as const
 
@@ -126,8 +133,23 @@ export const getSession = {
 export const listTraces = {
   ...me,
   summary: 'Traces by latest activity',
-  querystring: { type: 'object', properties: { limit: lenientLimit(1, 200, 50), since: since('7d'), cursor: cursorParam } },
+  querystring: {
+    type: 'object',
+    description: `A trace matches when any of its events matches the filters; giving \`from\` lifts the default \`since\` of 7d. ${metaParamsDescription}`,
+    properties: { limit: lenientLimit(1, 200, 50), since: since('7d'), cursor: cursorParam, agentId: agentIdsParam, ...searchFilterParams },
+  },
   response: { 200: { type: 'object', required: ['traces', 'nextCursor'], properties: { traces: { type: 'array', items: traceSummary }, nextCursor } }, ...readErrors },
+} as const
+
+export const listEventFacets = {
+  ...me,
+  summary: 'Counts of the caller\'s events matching the filters, per type, outcome, model, tool, agent, cost status and metadata path',
+  querystring: {
+    type: 'object',
+    description: metaParamsDescription,
+    properties: { since: since('all'), agentId: agentIdsParam, ...searchFilterParams },
+  },
+  response: { 200: eventFacets, ...readErrors },
 } as const
 
 export const getTrace = {

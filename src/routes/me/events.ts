@@ -1,17 +1,23 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
-import { getSession, getTrace, listEvents, listSessions, listTraces } from '../../../schemas/me-routes.ts'
+import { getSession, getTrace, listEventFacets, listEvents, listSessions, listTraces } from '../../../schemas/me-routes.ts'
+import { SearchRepository } from '../../storage/search-repository.ts'
+import { SearchService } from '../../services/search-service.ts'
 
 /** Recent events, sessions and traces of the caller. */
 const events: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
   const service = app.dashboardService
+  // The lists answer their filters (docs/api.md#search) here; a list without one is the plain list.
+  const search = new SearchService(new SearchRepository(app.clickhouse), service)
 
-  app.get('/v1/me/events', { schema: listEvents }, async (request) => service.events(await app.readerOf(request), request.query))
+  app.get('/v1/me/events', { schema: listEvents }, async (request) => search.events(await app.readerOf(request), request.query))
 
-  app.get('/v1/me/sessions', { schema: listSessions }, async (request) => service.sessions(await app.readerOf(request), request.query))
+  app.get('/v1/me/events/facets', { schema: listEventFacets }, async (request) => search.facets(await app.readerOf(request), request.query))
+
+  app.get('/v1/me/sessions', { schema: listSessions }, async (request) => search.sessions(await app.readerOf(request), request.query))
 
   app.get('/v1/me/sessions/:id', { schema: getSession }, async (request) => service.session(await app.readerOf(request), request.params.id))
 
-  app.get('/v1/me/traces', { schema: listTraces }, async (request) => service.traces(await app.readerOf(request), request.query))
+  app.get('/v1/me/traces', { schema: listTraces }, async (request) => search.traces(await app.readerOf(request), request.query))
 
   app.get('/v1/me/traces/:traceId', { schema: getTrace }, async (request) => service.trace(await app.readerOf(request), request.params.traceId))
 }

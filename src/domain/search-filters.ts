@@ -1,0 +1,217 @@
+/**
+ * The search filters of the dashboard lists (GET /v1/me/events, /traces, /sessions and
+ * /events/facets; docs/api.md#search), read from a query string as Fastify parsed it (a repeated
+ * parameter is an array). Pure: no I/O.
+ *
+ * The spec's lenient parameters keep their rules: `since` and `agentId` values that do not fit are
+ * dropped. Every newer filter is strict: a value that does not fit is a 400 naming the parameter.
+ */
+import { isCuid } from './ids.ts'
+import { parseIsoDateTime } from './date-time.ts'
+import { parseSearchText, type SearchTerm } from './search-text.ts'
+
+export const EVENT_TYPES = ['reasoning', 'tool', 'tx', 'decision', 'action', 'error'] as const
+export const OUTCOMES = ['pending', 'success', 'failed'] as const
+export const PRIVACY_LEVELS = ['minimal', 'standard', 'full'] as const
+export const COST_STATUSES = ['priced', 'user_price', 'unknown_model', 'no_model'] as const
+
+/** At most this many values of one repeatable parameter, and this many metadata filters. */
+export const MAX_VALUES = 50
+export const MAX_META_FILTERS = 20
+/** Longest metadata path and value, and longest free-text value (model, tool, ids). */
+export const MAX_META_PATH = 200
+export const MAX_META_VALUE = 1000
+export const MAX_TEXT_VALUE = 200
+
+/** A metadata filter: the path's value is one of `values` (OR). */
+export interface MetaFilter { path: string; values: string[] }
+
+/**
+ * What an event must satisfy: every present field (AND across fields), any value of a field (OR
+ * within one). Empty arrays and undefined bounds do not filter.
+ */
+export interface SearchFilters {
+  types: string[]
+  outcomes: string[]
+  models: string[]
+  tools: string[]
+  agentIds: string[]
+  sessionIds: string[]
+  traceIds: string[]
+  fingerprints: string[]
+  privacyLevels: string[]
+  costStatuses: string[]
+  /** Cost bounds (inclusive) as decimal text with at most 9 decimals, compared exactly. */
+  minCostUsd?: string | undefined
+  maxCostUsd?: string | undefined
+  /** Duration bounds in ms (inclusive); an event without a duration never matches one. */
+  minDurationMs?: number | undefined
+  maxDurationMs?: number | undefined
+  /** Event time bounds in unix ms: from inclusive, to exclusive. */
+  fromMs?: number | undefined
+  toMs?: number | undefined
+  /** metadata.<path> equals one of the values. */
+  meta: MetaFilter[]
+  /** metadata has a scalar at the path or under it. */
+  hasMeta: string[]
+  /** Full-text terms (q), all required. */
+  terms: SearchTerm[]
+}
+
+/** One malformed parameter: its name and what is wrong, as the service's other 400s say it. */
+export interface FilterProblem { path: (string | number)[]; message: string }
+
+/** The parameters parsed, or the problems found (every one, not only the first). */
+export type ParsedFilters = { ok: true; filters: SearchFilters } | { ok: false; problems: FilterProblem[] }
+
+const FINGERPRINT = /^[0-9a-f]{16}$/
+const DECIMAL = /^\d{1,9}(?:\.\d{1,9})?$/
+const INTEGER = /^\d{1,15}$/
+const UNIX_MS = /^\d{1,13}$/
+
+/** The parameter names this module reads besides `meta.<path>` (the lists' own: limit, cursor, since). */
+export const FILTER_PARAMS = [
+  'type', 'outcome', 'model', 'tool', 'agentId', 'sessionId', 'traceId', 'fingerprint', 'privacyLevel', 'costStatus',
+  'minCostUsd', 'maxCostUsd', 'minDurationMs', 'maxDurationMs', 'from', 'to', 'hasMeta', 'q',
+] as const
+
+const META_PREFIX = 'meta.'
+
+function valuesOf (v: unknown): unknown[] {
+  if (v === undefined) return []
+  return Array.isArray(v) ? v : [v]
+}
+
+/** True when the query names any filter (a new one, or agentId), i.e. the plain list does not answer it. */
+export function hasFilters (query: Record<string, unknown>): boolean {
+  return Object.keys(query).some((k) => query[k] !== undefined && ((FILTER_PARAMS as readonly string[]).includes(k) || k.startsWith(META_PREFIX)))
+}
+
+/**
+ * Reads the filters from a parsed query string. Parameters it does not know are ignored (as
+ * everywhere in the API); `agentId` values that are not cuids are dropped (the spec's rule).
+ */
+export function parseSearchFilters (query: Record<string, unknown>): ParsedFilters {
+  const problems: FilterProblem[] = []
+  const fail = (name: string, message: string) => { problems.push({ path: [name], message }) }
+
+  /** A repeatable parameter: each value must pass `check` (a message when it does not). */
+  const list = (name: string, check: (s: string) => string | null): string[] => {
+    const raw = valuesOf(query[name])
+    if (raw.length > MAX_VALUES) {
+      fail(name, `at most ${MAX_VALUES} values`)
+      return []
+    }
+    const out: string[] = []
+    for (const v of raw) {
+      const s = typeof v === 'string' ? v : String(v)
+      const problem = check(s)
+      if (problem) fail(name, problem)
+      else if (!out.includes(s)) out.push(s)
+    }
+    return out
+  }
+  const oneOf = (allowed: readonly string[]) => (s: string) => allowed.includes(s) ? null : `must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}`
+  const text = (max: number) => (s: string) => s.length >= 1 && s.length <= max ? null : `must be 1 to ${max} characters`
+  /** A single-valued parameter: one value, passing `parse`. */
+  const single = <T>(name: string, parse: (s: string) => T | null, message: string): T | undefined => {
+    const raw = valuesOf(query[name])
+    if (raw.length === 0) return undefined
+    if (raw.length > 1) {
+      fail(name, 'must be given once')
+      return undefined
+    }
+    const parsed = parse(String(raw[0]))
+    if (parsed === null) fail(name, message)
+    return parsed ?? undefined
+  }
+
+  const instant = (s: string): number | null => {
+    if (UNIX_MS.test(s)) return Number(s)
+    const ms = parseIsoDateTime(s)
+    return Number.isNaN(ms) ? null : ms
+  }
+  const instantMessage = 'must be an ISO 8601 date-time (e.g. 2026-11-27T09:00:00Z) or unix milliseconds'
+
+  const filters: SearchFilters = {
+    types: list('type', oneOf(EVENT_TYPES)),
+    outcomes: list('outcome', oneOf(OUTCOMES)),
+    models: list('model', text(MAX_TEXT_VALUE)),
+    tools: list('tool', text(MAX_TEXT_VALUE)),
+    // The spec's rule for agentId: a value that is not a cuid is dropped, not refused.
+    agentIds: valuesOf(query.agentId).filter((v): v is string => typeof v === 'string' && isCuid(v)).filter((v, i, a) => a.indexOf(v) === i).slice(0, MAX_VALUES),
+    sessionIds: list('sessionId', text(MAX_TEXT_VALUE)),
+    traceIds: list('traceId', text(MAX_TEXT_VALUE)),
+    fingerprints: list('fingerprint', (s) => FINGERPRINT.test(s) ? null : 'must be 16 lower-case hex characters'),
+    privacyLevels: list('privacyLevel', oneOf(PRIVACY_LEVELS)),
+    costStatuses: list('costStatus', oneOf(COST_STATUSES)),
+    minCostUsd: single('minCostUsd', (s) => DECIMAL.test(s) ? normaliseDecimal(s) : null, 'must be a non-negative decimal number with at most 9 decimals (e.g. 0.25)'),
+    maxCostUsd: single('maxCostUsd', (s) => DECIMAL.test(s) ? normaliseDecimal(s) : null, 'must be a non-negative decimal number with at most 9 decimals (e.g. 0.25)'),
+    minDurationMs: single('minDurationMs', (s) => INTEGER.test(s) ? Number(s) : null, 'must be a non-negative integer of milliseconds'),
+    maxDurationMs: single('maxDurationMs', (s) => INTEGER.test(s) ? Number(s) : null, 'must be a non-negative integer of milliseconds'),
+    fromMs: single('from', instant, instantMessage),
+    toMs: single('to', instant, instantMessage),
+    meta: [],
+    hasMeta: list('hasMeta', metaPathProblem),
+    terms: [],
+  }
+  if (filters.minCostUsd !== undefined && filters.maxCostUsd !== undefined && compareDecimals(filters.minCostUsd, filters.maxCostUsd) > 0) {
+    fail('minCostUsd', 'must not be greater than maxCostUsd')
+  }
+  if (filters.minDurationMs !== undefined && filters.maxDurationMs !== undefined && filters.minDurationMs > filters.maxDurationMs) {
+    fail('minDurationMs', 'must not be greater than maxDurationMs')
+  }
+  if (filters.fromMs !== undefined && filters.toMs !== undefined && filters.fromMs >= filters.toMs) {
+    fail('from', 'must be earlier than to')
+  }
+
+  const metaNames = Object.keys(query).filter((k) => k.startsWith(META_PREFIX)).sort()
+  if (metaNames.length + filters.hasMeta.length > MAX_META_FILTERS) fail('meta', `at most ${MAX_META_FILTERS} metadata filters (meta.* and hasMeta together)`)
+  else {
+    for (const name of metaNames) {
+      const path = name.slice(META_PREFIX.length)
+      const problem = metaPathProblem(path)
+      if (problem) {
+        fail(name, `the metadata path ${problem}`)
+        continue
+      }
+      const values = list(name, (s) => s.length <= MAX_META_VALUE ? null : `must be at most ${MAX_META_VALUE} characters`)
+      if (values.length > 0) filters.meta.push({ path, values })
+    }
+  }
+
+  const q = valuesOf(query.q)
+  if (q.length > 1) fail('q', 'must be given once')
+  else if (q.length === 1) {
+    const parsed = parseSearchText(String(q[0]))
+    if (parsed.ok) filters.terms = parsed.terms
+    else fail('q', parsed.message)
+  }
+
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, filters }
+}
+
+/** What is wrong with a metadata path (dot-separated keys), or null. */
+function metaPathProblem (path: string): string | null {
+  if (path.length < 1 || path.length > MAX_META_PATH) return `must be 1 to ${MAX_META_PATH} characters`
+  if (path.split('.').some((k) => k === '')) return 'must be keys joined by single dots (no empty key)'
+  return null
+}
+
+/** '007.50' → '7.5': the same number as the shortest text (equal bounds compare equal). */
+function normaliseDecimal (s: string): string {
+  const [whole = '0', fraction = ''] = s.split('.')
+  const w = whole.replace(/^0+(?=\d)/, '')
+  const f = fraction.replace(/0+$/, '')
+  return f ? `${w}.${f}` : w
+}
+
+/** Compares two non-negative decimal texts exactly. */
+export function compareDecimals (a: string, b: string): number {
+  const nanos = (s: string) => {
+    const [whole = '0', fraction = ''] = s.split('.')
+    return BigInt(whole) * 1_000_000_000n + BigInt((fraction + '000000000').slice(0, 9))
+  }
+  const d = nanos(a) - nanos(b)
+  return d > 0n ? 1 : d < 0n ? -1 : 0
+}

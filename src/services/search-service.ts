@@ -1,0 +1,76 @@
+import { agentOf } from '../domain/dashboard.ts'
+import { clampInt, sinceBound } from '../domain/query-params.ts'
+import { hasFilters, parseSearchFilters, type SearchFilters } from '../domain/search-filters.ts'
+import { HttpError } from '../http-error.ts'
+import type { SearchRepository } from '../storage/search-repository.ts'
+import { startOf, type DashboardReader, type DashboardService } from './dashboard-service.ts'
+
+type Query = Record<string, unknown>
+
+/** The first value of a lenient parameter that Fastify may have parsed as a list. */
+const first = (v: unknown): string | undefined => (Array.isArray(v) ? v[0] : v) as string | undefined
+
+function filtersOf (query: Query): SearchFilters {
+  const parsed = parseSearchFilters(query)
+  if (!parsed.ok) throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details: parsed.problems })
+  return parsed.filters
+}
+
+/**
+ * The dashboard lists under search filters (docs/api.md#search). A list asked without any filter is
+ * answered by the plain list (DashboardService), unchanged; with one, by the search repository, in
+ * the same shape and with the same cursors.
+ */
+export class SearchService {
+  constructor (private readonly search: SearchRepository, private readonly dashboard: DashboardService) {}
+
+  /** limit 1..1000 (default 50); since 24h | 7d | 30d | all (default all); a repeated agentId is a filter. */
+  async events (r: DashboardReader, q: Query) {
+    const plain = { limit: first(q.limit), since: first(q.since), cursor: first(q.cursor) }
+    const agentIds = Array.isArray(q.agentId) ? q.agentId : q.agentId === undefined ? [] : [q.agentId]
+    if (!hasFilters({ ...q, agentId: undefined }) && agentIds.length <= 1) return this.dashboard.events(r, { ...plain, agentId: agentIds[0] as string | undefined })
+    const f = filtersOf(q)
+    const start = startOf('events', plain.cursor, r.settledAt)
+    const page = await this.search.events(r, { sinceMs: sinceBound(plain.since, start.asOf), asOf: start.asOf }, f, { limit: clampInt(plain.limit, 1, 1000, 50), start })
+    return { events: page.items.map((e) => ({ ...e, agent: agentOf(r.names, e.agentId) })), nextCursor: page.nextCursor }
+  }
+
+  /** limit 1..100 (default 20); since (default all) and any filter. */
+  async sessions (r: DashboardReader, q: Query) {
+    const plain = { limit: first(q.limit), since: first(q.since), cursor: first(q.cursor) }
+    if (!hasFilters(q) && plain.since === undefined) return this.dashboard.sessions(r, plain)
+    const f = filtersOf(q)
+    const start = startOf('sessions', plain.cursor, r.settledAt)
+    const page = await this.search.sessions(r, { sinceMs: sinceBound(plain.since, start.asOf), asOf: start.asOf }, f, { limit: clampInt(plain.limit, 1, 100, 20), start })
+    return { sessions: page.items.map((s) => this.summary(r, s)), nextCursor: page.nextCursor }
+  }
+
+  /** limit 1..200 (default 50); since (default 7d, none when `from` is given) and any filter. */
+  async traces (r: DashboardReader, q: Query) {
+    const plain = { limit: first(q.limit), since: first(q.since), cursor: first(q.cursor) }
+    if (!hasFilters(q)) return this.dashboard.traces(r, plain)
+    const f = filtersOf(q)
+    const start = startOf('traces', plain.cursor, r.settledAt)
+    const sinceMs = sinceBound(plain.since, start.asOf, f.fromMs === undefined ? '7d' : 'all')
+    const page = await this.search.traces(r, { sinceMs, asOf: start.asOf }, f, { limit: clampInt(plain.limit, 1, 200, 50), start })
+    return { traces: page.items.map((s) => this.summary(r, s)), nextCursor: page.nextCursor }
+  }
+
+  /** Counts of the matching events per facet; since (default all) and any filter. */
+  async facets (r: DashboardReader, q: Query) {
+    const f = filtersOf(q)
+    const facets = await this.search.facets(r, { sinceMs: sinceBound(first(q.since), r.settledAt), asOf: r.settledAt }, f)
+    return {
+      ...facets,
+      facets: {
+        ...facets.facets,
+        agentId: facets.facets.agentId.map((x) => ({ ...x, displayName: x.value === null ? null : agentOf(r.names, x.value).displayName })),
+      },
+    }
+  }
+
+  private summary<S extends { events: number; agents: string[] }>(r: DashboardReader, s: S) {
+    const { events, agents, ...rest } = s
+    return { ...rest, eventCount: events, agents: agents.map((id) => agentOf(r.names, id)) }
+  }
+}

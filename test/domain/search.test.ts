@@ -1,0 +1,65 @@
+import t from 'tap'
+import { compareDecimals, hasFilters, parseSearchFilters } from '../../src/domain/search-filters.ts'
+import { likePattern, parseSearchText } from '../../src/domain/search-text.ts'
+
+t.test('q: terms split on whitespace, quoted phrases whole, NFC, duplicates once', async (t) => {
+  const terms = (q: string) => {
+    const p = parseSearchText(q)
+    if (!p.ok) throw new Error(p.message)
+    return p.terms.map((x) => x.text)
+  }
+  t.same(terms('  timeout   payment '), ['timeout', 'payment'])
+  t.same(terms('"payment  failed" retry'), ['payment failed', 'retry'], 'a phrase keeps its words, whitespace collapsed')
+  t.same(terms('订单支付失败了'), ['订单支付失败了'], 'CJK is one term: matched as a substring, no word breaks needed')
+  t.same(terms('🔥 ✅'), ['🔥', '✅'])
+  t.same(terms('"open phrase to the end'), ['open phrase to the end'], 'a quote left open runs to the end')
+  t.same(terms('a"b"c'), ['a', 'b', 'c'], 'a quote inside a word starts a phrase')
+  t.same(terms('x x "x"'), ['x'], 'the same term once')
+  t.same(terms('cafe\u0301'), ['café'], 'NFD input is compared in NFC')
+  t.same(terms('""   '), [], 'nothing to find: no filter')
+  t.notOk(parseSearchText('x'.repeat(501)).ok, 'too long')
+  t.notOk(parseSearchText(Array.from({ length: 11 }, (_, i) => `w${i}`).join(' ')).ok, 'too many terms')
+  t.notOk(parseSearchText('a\u0000b').ok, 'control characters')
+  t.notOk(parseSearchText('a\ud800b').ok, 'a lone surrogate')
+  t.equal(likePattern('100%_a\\b'), '%100\\%\\_a\\\\b%', 'LIKE wildcards and the escape are escaped')
+})
+
+t.test('filters: repeatable values, strict new filters, lenient agentId', async (t) => {
+  const ok = (q: Record<string, unknown>) => {
+    const p = parseSearchFilters(q)
+    if (!p.ok) throw new Error(JSON.stringify(p.problems))
+    return p.filters
+  }
+  const problems = (q: Record<string, unknown>) => {
+    const p = parseSearchFilters(q)
+    return p.ok ? [] : p.problems.map((x) => x.path[0])
+  }
+  const f = ok({ type: ['tool', 'error', 'tool'], outcome: 'failed', 'meta.git.branch': ['main', 'dev'], hasMeta: 'env', minCostUsd: '007.50', from: '2026-11-01T00:00:00Z', to: '1795000000000' })
+  t.same(f.types, ['tool', 'error'], 'OR within a field, each value once')
+  t.same(f.outcomes, ['failed'], 'a single value is a list of one')
+  t.same(f.meta, [{ path: 'git.branch', values: ['main', 'dev'] }])
+  t.same(f.hasMeta, ['env'])
+  t.equal(f.minCostUsd, '7.5', 'a decimal bound in its shortest form')
+  t.equal(f.fromMs, Date.UTC(2026, 10, 1))
+  t.equal(f.toMs, 1795000000000, 'unix milliseconds too')
+  t.same(ok({ agentId: ['nope', 'c' + 'a'.repeat(24)] }).agentIds, ['c' + 'a'.repeat(24)], 'a non-cuid agentId is dropped (the spec\'s rule)')
+  t.same(ok({ unknown: 'x', limit: '5', since: 'bogus' }).types, [], 'unknown parameters are ignored')
+
+  t.same(problems({ type: 'nope' }), ['type'])
+  t.same(problems({ minCostUsd: '1e-3' }), ['minCostUsd'], 'no exponents')
+  t.same(problems({ minCostUsd: '2', maxCostUsd: '1.999999999' }), ['minCostUsd'])
+  t.same(problems({ minCostUsd: '1.0', maxCostUsd: '1' }), [], 'equal bounds are fine')
+  t.same(problems({ from: '2026-01-02', to: '2026-01-01T00:00:00Z' }), ['from'], 'a date without a time is not an instant')
+  t.same(problems({ 'meta.a..b': 'x', 'meta.': 'y' }), ['meta.', 'meta.a..b'])
+  t.same(problems({ 'meta.k': 'v'.repeat(1001) }), ['meta.k'])
+  t.same(problems({ type: Array.from({ length: 51 }, () => 'tool') }), ['type'], 'at most 50 values')
+  t.same(problems({ q: ['a', 'b'], from: ['1', '2'] }), ['from', 'q'], 'single-valued parameters given twice')
+  t.same(problems({ type: 'nope', outcome: 'bad', fingerprint: 'XYZ' }), ['type', 'outcome', 'fingerprint'], 'every problem, not only the first')
+
+  t.notOk(hasFilters({ limit: '5', since: '7d', cursor: 'x', other: '1' }), 'the plain list parameters are not filters')
+  t.ok(hasFilters({ 'meta.env': 'prod' }))
+  t.ok(hasFilters({ q: '' }), 'an empty q still goes through the filters (and filters nothing)')
+  t.notOk(hasFilters({ q: undefined }))
+  t.equal(compareDecimals('0.1', '0.10'), 0)
+  t.equal(compareDecimals('0.000000001', '0'), 1)
+})
