@@ -1,40 +1,27 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { pageOf, type Page, type PageStart } from '../domain/cursor.ts'
-import { privacyChip } from '../domain/privacy.ts'
 import { isoFromMs as iso } from './timestamps.ts'
 import { BY_SKIP_INDEX } from './clickhouse-client.ts'
-import { DAY_MS, MAX_SPAN_MS } from '../domain/dashboard.ts'
-import type { DashboardEvent, TokenTotals } from '../domain/dashboard-event.ts'
+import { DAY_MS } from '../domain/dashboard.ts'
+import type { DashboardEvent } from '../domain/dashboard-event.ts'
 import {
-  combineGroups, groupSummary, spendBreakdown, spendDays, spendRow, tokenTotals,
+  combineGroups, groupSummary, spendBreakdown, spendDays, spendRow,
   type GroupFigures, type SessionSummary, type SpendFigures, type SpendRow, type SpendSet, type TraceSummary, type WindowFigures,
 } from '../domain/dashboard-figures.ts'
 import { WindowHints, widening } from './window-hints.ts'
+import { EVENT_COLUMNS, SPAN_END, orNull, toEvent, tokensOf } from './event-rows.ts'
+
+export { tokensOf }
 
 export type { DashboardEvent } from '../domain/dashboard-event.ts'
 export type { SessionSummary, SpendRow, TraceSummary, WindowFigures } from '../domain/dashboard-figures.ts'
 
 /** An event's span end in SQL, as spanEndMs (src/domain/dashboard.ts) and group_totals.last_end compute it. */
-const SPAN_END = `ts + toIntervalMillisecond(least(ifNull(duration_ms, 0), ${MAX_SPAN_MS}))`
 
 /** Who is reading: the user, and their soft-deleted agents whose events every read hides. */
 export interface Reader { userId: string; hidden: string[] }
 
-const EVENT_COLUMNS = `event_id, agent_id, toUnixTimestamp64Milli(ts) AS ts_ms, toUnixTimestamp64Milli(received_at) AS received_ms,
-  type, outcome, model, tool_executed, tools_considered, duration_ms, input, reasoning, transaction, amount_token, amount_value,
-  error_message, metadata, session_id, trace_id, privacy_level, tokens_input_base, tokens_cache_creation, tokens_cache_read,
-  tokens_output, toString(cost_usd) AS cost, cost_status, error_fingerprint, content_hash, span_id, parent_span_id`
-
 const TOKEN_SUMS = 'sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) AS t_cw, sum(tokens_cache_read) AS t_cr, sum(tokens_output) AS t_out'
-
-const orNull = (s: string) => (s === '' ? null : s)
-const parseJson = (s: string) => (s === '' ? null : JSON.parse(s))
-
-/** Token totals from a row's four counts, read under `names` (the sums of TOKEN_SUMS by default). */
-export function tokensOf (r: Record<string, any>, names = ['t_in', 't_cw', 't_cr', 't_out']): TokenTotals {
-  const [a, b, c, d] = names.map((n) => Number(r[n] ?? 0)) as [number, number, number, number]
-  return tokenTotals(a, b, c, d)
-}
 
 /** A row of a spend rollup read (cost as decimal text, sums of events, errors, unpriced events and tokens). */
 function spendFigures (x: Record<string, any>, key: string = x.key): SpendFigures {
@@ -71,38 +58,6 @@ function windowParams (sinceMs: number): { since: number; edge: number; edgeS: n
   const hourMs = 3_600_000
   const edge = Math.ceil(sinceMs / hourMs) * hourMs
   return { since: sinceMs, edge, edgeS: edge / 1000 }
-}
-
-function toEvent (r: Record<string, any>): DashboardEvent {
-  return {
-    eventId: r.event_id,
-    agentId: r.agent_id,
-    timestamp: iso(r.ts_ms),
-    receivedAt: iso(r.received_ms),
-    type: r.type,
-    outcome: orNull(r.outcome) as DashboardEvent['outcome'],
-    model: orNull(r.model),
-    toolExecuted: orNull(r.tool_executed),
-    toolsConsidered: r.tools_considered,
-    durationMs: r.duration_ms === null ? null : Number(r.duration_ms),
-    input: parseJson(r.input),
-    reasoning: orNull(r.reasoning),
-    transaction: r.transaction,
-    amount: r.amount_token === '' ? null : { token: r.amount_token, value: Number(r.amount_value) },
-    errorMessage: orNull(r.error_message),
-    metadata: parseJson(r.metadata),
-    sessionId: orNull(r.session_id),
-    traceId: orNull(r.trace_id),
-    spanId: orNull(r.span_id),
-    parentSpanId: orNull(r.parent_span_id),
-    privacyLevel: orNull(r.privacy_level) as DashboardEvent['privacyLevel'],
-    privacyChip: privacyChip(r.privacy_level),
-    tokens: tokensOf(r, ['tokens_input_base', 'tokens_cache_creation', 'tokens_cache_read', 'tokens_output']),
-    costUsd: Number(r.cost),
-    costStatus: r.cost_status,
-    errorFingerprint: orNull(r.error_fingerprint),
-    contentHash: r.content_hash,
-  }
 }
 
 export interface ClusterAggregate {

@@ -1,11 +1,10 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { pageOf, type Page, type PageStart } from '../domain/cursor.ts'
-import { MAX_SPAN_MS } from '../domain/dashboard.ts'
-import { privacyChip } from '../domain/privacy.ts'
 import type { SearchFilters } from '../domain/search-filters.ts'
 import { likePattern } from '../domain/search-text.ts'
 import { isoFromMs as iso } from './timestamps.ts'
-import { tokensOf, type DashboardEvent, type Reader, type SessionSummary, type TraceSummary } from './dashboard-repository.ts'
+import { EVENT_COLUMNS, SPAN_END, orNull, toEvent, tokensOf } from './event-rows.ts'
+import { type DashboardEvent, type Reader, type SessionSummary, type TraceSummary } from './dashboard-repository.ts'
 
 /**
  * Filtered reads of events (docs/api.md#search): the lists of events, sessions and traces under the
@@ -16,13 +15,6 @@ import { tokensOf, type DashboardEvent, type Reader, type SessionSummary, type T
  * filters look at `metadata_flat` (clickhouse/018_search.sql); the bigram index of `search_text`
  * only lets a read skip granules, so an answer never depends on it.
  */
-
-const EVENT_COLUMNS = `event_id, agent_id, toUnixTimestamp64Milli(ts) AS ts_ms, toUnixTimestamp64Milli(received_at) AS received_ms,
-  type, outcome, model, tool_executed, tools_considered, duration_ms, input, reasoning, transaction, amount_token, amount_value,
-  error_message, metadata, session_id, trace_id, privacy_level, tokens_input_base, tokens_cache_creation, tokens_cache_read,
-  tokens_output, toString(cost_usd) AS cost, cost_status, error_fingerprint, content_hash, span_id, parent_span_id`
-
-const SPAN_END = `ts + toIntervalMillisecond(least(ifNull(duration_ms, 0), ${MAX_SPAN_MS}))`
 
 /** Metadata keys the facets leave out: ids and figures the service keeps in columns of their own. */
 export const FACET_HIDDEN_KEYS = ['traceId', 'sessionId', 'spanId', 'parentSpanId', 'dedupKey', 'privacyLevel', 'tokensBreakdown']
@@ -39,41 +31,6 @@ export type FacetName = 'type' | 'outcome' | 'model' | 'tool' | 'agentId' | 'cos
 export type FacetValue = { value: string | null; count: number }
 export type MetaFacet = { key: string; count: number; values: FacetValue[] }
 export type Facets = { total: number; facets: Record<FacetName, FacetValue[]>; metadata: MetaFacet[] }
-
-const orNull = (s: string) => (s === '' ? null : s)
-const parseJson = (s: string) => (s === '' ? null : JSON.parse(s))
-
-function toEvent (r: Record<string, any>): DashboardEvent {
-  return {
-    eventId: r.event_id,
-    agentId: r.agent_id,
-    timestamp: iso(r.ts_ms),
-    receivedAt: iso(r.received_ms),
-    type: r.type,
-    outcome: orNull(r.outcome) as DashboardEvent['outcome'],
-    model: orNull(r.model),
-    toolExecuted: orNull(r.tool_executed),
-    toolsConsidered: r.tools_considered,
-    durationMs: r.duration_ms === null ? null : Number(r.duration_ms),
-    input: parseJson(r.input),
-    reasoning: orNull(r.reasoning),
-    transaction: r.transaction,
-    amount: r.amount_token === '' ? null : { token: r.amount_token, value: Number(r.amount_value) },
-    errorMessage: orNull(r.error_message),
-    metadata: parseJson(r.metadata),
-    sessionId: orNull(r.session_id),
-    traceId: orNull(r.trace_id),
-    spanId: orNull(r.span_id),
-    parentSpanId: orNull(r.parent_span_id),
-    privacyLevel: orNull(r.privacy_level) as DashboardEvent['privacyLevel'],
-    privacyChip: privacyChip(r.privacy_level),
-    tokens: tokensOf(r, ['tokens_input_base', 'tokens_cache_creation', 'tokens_cache_read', 'tokens_output']),
-    costUsd: Number(r.cost),
-    costStatus: r.cost_status,
-    errorFingerprint: orNull(r.error_fingerprint),
-    contentHash: r.content_hash,
-  }
-}
 
 /** Columns of the list filters: each `IN` one parameter array. */
 const LIST_COLUMNS: [keyof SearchFilters, string][] = [
