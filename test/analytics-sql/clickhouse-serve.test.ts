@@ -221,6 +221,17 @@ t.test('what names a file, a URL or a schema is refused; what the service sends 
     [`?query=${encodeURIComponent(`INSERT INTO ${table} FORMAT CapnProto`)}`, 'x'],
     ['', `BACKUP TABLE ${table} TO File('${join(dir, 'backup')}')`],
     ['', `ATTACH TABLE ${table}_a FROM '${dir}' (a String) ENGINE = MergeTree ORDER BY a`],
+    // The embedded engine's default database reads a file named by its path as a table.
+    ['', 'SELECT * FROM `/etc/passwd`'],
+    ['', `SELECT * FROM \`${secretFile}\``],
+    ['', `SELECT * FROM default.\`${secretFile}\``],
+    ['', `SELECT 'x' IN \`${secretFile}\``],
+    ['', `SELECT joinGet(\`${secretFile}\`, 'a', 1)`],
+    ['', `DESCRIBE TABLE \`${secretFile}\``],
+    ['', `CREATE TABLE ${table}_c AS \`${secretFile}\``],
+    ['', `CREATE TABLE ${table}_c AS default.\`${secretFile}\``],
+    ['', `INSERT INTO \`${target}\` SELECT 'echo owned'`],
+    ['', `INSERT INTO TABLE default.\`${target}\` VALUES ('echo owned')`],
   ]
   for (const [search, body, headers] of refused) {
     const res = await send(search, body, headers)

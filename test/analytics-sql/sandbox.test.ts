@@ -195,6 +195,65 @@ t.test('files, URLs, programs, models, paths and the engine\'s configuration are
   t.equal(header.status, 404, 'another database is refused by header too')
 })
 
+t.test('a table is checked wherever a query names one: IN, joinGet, EXISTS, SHOW CREATE; names by string are refused', async (t) => {
+  const refused = [
+    "SELECT ('VERSION_FULL', 'x') IN system.build_options",
+    "SELECT count() FROM system.one WHERE 'path' IN system.disks",
+    "SELECT 'path' NOT IN system.disks",
+    "SELECT 'path' GLOBAL IN system.disks",
+    "SELECT 'path' GLOBAL NOT IN (system.disks)",
+    "SELECT nullIn('path', system.disks), notNullIn('x', system.server_settings)",
+    "SELECT in('path', system.disks)",
+    "SELECT 'x' IN `system`.`server_settings` AS z",
+    "SELECT 1 IN other_db.t",
+    "SELECT joinGet(system.disks, 'name', 1)",
+    "SELECT joinGet('system.disks', 'name', 1)",
+    "SELECT hasColumnInTable('system', 'disks', 'path')",
+    "SELECT dictGet('system.x', 'a', 1)",
+    "SELECT dictHas('x', 1)",
+    "SELECT getMacro('shard')",
+    'EXISTS TABLE system.disks',
+    'SHOW CREATE TABLE system.server_settings',
+    'EXISTS (SELECT 1 FROM system.disks)',
+  ]
+  for (const sql of refused) {
+    const res = await post('', sql)
+    t.equal(res.status, 403, `${sql}: ${res.text}`)
+    t.equal(res.code, '164', sql)
+  }
+  // What stays: IN over a list, a subquery, an allowed table, a column.
+  t.equal((await post('', "SELECT 'one' IN system.one, 1 IN (1, 2), 1 IN (SELECT 1), x IN y FROM (SELECT 1 AS x, 2 AS y)")).text, '0\t1\t1\t0\n')
+  t.equal((await post('', 'EXISTS TABLE system.one')).text, '1\n')
+})
+
+t.test('a table name that is not a plain name (a path to a file) is refused before the engine sees it', async (t) => {
+  const refused = [
+    'SELECT * FROM `/etc/passwd`',
+    `SELECT * FROM \`${secretFile}\``,
+    `SELECT * FROM default.\`${secretFile}\``,
+    "SELECT * FROM `local-signing-key.json`",
+    `SELECT 'x' IN \`${secretFile}\``,
+    `SELECT 1 FROM system.one WHERE 'x' NOT IN default.\`${secretFile}\``,
+    `DESCRIBE TABLE \`${secretFile}\``,
+    `EXISTS TABLE \`${secretFile}\``,
+    `SHOW CREATE TABLE \`${secretFile}\``,
+    'SELECT 1 IN system.one.dummy',
+  ]
+  for (const sql of refused) {
+    const res = await post('', sql)
+    t.equal(res.status, 403, `${sql}: ${res.text}`)
+    t.equal(res.code, '164', sql)
+    t.match(res.text, /not allowed/, sql)
+    t.notMatch(res.text, /readonly mode/, `${sql}: refused by the check, not only by readonly`)
+  }
+})
+
+t.test('ordinary query errors a user causes are 4xx, as on a server', async (t) => {
+  const columns = await post('', "SELECT 1 FROM system.one WHERE 'a' IN (SELECT 1, 2)")
+  t.equal(columns.code, '20', columns.text)
+  t.equal(columns.status, 400)
+})
+
 t.test('a compressed body is held to the size limit once decompressed (no decompression bomb)', async (t) => {
   const { gzipSync } = await import('node:zlib')
   const bomb = gzipSync(Buffer.concat([Buffer.from('SELECT 1 -- '), Buffer.alloc(64 * 1024 * 1024, 0x20)]))
