@@ -346,6 +346,46 @@ t.test('failed logins are slowed per address, logged with the address, and clear
   t.equal((await attempt(PASSWORD)).status, 200)
 })
 
+t.test('attempts in flight from one address are spaced as if each earlier one failed (fake clock)', async (t) => {
+  const now = 0
+  const throttle = new LoginThrottle({ baseMs: 100, maxMs: 400, maxQueueMs: 1000, maxAddresses: 10, forgetAfterMs: 10_000 }, () => now)
+  // A fresh address: the k-th waits the sum of the doublings before it, each capped at maxMs.
+  t.same([1, 2, 3, 4, 5].map(() => throttle.admit('x')), [0, 100, 300, 700, null], 'the fifth would wait past maxQueueMs: refused')
+  t.equal(throttle.size, 1, 'a fresh address is remembered from its first attempt')
+  // Settling the first as failed keeps the others' turns; one more waits behind the last admitted.
+  throttle.failed('x')
+  t.equal(throttle.admit('y'), 0)
+  throttle.succeeded('x')
+  t.equal(throttle.admit('x'), 0, 'a success clears the address')
+})
+
+t.test('a live burst of wrong passwords from one address is spread out, the tail refused unchecked', async (t) => {
+  warnings.length = 0
+  const { request } = await import('node:http')
+  const port = (server.address() as AddressInfo).port
+  // A fresh address of the loopback, so earlier tests' attempts do not count.
+  const attempt = (i: number) => new Promise<{ status: number; ms: number }>((resolve, reject) => {
+    const started = Date.now()
+    const req = request({ host: '127.0.0.1', port, localAddress: '127.0.0.7', path: '/?query=SELECT+1', agent: false, headers: { authorization: `Basic ${Buffer.from(`analyst:wrong-${i}`).toString('base64')}` } }, (res) => {
+      res.resume()
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: Date.now() - started }))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+  const burst = await Promise.all(Array.from({ length: 10 }, (_, i) => attempt(i)))
+  t.ok(burst.every((r) => r.status === 401))
+  const checked = warnings.filter((w) => w.remote === '127.0.0.7' && w.failures !== undefined)
+  const unchecked = warnings.filter((w) => w.remote === '127.0.0.7' && w.failures === undefined)
+  // baseMs 300, maxMs 1200, maxQueueMs 4000: turns at 0, 300, 900, 2100, 3300; the sixth would wait 4500.
+  t.equal(checked.length, 5, 'five passwords checked')
+  t.equal(unchecked.length, 5, 'the rest refused without being checked')
+  const times = burst.map((r) => r.ms).sort((a, b) => a - b).slice(-5)
+  const gaps = times.slice(1).map((ms, i) => ms - times[i]!)
+  t.ok(gaps[1]! > gaps[0]! + 200 && gaps[2]! > gaps[1]! + 200, `the spacing grows (${times.join(', ')} ms)`)
+  t.ok(times[4]! >= 3200, `the last checked waited about 3.3 s (${times[4]} ms)`)
+})
+
 t.test('the throttle forgets idle addresses and holds at most maxAddresses', async (t) => {
   let now = 0
   const throttle = new LoginThrottle({ baseMs: 100, maxMs: 400, maxQueueMs: 1000, maxAddresses: 3, forgetAfterMs: 10_000 }, () => now)
