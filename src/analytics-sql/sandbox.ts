@@ -368,6 +368,30 @@ export function checkServeStatement (formatted: string, ast: string, tableFuncti
   if (format !== null) checkServeFormat(format)
 }
 
+/**
+ * The tables of the `default` database a statement for `npm run clickhouse:serve` reads or writes
+ * (by their plain names), which must exist: the embedded engine's `default` database reads a file of
+ * the directory the process started in as a table when no table has its name (`SELECT * FROM data`).
+ * `unqualifiedIsDefault`: whether a name without a database is in `default` (no other `USE`).
+ * Names the statement defines itself (`WITH t AS (…)`) are not tables; `EXISTS` and `SHOW CREATE`
+ * read no table.
+ */
+export function defaultTablesToFind (formatted: string, ast: string, unqualifiedIsDefault: boolean): string[] {
+  const statement = astNodes(ast)[0]?.node ?? ''
+  if (/^(Exists|ShowCreate)\w*Query\b/.test(statement)) return []
+  const defined = new Set([...formatted.matchAll(/^\s*([A-Za-z_][A-Za-z0-9_]*) AS\n\s*\(/gm)].map((m) => m[1]!))
+  const names = tablesInAst(ast)
+  const copied = statement.startsWith('CreateQuery') ? /^CREATE [^\n]*? AS ([A-Za-z_][A-Za-z0-9_.]*)$/m.exec(formatted)?.[1] : undefined
+  if (copied) names.push(copied)
+  const found = new Set<string>()
+  for (const name of names) {
+    const parts = name.split('.')
+    if (parts.length === 2 && parts[0] === 'default') found.add(parts[1]!)
+    else if (parts.length === 1 && unqualifiedIsDefault && !defined.has(parts[0]!)) found.add(parts[0]!)
+  }
+  return [...found]
+}
+
 /** Table and database engines `npm run clickhouse:serve` creates: those keeping their data in the engine's own directory (or none). */
 const SERVE_ENGINES = /^((Replicated)?(Replacing|Summing|Aggregating|Collapsing|VersionedCollapsing|Coalescing)?MergeTree|Memory|Null|Buffer|Merge|Log|TinyLog|StripeLog|Set|Join|Atomic|Replicated|Lazy)$/
 
