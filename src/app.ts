@@ -1,5 +1,6 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify'
 import type { Config } from './config.ts'
+import { prepareDataDir } from './data-dir.ts'
 import { sharedSchemas } from './validation.ts'
 import { rateLimitHook } from './plugins/rate-limit.ts'
 import errors, { frameworkErrors } from './plugins/error-handler.ts'
@@ -79,6 +80,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   if (options.onRoute) app.addHook('onRoute', options.onRoute)
   for (const schema of sharedSchemas) app.addSchema(schema)
 
+  prepareDataDir(config.dataDir, app.log)
   await app.register(errors)
   await app.register(requestDeadline, { requestTimeoutMs: config.requestTimeoutMs })
   await app.register(jsonBody)

@@ -1,7 +1,7 @@
 import type { Session } from 'chdb'
 import {
-  analystFormat, checkAnalystSetting, checkAnalystStatement, checkServeFormat, checkServeSetting, checkServeStatement, SandboxRefusal,
-  type TableFunctionNames,
+  analystFormat, checkAnalystSetting, checkAnalystStatement, checkServeFormat, checkServeSetting, checkServeStatement, defaultTablesToFind,
+  SandboxRefusal, type TableFunctionNames,
 } from './sandbox.ts'
 
 export { functionsInAst } from './sandbox.ts'
@@ -276,11 +276,22 @@ export class AnalyticsEngine {
     return { statement: parsed.statement, format }
   }
 
-  /** Checks a statement for the writable stand-in: nothing that names a file, a URL or a schema. */
-  private static async checkWritable (session: Session, parsed: ParsedStatement, tableFunctions: TableFunctionNames): Promise<void> {
+  /**
+   * Checks a statement for the writable stand-in: nothing that names a file, a URL or a schema, and
+   * every table of `default` it names exists (else the engine would read a file by that name), as
+   * a server answers a missing one (UNKNOWN_TABLE).
+   */
+  private static async checkWritable (session: Session, parsed: ParsedStatement, tableFunctions: TableFunctionNames, database: string | undefined): Promise<void> {
     sandboxed(() => checkServeFormat(parsed.format))
     const ast = await AnalyticsEngine.runOn(session, `EXPLAIN AST ${parsed.statement}`)
     sandboxed(() => checkServeStatement(parsed.statement, ast, tableFunctions))
+    const wanted = defaultTablesToFind(parsed.statement, ast, !database || database === 'default')
+    if (!wanted.length) return
+    const listed = await AnalyticsEngine.runOn(session,
+      `/* svc:serve_tables_exist */ SELECT name FROM system.tables WHERE database = 'default' AND name IN (${wanted.map(literal).join(', ')})`)
+    const existing = new Set(listed.split('\n').filter(Boolean))
+    const missing = wanted.find((name) => !existing.has(name))
+    if (missing !== undefined) throw new AnalyticsError(60, 'UNKNOWN_TABLE', `Table default.${missing} does not exist`)
   }
 
   private static async execute (session: Session, sql: string, format: string, timeoutMs?: number): Promise<AnalyticsResult> {
@@ -322,7 +333,7 @@ export class AnalyticsEngine {
       const setup = AnalyticsEngine.writableSetup(query)
       if (setup) await AnalyticsEngine.runOn(session, setup)
       const parsed = await AnalyticsEngine.parse(session, query.sql, query.defaultFormat)
-      await AnalyticsEngine.checkWritable(session, parsed, this.tableFunctions)
+      await AnalyticsEngine.checkWritable(session, parsed, this.tableFunctions, query.database)
       const { format } = parsed
       // The text as sent, not its formatting: formatQuery drops an insert's inline rows (VALUES …).
       return await AnalyticsEngine.execute(session, query.data === undefined ? query.sql : `${query.sql}\n${query.data}`, format)

@@ -46,12 +46,20 @@ const VERSION = '26.7'
 /** A query id that can be echoed in X-ClickHouse-Query-Id. */
 const QUERY_ID = /^[\x20-\x7e]{1,256}$/
 
-/** HTTP status of an engine error, as ClickHouse's HTTP handler chooses it. */
+/**
+ * Errors of the query itself that its sender can fix (bad SQL semantics), answered 400 as a client
+ * error: NUMBER_OF_COLUMNS_DOESNT_MATCH, NUMBER_OF_ARGUMENTS_DOESNT_MATCH, ARGUMENT_OUT_OF_BOUND,
+ * CANNOT_CONVERT_TYPE, MULTIPLE_EXPRESSIONS_FOR_ALIAS, ILLEGAL_AGGREGATION, SIZES_OF_ARRAYS_DONT_MATCH,
+ * NOT_AN_AGGREGATE, AMBIGUOUS_COLUMN_NAME, NO_COMMON_TYPE.
+ */
+const QUERY_ERRORS = [20, 42, 69, 70, 179, 184, 190, 215, 352, 386]
+
+/** HTTP status of an engine error, as ClickHouse's HTTP handler chooses it (and 400 for QUERY_ERRORS). */
 function httpStatusOf (code: number): number {
   if (code === 516 || code === 194 || code === 192) return 401
   if (code === 164 || code === 497 || code === 446 || code === 291) return 403
   if ([60, 46, 47, 81, 16].includes(code)) return 404
-  if ([62, 36, 115, 456, 457, 72, 27, 26, 6, 41, 43, 53, 44].includes(code)) return 400
+  if ([62, 36, 115, 456, 457, 72, 27, 26, 6, 41, 43, 53, 44, ...QUERY_ERRORS].includes(code)) return 400
   if (code === 202 || code === 210) return 503
   return 500
 }

@@ -1,7 +1,9 @@
 /**
  * Slows password guessing on the analysts' port, per client address. Each failed login doubles the
  * wait before that address's next attempt is checked (from `baseMs` up to `maxMs`); attempts sent
- * meanwhile queue one `delay` apart, so sending many at once does not check more passwords; an
+ * meanwhile queue as if each one before them had failed (the k-th in flight from a fresh address
+ * waits baseMs·(2^(k-1) − 1), each gap capped at `maxMs`), so sending many at once checks no more
+ * passwords than sending them one after another; an
  * attempt that would wait more than `maxQueueMs` is refused at once without being checked. A
  * successful login clears the address. Memory is bounded: at most `maxAddresses` are remembered (the
  * one idle longest is forgotten first) and an address idle for `forgetAfterMs` starts afresh.
@@ -24,6 +26,8 @@ export const DEFAULT_LOGIN_THROTTLE: LoginThrottleOptions = {
 
 interface Entry {
   failures: number
+  /** Attempts admitted and not yet settled (each is counted as a failure when spacing the next). */
+  pending: number
   /** When the next attempt from the address may be checked. */
   nextAt: number
   lastAt: number
@@ -57,19 +61,18 @@ export class LoginThrottle {
    * null when the queue of the address is too long (refuse without checking).
    */
   admit (address: string): number | null {
-    const entry = this.live(address)
-    if (!entry) return 0
     const now = this.now()
+    const entry = this.touch(address, now)
     const at = Math.max(now, entry.nextAt)
     if (at - now > this.opts.maxQueueMs) return null
-    // The next attempt waits its turn behind this one, as if this one fails too.
-    entry.nextAt = at + this.delay(entry.failures)
+    // The next attempt waits its turn behind this one, as if this one and every one before it fails.
+    entry.pending++
+    entry.nextAt = at + this.delay(entry.failures + entry.pending)
     return at - now
   }
 
-  /** Records a failed login; returns the address's failures so far. */
-  failed (address: string): number {
-    const now = this.now()
+  /** The address's entry (a fresh one when unknown, the idlest forgotten past maxAddresses), as the most recently used. */
+  private touch (address: string, now: number): Entry {
     let entry = this.live(address)
     if (!entry) {
       if (this.entries.size >= this.opts.maxAddresses) {
@@ -77,13 +80,21 @@ export class LoginThrottle {
         const idlest = this.entries.keys().next().value
         if (idlest !== undefined) this.entries.delete(idlest)
       }
-      entry = { failures: 0, nextAt: now, lastAt: now }
+      entry = { failures: 0, pending: 0, nextAt: now, lastAt: now }
     }
     this.entries.delete(address)
-    entry.failures++
     entry.lastAt = now
-    entry.nextAt = Math.max(entry.nextAt, now + this.delay(entry.failures))
     this.entries.set(address, entry)
+    return entry
+  }
+
+  /** Records a failed login; returns the address's failures so far. */
+  failed (address: string): number {
+    const now = this.now()
+    const entry = this.touch(address, now)
+    entry.pending = Math.max(0, entry.pending - 1)
+    entry.failures++
+    entry.nextAt = Math.max(entry.nextAt, now + this.delay(entry.failures))
     return entry.failures
   }
 

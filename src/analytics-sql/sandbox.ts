@@ -98,6 +98,27 @@ const REFUSED_FUNCTIONS = new Set([
   'file', 'catboostevaluate', 'naivebayesclassifier', 'showcertificate', 'modelevaluate', 'formatrow', 'formatrownonewline',
   'getserversetting',
 ])
+/**
+ * Functions analysts may not call besides: those that read a table or a dictionary named by a string
+ * (which the table checks cannot see: `hasColumnInTable('system', 'disks', …)` also reaches other
+ * servers, `joinGet('system.x', …)`, `dictGet*`) and the configuration's macros. The service keeps
+ * no Join tables and no dictionaries, so analysts lose nothing.
+ */
+const ANALYST_REFUSED_FUNCTIONS = new Set(['hascolumnintable', 'joinget', 'joingetornull', 'getmacro'])
+/** `dictGet`, `dictHas`, `dictIsIn`, `dictGetHierarchy` …: every function reading a dictionary starts so. */
+const DICTIONARY_FUNCTION = /^dict/
+
+/**
+ * Functions whose argument may be a bare table name, read by the engine: `x IN system.disks` is
+ * `in(x, system.disks)`; the identifier is the argument at that position (0-based).
+ */
+const TABLE_ARGUMENT: ReadonlyMap<string, number> = new Map([
+  ...['in', 'notin', 'globalin', 'globalnotin', 'nullin', 'notnullin', 'globalnullin', 'globalnotnullin'].map((n) => [n, 1] as const),
+  ['joinget', 0], ['joingetornull', 0],
+])
+
+/** A plain name of a database or a table: nothing that can be a path to a file. */
+const PLAIN_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 /** Statements (the first node of `EXPLAIN AST`) analysts may run. */
 const ANALYST_STATEMENTS = new Set([
@@ -201,6 +222,44 @@ export function analystFormat (name: string): string {
 }
 
 /**
+ * The table names of an `EXPLAIN AST` listing: `TableIdentifier`s, bare identifiers where a function
+ * reads a table (the right of `IN` …), and the tables a statement names itself (`EXISTS t`,
+ * `SHOW CREATE TABLE db.t`, `INSERT INTO t`). Each as `table` or `database.table`, as the engine prints it.
+ */
+export function tablesInAst (ast: string): string[] {
+  const nodes = astNodes(ast)
+  const found: string[] = []
+  const statement = nodes[0]
+  for (const node of nodes) {
+    const table = /^TableIdentifier (.+?)(?: \(alias [^)]*\))?$/.exec(node.node)
+    if (table) found.push(table[1]!)
+    const fn = /^Function (\S+)/.exec(node.node)
+    const position = fn ? TABLE_ARGUMENT.get(fn[1]!.toLowerCase()) : undefined
+    if (position === undefined) continue
+    const list = nodes.find((n) => n.parent === node && n.node.startsWith('ExpressionList'))
+    const args = list ? nodes.filter((n) => n.parent === list) : []
+    const arg = /^Identifier (.+?)(?: \(alias [^)]*\))?$/.exec(args[position]?.node ?? '')
+    if (arg) found.push(arg[1]!)
+  }
+  if (statement && /^(Exists|ShowCreate)\w*Query\b|^InsertQuery\b/.test(statement.node)) {
+    const own = nodes.filter((n) => n.parent === statement).map((n) => /^Identifier (.+)$/.exec(n.node)?.[1]).filter((n) => n !== undefined)
+    if (own.length) found.push(own.slice(0, 2).join('.'))
+  }
+  return found
+}
+
+/**
+ * Refuses a table name that is not `table` or `database.table` of plain names: the embedded engine's
+ * `default` database reads any file the process can read by its path (`` `/etc/passwd` ``, `` `x.csv` ``).
+ */
+export function refusePathLikeTable (identifier: string): void {
+  const parts = identifier.split('.')
+  if (parts.length > 2 || !parts.every((p) => PLAIN_NAME.test(p))) {
+    throw new SandboxRefusal(`Table name ${identifier} is not allowed: only plain names (letters, digits, _) name tables, never paths to files`)
+  }
+}
+
+/**
  * Checks a statement analysts want to run, from its formatting by the engine and the engine's
  * `EXPLAIN AST` of that formatting (with the query's parameters substituted); throws SandboxRefusal.
  */
@@ -228,17 +287,19 @@ export function checkAnalystStatement (formatted: string, ast: string, tableFunc
       const name = fn[1]!.toLowerCase()
       const table = (parent?.node.startsWith('TableExpression') ?? false) || tableFunctions.tableOnly.has(name)
       if (table && !ANALYST_TABLE_FUNCTIONS.has(name)) throw new SandboxRefusal(`Table function ${fn[1]} is not allowed: only the service's tables can be read`)
-      if (!table && REFUSED_FUNCTIONS.has(name)) throw new SandboxRefusal(`Function ${fn[1]} is not allowed`)
+      if (!table && (REFUSED_FUNCTIONS.has(name) || ANALYST_REFUSED_FUNCTIONS.has(name) || DICTIONARY_FUNCTION.test(name))) {
+        throw new SandboxRefusal(`Function ${fn[1]} is not allowed`)
+      }
     }
-    const table = /^TableIdentifier (\S+)/.exec(node)
-    if (table) refuseTable(table[1]!)
   }
+  for (const table of tablesInAst(ast)) refuseTable(table)
   const format = formatInAst(ast)
   if (format !== null) analystFormat(format)
 }
 
 /** Refuses a table analysts may not read: a `system` table not listed, or another database. */
 function refuseTable (identifier: string): void {
+  refusePathLikeTable(identifier)
   const dot = identifier.indexOf('.')
   if (dot < 0) return // the current database: default
   const database = identifier.slice(0, dot)
@@ -295,9 +356,40 @@ export function checkServeStatement (formatted: string, ast: string, tableFuncti
       if (!table && REFUSED_FUNCTIONS.has(name)) throw new SandboxRefusal(`Function ${fn[1]} is not allowed`)
     }
   }
+  for (const table of tablesInAst(ast)) refusePathLikeTable(table)
+  // `CREATE TABLE t AS other` copies other's engine, a file's too; its EXPLAIN AST does not show other.
+  const copied = kind === 'CreateQuery' ? /^CREATE [^\n]*? AS ((?:`(?:[^`\\]|\\.)*`|[^\s`.]+)(?:\.(?:`(?:[^`\\]|\\.)*`|[^\s`.]+))*)$/m.exec(formatted) : null
+  if (copied) {
+    const parts = [...copied[1]!.matchAll(/`((?:[^`\\]|\\.)*)`|([^\s`.]+)/g)].map((m) => m[1]?.replace(/\\(.)/g, '$1') ?? m[2]!)
+    if (parts.length > 2 || !parts.every((p) => PLAIN_NAME.test(p))) refusePathLikeTable(copied[1]!)
+  }
   for (const name of settingsInFormatted(formatted)) checkServeSetting(name)
   const format = formatInAst(ast) ?? (kind === 'InsertQuery' ? /\bFORMAT (\w+)\s*$/.exec(formatted)?.[1] ?? null : null)
   if (format !== null) checkServeFormat(format)
+}
+
+/**
+ * The tables of the `default` database a statement for `npm run clickhouse:serve` reads or writes
+ * (by their plain names), which must exist: the embedded engine's `default` database reads a file of
+ * the directory the process started in as a table when no table has its name (`SELECT * FROM data`).
+ * `unqualifiedIsDefault`: whether a name without a database is in `default` (no other `USE`).
+ * Names the statement defines itself (`WITH t AS (…)`) are not tables; `EXISTS` and `SHOW CREATE`
+ * read no table.
+ */
+export function defaultTablesToFind (formatted: string, ast: string, unqualifiedIsDefault: boolean): string[] {
+  const statement = astNodes(ast)[0]?.node ?? ''
+  if (/^(Exists|ShowCreate)\w*Query\b/.test(statement)) return []
+  const defined = new Set([...formatted.matchAll(/^\s*([A-Za-z_][A-Za-z0-9_]*) AS\n\s*\(/gm)].map((m) => m[1]!))
+  const names = tablesInAst(ast)
+  const copied = statement.startsWith('CreateQuery') ? /^CREATE [^\n]*? AS ([A-Za-z_][A-Za-z0-9_.]*)$/m.exec(formatted)?.[1] : undefined
+  if (copied) names.push(copied)
+  const found = new Set<string>()
+  for (const name of names) {
+    const parts = name.split('.')
+    if (parts.length === 2 && parts[0] === 'default') found.add(parts[1]!)
+    else if (parts.length === 1 && unqualifiedIsDefault && !defined.has(parts[0]!)) found.add(parts[0]!)
+  }
+  return [...found]
 }
 
 /** Table and database engines `npm run clickhouse:serve` creates: those keeping their data in the engine's own directory (or none). */

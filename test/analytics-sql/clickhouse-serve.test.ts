@@ -184,6 +184,28 @@ t.test('the data stays in the data directory across restarts', async (t) => {
   t.ok(existsSync(join(dataDir, 'clickhouse')), 'under DATA-DIR/clickhouse, as the service keeps its embedded store')
 })
 
+t.test('a plain name that is no table is UNKNOWN_TABLE, never a file of the directory the command runs in', async (t) => {
+  // clickhouse:serve runs from the checkout (test/helpers/clickhouse-endpoint.ts): a file there named like a table.
+  const name = randomId('serve_plain_')
+  const secret = `secret-${randomBytes(8).toString('hex')}`
+  const file = join(fileURLToPath(new URL('../..', import.meta.url)), name)
+  writeFileSync(file, `a,b\n${secret},1\n`)
+  t.teardown(() => rmSync(file, { force: true }))
+  for (const query of [`SELECT * FROM ${name}`, `SELECT * FROM default.${name}`, `SELECT 'x' IN ${name}`, `DESCRIBE TABLE ${name}`,
+    `CREATE TABLE ${name}_c AS ${name}`, `INSERT INTO ${name} SELECT 'y', 2`]) {
+    const res = await fetch(`${endpoint.url}/`, { method: 'POST', body: query })
+    const text = await res.text()
+    t.equal(res.headers.get('x-clickhouse-exception-code'), '60', `${query}: ${text}`)
+    t.equal(res.status, 404)
+    t.notOk(text.includes(secret), 'the file was not read')
+  }
+  t.equal((await import('node:fs')).readFileSync(file, 'utf8'), `a,b\n${secret},1\n`, 'nor written')
+  // A name the statement defines, and tables of another database, are not looked up in default.
+  const rs = await client.query({ query: `WITH ${name} AS (SELECT 1 AS a) SELECT a FROM ${name}`, format: 'JSONEachRow' })
+  t.same(await rs.json(), [{ a: 1 }])
+  t.equal((await (await fetch(`${endpoint.url}/?database=system`, { method: 'POST', body: 'SELECT count() FROM one' })).text()), '1\n')
+})
+
 t.test('what names a file, a URL or a schema is refused; what the service sends still works', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'serve-sandbox-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -221,6 +243,17 @@ t.test('what names a file, a URL or a schema is refused; what the service sends 
     [`?query=${encodeURIComponent(`INSERT INTO ${table} FORMAT CapnProto`)}`, 'x'],
     ['', `BACKUP TABLE ${table} TO File('${join(dir, 'backup')}')`],
     ['', `ATTACH TABLE ${table}_a FROM '${dir}' (a String) ENGINE = MergeTree ORDER BY a`],
+    // The embedded engine's default database reads a file named by its path as a table.
+    ['', 'SELECT * FROM `/etc/passwd`'],
+    ['', `SELECT * FROM \`${secretFile}\``],
+    ['', `SELECT * FROM default.\`${secretFile}\``],
+    ['', `SELECT 'x' IN \`${secretFile}\``],
+    ['', `SELECT joinGet(\`${secretFile}\`, 'a', 1)`],
+    ['', `DESCRIBE TABLE \`${secretFile}\``],
+    ['', `CREATE TABLE ${table}_c AS \`${secretFile}\``],
+    ['', `CREATE TABLE ${table}_c AS default.\`${secretFile}\``],
+    ['', `INSERT INTO \`${target}\` SELECT 'echo owned'`],
+    ['', `INSERT INTO TABLE default.\`${target}\` VALUES ('echo owned')`],
   ]
   for (const [search, body, headers] of refused) {
     const res = await send(search, body, headers)

@@ -195,6 +195,65 @@ t.test('files, URLs, programs, models, paths and the engine\'s configuration are
   t.equal(header.status, 404, 'another database is refused by header too')
 })
 
+t.test('a table is checked wherever a query names one: IN, joinGet, EXISTS, SHOW CREATE; names by string are refused', async (t) => {
+  const refused = [
+    "SELECT ('VERSION_FULL', 'x') IN system.build_options",
+    "SELECT count() FROM system.one WHERE 'path' IN system.disks",
+    "SELECT 'path' NOT IN system.disks",
+    "SELECT 'path' GLOBAL IN system.disks",
+    "SELECT 'path' GLOBAL NOT IN (system.disks)",
+    "SELECT nullIn('path', system.disks), notNullIn('x', system.server_settings)",
+    "SELECT in('path', system.disks)",
+    "SELECT 'x' IN `system`.`server_settings` AS z",
+    'SELECT 1 IN other_db.t',
+    "SELECT joinGet(system.disks, 'name', 1)",
+    "SELECT joinGet('system.disks', 'name', 1)",
+    "SELECT hasColumnInTable('system', 'disks', 'path')",
+    "SELECT dictGet('system.x', 'a', 1)",
+    "SELECT dictHas('x', 1)",
+    "SELECT getMacro('shard')",
+    'EXISTS TABLE system.disks',
+    'SHOW CREATE TABLE system.server_settings',
+    'EXISTS (SELECT 1 FROM system.disks)',
+  ]
+  for (const sql of refused) {
+    const res = await post('', sql)
+    t.equal(res.status, 403, `${sql}: ${res.text}`)
+    t.equal(res.code, '164', sql)
+  }
+  // What stays: IN over a list, a subquery, an allowed table, a column.
+  t.equal((await post('', "SELECT 'one' IN system.one, 1 IN (1, 2), 1 IN (SELECT 1), x IN y FROM (SELECT 1 AS x, 2 AS y)")).text, '0\t1\t1\t0\n')
+  t.equal((await post('', 'EXISTS TABLE system.one')).text, '1\n')
+})
+
+t.test('a table name that is not a plain name (a path to a file) is refused before the engine sees it', async (t) => {
+  const refused = [
+    'SELECT * FROM `/etc/passwd`',
+    `SELECT * FROM \`${secretFile}\``,
+    `SELECT * FROM default.\`${secretFile}\``,
+    'SELECT * FROM `local-signing-key.json`',
+    `SELECT 'x' IN \`${secretFile}\``,
+    `SELECT 1 FROM system.one WHERE 'x' NOT IN default.\`${secretFile}\``,
+    `DESCRIBE TABLE \`${secretFile}\``,
+    `EXISTS TABLE \`${secretFile}\``,
+    `SHOW CREATE TABLE \`${secretFile}\``,
+    'SELECT 1 IN system.one.dummy',
+  ]
+  for (const sql of refused) {
+    const res = await post('', sql)
+    t.equal(res.status, 403, `${sql}: ${res.text}`)
+    t.equal(res.code, '164', sql)
+    t.match(res.text, /not allowed/, sql)
+    t.notMatch(res.text, /readonly mode/, `${sql}: refused by the check, not only by readonly`)
+  }
+})
+
+t.test('ordinary query errors a user causes are 4xx, as on a server', async (t) => {
+  const columns = await post('', "SELECT 1 FROM system.one WHERE 'a' IN (SELECT 1, 2)")
+  t.equal(columns.code, '20', columns.text)
+  t.equal(columns.status, 400)
+})
+
 t.test('a compressed body is held to the size limit once decompressed (no decompression bomb)', async (t) => {
   const { gzipSync } = await import('node:zlib')
   const bomb = gzipSync(Buffer.concat([Buffer.from('SELECT 1 -- '), Buffer.alloc(64 * 1024 * 1024, 0x20)]))
@@ -285,6 +344,46 @@ t.test('failed logins are slowed per address, logged with the address, and clear
   t.ok(Math.max(...burst.map((r) => r.ms)) >= 1000, 'the burst was spread out')
   await new Promise((resolve) => setTimeout(resolve, 3200))
   t.equal((await attempt(PASSWORD)).status, 200)
+})
+
+t.test('attempts in flight from one address are spaced as if each earlier one failed (fake clock)', async (t) => {
+  const now = 0
+  const throttle = new LoginThrottle({ baseMs: 100, maxMs: 400, maxQueueMs: 1000, maxAddresses: 10, forgetAfterMs: 10_000 }, () => now)
+  // A fresh address: the k-th waits the sum of the doublings before it, each capped at maxMs.
+  t.same([1, 2, 3, 4, 5].map(() => throttle.admit('x')), [0, 100, 300, 700, null], 'the fifth would wait past maxQueueMs: refused')
+  t.equal(throttle.size, 1, 'a fresh address is remembered from its first attempt')
+  // Settling the first as failed keeps the others' turns; one more waits behind the last admitted.
+  throttle.failed('x')
+  t.equal(throttle.admit('y'), 0)
+  throttle.succeeded('x')
+  t.equal(throttle.admit('x'), 0, 'a success clears the address')
+})
+
+t.test('a live burst of wrong passwords from one address is spread out, the tail refused unchecked', async (t) => {
+  warnings.length = 0
+  const { request } = await import('node:http')
+  const port = (server.address() as AddressInfo).port
+  // A fresh address of the loopback, so earlier tests' attempts do not count.
+  const attempt = (i: number) => new Promise<{ status: number; ms: number }>((resolve, reject) => {
+    const started = Date.now()
+    const req = request({ host: '127.0.0.1', port, localAddress: '127.0.0.7', path: '/?query=SELECT+1', agent: false, headers: { authorization: `Basic ${Buffer.from(`analyst:wrong-${i}`).toString('base64')}` } }, (res) => {
+      res.resume()
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: Date.now() - started }))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+  const burst = await Promise.all(Array.from({ length: 10 }, (_, i) => attempt(i)))
+  t.ok(burst.every((r) => r.status === 401))
+  const checked = warnings.filter((w) => w.remote === '127.0.0.7' && w.failures !== undefined)
+  const unchecked = warnings.filter((w) => w.remote === '127.0.0.7' && w.failures === undefined)
+  // baseMs 300, maxMs 1200, maxQueueMs 4000: turns at 0, 300, 900, 2100, 3300; the sixth would wait 4500.
+  t.equal(checked.length, 5, 'five passwords checked')
+  t.equal(unchecked.length, 5, 'the rest refused without being checked')
+  const times = burst.map((r) => r.ms).sort((a, b) => a - b).slice(-5)
+  const gaps = times.slice(1).map((ms, i) => ms - times[i]!)
+  t.ok(gaps[1]! > gaps[0]! + 200 && gaps[2]! > gaps[1]! + 200, `the spacing grows (${times.join(', ')} ms)`)
+  t.ok(times[4]! >= 3200, `the last checked waited about 3.3 s (${times[4]} ms)`)
 })
 
 t.test('the throttle forgets idle addresses and holds at most maxAddresses', async (t) => {
