@@ -343,7 +343,7 @@ async function run () {
       { agentId: planner, type: 'reasoning', reasoning: thought, metadata: { traceId: bare, sessionId: `s-${bare}` } },
     ])
     await shipped(app)
-    for (const [hash, title] of [[`#/traces/${bare}`, `Trace ${bare}`], [`#/sessions/s-${bare}`, `Session s-${bare}`]]) {
+    for (const [hash, title] of [[`#/traces/${bare}`, `Trace ${bare}`], [`#/sessions/s-${bare}`, `Session s-${bare}`]] as const) {
       await visit(hash)
       await heading(page, title).waitFor()
       await page.locator('.waterfall .wf-row:not(.wf-head)').first().waitFor()
