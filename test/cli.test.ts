@@ -63,6 +63,34 @@ t.test('npm run user:tier creates no user and no database: an unknown user or da
   t.equal((await app.db.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount, 0, 'no database was created')
 })
 
+t.test('user:tier and registry:import: a wrong DATABASE_URL is one line naming the store, no stack', async (t) => {
+  const file = join(TEST_DATA_DIR, `${randomId('empty-')}.json`)
+  ;(await import('node:fs')).writeFileSync(file, '[]')
+  const cases = [
+    { url: 'postgres://localhost:5999/x', code: 1, says: /cannot reach postgres:\/\/localhost:5999\/x: connection refused/ },
+    { url: 'postgres://nosuchrole:pw@localhost:5432/x', code: 1, says: /postgres:\/\/localhost:5432\/x refused the login: role "nosuchrole" does not exist/ },
+    { url: 'not a url', code: 2, says: /invalid settings: DATABASE_URL must match/ },
+    { url: 'postgres://[bad', code: 1, says: /DATABASE_URL is not a valid URL/ },
+  ]
+  // The two tools share the check (openExistingPostgres) and each catch a ConfigError: every case
+  // with user:tier, the login and settings ones with registry:import too. In parallel, to keep the
+  // file within its time.
+  const runs = [
+    ...cases.map((c) => ({ ...c, script: 'user-tier', tool: 'user:tier', args: ['someone', 'pro'] })),
+    ...cases.filter((c) => c.code === 2 || /nosuchrole/.test(c.url)).map((c) => ({ ...c, script: 'registry-import', tool: 'registry:import', args: [file] })),
+  ]
+  const results = await Promise.all(runs.map((r) => cli(r.script, r.args, { DATABASE_URL: r.url }).then(() => null, (err) => err)))
+  for (const [i, { url, code, says, script, tool }] of runs.entries()) {
+    const failed = results[i]
+    t.match(failed, { code }, `${script} with ${url}: exit code ${code}`)
+    const lines = String(failed?.stderr ?? '').trim().split('\n')
+    t.equal(lines.length, 1, `${script} with ${url}: one line`)
+    t.match(lines[0], new RegExp(`^${tool}: `), 'prefixed with the tool')
+    t.match(lines[0], says)
+    t.notMatch(failed?.stderr, /\bpw\b|\n\s+at /, 'no password, no stack trace')
+  }
+})
+
 t.test('npm run token says when it created a new signing key, and where', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'cli-token-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs'
 import type { ValidateFunction } from 'ajv'
-import { loadConfig } from '../config.ts'
+import { ConfigError, loadConfig, type Config } from '../config.ts'
 import { bodyAjv, toDetails } from '../validation.ts'
 import { describePostgres, openExistingPostgres, StoreNotReady } from '../storage/postgres.ts'
 import { openCaches } from './caches.ts'
@@ -32,7 +32,14 @@ if (!Array.isArray(entries)) {
   process.exit(2)
 }
 const validate = bodyAjv.getSchema('registry-entry.json') as ValidateFunction
-const config = loadConfig()
+let config: Config
+try {
+  config = loadConfig()
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err
+  console.error(`registry:import: ${err.message}`)
+  process.exit(2)
+}
 let pool
 try {
   pool = await openExistingPostgres(config.databaseUrl)

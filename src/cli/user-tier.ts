@@ -9,7 +9,7 @@
  * the latest within SHARED_CACHE_TTL_SECONDS if Redis cannot be reached).
  */
 import { parseArgs } from 'node:util'
-import { loadConfig } from '../config.ts'
+import { ConfigError, loadConfig, type Config } from '../config.ts'
 import { openCaches } from './caches.ts'
 import { describePostgres, openExistingPostgres, StoreNotReady } from '../storage/postgres.ts'
 import { UsersRepository, type Tier } from '../storage/users-repository.ts'
@@ -31,8 +31,14 @@ if (!subject || !['free', 'pro', 'enterprise'].includes(tier ?? '') || (burst !=
   console.error(USAGE)
   process.exit(2)
 }
-const config = loadConfig()
-const where = describePostgres(config.databaseUrl)
+let config: Config
+try {
+  config = loadConfig()
+} catch (err) {
+  if (!(err instanceof ConfigError)) throw err
+  console.error(`user:tier: ${err.message}`)
+  process.exit(2)
+}
 let pool
 try {
   pool = await openExistingPostgres(config.databaseUrl)
@@ -41,6 +47,8 @@ try {
   console.error(`user:tier: ${err.message}`)
   process.exit(1)
 }
+// openExistingPostgres has checked the URL.
+const where = describePostgres(config.databaseUrl)
 const user = await new UsersRepository(pool).updateTier(subject, tier as Tier, burst)
 if (!user) {
   await pool.end()

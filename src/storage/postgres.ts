@@ -139,17 +139,34 @@ export function describePostgres (databaseUrl: string): string {
   return `postgres://${url.hostname || 'localhost'}:${url.port || '5432'}${url.pathname}`
 }
 
+/** Network failures of a first connection, in words. */
+const UNREACHABLE: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ENOTFOUND: 'unknown host',
+  EAI_AGAIN: 'host name lookup failed',
+  ETIMEDOUT: 'timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ECONNRESET: 'connection reset',
+}
+
 /** A store a command-line tool refuses to change: it names the store and what to do. */
 export class StoreNotReady extends Error {}
 
 /**
  * A pool on a database the service has already created and migrated, for command-line tools that
  * change what is in it: they never create a database, nor apply migrations (a tool pointed at the
- * wrong DATABASE_URL must fail, not fill a new database). Throws StoreNotReady, naming the store,
- * when the database does not exist or its migrations are not all applied.
+ * wrong DATABASE_URL must fail, not fill a new database). Throws StoreNotReady, naming the store
+ * (never its user or password), when DATABASE_URL is not a URL, the server cannot be reached or
+ * refuses the login, the database does not exist, or its migrations are not all applied.
  */
 export async function openExistingPostgres (databaseUrl: string): Promise<CountingPool> {
-  const where = describePostgres(databaseUrl)
+  let where: string
+  try {
+    where = describePostgres(databaseUrl)
+  } catch {
+    throw new StoreNotReady('DATABASE_URL is not a valid URL: set it to postgres://user:password@host:5432/database')
+  }
   const pool = createPool(databaseUrl)
   try {
     const { rows } = await pool.query(
@@ -166,8 +183,17 @@ export async function openExistingPostgres (databaseUrl: string): Promise<Counti
     return pool
   } catch (err) {
     await pool.end().catch(() => {})
-    if ((err as { code?: string }).code === '3D000') {
+    const code = (err as { code?: string }).code ?? ''
+    if (code === '3D000') {
       throw new StoreNotReady(`no database ${where}: set DATABASE_URL to the service's database (command-line tools never create one)`)
+    }
+    // Postgres answered and refused the login (unknown role, wrong password): its message names the
+    // role, never the password.
+    if (code === '28000' || code === '28P01') {
+      throw new StoreNotReady(`${where} refused the login: ${(err as Error).message} (check the user and password in DATABASE_URL)`)
+    }
+    if (UNREACHABLE[code]) {
+      throw new StoreNotReady(`cannot reach ${where}: ${UNREACHABLE[code]} (start Postgres, or set DATABASE_URL to the service's database)`)
     }
     throw err
   }

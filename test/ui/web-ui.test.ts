@@ -204,6 +204,7 @@ async function run () {
     await cluster.waitFor()
     t.match(await cluster.innerText(), /open/)
     t.match(await cluster.innerText(), /× 12/)
+    t.match(await cluster.innerText(), / · tool http · /, 'one tool, in the singular')
     await cluster.getByRole('button', { name: /^Resolve/ }).click()
     await cluster.getByRole('button', { name: /^Re-open/ }).waitFor()
     t.match(await cluster.locator('.badge').innerText(), /resolved/)
@@ -308,6 +309,59 @@ async function run () {
     t.equal(await agent.evaluate((el) => el.getClientRects().length), 1, 'a long agent name on one line too')
     await page.getByRole('button', { name: '7 days' }).click()
     await page.getByText('7 days.', { exact: false }).first().waitFor()
+  })
+
+  t.test('the spend chart by day covers the days chosen, each bar on its day', async (t) => {
+    await visit('#/spend')
+    await heading(page, 'Spend').waitFor()
+    const chart = page.locator('figure.chart').filter({ hasText: 'Spend per day' })
+    const today = Math.floor(Date.now() / 86_400_000) * 86_400_000
+    for (const [button, days] of [['Today', 1], ['7 days', 7], ['30 days', 30]] as const) {
+      await page.getByRole('button', { name: button }).click()
+      await page.locator(`figure.chart[data-points="${days}"]`).waitFor()
+      const from = Date.parse(await chart.getAttribute('data-x-from') ?? '')
+      const to = Date.parse(await chart.getAttribute('data-x-to') ?? '')
+      t.equal(to - from, days * 86_400_000, `${button}: the axis spans ${days} days, not more`)
+      t.equal(from, today - (days - 1) * 86_400_000 - 43_200_000, `${button}: from half a day before the first bar (the first day's midnight, UTC)`)
+      t.equal(to, today + 43_200_000, `${button}: to half a day after today's bar`)
+    }
+    if (process.env.UI_SCREENSHOTS) {
+      await page.getByRole('button', { name: 'Today' }).click()
+      await page.locator('figure.chart[data-points="1"]').waitFor()
+      await chart.screenshot({ path: `${process.env.UI_SCREENSHOTS}/spend-today.png` })
+      await page.getByRole('button', { name: '7 days' }).click()
+      await page.locator('figure.chart[data-points="7"]').waitFor()
+      await chart.screenshot({ path: `${process.env.UI_SCREENSHOTS}/spend-7.png` })
+    }
+  })
+
+  t.test('events sent without a privacy level, a tool, a model or a span name', async (t) => {
+    const bare = randomId('bare-')
+    const thought = 'Compare the two refund policies before answering the customer about the late parcel'
+    await send([
+      { agentId: planner, type: 'action', metadata: { traceId: bare, sessionId: `s-${bare}` } },
+      { agentId: planner, type: 'reasoning', reasoning: thought, metadata: { traceId: bare, sessionId: `s-${bare}` } },
+    ])
+    await shipped(app)
+    for (const [hash, title] of [[`#/traces/${bare}`, `Trace ${bare}`], [`#/sessions/s-${bare}`, `Session s-${bare}`]] as const) {
+      await visit(hash)
+      await heading(page, title).waitFor()
+      await page.locator('.waterfall .wf-row:not(.wf-head)').first().waitFor()
+      const text = await page.locator('main').innerText()
+      t.match(text, /Privacy: not set\b/, `${hash}: the privacy level is said to be not set`)
+      t.notMatch(text, /Privacy:\s*(\n|$)/, `${hash}: never a bare "Privacy:"`)
+    }
+    await visit('#/live')
+    await heading(page, 'Live events').waitFor()
+    await page.getByLabel('Type').selectOption('')
+    const cells = page.locator('table.events tbody tr td.span-cell')
+    await page.locator('table.events tbody tr', { hasText: 'Compare the two refund' }).first().waitFor()
+    const row = page.locator('table.events tbody tr', { hasText: 'Compare the two refund' }).first()
+    t.match(await row.locator('td.span-cell').innerText(), /^Compare the two refund policies before answering the…$/, 'a reasoning event shows its first words')
+    t.equal(await row.locator('td.span-cell .name').getAttribute('title'), thought, 'all of it in the tooltip')
+    const texts = await cells.allInnerTexts()
+    t.ok(texts.length > 0 && texts.every((x) => x.trim() !== ''), 'no empty span cell')
+    t.ok(texts.includes('action'), 'an event with nothing else shows its type')
   })
 
   t.test('the Edit and Remove buttons of a price are the same size and style', async (t) => {

@@ -13,8 +13,10 @@ export function money (n) {
   return n !== 0 && Math.abs(n) < 1 ? usdSmall.format(n) : usd.format(n)
 }
 export const count = (n) => (n === null || n === undefined ? '—' : int.format(n))
+/** The noun for a count, singular only for exactly one: noun(1, 'tool') → "tool", noun(2, 'tool') → "tools". */
+export const noun = (n, one, many = `${one}s`) => (n === 1 ? one : many)
 /** A count with its noun, singular only for exactly one: plural(1, 'error') → "1 error", plural(2, 'error') → "2 errors". */
-export const plural = (n, one, many = `${one}s`) => `${count(n)} ${n === 1 ? one : many}`
+export const plural = (n, one, many = `${one}s`) => `${count(n)} ${noun(n, one, many)}`
 export const percent = (r) => (r === null || r === undefined ? '—' : `${(r * 100).toFixed(r > 0 && r < 0.01 ? 2 : 1)} %`)
 export function duration (ms) {
   if (ms === null || ms === undefined) return '—'
@@ -170,13 +172,21 @@ export function SecretOnce ({ title, secret, onDismiss, children }) {
 
 function css (name) { return window.getComputedStyle(document.documentElement).getPropertyValue(name).trim() }
 
+const DAY_SECONDS = 86_400
+const dayLabel = (v) => new Date(v * 1000).toLocaleDateString(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' })
+
 /**
  * A uPlot chart. `data` is uPlot's columns ([xs, ys…]); `series` describes the y series; `bars`
- * draws bars. The chart follows its container's width. A hidden table carries the same figures for
- * screen readers.
+ * draws bars, each centred on its x and `step` wide at most (the x distance between two points;
+ * by default that of the first two, which a single bar has not). `days` says the xs are UTC days
+ * (their midnight, in seconds): the axis then labels the days themselves, under their bars, and
+ * covers exactly the days shown, one or a year. The chart follows its container's width; the
+ * figure's aria-label carries the figures for screen readers, and `data-x-from`/`data-x-to` the x
+ * range drawn (ISO).
  */
-export function Chart ({ data, series, bars, height = 220, label, yFormat = (v) => String(v), xTime = true, xFormat }) {
+export function Chart ({ data, series, bars, height = 220, label, yFormat = (v) => String(v), xTime = true, xFormat, step, days }) {
   const box = useRef()
+  const figure = useRef()
   const plot = useRef()
   useEffect(() => {
     const UPlot = window.uPlot
@@ -185,21 +195,46 @@ export function Chart ({ data, series, bars, height = 220, label, yFormat = (v) 
     const stroke = css('--accent')
     const grid = { stroke: css('--grid'), width: 1 }
     const axis = { stroke: css('--muted'), grid, ticks: grid }
+    const stepOf = (u) => step ?? (days ? DAY_SECONDS : ((u.data[0][1] - u.data[0][0]) || 1))
+    // Bars (and days) sit centred on their x value: the range is the data's, padded by half a step
+    // so the end ones show whole (from the data: uPlot widens a single time point's range by itself).
+    const padded = (u, min, max) => {
+      const xs = u.data[0]
+      if (!xs?.length) return [min, max]
+      const half = stepOf(u) / 2
+      return [xs[0] - half, xs[xs.length - 1] + half]
+    }
+    // One label per day, under its bar, as many as fit (today's always).
+    const daySplits = (u) => {
+      const xs = u.data[0]
+      const every = Math.max(1, Math.ceil(xs.length / Math.max(1, Math.floor(u.width / 64))))
+      return xs.filter((x, i) => (xs.length - 1 - i) % every === 0)
+    }
+    const xAxis = days
+      ? { ...axis, splits: daySplits, values: (u, vals) => vals.map(dayLabel) }
+      : xFormat ? { ...axis, values: (u, vals) => vals.map(xFormat) } : axis
     const opts = {
       width,
       height,
       legend: { show: false },
       cursor: { drag: { x: false, y: false } },
       scales: {
-        // Bars sit centred on their x value: pad the x range by half a step so the end bars show whole.
-        x: bars ? { time: xTime, range: (u, min, max) => { const step = (u.data[0][1] - u.data[0][0]) || 1; return [min - step / 2, max + step / 2] } } : { time: xTime },
+        x: bars || days ? { time: xTime, range: padded } : { time: xTime },
         // Amounts and counts start at zero, or bars would exaggerate differences.
         y: { range: (u, min, max) => [0, max > 0 ? max * 1.1 : 1] },
       },
       axes: [
-        xFormat ? { ...axis, values: (u, vals) => vals.map(xFormat) } : axis,
+        xAxis,
         { ...axis, size: 64, values: (u, vals) => vals.map(yFormat) },
       ],
+      hooks: {
+        setScale: [(u, key) => {
+          if (key !== 'x' || !figure.current || u.scales.x.min == null) return
+          const iso = (v) => (xTime ? new Date(v * 1000).toISOString() : String(v))
+          figure.current.dataset.xFrom = iso(u.scales.x.min)
+          figure.current.dataset.xTo = iso(u.scales.x.max)
+        }],
+      },
       series: [{}, ...series.map((s, i) => ({
         label: s.label,
         stroke: s.stroke || (i === 0 ? stroke : css('--danger')),
@@ -214,11 +249,11 @@ export function Chart ({ data, series, bars, height = 220, label, yFormat = (v) 
     const ro = new window.ResizeObserver(() => { if (box.current && plot.current) plot.current.setSize({ width: box.current.clientWidth, height }) })
     ro.observe(box.current)
     return () => { ro.disconnect(); plot.current?.destroy(); plot.current = null }
-  }, [series.length, bars, height])
+  }, [series.length, bars, height, days, step])
   useEffect(() => { plot.current?.setData(data) }, [data])
   const points = data[0]?.length || 0
   const total = series.map((s, i) => (data[i + 1] || []).reduce((a, b) => a + (b || 0), 0))
-  return html`<figure class="chart" data-points=${points}>
+  return html`<figure class="chart" ref=${figure} data-points=${points}>
     <div ref=${box} class="chart-box" role="img" aria-label=${`${label}: ${plural(points, 'point')}, total ${total.map(yFormat).join(', ')}`}></div>
     <figcaption>${label}</figcaption>
   </figure>`
@@ -240,6 +275,12 @@ export function spanFacts (e) {
     e.model && !words.includes(e.model) ? e.model : null,
     e.toolExecuted && !words.includes(e.toolExecuted) ? e.toolExecuted : null,
   ].filter(Boolean)
+}
+
+/** The first words of a text, on one line, with an ellipsis when cut: firstWords('Compare the two plans and pick', 3) → "Compare the two…". */
+export function firstWords (text, n = 8) {
+  const words = String(text ?? '').trim().split(/\s+/).filter(Boolean)
+  return words.length > n ? `${words.slice(0, n).join(' ')}…` : words.join(' ')
 }
 
 /** A name that may be long (an agent, a model): on one line, cut with an ellipsis, whole in its tooltip. */

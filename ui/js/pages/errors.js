@@ -1,7 +1,7 @@
 // Error clusters: counts, first and last seen, latest message, tools; resolve and re-open.
 import { useState } from 'preact/hooks'
 import { api, agentsOf } from '../api.js'
-import { html, useData, useAction, ErrorNote, Loading, Empty, Badge, Time, AgentLink, count, plural, dotted } from '../ui.js'
+import { html, useData, useAction, ErrorNote, Loading, Empty, Badge, Time, AgentLink, count, plural, noun, dotted } from '../ui.js'
 
 function Cluster ({ c, names, highlight, onChange }) {
   const action = useAction()
@@ -17,7 +17,7 @@ function Cluster ({ c, names, highlight, onChange }) {
         `× ${count(c.count)}`,
         html`first <${Time} iso=${c.firstSeen} />`,
         html`last <${Time} iso=${c.lastSeen} />`,
-        c.tools?.length ? `tools ${c.tools.join(', ')}` : null,
+        c.tools?.length ? `${noun(c.tools.length, 'tool')} ${c.tools.join(', ')}` : null,
         html`${agentsOf(c, names).map((a, i) => html`${i ? ', ' : ''}<${AgentLink} agent=${a} />`)}`,
         resolved && c.resolvedAt ? html`resolved <${Time} iso=${c.resolvedAt} />` : null,
         html`<code>${c.fingerprint}</code>`,

@@ -1,7 +1,7 @@
 // Live events: polls every second, adds new events at the top, filters by agent and type.
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, agentOf } from '../api.js'
-import { html, ErrorNote, Empty, PrivacyChip, Cost, Time, AgentLink, Name, count, duration, dotted, spanName, spanFacts } from '../ui.js'
+import { html, ErrorNote, Empty, PrivacyChip, Cost, Time, AgentLink, Name, count, duration, dotted, spanName, spanFacts, firstWords } from '../ui.js'
 
 const TYPES = ['decision', 'reasoning', 'tool', 'action', 'tx', 'error']
 const POLL_MS = 1000
@@ -14,6 +14,20 @@ export function mergeEvents (shown, fresh) {
   if (added.length === 0) return { list: shown, added }
   const list = [...added, ...shown].sort((a, b) => (a.timestamp < b.timestamp ? 1 : a.timestamp > b.timestamp ? -1 : a.eventId < b.eventId ? 1 : -1))
   return { list: list.slice(0, KEEP), added }
+}
+
+/**
+ * What an event is: its span name, model and tool; for an event with none of them, the first words of
+ * its reasoning, else its type (muted), so the cell is never empty.
+ */
+function SpanCell ({ e }) {
+  const name = spanName(e)
+  const facts = spanFacts(e)
+  if (name === e.type && !facts.length) {
+    const said = firstWords(e.reasoning)
+    return said ? html`<${Name} text=${e.reasoning}><span class="muted">${said}</span></${Name}>` : html`<span class="muted">${e.type}</span>`
+  }
+  return html`<${Name} text=${[name, ...facts].join(' · ')}>${dotted(name === e.type ? null : html`<strong class="span-name">${name}</strong>`, ...facts.map((f) => html`<span class="muted">${f}</span>`))}</${Name}>`
 }
 
 function Detail ({ e }) {
@@ -96,7 +110,7 @@ export function LivePage ({ names, params }) {
           <td class="nowrap"><${Time} iso=${e.timestamp} /></td>
           <td><${Name} text=${agentOf(e, names).displayName || agentOf(e, names).id}><${AgentLink} agent=${agentOf(e, names)} /></${Name}></td>
           <td><span class=${`type type-${e.type}`}>${e.type}</span></td>
-          <td class="span-cell"><${Name} text=${[spanName(e), ...spanFacts(e)].join(' · ')}>${dotted(spanName(e) === e.type ? null : html`<strong class="span-name">${spanName(e)}</strong>`, ...spanFacts(e).map((f) => html`<span class="muted">${f}</span>`))}</${Name}></td>
+          <td class="span-cell"><${SpanCell} e=${e} /></td>
           <td class=${e.outcome === 'failed' ? 'bad' : ''}>${e.outcome || ''}</td>
           <td class="num">${e.durationMs == null ? '' : duration(e.durationMs)}</td>
           <td class="num">${e.tokens?.total ? count(e.tokens.total) : ''}</td>

@@ -20,7 +20,7 @@ export function perMinute (events, now) {
   return [xs, ys]
 }
 
-/** 30 zero-filled days (UTC), oldest first, from the spend summary's by_day rows. */
+/** `days` zero-filled days (UTC midnights, in seconds), oldest first, from the spend summary's by_day rows. */
 export function dailySpend (byDay, days, now) {
   const costs = new Map(byDay.map((d) => [d.day, d.costUsd]))
   const xs = []
@@ -134,7 +134,7 @@ export function Overview ({ names }) {
       <section class="card wide" aria-labelledby="spd">
         <h2 id="spd">Spend per day, 30 days</h2>
         <${ErrorNote} error=${spend.error} />
-        ${s ? html`<${Chart} label="Spend per day (USD)" data=${dailySpend(s.by_day, 30, Date.now())} series=${[{ label: 'USD' }]} bars yFormat=${money} />` : html`<${Loading} />`}
+        ${s ? html`<${Chart} label="Spend per day (USD)" data=${dailySpend(s.by_day, 30, Date.now())} series=${[{ label: 'USD' }]} bars days yFormat=${money} />` : html`<${Loading} />`}
       </section>
       <section class="card" aria-labelledby="top">
         <h2 id="top">Top agents by spend, 30 days</h2>

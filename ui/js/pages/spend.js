@@ -80,7 +80,7 @@ export function SpendPage ({ names }) {
     </div>
     <div class="grid">
       <section class="card wide"><h2>By day</h2>
-        <${Chart} label="Spend per day (USD)" data=${dailySpend(data.by_day, data.days, Date.now())} series=${[{ label: 'USD' }]} bars=${data.days <= 90} yFormat=${money} /></section>
+        <${Chart} label="Spend per day (USD)" data=${dailySpend(data.by_day, data.days, Date.now())} series=${[{ label: 'USD' }]} bars=${data.days <= 90} days yFormat=${money} /></section>
       <${Breakdown} title="By agent" first="Agent" rows=${data.by_agent} names=${names} />
       <${Breakdown} title="By model" first="Model" rows=${data.by_model} names=${names} zero=${data.zero} />
     </div>`}`

@@ -131,7 +131,7 @@ function SpanDetail ({ s, names }) {
       <dt>Tool</dt><dd>${s.toolExecuted || '—'}</dd>
       <dt>Tokens</dt><dd>${count(s.tokens?.total ?? 0)}</dd>
       <dt>Cost</dt><dd><${Cost} event=${s} /></dd>
-      <dt>Privacy</dt><dd>${s.privacyChip ? html`<${PrivacyChip} chip=${s.privacyChip} />` : '—'}</dd>
+      <dt>Privacy</dt><dd>${s.privacyChip ? html`<${PrivacyChip} chip=${s.privacyChip} />` : html`<span class="muted">not set</span>`}</dd>
       ${s.spanId ? html`<dt>Span</dt><dd><code>${s.spanId}</code>${s.parentSpanId ? html` ← <code>${s.parentSpanId}</code>${s.parent === null ? ' (not received)' : ''}` : null}</dd>` : null}
       ${s.errorMessage ? html`<dt>Error</dt><dd class="bad">${s.errorMessage}</dd>` : null}
       <dt>Event</dt><dd><code>${s.eventId}</code></dd>
@@ -208,6 +208,15 @@ function chipsOf (events) {
   return [...new Set(events.map((e) => e.privacyChip).filter(Boolean))]
 }
 
+/**
+ * The privacy levels of a run's events as chips, and "not set" for events sent without one (they
+ * have no chip): never a bare "Privacy:".
+ */
+function PrivacyOf ({ events }) {
+  const unset = events.some((e) => !e.privacyChip)
+  return html`Privacy: ${chipsOf(events).map((c) => html`<${PrivacyChip} chip=${c} /> `)}${unset ? html`<span class="muted" title="events sent without a privacy level">not set</span>` : null}`
+}
+
 function Detail ({ kind, item, names }) {
   const { roots, spans } = useMemo(() => (kind === 'trace' ? item : treeOfEvents(item.events || [])), [item])
   const unpriced = spans.filter((s) => s.costStatus === 'unknown_model').length
@@ -221,7 +230,7 @@ function Detail ({ kind, item, names }) {
     ${item.truncated ? html`<p class="note" role="status">This run has more spans than a trace detail holds: its first ${count(spans.length)} are shown, and the figures are theirs.</p>` : null}
     <p>${dotted(
       html`Agents: ${agentsOf(item, names).map((a, i) => html`${i ? ', ' : ''}<${AgentLink} agent=${a} />`)}`,
-      html`Privacy: ${chipsOf(spans).map((c) => html`<${PrivacyChip} chip=${c} /> `)}`,
+      html`<${PrivacyOf} events=${spans} />`,
     )}</p>
     <${Git} git=${item.git} cwd=${item.cwd} />
     <section class="card wide" aria-labelledby="tl"><h2 id="tl">Timeline</h2><${SpanTree} roots=${roots} spans=${spans} names=${names} /></section>
