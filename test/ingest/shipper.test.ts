@@ -5,12 +5,12 @@ import { EventsRepository } from '../../src/storage/events-repository.ts'
 import { rowBytes } from '../../src/ingest/log/entry-codec.ts'
 import { EventShipper, isRowRefusal, type InsertBlock } from '../../src/ingest/shipper.ts'
 import { MemoryIngestLog } from '../helpers/memory-ingest-log.ts'
-import { openTestClickHouse, randomId } from '../helpers/app.ts'
+import { openEmptyTestClickHouse, randomId } from '../helpers/app.ts'
 import { logLine, storedCounts } from '../helpers/stored-events.ts'
 
-// The embedded engine of this file starts empty: the first test ships before the tables exist, and
+// This file's ClickHouse starts empty (in both modes): the first test ships before the tables exist, and
 // applies the schema.
-const handle = openTestClickHouse()
+const handle = await openEmptyTestClickHouse()
 t.teardown(() => handle.release())
 const events = new EventsRepository(handle.client)
 const logger = pino({ level: 'silent' })
