@@ -8,9 +8,9 @@
  */
 import { readFileSync } from 'node:fs'
 import type { ValidateFunction } from 'ajv'
-import { ConfigError, loadConfig, type Config } from '../config.ts'
 import { bodyAjv, toDetails } from '../validation.ts'
-import { describePostgres, openExistingPostgres, StoreNotReady } from '../storage/postgres.ts'
+import { describePostgres } from '../storage/postgres.ts'
+import { openExistingStores } from './existing-stores.ts'
 import { openCaches } from './caches.ts'
 import { RegistryRepository, type RegistryEntry } from '../storage/registry-repository.ts'
 
@@ -32,22 +32,7 @@ if (!Array.isArray(entries)) {
   process.exit(2)
 }
 const validate = bodyAjv.getSchema('registry-entry.json') as ValidateFunction
-let config: Config
-try {
-  config = loadConfig()
-} catch (err) {
-  if (!(err instanceof ConfigError)) throw err
-  console.error(`registry:import: ${err.message}`)
-  process.exit(2)
-}
-let pool
-try {
-  pool = await openExistingPostgres(config.databaseUrl)
-} catch (err) {
-  if (!(err instanceof StoreNotReady)) throw err
-  console.error(`registry:import: ${err.message}`)
-  process.exit(1)
-}
+const { config, pool } = await openExistingStores('registry:import')
 const repo = new RegistryRepository(pool)
 const summary = { database: describePostgres(config.databaseUrl), inserted: 0, updated: 0, failed: [] as { index: number; registryId?: unknown; error: string }[] }
 try {

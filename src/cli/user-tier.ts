@@ -9,9 +9,9 @@
  * the latest within SHARED_CACHE_TTL_SECONDS if Redis cannot be reached).
  */
 import { parseArgs } from 'node:util'
-import { ConfigError, loadConfig, type Config } from '../config.ts'
 import { openCaches } from './caches.ts'
-import { describePostgres, openExistingPostgres, StoreNotReady } from '../storage/postgres.ts'
+import { describePostgres } from '../storage/postgres.ts'
+import { openExistingStores } from './existing-stores.ts'
 import { UsersRepository, type Tier } from '../storage/users-repository.ts'
 
 const USAGE = 'usage: npm run user:tier -- <user> <free|pro|enterprise> [--burst events-per-minute]'
@@ -31,22 +31,7 @@ if (!subject || !['free', 'pro', 'enterprise'].includes(tier ?? '') || (burst !=
   console.error(USAGE)
   process.exit(2)
 }
-let config: Config
-try {
-  config = loadConfig()
-} catch (err) {
-  if (!(err instanceof ConfigError)) throw err
-  console.error(`user:tier: ${err.message}`)
-  process.exit(2)
-}
-let pool
-try {
-  pool = await openExistingPostgres(config.databaseUrl)
-} catch (err) {
-  if (!(err instanceof StoreNotReady)) throw err
-  console.error(`user:tier: ${err.message}`)
-  process.exit(1)
-}
+const { config, pool } = await openExistingStores('user:tier')
 // openExistingPostgres has checked the URL.
 const where = describePostgres(config.databaseUrl)
 const user = await new UsersRepository(pool).updateTier(subject, tier as Tier, burst)
