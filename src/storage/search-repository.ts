@@ -40,6 +40,19 @@ const LIST_COLUMNS: [keyof SearchFilters, string][] = [
 ]
 
 /**
+ * The bounds of the filters, each a condition on its own parameter (named after its field). A NULL
+ * duration compares to NULL, which WHERE treats as false: events without one never match a bound.
+ */
+const BOUND_CONDITIONS: [keyof SearchFilters & ('fromMs' | 'toMs' | 'minCostUsd' | 'maxCostUsd' | 'minDurationMs' | 'maxDurationMs'), string][] = [
+  ['fromMs', 'ts >= fromUnixTimestamp64Milli({fromMs:Int64})'],
+  ['toMs', 'ts < fromUnixTimestamp64Milli({toMs:Int64})'],
+  ['minCostUsd', 'cost_usd >= toDecimal128({minCostUsd:String}, 9)'],
+  ['maxCostUsd', 'cost_usd <= toDecimal128({maxCostUsd:String}, 9)'],
+  ['minDurationMs', 'duration_ms >= {minDurationMs:UInt64}'],
+  ['maxDurationMs', 'duration_ms <= {maxDurationMs:UInt64}'],
+]
+
+/**
  * The WHERE clause of a filtered read and its parameters: the user, their hidden agents, the
  * window and the snapshot first, then every filter.
  */
@@ -57,30 +70,10 @@ export function searchWhere (r: Reader, w: SearchWindow, f: SearchFilters): { wh
     params[`f_${field}`] = values
     conds.push(`${column} IN {f_${field}:Array(String)}`)
   }
-  if (f.fromMs !== undefined) {
-    params.fromMs = f.fromMs
-    conds.push('ts >= fromUnixTimestamp64Milli({fromMs:Int64})')
-  }
-  if (f.toMs !== undefined) {
-    params.toMs = f.toMs
-    conds.push('ts < fromUnixTimestamp64Milli({toMs:Int64})')
-  }
-  if (f.minCostUsd !== undefined) {
-    params.minCost = f.minCostUsd
-    conds.push('cost_usd >= toDecimal128({minCost:String}, 9)')
-  }
-  if (f.maxCostUsd !== undefined) {
-    params.maxCost = f.maxCostUsd
-    conds.push('cost_usd <= toDecimal128({maxCost:String}, 9)')
-  }
-  // A NULL duration compares to NULL, which WHERE treats as false: events without one never match a bound.
-  if (f.minDurationMs !== undefined) {
-    params.minDur = f.minDurationMs
-    conds.push('duration_ms >= {minDur:UInt64}')
-  }
-  if (f.maxDurationMs !== undefined) {
-    params.maxDur = f.maxDurationMs
-    conds.push('duration_ms <= {maxDur:UInt64}')
+  for (const [field, condition] of BOUND_CONDITIONS) {
+    if (f[field] === undefined) continue
+    params[field] = f[field]
+    conds.push(condition)
   }
   f.meta.forEach((m, i) => {
     params[`mk${i}`] = m.path
