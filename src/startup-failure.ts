@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Config } from './config.ts'
 import { ownerRuns } from './ingest/log/pid-lock.ts'
+import { NETWORK_ERROR_WORDS } from './domain/network-errors.ts'
 
 /** A start-up failure already phrased for the operator: one line naming the setting and what to do. */
 export class StartupError extends Error {
@@ -31,17 +32,6 @@ function endpoint (url: string | undefined, defaultPort: number): { host: string
   } catch {
     return null
   }
-}
-
-const NETWORK = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNRESET'])
-const NETWORK_WORDS: Record<string, string> = {
-  ECONNREFUSED: 'connection refused',
-  ENOTFOUND: 'unknown host',
-  EAI_AGAIN: 'host name lookup failed',
-  ETIMEDOUT: 'timed out',
-  EHOSTUNREACH: 'host unreachable',
-  ENETUNREACH: 'network unreachable',
-  ECONNRESET: 'connection reset',
 }
 
 /**
@@ -87,8 +77,8 @@ export function describeStartupFailure (err: unknown, config: Config): string {
         'stop the other process, give this instance its own DATA_DIR, or set CLICKHOUSE_URL to use a ClickHouse server.'
     }
     if (/^the ingest log .* belongs to running process/.test(e.message)) return `${e.message}.`
-    if (NETWORK.has(code) || /Connection terminated due to connection timeout|timeout exceeded when trying to connect/i.test(e.message)) {
-      const words = NETWORK_WORDS[code] ?? 'timed out'
+    if (Object.hasOwn(NETWORK_ERROR_WORDS, code) || /Connection terminated due to connection timeout|timeout exceeded when trying to connect/i.test(e.message)) {
+      const words = NETWORK_ERROR_WORDS[code] ?? 'timed out'
       const port = Number(e.port)
       const host = String(e.address ?? (e as { hostname?: unknown }).hostname ?? '')
       const matches = (x: typeof pg) => x !== null && (port === x.port || (!port && host === x.host))

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { userInfo } from 'node:os'
 import { readdirSync } from 'node:fs'
 import { basename, dirname } from 'node:path'
+import { NETWORK_ERROR_WORDS } from '../domain/network-errors.ts'
 
 const MIGRATIONS = fileURLToPath(new URL('../../postgres/*.sql', import.meta.url))
 // An arbitrary constant: the advisory lock that serialises migrations across processes.
@@ -139,17 +140,6 @@ export function describePostgres (databaseUrl: string): string {
   return `postgres://${url.hostname || 'localhost'}:${url.port || '5432'}${url.pathname}`
 }
 
-/** Network failures of a first connection, in words. */
-const UNREACHABLE: Record<string, string> = {
-  ECONNREFUSED: 'connection refused',
-  ENOTFOUND: 'unknown host',
-  EAI_AGAIN: 'host name lookup failed',
-  ETIMEDOUT: 'timed out',
-  EHOSTUNREACH: 'host unreachable',
-  ENETUNREACH: 'network unreachable',
-  ECONNRESET: 'connection reset',
-}
-
 /** A store a command-line tool refuses to change: it names the store and what to do. */
 export class StoreNotReady extends Error {}
 
@@ -192,8 +182,8 @@ export async function openExistingPostgres (databaseUrl: string): Promise<Counti
     if (code === '28000' || code === '28P01') {
       throw new StoreNotReady(`${where} refused the login: ${(err as Error).message} (check the user and password in DATABASE_URL)`)
     }
-    if (UNREACHABLE[code]) {
-      throw new StoreNotReady(`cannot reach ${where}: ${UNREACHABLE[code]} (start Postgres, or set DATABASE_URL to the service's database)`)
+    if (Object.hasOwn(NETWORK_ERROR_WORDS, code)) {
+      throw new StoreNotReady(`cannot reach ${where}: ${NETWORK_ERROR_WORDS[code]} (start Postgres, or set DATABASE_URL to the service's database)`)
     }
     throw err
   }
