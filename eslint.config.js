@@ -5,7 +5,7 @@ import neostandard from 'neostandard'
 // - trailing commas in multi-line literals, as the code base writes them (smaller diffs);
 // - `void` marks a deliberately unawaited promise, in statements and in arrow bodies.
 export default [
-  ...neostandard({ ts: true, ignores: ['node_modules/**', 'data/**', '.tap/**'] }),
+  ...neostandard({ ts: true, ignores: ['node_modules/**', 'data/**', '.tap/**', 'client/dist/**'] }),
   {
     rules: {
       '@stylistic/object-property-newline': 'off',

@@ -1,0 +1,533 @@
+import { activeSpan, runInSpan, type SpanContext } from './context.js'
+import { backoffMs, postBatch, type ItemResult } from './delivery.js'
+import { newIdempotencyKey, newSpanId, newTraceId } from './ids.js'
+import { plainJson, utf8Length } from './json.js'
+import { applyPrivacy, PRIVACY_LEVELS, type PrivacyLevel } from './privacy.js'
+import { ItemQueue, type Item } from './queue.js'
+import { validateEvent, type Problem } from './validate.js'
+
+/** One event, as the service's schema (schemas/event.ts) describes it. */
+export interface TelemetryEvent {
+  agentId?: string
+  /** ISO 8601 or unix milliseconds; `track()` sets the time of the call when absent. */
+  timestamp?: string | number
+  type?: 'reasoning' | 'tool' | 'tx' | 'decision' | 'action' | 'error'
+  input?: { prompt?: string; context?: Record<string, unknown> }
+  reasoning?: string
+  toolsConsidered?: string[]
+  toolExecuted?: string
+  transaction?: string | null
+  amount?: { token: string; value: number }
+  outcome?: 'pending' | 'success' | 'failed'
+  durationMs?: number
+  errorMessage?: string
+  model?: string
+  metadata?: {
+    tokensBreakdown?: { inputBase?: number; cacheCreation?: number; cacheRead?: number; output?: number; reasoning?: number }
+    traceId?: string
+    spanId?: string
+    parentSpanId?: string
+    provider?: string
+    sessionId?: string
+    cwd?: string
+    git?: Record<string, unknown> | string
+    privacyLevel?: PrivacyLevel
+    tool?: string
+    dedupKey?: string
+    [key: string]: unknown
+  }
+}
+
+/** Why events were dropped; each is a counter in `stats().dropped`. */
+export type DropReason =
+  /** refused by the client's check against the service's schema and input rules */
+  | 'invalid'
+  /** one event's JSON is larger than `maxBatchBytes` */
+  | 'too_large'
+  /** the queue was full (`maxQueue` or `maxQueueBytes`); the oldest queued event is dropped */
+  | 'queue_full'
+  /** the service refused the event inside a 207 (400, 403, 410): never retried */
+  | 'rejected'
+  /** the service refused the whole batch (401, 400, 422, ...): never retried */
+  | 'refused'
+  /** `maxRetries` retries of a batch failed */
+  | 'retries_exhausted'
+  /** still queued or unanswered when `shutdown()` timed out */
+  | 'shutdown'
+  /** tracked after `shutdown()` */
+  | 'closed'
+
+export const DROP_REASONS: readonly DropReason[] = ['invalid', 'too_large', 'queue_full', 'rejected', 'refused', 'retries_exhausted', 'shutdown', 'closed']
+
+/** What `onError` is told: events dropped (with the reason), or a batch being retried. */
+export interface TelemetryError {
+  reason: DropReason | 'retrying'
+  /** how many events this is about */
+  count: number
+  message: string
+  /** for `invalid`: what was wrong, by path; for `rejected`: the service's answer for the event */
+  details?: Problem[] | ItemResult
+}
+
+export interface AgentTelemetryOptions {
+  /** An API key (`vk_…`) from POST /v1/me/keys. */
+  apiKey: string
+  /** The service's address, e.g. `https://telemetry.example.com`. */
+  baseUrl: string
+  /** Set on events that carry none (not needed with a key bound to an agent). */
+  agentId?: string
+  /** What leaves the process: `minimal`, `standard` (default) or `full`; see docs/client.md. */
+  privacyLevel?: PrivacyLevel
+  /** Queued events that start a batch at once (default 100; a batch carries up to 500). */
+  flushAt?: number
+  /** The longest an event waits before its batch is sent, in ms (default 1000). */
+  flushIntervalMs?: number
+  /** Events the queue holds before it drops the oldest (default 10000). */
+  maxQueue?: number
+  /** Bytes of JSON the queue holds before it drops the oldest (default 16 MiB). */
+  maxQueueBytes?: number
+  /** Bytes of JSON in one request (default 4 MiB, under the service's 5 MiB batch limit). */
+  maxBatchBytes?: number
+  /** Retries of one batch before its events are dropped (default 10). */
+  maxRetries?: number
+  /** First retry delay in ms, doubled each retry, with jitter (default 500). */
+  retryBaseMs?: number
+  /** Longest retry delay in ms, `Retry-After` included (default 30000). */
+  retryMaxMs?: number
+  /** How long one request may take before it is abandoned and retried, in ms (default 10000). */
+  requestTimeoutMs?: number
+  /** Called for every drop and retry; never throws back into the client. Default: a console warning once per reason. */
+  onError?: (error: TelemetryError) => void
+  /** The fetch to use (default: the global one). */
+  fetch?: typeof fetch
+}
+
+/** Counters since the client was made. */
+export interface TelemetryStats {
+  /** events accepted by `track()` and not yet sent, dropped or in a request */
+  queued: number
+  /** events in the request under way */
+  inFlight: number
+  /** events the service acknowledged (202 in the 207) */
+  sent: number
+  /** requests sent again (network errors, timeouts, 408, 409, 429, 5xx) */
+  retries: number
+  /** answers the service replayed for a retried Idempotency-Key (stored once, answered twice) */
+  replayed: number
+  /** scrubbed values, over all events */
+  redactions: number
+  dropped: Record<DropReason, number>
+}
+
+/** Fields a span's event carries, besides those the span sets itself. */
+export type SpanFields = Omit<TelemetryEvent, 'timestamp' | 'durationMs'>
+
+const MAX_BATCH_EVENTS = 500
+const STRICTNESS: Record<PrivacyLevel, number> = { minimal: 0, standard: 1, full: 2 }
+
+type Timer = ReturnType<typeof setTimeout>
+function unref (timer: Timer): Timer {
+  (timer as { unref?: () => void }).unref?.()
+  return timer
+}
+function ref (timer: Timer | undefined): void {
+  (timer as { ref?: () => void } | undefined)?.ref?.()
+}
+const now = (): number => (globalThis.performance?.now ? globalThis.performance.now() : Date.now())
+
+/**
+ * The client: `track()` checks, scrubs and queues an event synchronously and never throws; batches
+ * go to POST /v1/events/batch by size (`flushAt`) and time (`flushIntervalMs`), one request at a time,
+ * each with an Idempotency-Key kept across its retries, so a retried batch is stored once.
+ */
+export class AgentTelemetry {
+  private readonly o: Required<Omit<AgentTelemetryOptions, 'agentId' | 'onError'>> & Pick<AgentTelemetryOptions, 'agentId' | 'onError'>
+  private readonly url: string
+  private readonly queue = new ItemQueue()
+  private inFlight: Item[] = []
+  private seq = 0
+  private drainTo = 0
+  private closed = false
+  private abandoned = false
+  private readonly stop = new AbortController()
+  private sending = false
+  private intervalTimer: Timer | undefined
+  private sleepTimer: Timer | undefined
+  private wakeSleep: (() => void) | undefined
+  private pausedUntil = 0
+  private limitedRounds = 0
+  private waiters: { seq: number; resolve: () => void }[] = []
+  private readonly warned = new Set<string>()
+  private readonly counters: Omit<TelemetryStats, 'queued' | 'inFlight'> = {
+    sent: 0, retries: 0, replayed: 0, redactions: 0, dropped: Object.fromEntries(DROP_REASONS.map((r) => [r, 0])) as Record<DropReason, number>,
+  }
+
+  constructor (options: AgentTelemetryOptions) {
+    const level = options.privacyLevel ?? 'standard'
+    if (!PRIVACY_LEVELS.includes(level)) throw new TypeError(`privacyLevel must be one of ${PRIVACY_LEVELS.join(', ')}`)
+    if (!options.apiKey) throw new TypeError('apiKey is required')
+    if (!options.baseUrl) throw new TypeError('baseUrl is required')
+    const fetchFn = options.fetch ?? globalThis.fetch
+    if (typeof fetchFn !== 'function') throw new TypeError('no fetch in this runtime: pass options.fetch')
+    this.o = {
+      apiKey: options.apiKey,
+      baseUrl: options.baseUrl,
+      agentId: options.agentId,
+      privacyLevel: level,
+      flushAt: clamp(options.flushAt ?? 100, 1, MAX_BATCH_EVENTS),
+      flushIntervalMs: Math.max(0, options.flushIntervalMs ?? 1000),
+      maxQueue: Math.max(1, options.maxQueue ?? 10_000),
+      maxQueueBytes: Math.max(1024, options.maxQueueBytes ?? 16 * 1024 * 1024),
+      maxBatchBytes: clamp(options.maxBatchBytes ?? 4 * 1024 * 1024, 1024, 5 * 1024 * 1024 - 1024),
+      maxRetries: Math.max(0, options.maxRetries ?? 10),
+      retryBaseMs: Math.max(1, options.retryBaseMs ?? 500),
+      retryMaxMs: Math.max(1, options.retryMaxMs ?? 30_000),
+      requestTimeoutMs: Math.max(1, options.requestTimeoutMs ?? 10_000),
+      onError: options.onError,
+      fetch: fetchFn.bind(globalThis),
+    }
+    this.url = `${options.baseUrl.replace(/\/+$/, '')}/v1/events/batch`
+  }
+
+  /**
+   * Queues one event: fills `agentId`, `timestamp` and the active span's ids where absent, applies
+   * the privacy level, checks the result against the service's schema and queues its JSON.
+   * Synchronous, never throws, never waits on the network; a dropped event is counted and reported
+   * to `onError`. Returns whether the event was queued.
+   */
+  track (event: TelemetryEvent): boolean {
+    try {
+      return this.enqueue(event)
+    } catch (err) {
+      this.drop('invalid', 1, `could not be queued: ${String(err)}`)
+      return false
+    }
+  }
+
+  private enqueue (event: TelemetryEvent): boolean {
+    if (this.closed) return this.drop('closed', 1, 'tracked after shutdown()')
+    if (event === null || typeof event !== 'object' || Array.isArray(event)) return this.drop('invalid', 1, 'an event must be an object', [{ path: [], message: 'must be object' }])
+    const problems: Problem[] = []
+    const copy = plainJson(event, problems) as Record<string, unknown>
+    if (problems.length > 0) return this.drop('invalid', 1, describe(problems), problems)
+    if (copy.agentId === undefined && this.o.agentId !== undefined) copy.agentId = this.o.agentId
+    if (copy.timestamp === undefined) copy.timestamp = Date.now()
+    let metadata = copy.metadata as Record<string, unknown> | undefined
+    if (metadata === undefined) metadata = copy.metadata = {}
+    if (metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata)) {
+      const active = activeSpan()
+      if (active && metadata.traceId === undefined) {
+        metadata.traceId = active.traceId
+        if (metadata.parentSpanId === undefined) metadata.parentSpanId = active.spanId
+        if (metadata.spanId === undefined) metadata.spanId = newSpanId()
+      }
+      const asked = metadata.privacyLevel as PrivacyLevel | undefined
+      // An event may ask for a stricter level than the client's, never a looser one.
+      const level = asked !== undefined && PRIVACY_LEVELS.includes(asked) && STRICTNESS[asked] < STRICTNESS[this.o.privacyLevel] ? asked : this.o.privacyLevel
+      metadata.privacyLevel = level
+      const redactions = applyPrivacy(copy, level)
+      if (redactions > 0) {
+        metadata.redactions = redactions
+        this.counters.redactions += redactions
+      }
+    }
+    const invalid = validateEvent(copy)
+    if (invalid.length > 0) return this.drop('invalid', 1, describe(invalid), invalid)
+    const json = JSON.stringify(copy)
+    const bytes = utf8Length(json)
+    if (bytes + 16 > this.o.maxBatchBytes) return this.drop('too_large', 1, `${bytes} bytes of JSON, over maxBatchBytes (${this.o.maxBatchBytes})`)
+    while (this.queue.length > 0 && (this.queue.length >= this.o.maxQueue || this.queue.bytes + bytes > this.o.maxQueueBytes)) {
+      this.queue.shift()
+      this.drop('queue_full', 1, `the queue is full (${this.o.maxQueue} events or ${this.o.maxQueueBytes} bytes): the oldest event was dropped`)
+    }
+    this.queue.push({ json, bytes, seq: ++this.seq })
+    if (this.queue.length >= this.o.flushAt) this.schedule()
+    else if (this.intervalTimer === undefined) {
+      this.intervalTimer = unref(setTimeout(() => {
+        this.intervalTimer = undefined
+        this.drainTo = Math.max(this.drainTo, this.seq)
+        this.schedule()
+      }, this.o.flushIntervalMs))
+    }
+    return true
+  }
+
+  /**
+   * Runs `fn` as the root span of a new trace and tracks one event for it when it ends (timing,
+   * outcome, the error message if it throws, which is thrown on). Inside `fn`, `track()`, `span()`
+   * and `trace()` attach to it: implicitly where the runtime has async context (Node), through the
+   * span given to `fn` everywhere.
+   */
+  trace<R> (name: string, fn: (span: Span) => R, fields: SpanFields = {}): R {
+    return this.runSpan(name, fn, fields, null)
+  }
+
+  /**
+   * Runs `fn` as a span: a child of `parent`, else of the active span, else the root of a new trace;
+   * tracks one event for it when it ends, as `trace()` does.
+   */
+  span<R> (name: string, fn: (span: Span) => R, fields: SpanFields = {}, parent?: SpanContext): R {
+    return this.runSpan(name, fn, fields, parent ?? activeSpan() ?? null)
+  }
+
+  /** Starts a span by hand; `end()` tracks its event. For code that cannot be wrapped in a function. */
+  startSpan (name: string, fields: SpanFields = {}, parent?: SpanContext | null): Span {
+    return new Span(this, name, fields, parent === undefined ? activeSpan() ?? null : parent)
+  }
+
+  private runSpan<R> (name: string, fn: (span: Span) => R, fields: SpanFields, parent: SpanContext | null): R {
+    const span = new Span(this, name, fields, parent)
+    let result: R
+    try {
+      result = runInSpan(span, () => fn(span))
+    } catch (err) {
+      span.end({ outcome: 'failed', errorMessage: errorText(err) })
+      throw err
+    }
+    if (result !== null && typeof result === 'object' && typeof (result as { then?: unknown }).then === 'function') {
+      return (result as unknown as Promise<unknown>).then(
+        (value) => { span.end(); return value },
+        (err: unknown) => { span.end({ outcome: 'failed', errorMessage: errorText(err) }); throw err },
+      ) as R
+    }
+    span.end()
+    return result
+  }
+
+  /**
+   * Sends everything queued so far and resolves once each of those events is acknowledged or given
+   * up (dropped and counted). Never rejects. For serverless: `ctx.waitUntil(telemetry.flush())`.
+   */
+  flush (): Promise<void> {
+    const target = this.seq
+    this.drainTo = Math.max(this.drainTo, target)
+    if (this.settledThrough() >= target) return Promise.resolve()
+    // While someone waits, the timers of a retry keep a Node process alive; otherwise they do not.
+    ref(this.sleepTimer)
+    const done = new Promise<void>((resolve) => this.waiters.push({ seq: target, resolve }))
+    this.schedule()
+    return done
+  }
+
+  /**
+   * Stops taking events, sends what is queued and resolves when it is acknowledged or given up, or
+   * after `timeoutMs` (default 30 s), when what is left is dropped as `shutdown`. Never rejects.
+   */
+  async shutdown (timeoutMs = 30_000): Promise<void> {
+    this.closed = true
+    if (this.intervalTimer !== undefined) clearTimeout(this.intervalTimer)
+    this.intervalTimer = undefined
+    let timer: Timer | undefined
+    const timedOut = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), timeoutMs) })
+    const outcome = await Promise.race([this.flush().then(() => 'flushed' as const), timedOut])
+    clearTimeout(timer)
+    if (outcome === 'timeout') this.abandon()
+  }
+
+  /** The counters: queued, in flight, sent, retries, replayed answers, redactions, drops by reason. */
+  stats (): TelemetryStats {
+    return { ...this.counters, dropped: { ...this.counters.dropped }, queued: this.queue.length, inFlight: this.inFlight.length }
+  }
+
+  /** Gives up on everything queued or in flight (counted as `shutdown`) and stops the sending loop. */
+  private abandon (): void {
+    this.abandoned = true
+    this.stop.abort()
+    const left = this.queue.length + this.inFlight.length
+    while (this.queue.length > 0) this.queue.shift()
+    this.inFlight = []
+    if (left > 0) this.drop('shutdown', left, `${left} events were still queued or unanswered when shutdown() timed out`)
+    this.wakeSleep?.()
+    this.settle()
+  }
+
+  /** Starts the sending loop soon (not inside `track()`), unless it runs. */
+  private schedule (): void {
+    if (this.sending || this.abandoned) return
+    this.sending = true
+    void Promise.resolve().then(() => this.sendLoop()).finally(() => {
+      this.sending = false
+      if (!this.abandoned && this.due()) this.schedule()
+    })
+  }
+
+  private due (): boolean {
+    const first = this.queue.peek()
+    return first !== undefined && (this.queue.length >= this.o.flushAt || first.seq <= this.drainTo)
+  }
+
+  private async sendLoop (): Promise<void> {
+    while (!this.abandoned && this.due()) {
+      const wait = this.pausedUntil - Date.now()
+      if (wait > 0) await this.sleep(wait)
+      if (this.abandoned) return
+      this.inFlight = this.queue.take(MAX_BATCH_EVENTS, this.o.maxBatchBytes)
+      await this.deliver(this.inFlight)
+      this.inFlight = []
+      this.settle()
+    }
+  }
+
+  /** Sends one batch until it is answered, refused or out of retries; splits it on a 413. */
+  private async deliver (batch: Item[]): Promise<void> {
+    const body = `{"events":[${batch.map((i) => i.json).join(',')}]}`
+    const idempotencyKey = newIdempotencyKey()
+    for (let attempt = 1; ; attempt++) {
+      const a = await postBatch({ fetch: this.o.fetch, url: this.url, apiKey: this.o.apiKey, body, idempotencyKey, timeoutMs: this.o.requestTimeoutMs, unref: this.waiters.length === 0, signal: this.stop.signal })
+      if (this.abandoned) return
+      if (a.kind === 'answered' && a.results.length === batch.length) {
+        if (a.replayed) this.counters.replayed++
+        const limited: Item[] = []
+        a.results.forEach((r, i) => {
+          if (r.status >= 200 && r.status < 300) this.counters.sent++
+          else if (r.status === 429) limited.push(batch[i]!)
+          else this.drop('rejected', 1, `the service refused an event: ${r.status} ${r.error ?? ''}${r.reason ? ` (${r.reason})` : ''}`, r)
+        })
+        if (limited.length > 0) {
+          // Over the burst limit: these go first in a new batch (a new key), once the limit allows.
+          this.queue.unshiftAll(limited)
+          this.limitedRounds++
+          this.pausedUntil = Date.now() + backoffMs(this.limitedRounds, this.o.retryBaseMs, this.o.retryMaxMs, a.retryAfterMs ?? 1000)
+        } else {
+          this.limitedRounds = 0
+        }
+        return
+      }
+      if (a.kind === 'too_large') {
+        if (batch.length === 1) { this.drop('too_large', 1, 'the service refused the event as too large (413)'); return }
+        const half = Math.ceil(batch.length / 2)
+        await this.deliver(batch.slice(0, half))
+        if (!this.abandoned) await this.deliver(batch.slice(half))
+        return
+      }
+      if (a.kind === 'refused') {
+        this.drop('refused', batch.length, `the service refused a batch of ${batch.length}: ${a.status} ${a.reason}`)
+        return
+      }
+      const reason = a.kind === 'retry' ? a.reason : 'results_mismatch'
+      const retryAfterMs = a.kind === 'retry' ? a.retryAfterMs : undefined
+      if (attempt > this.o.maxRetries) {
+        this.drop('retries_exhausted', batch.length, `a batch of ${batch.length} failed ${attempt} times (last: ${reason})`)
+        return
+      }
+      const delay = backoffMs(attempt, this.o.retryBaseMs, this.o.retryMaxMs, retryAfterMs)
+      this.counters.retries++
+      this.report({ reason: 'retrying', count: batch.length, message: `${reason}: retry ${attempt} of ${this.o.maxRetries} in ${Math.round(delay)} ms` })
+      await this.sleep(delay)
+      if (this.abandoned) return
+    }
+  }
+
+  /** Waits `ms`; the timer holds a Node process open only while flush() or shutdown() waits. */
+  private sleep (ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.wakeSleep = () => { clearTimeout(this.sleepTimer); this.sleepTimer = undefined; this.wakeSleep = undefined; resolve() }
+      this.sleepTimer = setTimeout(() => this.wakeSleep?.(), ms)
+      if (this.waiters.length === 0) unref(this.sleepTimer)
+    })
+  }
+
+  /** Every event up to this sequence number is sent or dropped. */
+  private settledThrough (): number {
+    let lowest = this.queue.peek()?.seq ?? Infinity
+    for (const item of this.inFlight) lowest = Math.min(lowest, item.seq)
+    return lowest === Infinity ? this.seq : lowest - 1
+  }
+
+  private settle (): void {
+    if (this.waiters.length === 0) return
+    const through = this.settledThrough()
+    const ready = this.waiters.filter((w) => w.seq <= through)
+    this.waiters = this.waiters.filter((w) => w.seq > through)
+    for (const w of ready) w.resolve()
+  }
+
+  private drop (reason: DropReason, count: number, message: string, details?: Problem[] | ItemResult): false {
+    this.counters.dropped[reason] += count
+    this.report({ reason, count, message, details })
+    return false
+  }
+
+  private report (error: TelemetryError): void {
+    try {
+      if (this.o.onError) this.o.onError(error)
+      else if (!this.warned.has(error.reason)) {
+        this.warned.add(error.reason)
+        console.warn(`agent-telemetry-client: ${error.reason}: ${error.message} (further ${error.reason} reports are counted in stats(), not logged)`)
+      }
+    } catch {
+      // onError is the caller's; its failure must not reach track().
+    }
+  }
+
+  /** @internal Tracks a span's event. */
+  trackSpan (event: TelemetryEvent): void {
+    this.track(event)
+  }
+}
+
+/** A unit of work in a trace; ends once, tracking one event with its timing and outcome. */
+export class Span implements SpanContext {
+  readonly traceId: string
+  readonly spanId: string
+  readonly parentSpanId: string | undefined
+  /** unix milliseconds at the start */
+  readonly startedAt: number
+  private readonly started = now()
+  private fields: SpanFields
+  private ended = false
+
+  constructor (private readonly client: AgentTelemetry, readonly name: string, fields: SpanFields, parent: SpanContext | null) {
+    this.traceId = fields.metadata?.traceId ?? parent?.traceId ?? newTraceId()
+    this.spanId = newSpanId()
+    this.parentSpanId = parent?.spanId
+    this.startedAt = Date.now()
+    this.fields = fields
+  }
+
+  /** Adds fields to the span's event (model, tokens, tool, ...); metadata is merged. */
+  set (fields: SpanFields): this {
+    this.fields = { ...this.fields, ...fields, metadata: { ...this.fields.metadata, ...fields.metadata } }
+    return this
+  }
+
+  /** Tracks an event inside this span (its trace, this span as the parent). */
+  track (event: TelemetryEvent): boolean {
+    return this.client.track({ ...event, metadata: { traceId: this.traceId, parentSpanId: this.spanId, spanId: newSpanId(), ...event.metadata } })
+  }
+
+  /** Runs `fn` as a child span of this one. */
+  span<R> (name: string, fn: (span: Span) => R, fields: SpanFields = {}): R {
+    return this.client.span(name, fn, fields, this)
+  }
+
+  /** Ends the span and tracks its event; `outcome` defaults to `success`. Later calls do nothing. */
+  end (result: { outcome?: 'success' | 'failed' | 'pending'; errorMessage?: string } = {}): void {
+    if (this.ended) return
+    this.ended = true
+    const f = this.fields
+    const type = f.type ?? 'action'
+    this.client.trackSpan({
+      ...f,
+      type,
+      ...(type === 'tool' && f.toolExecuted === undefined ? { toolExecuted: this.name.slice(0, 200) } : {}),
+      timestamp: this.startedAt,
+      durationMs: Math.max(0, Math.round(now() - this.started)),
+      outcome: result.outcome ?? f.outcome ?? 'success',
+      ...(result.errorMessage !== undefined ? { errorMessage: result.errorMessage } : {}),
+      metadata: { ...f.metadata, traceId: this.traceId, spanId: this.spanId, ...(this.parentSpanId ? { parentSpanId: this.parentSpanId } : {}), spanName: this.name },
+    })
+  }
+}
+
+function clamp (n: number, lo: number, hi: number): number {
+  return Math.min(hi, Math.max(lo, Math.floor(n)))
+}
+
+function errorText (err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err)
+}
+
+function describe (problems: Problem[]): string {
+  return problems.slice(0, 3).map((p) => `${p.path.length ? p.path.join('.') : '(event)'} ${p.message}`).join('; ')
+}

@@ -1,0 +1,101 @@
+/** One event's answer inside a 207: 202 with its ids, or the status and error body it alone would have got. */
+export interface ItemResult { status: number; eventId?: string; error?: string; reason?: string; details?: unknown }
+
+/** What one POST of a batch came to. */
+export type Attempt =
+  /** The batch was answered (207): one result per event, in order. */
+  | { kind: 'answered'; results: ItemResult[]; retryAfterMs: number | undefined; replayed: boolean }
+  /** Nothing was stored; the same body may be sent again under the same key. */
+  | { kind: 'retry'; reason: string; retryAfterMs: number | undefined }
+  /** 413: the body is over the service's limit; split it. */
+  | { kind: 'too_large' }
+  /** Refused as a whole for a reason a retry cannot change (401, 403, 400, 422, ...). */
+  | { kind: 'refused'; status: number; reason: string }
+
+/** Statuses whose request stored nothing and may succeed later (408, 409 key in flight, 429, 5xx but 501/505). */
+export function isRetryable (status: number): boolean {
+  return status === 408 || status === 409 || status === 429 || (status >= 500 && status !== 501 && status !== 505)
+}
+
+/** `Retry-After` as milliseconds: delay-seconds or an HTTP date; undefined when absent or unreadable. */
+export function parseRetryAfter (value: string | null, now = Date.now()): number | undefined {
+  if (value === null || value.trim() === '') return undefined
+  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000
+  const at = Date.parse(value)
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now)
+}
+
+export interface PostOptions {
+  fetch: typeof fetch
+  url: string
+  apiKey: string
+  body: string
+  idempotencyKey: string
+  timeoutMs: number
+  /** Keeps the timeout timer from holding a Node process open when nothing waits for the answer. */
+  unref: boolean
+  /** Aborts the request (the client gave up: shutdown() timed out). */
+  signal?: AbortSignal
+}
+
+/** POSTs one batch body and classifies the answer. Never throws. */
+export async function postBatch (o: PostOptions): Promise<Attempt> {
+  const abort = new AbortController()
+  const timer = setTimeout(() => abort.abort(), o.timeoutMs)
+  if (o.unref) (timer as { unref?: () => void }).unref?.()
+  const stop = () => abort.abort()
+  o.signal?.addEventListener('abort', stop)
+  try {
+    const res = await o.fetch(o.url, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${o.apiKey}`, 'content-type': 'application/json', 'idempotency-key': o.idempotencyKey },
+      body: o.body,
+      signal: abort.signal,
+    })
+    const text = await res.text()
+    const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'))
+    if (res.status === 207 || (res.status >= 200 && res.status < 300)) {
+      const results = readResults(text)
+      if (results) return { kind: 'answered', results, retryAfterMs, replayed: res.headers.get('idempotent-replayed') === 'true' }
+      return { kind: 'retry', reason: `unreadable_${res.status}`, retryAfterMs }
+    }
+    if (res.status === 413) return { kind: 'too_large' }
+    if (isRetryable(res.status)) return { kind: 'retry', reason: `http_${res.status}`, retryAfterMs }
+    return { kind: 'refused', status: res.status, reason: errorCode(text) ?? `http_${res.status}` }
+  } catch {
+    return { kind: 'retry', reason: abort.signal.aborted ? 'timeout' : 'network_error', retryAfterMs: undefined }
+  } finally {
+    clearTimeout(timer)
+    o.signal?.removeEventListener('abort', stop)
+  }
+}
+
+function readResults (text: string): ItemResult[] | undefined {
+  try {
+    const body = JSON.parse(text) as { results?: unknown }
+    return Array.isArray(body.results) ? body.results as ItemResult[] : undefined
+  } catch {
+    return undefined
+  }
+}
+
+function errorCode (text: string): string | undefined {
+  try {
+    const body = JSON.parse(text) as { error?: unknown; reason?: unknown }
+    if (typeof body.error !== 'string') return undefined
+    return typeof body.reason === 'string' ? `${body.error}:${body.reason}` : body.error
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The wait before retry number `attempt` (1, 2, ...): exponential from `baseMs`, capped at `maxMs`,
+ * with "equal jitter" (half fixed, half random, so clients that failed together spread out and none
+ * retries at once); never less than the server's `Retry-After`, which is capped at `maxMs` too.
+ */
+export function backoffMs (attempt: number, baseMs: number, maxMs: number, retryAfterMs: number | undefined, random = Math.random): number {
+  const exp = Math.min(maxMs, baseMs * 2 ** (attempt - 1))
+  const jittered = exp / 2 + random() * exp / 2
+  return Math.max(jittered, Math.min(retryAfterMs ?? 0, maxMs))
+}

@@ -1,0 +1,80 @@
+import type { Problem } from './validate.js'
+
+/** Objects and arrays may nest at most this many levels below an event (the service's input rule). */
+export const MAX_DEPTH = 32
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+const isWellFormed: (s: string) => boolean = typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === 'function'
+  ? (s) => (s as unknown as { isWellFormed(): boolean }).isWellFormed()
+  : (s) => !LONE_SURROGATE.test(s)
+
+/**
+ * A plain JSON copy of `value` as JSON.stringify would write it (toJSON called, undefined and
+ * functions left out of objects and null in arrays), checked against the service's input rules on
+ * the way: at most MAX_DEPTH levels of nesting (which also stops cycles), no lone surrogate in a
+ * string or key, finite numbers, integers within ±(2^53-1), no bigint. Problems are pushed to
+ * `problems`; the copy is then not to be sent. The caller's object is never changed.
+ */
+export function plainJson (value: unknown, problems: Problem[], path: (string | number)[] = [], depth = 0): unknown {
+  if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+    try {
+      value = (value as { toJSON(key: string): unknown }).toJSON(String(path[path.length - 1] ?? ''))
+    } catch (err) {
+      problems.push({ path, message: `toJSON threw: ${String(err)}` })
+      return undefined
+    }
+  }
+  switch (typeof value) {
+    case 'string':
+      if (!isWellFormed(value)) problems.push({ path, message: 'must be valid Unicode text (lone surrogate)' })
+      return value
+    case 'number':
+      if (!Number.isFinite(value)) problems.push({ path, message: 'must be a finite number' })
+      else if (Number.isInteger(value) && Math.abs(value) > Number.MAX_SAFE_INTEGER && !String(value).includes('e')) {
+        problems.push({ path, message: 'must be an integer between -(2^53-1) and 2^53-1 to be kept exactly' })
+      }
+      return value
+    case 'boolean':
+      return value
+    case 'bigint':
+      problems.push({ path, message: 'must not be a bigint (JSON has no such type)' })
+      return undefined
+    case 'object': {
+      if (value === null) return null
+      if (depth > MAX_DEPTH) {
+        problems.push({ path, message: `nests objects or arrays more than ${MAX_DEPTH} levels deep` })
+        return undefined
+      }
+      if (Array.isArray(value)) {
+        return value.map((item, i) => {
+          const v = plainJson(item, problems, [...path, i], depth + 1)
+          return v === undefined ? null : v
+        })
+      }
+      const out: Record<string, unknown> = {}
+      for (const key of Object.keys(value)) {
+        if (!isWellFormed(key)) problems.push({ path: [...path, key], message: 'must be valid Unicode text (lone surrogate)' })
+        const v = plainJson((value as Record<string, unknown>)[key], problems, [...path, key], depth + 1)
+        if (v !== undefined) out[key] = v
+      }
+      return out
+    }
+    default:
+      return undefined
+  }
+}
+
+/** UTF-8 length of `text` without encoding it. */
+export function utf8Length (text: string): number {
+  let n = text.length
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c < 0x80) continue
+    if (c < 0x800) n += 1
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      n += 2 // a surrogate pair: 4 bytes for 2 units
+      i++
+    } else n += 2
+  }
+  return n
+}

@@ -1,0 +1,139 @@
+/**
+ * The spec's privacy levels, applied to an event before it leaves the process (docs/client.md lists
+ * exactly what each removes):
+ * - `full`: sent as is.
+ * - `standard`: every string of the event is scrubbed of credentials and personal data (SCRUBBERS
+ *   below) except the fields that are identifiers or names the service reads (IDENTIFIER_FIELDS);
+ *   numbers are never touched, so token counts and cost inputs are kept.
+ * - `minimal`: only what describes the event, never its content: the allowlisted fields
+ *   (MINIMAL_FIELDS, MINIMAL_METADATA); no prompt, context, reasoning, file path, working directory,
+ *   git context or free-form metadata. The error message is kept, scrubbed as in `standard` and with
+ *   file paths replaced, because the service's error clusters are built from it.
+ */
+export type PrivacyLevel = 'minimal' | 'standard' | 'full'
+
+export const PRIVACY_LEVELS: readonly PrivacyLevel[] = ['minimal', 'standard', 'full']
+
+/** One scrubbing rule: what it finds, the label of its replacement `[redacted:<label>]`. */
+interface Scrubber { label: string; pattern: string; check?: (match: string) => boolean }
+
+/** Luhn's checksum over the digits of `text`; card numbers have 13 to 19 digits. */
+export function luhn (text: string): boolean {
+  const digits = text.replace(/[^0-9]/g, '')
+  if (digits.length < 13 || digits.length > 19) return false
+  let sum = 0
+  for (let i = 0; i < digits.length; i++) {
+    let d = digits.charCodeAt(digits.length - 1 - i) - 48
+    if (i % 2 === 1) { d *= 2; if (d > 9) d -= 9 }
+    sum += d
+  }
+  return sum % 10 === 0
+}
+
+/**
+ * What `standard` removes, in the order tried at each position. Every quantifier is bounded, so no
+ * rule backtracks more than linearly on long text (no catastrophic patterns on the hot path).
+ */
+export const SCRUBBERS: readonly Scrubber[] = [
+  { label: 'private_key', pattern: '-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[\\s\\S]{0,20000}?-----END [A-Z ]{0,40}PRIVATE KEY-----' },
+  { label: 'jwt', pattern: '\\beyJ[A-Za-z0-9_-]{8,4096}\\.eyJ[A-Za-z0-9_-]{8,16384}\\.[A-Za-z0-9_-]{0,1024}' },
+  { label: 'anthropic_key', pattern: '\\bsk-ant-[A-Za-z0-9_-]{20,256}' },
+  { label: 'openai_key', pattern: '\\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,256}' },
+  { label: 'aws_access_key', pattern: '\\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\\b' },
+  { label: 'github_token', pattern: '\\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})' },
+  { label: 'slack_token', pattern: '\\bxox[abprse]-[A-Za-z0-9-]{10,255}' },
+  { label: 'stripe_key', pattern: '\\b(?:sk|rk|pk)_(?:test|live)_[A-Za-z0-9]{16,255}' },
+  { label: 'google_api_key', pattern: '\\bAIza[0-9A-Za-z_-]{35}' },
+  { label: 'huggingface_token', pattern: '\\bhf_[A-Za-z0-9]{30,255}' },
+  { label: 'groq_key', pattern: '\\bgsk_[A-Za-z0-9]{20,255}' },
+  { label: 'xai_key', pattern: '\\bxai-[A-Za-z0-9]{20,255}' },
+  { label: 'agent_telemetry_key', pattern: '\\bvk_[A-Za-z0-9_-]{16,255}' },
+  { label: 'bearer_token', pattern: '\\b[Bb]earer [A-Za-z0-9._~+/-]{16,4096}=*' },
+  { label: 'url_credentials', pattern: '(?<=://)[^\\s:/?#@]{1,256}:[^\\s/?#@]{1,256}(?=@)' },
+  { label: 'email', pattern: '[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\\.){1,8}[A-Za-z]{2,24}\\b' },
+  { label: 'card_number', pattern: '\\b\\d(?:[ -]?\\d){12,18}\\b', check: luhn },
+  { label: 'phone', pattern: '(?:\\+[1-9]\\d{0,2}[ .-]?(?:\\(\\d{1,4}\\)[ .-]?)?\\d{2,4}(?:[ .-]?\\d{2,4}){1,4}|\\(\\d{3}\\)[ .-]?\\d{3}[ .-]\\d{4}|\\b\\d{3}[.-]\\d{3}[.-]\\d{4})\\b' },
+]
+
+const COMBINED = new RegExp(SCRUBBERS.map((s) => `(${s.pattern})`).join('|'), 'g')
+
+// Cheap gates: a string with none of these characters cannot match any rule.
+const MAY_MATCH = /[@\d_:-]|eyJ|AIza|AKIA|ASIA|ABIA|ACCA|A3T|[Bb]earer/
+
+/** `text` with every credential and personal datum of SCRUBBERS replaced; `count` counts the replacements. */
+export function scrubText (text: string, count: { n: number }): string {
+  if (text.length < 6 || !MAY_MATCH.test(text)) return text
+  return text.replace(COMBINED, (match: string, ...groups: unknown[]) => {
+    for (let i = 0; i < SCRUBBERS.length; i++) {
+      if (groups[i] === undefined) continue
+      const scrubber = SCRUBBERS[i]!
+      if (scrubber.check && !scrubber.check(match)) return match
+      count.n++
+      return `[redacted:${scrubber.label}]`
+    }
+    return match
+  })
+}
+
+// Absolute and home-relative file paths (POSIX and Windows), for the error message kept by `minimal`.
+const FILE_PATH = /(?:~|\b[A-Za-z]:)?(?:[\\/][\w.@-]{1,255}){2,64}[\\/]?/g
+
+/** `text` with file paths replaced by `[redacted:path]`, then scrubbed as `standard` does. */
+export function scrubMessage (text: string, count: { n: number }): string {
+  const noPaths = text.replace(FILE_PATH, (match) => { count.n++; return '[redacted:path]' })
+  return scrubText(noPaths, count)
+}
+
+/**
+ * Fields `standard` leaves as they are: identifiers, names and enums the service reads, which are
+ * not free text (scrubbing them would break traces and joins; a card-like span id is not a card).
+ */
+export const IDENTIFIER_FIELDS: ReadonlySet<string> = new Set(['agentId', 'timestamp', 'type', 'outcome', 'model', 'toolExecuted', 'toolsConsidered', 'transaction', 'durationMs', 'amount'])
+export const IDENTIFIER_METADATA: ReadonlySet<string> = new Set(['tokensBreakdown', 'traceId', 'spanId', 'parentSpanId', 'sessionId', 'provider', 'privacyLevel', 'tool', 'dedupKey', 'spanName', 'redactions'])
+
+/** The fields `minimal` keeps; everything else is removed. */
+export const MINIMAL_FIELDS: ReadonlySet<string> = new Set([...IDENTIFIER_FIELDS, 'metadata', 'errorMessage'])
+export const MINIMAL_METADATA: ReadonlySet<string> = IDENTIFIER_METADATA
+
+/** A deep copy of a JSON value with every string scrubbed. */
+function scrubDeep (value: unknown, count: { n: number }): unknown {
+  if (typeof value === 'string') return scrubText(value, count)
+  if (Array.isArray(value)) return value.map((v) => scrubDeep(v, count))
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {}
+    for (const [k, v] of Object.entries(value)) out[k] = scrubDeep(v, count)
+    return out
+  }
+  return value
+}
+
+/**
+ * The event as `level` lets it leave the process. `event` is a plain JSON object (the client's own
+ * copy, see json.ts), which this may change in place. Returns how many values were replaced; the
+ * client records it in `metadata.redactions` when it is not 0.
+ */
+export function applyPrivacy (event: Record<string, unknown>, level: PrivacyLevel): number {
+  const count = { n: 0 }
+  if (level === 'full') return 0
+  const metadata = isObject(event.metadata) ? event.metadata : undefined
+  if (level === 'minimal') {
+    for (const key of Object.keys(event)) if (!MINIMAL_FIELDS.has(key)) delete event[key]
+    if (metadata) for (const key of Object.keys(metadata)) if (!MINIMAL_METADATA.has(key)) delete metadata[key]
+    if (typeof event.errorMessage === 'string') event.errorMessage = scrubMessage(event.errorMessage, count)
+    return count.n
+  }
+  for (const key of Object.keys(event)) {
+    if (IDENTIFIER_FIELDS.has(key) || key === 'metadata') continue
+    event[key] = scrubDeep(event[key], count)
+  }
+  if (metadata) {
+    for (const key of Object.keys(metadata)) {
+      if (!IDENTIFIER_METADATA.has(key)) metadata[key] = scrubDeep(metadata[key], count)
+    }
+  }
+  return count.n
+}
+
+function isObject (value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+}

@@ -1,0 +1,41 @@
+import './built-client.ts'
+import t from 'tap'
+import type { AddressInfo } from 'node:net'
+import { AgentTelemetry, type TelemetryError } from 'agent-telemetry-client'
+import { buildTestApp, newUser, randomId, shipped } from '../helpers/app.ts'
+
+// The client against the real service on a real port: what it is given is stored, once.
+
+const app = await buildTestApp(t)
+await app.listen({ port: 0, host: '127.0.0.1' })
+const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+
+async function stored (userId: string, marker: string): Promise<{ rows: number; distinct: number }> {
+  const rs = await app.clickhouse.query({
+    query: 'SELECT count() AS rows, uniqExact(reasoning) AS distinct FROM events WHERE user_id = {u:String} AND startsWith(reasoning, {m:String})',
+    query_params: { u: userId, m: marker },
+    format: 'JSONEachRow',
+  })
+  const [row] = await rs.json<{ rows: string; distinct: string }>()
+  return { rows: Number(row?.rows ?? 0), distinct: Number(row?.distinct ?? 0) }
+}
+
+t.test('10,000 events tracked, then shutdown(): every one stored exactly once', async (t) => {
+  const user = await newUser(app, { tier: 'enterprise', burst: 10_000_000 })
+  const key = await user.createKey('client-10k')
+  const errors: TelemetryError[] = []
+  const client = new AgentTelemetry({ apiKey: key.secret, baseUrl, agentId: randomId('client-'), onError: (e) => errors.push(e) })
+  const marker = randomId('n-')
+  for (let i = 0; i < 10_000; i++) {
+    const queued = client.track({ type: 'tool', toolExecuted: 'search', reasoning: `${marker}-${i}`, model: 'gpt-4o', metadata: { tokensBreakdown: { inputBase: 100, output: 20 } } })
+    if (!queued) t.fail(`event ${i} was not queued`)
+  }
+  await client.shutdown()
+  const stats = client.stats()
+  t.equal(stats.sent, 10_000, 'the service acknowledged all of them')
+  t.same(Object.values(stats.dropped).filter((n) => n > 0), [], 'nothing dropped')
+  t.same(errors, [], 'nothing reported')
+  t.equal(stats.queued + stats.inFlight, 0)
+  await shipped(app)
+  t.same(await stored(user.id, marker), { rows: 10_000, distinct: 10_000 })
+})
