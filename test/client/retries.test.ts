@@ -1,0 +1,158 @@
+import './built-client.ts'
+import t from 'tap'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { AgentTelemetry, type TelemetryError } from 'agent-telemetry-client'
+
+// Delivery against a local upstream that answers as the service does when it limits, fails or
+// refuses (429, 503 with Retry-After, a reset connection, 413, a 207 with refused events), and keeps
+// every request it got.
+
+interface Got { at: number; key: string | undefined; body: string; events: { reasoning: string }[] }
+type Answer = (req: IncomingMessage, res: ServerResponse, got: Got, n: number) => void
+
+async function upstream (t: { teardown(fn: () => unknown): void }, answer: Answer) {
+  const got: Got[] = []
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString()
+      const g = { at: Date.now(), key: req.headers['idempotency-key'] as string | undefined, body, events: (JSON.parse(body) as { events: { reasoning: string }[] }).events }
+      got.push(g)
+      answer(req, res, g, got.length)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { server.closeAllConnections(); server.close() })
+  return { got, baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
+}
+
+/** A 207 accepting every event, or answering the statuses `statusOf` gives. */
+function accept (res: ServerResponse, g: Got, statusOf: (i: number) => number = () => 202, headers: Record<string, string> = {}) {
+  const results = g.events.map((_, i) => {
+    const status = statusOf(i)
+    return status === 202 ? { status, accepted: true, eventId: `evt_${i}` } : { status, error: status === 429 ? 'rate_limited' : 'validation_failed' }
+  })
+  res.writeHead(207, { 'content-type': 'application/json', ...headers }).end(JSON.stringify({ results }))
+}
+
+const fast = { retryBaseMs: 20, retryMaxMs: 2000, flushIntervalMs: 10 }
+const events = (n: number, prefix = 'e') => Array.from({ length: n }, (_, i) => ({ agentId: 'a', reasoning: `${prefix}${i}` }))
+
+t.test('503 and 429 with Retry-After: the same body under the same key, not before Retry-After', async (t) => {
+  const up = await upstream(t, (_req, res, g, n) => {
+    if (n === 1) res.writeHead(503, { 'retry-after': '1', 'content-type': 'application/json' }).end('{"error":"unavailable","reason":"ingest_log_full"}')
+    else if (n === 2) res.writeHead(429, { 'retry-after': '1', 'content-type': 'application/json' }).end('{"error":"rate_limited"}')
+    else accept(res, g)
+  })
+  const client = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: up.baseUrl, ...fast, onError: () => {} })
+  for (const e of events(3)) client.track(e)
+  await client.flush()
+  t.equal(up.got.length, 3)
+  t.equal(new Set(up.got.map((g) => g.key)).size, 1, 'one Idempotency-Key across the retries')
+  t.equal(new Set(up.got.map((g) => g.body)).size, 1, 'the same bytes each time')
+  t.ok(up.got[1]!.at - up.got[0]!.at >= 1000, `the retry after the 503 waited for Retry-After (${up.got[1]!.at - up.got[0]!.at} ms)`)
+  t.ok(up.got[2]!.at - up.got[1]!.at >= 1000, `so did the one after the 429 (${up.got[2]!.at - up.got[1]!.at} ms)`)
+  t.match(client.stats(), { sent: 3, retries: 2, queued: 0, inFlight: 0 })
+})
+
+t.test('a reset connection and a 502 are retried under the same key', async (t) => {
+  const up = await upstream(t, (req, res, g, n) => {
+    if (n === 1) req.socket.destroy()
+    else if (n === 2) res.writeHead(502).end()
+    else accept(res, g)
+  })
+  const client = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: up.baseUrl, ...fast, onError: () => {} })
+  for (const e of events(5)) client.track(e)
+  await client.flush()
+  t.equal(up.got.length, 3)
+  t.equal(new Set(up.got.map((g) => g.key)).size, 1)
+  t.match(client.stats(), { sent: 5, retries: 2 })
+})
+
+t.test('events refused inside a 207 are dropped with their reason and never sent again; 429s in it are sent again under a new key', async (t) => {
+  const up = await upstream(t, (_req, res, g, n) => {
+    if (n === 1) accept(res, g, (i) => (i === 1 ? 400 : i >= 3 ? 429 : 202), { 'retry-after': '1' })
+    else accept(res, g)
+  })
+  const errors: TelemetryError[] = []
+  const client = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: up.baseUrl, ...fast, onError: (e) => errors.push(e) })
+  for (const e of events(5)) client.track(e)
+  await client.flush()
+  t.equal(up.got.length, 2)
+  t.same(up.got[1]!.events.map((e) => e.reasoning), ['e3', 'e4'], 'only the rate-limited events went again')
+  t.not(up.got[1]!.key, up.got[0]!.key, 'under a new key (a replay of the first would answer 429 again)')
+  t.ok(up.got[1]!.at - up.got[0]!.at >= 1000, 'after Retry-After')
+  t.match(client.stats(), { sent: 4, dropped: { rejected: 1 }, retries: 0 })
+  t.match(errors, [{ reason: 'rejected', count: 1, details: { status: 400, error: 'validation_failed' } }])
+})
+
+t.test('a 413 splits the batch; a whole-batch 401 drops it, never retried', async (t) => {
+  const up = await upstream(t, (_req, res, g) => {
+    if (g.events.length > 2) res.writeHead(413, { 'content-type': 'application/json' }).end('{"error":"payload_too_large"}')
+    else if (g.events.some((e) => e.reasoning === 'x')) res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized","reason":"invalid_key"}')
+    else accept(res, g)
+  })
+  const client = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: up.baseUrl, ...fast, onError: () => {} })
+  for (const e of events(8)) client.track(e)
+  await client.flush()
+  t.match(client.stats(), { sent: 8, dropped: { too_large: 0 } })
+  t.same(up.got.filter((g) => g.events.length <= 2).flatMap((g) => g.events.map((e) => e.reasoning)), events(8).map((e) => e.reasoning), 'every event once, in order')
+  client.track({ agentId: 'a', reasoning: 'x' })
+  await client.flush()
+  t.match(client.stats(), { dropped: { refused: 1 }, retries: 0 })
+})
+
+t.test('retries give up after maxRetries, counted', async (t) => {
+  const up = await upstream(t, (_req, res) => { res.writeHead(503).end() })
+  const client = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: up.baseUrl, ...fast, maxRetries: 2, onError: () => {} })
+  for (const e of events(4)) client.track(e)
+  await client.flush()
+  t.equal(up.got.length, 3, 'the first try and two retries')
+  t.match(client.stats(), { sent: 0, retries: 2, dropped: { retries_exhausted: 4 } })
+})
+
+t.test('a full queue drops the oldest events, counted; the newest are sent', async (t) => {
+  const up = await upstream(t, (_req, res, g) => accept(res, g))
+  const errors: TelemetryError[] = []
+  const client = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: up.baseUrl, maxQueue: 100, onError: (e) => errors.push(e) })
+  for (const e of events(250)) client.track(e)
+  t.match(client.stats(), { queued: 100, dropped: { queue_full: 150 } })
+  t.equal(errors.filter((e) => e.reason === 'queue_full').length, 150)
+  await client.shutdown()
+  const sent = up.got.flatMap((g) => g.events.map((e) => e.reasoning))
+  t.same(sent, events(250).slice(150).map((e) => e.reasoning))
+  t.match(client.stats(), { sent: 100, queued: 0 })
+})
+
+t.test('shutdown() against a service that never answers gives up at its timeout, counted', async (t) => {
+  const up = await upstream(t, () => { /* never answers */ })
+  const client = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: up.baseUrl, flushIntervalMs: 10, onError: () => {} })
+  for (const e of events(30)) client.track(e)
+  await client.shutdown(300)
+  t.match(client.stats(), { sent: 0, queued: 0, inFlight: 0, dropped: { shutdown: 30 } })
+  t.notOk(client.track({ agentId: 'a' }), 'a closed client takes nothing')
+  t.match(client.stats(), { dropped: { closed: 1 } })
+})
+
+t.test('track() refuses what the service would refuse, reports it and never throws', async (t) => {
+  const up = await upstream(t, (_req, res, g) => accept(res, g))
+  const errors: TelemetryError[] = []
+  const client = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: up.baseUrl, onError: (e) => errors.push(e) })
+  const cyclic: Record<string, unknown> = { agentId: 'a' }
+  cyclic.metadata = { self: cyclic }
+  const bad: unknown[] = [
+    null, 'text', [], { agentId: 'a', durationMs: '10' }, { agentId: 'a', colour: 'red' }, { agentId: 'a', type: 'thought' },
+    { agentId: 'a', timestamp: '2026-02-30T00:00:00Z' }, { agentId: 'a', reasoning: '\ud800' }, { agentId: 'a', durationMs: Number.NaN },
+    { agentId: 'a', amount: { value: 1 } }, { agentId: 'a', metadata: { n: 2n } }, cyclic, { agentId: 'x'.repeat(121) },
+    { agentId: 'a', metadata: { tokensBreakdown: { output: -1 } } }, { agentId: 'a', metadata: { big: 2 ** 60 } },
+  ]
+  bad.forEach((e, i) => t.equal(client.track(e as never), false, `bad event ${i} refused`))
+  t.match(client.stats(), { queued: 0, dropped: { invalid: bad.length } })
+  t.match(errors[3], { reason: 'invalid', details: [{ path: ['durationMs'], message: 'must be integer' }] })
+  t.match(errors[4], { details: [{ path: ['colour'], message: 'is not an allowed key' }] })
+  t.ok(client.track({ agentId: 'a', timestamp: '2026-01-01 10:00:00', metadata: { when: new Date(0), skip: undefined } }), 'dates and undefined as JSON.stringify writes them')
+  await client.shutdown()
+  t.equal(up.got[0]!.events.length, 1)
+})
