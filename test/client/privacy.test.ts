@@ -1,0 +1,91 @@
+import t from 'tap'
+import { applyPrivacy, luhn, scrubText, SCRUBBERS } from '../../client/src/privacy.ts'
+
+// What each privacy level lets leave the process (docs/client.md lists the same).
+
+const scrub = (s: string) => scrubText(s, { n: 0 })
+
+// Test credentials built at run time, so no scanner mistakes this file for a leak.
+const OPENAI = 'sk-proj-' + 'A1b2C3d4'.repeat(6)
+const ANTHROPIC = 'sk-ant-api03-' + 'Zz9_'.repeat(20) + 'AA'
+const AWS = 'AKIA' + 'IOSFODNN7ABCDEFG'
+const GITHUB = 'ghp_' + 'a1B2'.repeat(9)
+const SLACK = 'xoxb-' + '1234567890-1234567890-' + 'abcdEFGH'.repeat(3)
+const STRIPE = 'sk_live_' + 'x9Y8'.repeat(6)
+const GOOGLE = 'AIza' + 'SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6q'
+const JWT = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U'
+const OURS = 'vk_' + 'live_0123456789abcdef'
+
+t.test('standard: each credential and personal datum of the documented list is replaced', async (t) => {
+  const cases: [string, string][] = [
+    [`key ${OPENAI} here`, 'openai_key'], [`key=${ANTHROPIC}`, 'anthropic_key'], [`aws ${AWS}`, 'aws_access_key'], [`token ${GITHUB}.`, 'github_token'],
+    [`slack ${SLACK}`, 'slack_token'], [`stripe ${STRIPE}`, 'stripe_key'], [`google ${GOOGLE}`, 'google_api_key'], [`auth ${JWT}`, 'jwt'],
+    [`our key ${OURS}`, 'agent_telemetry_key'], ['hf_' + 'abcdefghij'.repeat(3) + 'XY', 'huggingface_token'],
+    ['groq gsk_' + 'Abc123'.repeat(5), 'groq_key'], ['xai xai-' + 'Abc123'.repeat(5), 'xai_key'],
+    ['Authorization: Bearer abcdefghijklmnop.qrstuvwx', 'bearer_token'], ['postgres://app:s3cret@db.internal:5432/x', 'url_credentials'],
+    ['mail alice.smith+tag@example.co.uk now', 'email'], ['card 4111 1111 1111 1111 exp', 'card_number'], ['card 4111-1111-1111-1111', 'card_number'],
+    ['amex 378282246310005', 'card_number'], ['call +44 20 7946 0958', 'phone'], ['call (415) 555-2671', 'phone'], ['call 415-555-2671', 'phone'],
+    ['-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----', 'private_key'],
+  ]
+  for (const [text, label] of cases) t.match(scrub(text), `[redacted:${label}]`, `${label}: ${text.slice(0, 30)}`)
+  t.equal(new Set(cases.map(([, l]) => l)).size, SCRUBBERS.length, 'every rule has a case')
+})
+
+t.test('standard leaves look-alikes that are not data', async (t) => {
+  for (const text of ['card 4111 1111 1111 1112 (checksum fails)', 'version 1.2.3.4', 'at 2026-05-01T10:00:00+05:30', 'took 1234567 ms',
+    'order 12345', 'sk-short', 'see https://example.com/a/b', 'id 550e8400-e29b-41d4-a716-446655440000', 'ts 1714557600000']) {
+    t.equal(scrub(text), text, text)
+  }
+  t.ok(luhn('4111111111111111'))
+  t.notOk(luhn('4111111111111112'))
+})
+
+const rich = () => ({
+  agentId: 'support-bot', type: 'tool', toolExecuted: 'send_email', toolsConsidered: ['search'], model: 'gpt-4o', outcome: 'failed', durationMs: 120,
+  input: { prompt: 'Email alice@example.com my card 4111111111111111', context: { file: '/home/alice/notes.txt', key: OPENAI } },
+  reasoning: 'The user alice@example.com asked…', errorMessage: `ENOENT: /home/alice/project/secrets.env with ${OPENAI}`,
+  metadata: {
+    traceId: '4111111111111111', spanId: 's1', sessionId: 'alice@example.com', privacyLevel: 'standard', tokensBreakdown: { inputBase: 1200, output: 300 },
+    provider: 'openai', cwd: '/home/alice/project', git: { branch: 'main', remote: 'https://alice:hunter22@git.example.com/x' }, custom: { phone: '+1 415 555 2671' }, tool: 'claude-code',
+  },
+})
+
+t.test('full: sent as is', async (t) => {
+  const e = rich()
+  t.equal(applyPrivacy(e, 'full'), 0)
+  t.same(e, rich())
+})
+
+t.test('standard: free text scrubbed everywhere, identifiers, numbers, tokens and cost inputs kept', async (t) => {
+  const e = rich()
+  const n = applyPrivacy(e, 'standard')
+  t.equal(e.input.prompt, 'Email [redacted:email] my card [redacted:card_number]')
+  t.equal(e.input.context.key, '[redacted:openai_key]')
+  t.equal(e.input.context.file, '/home/alice/notes.txt', 'paths are content at this level, kept')
+  t.equal(e.reasoning, 'The user [redacted:email] asked…')
+  t.match(e.errorMessage, '[redacted:openai_key]')
+  t.same(e.metadata.git, { branch: 'main', remote: 'https://[redacted:url_credentials]@git.example.com/x' })
+  t.same(e.metadata.custom, { phone: '[redacted:phone]' })
+  t.same(e.metadata.tokensBreakdown, { inputBase: 1200, output: 300 })
+  t.equal(e.metadata.traceId, '4111111111111111', 'ids are never scrubbed, even card-like ones')
+  t.equal(e.metadata.sessionId, 'alice@example.com', 'nor is the session id the agent chose')
+  t.match(e, { agentId: 'support-bot', model: 'gpt-4o', toolExecuted: 'send_email', durationMs: 120, metadata: { provider: 'openai', tool: 'claude-code' } })
+  t.equal(n, 7)
+})
+
+t.test('minimal: no prompt, context, reasoning, paths, working directory, git or free-form metadata', async (t) => {
+  const e: Record<string, unknown> & ReturnType<typeof rich> = rich()
+  applyPrivacy(e, 'minimal')
+  t.notOk('input' in e)
+  t.notOk('reasoning' in e)
+  t.same(Object.keys(e.metadata).sort(), ['privacyLevel', 'provider', 'sessionId', 'spanId', 'tokensBreakdown', 'tool', 'traceId'])
+  t.equal(e.errorMessage, 'ENOENT: [redacted:path] with [redacted:openai_key]', 'the error message stays for error clusters, without paths or secrets')
+  t.match(e, { agentId: 'support-bot', type: 'tool', toolExecuted: 'send_email', model: 'gpt-4o', outcome: 'failed', durationMs: 120, metadata: { tokensBreakdown: { inputBase: 1200, output: 300 } } })
+})
+
+t.test('scrubbing stays linear on long hostile text', async (t) => {
+  // Each of these would take seconds with an unbounded pattern; the test fails by its timeout.
+  for (const text of ['a'.repeat(200_000) + '@', '1 '.repeat(100_000), 'sk-' + '-'.repeat(200_000), 'eyJ' + 'a'.repeat(200_000) + '.', '+1' + ' 12'.repeat(70_000)]) {
+    t.type(scrub(text), 'string')
+  }
+})
