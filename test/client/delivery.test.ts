@@ -1,5 +1,6 @@
 import './built-client.ts'
 import t from 'tap'
+import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { AgentTelemetry, type TelemetryError } from 'agent-telemetry-client'
 import { buildTestApp, newUser, randomId, shipped } from '../helpers/app.ts'
@@ -38,4 +39,36 @@ t.test('10,000 events tracked, then shutdown(): every one stored exactly once', 
   t.equal(stats.queued + stats.inFlight, 0)
   await shipped(app)
   t.same(await stored(user.id, marker), { rows: 10_000, distinct: 10_000 })
+})
+
+t.test('an answer lost on the way back: the retry under the same key is answered from the record, stored once', async (t) => {
+  // A proxy in front of the service that passes the first request on and then cuts the connection
+  // instead of relaying the 207, as a load balancer failing over does.
+  let requests = 0
+  const keys: string[] = []
+  const proxy = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', async () => {
+      const n = ++requests
+      keys.push(String(req.headers['idempotency-key']))
+      const answer = await fetch(`${baseUrl}${req.url}`, { method: 'POST', headers: req.headers as Record<string, string>, body: Buffer.concat(chunks) })
+      const body = await answer.text()
+      if (n === 1) return req.socket.destroy()
+      res.writeHead(answer.status, Object.fromEntries(answer.headers)).end(body)
+    })
+  })
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => proxy.close())
+  const user = await newUser(app, { tier: 'enterprise', burst: 100_000 })
+  const key = await user.createKey('client-lost-answer')
+  const client = new AgentTelemetry({ apiKey: key.secret, baseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, agentId: randomId('client-'), retryBaseMs: 10, onError: () => {} })
+  const marker = randomId('lost-')
+  for (let i = 0; i < 20; i++) client.track({ reasoning: `${marker}-${i}` })
+  await client.flush()
+  t.equal(requests, 2)
+  t.equal(keys[0], keys[1], 'the retry carried the same Idempotency-Key')
+  t.match(client.stats(), { sent: 20, retries: 1, replayed: 1 })
+  await shipped(app)
+  t.same(await stored(user.id, marker), { rows: 20, distinct: 20 }, 'stored once')
 })

@@ -1,0 +1,117 @@
+import './built-client.ts'
+import t from 'tap'
+import type { ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+import { request } from 'undici'
+import { AgentTelemetry, type TelemetryError } from 'agent-telemetry-client'
+import { exited, freePort, startService, waitHealthy } from '../helpers/service-process.ts'
+import { TEST_CLICKHOUSE_ENV, TEST_CLICKHOUSE_URL, TEST_DATABASE_URL, randomId } from '../helpers/app.ts'
+import { loadLocalSigningKey, signLocalToken } from '../../src/auth/local-signing-key.ts'
+import { openClickHouse } from '../../src/storage/clickhouse-client.ts'
+import { withDefaultUser } from '../../src/storage/postgres.ts'
+
+// The service in a process of its own, SIGKILLed while the client streams events and started again:
+// the client holds its events through the outage and retries each batch under its Idempotency-Key,
+// so every event is stored, once.
+
+const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-client-restart-'))
+process.once('exit', () => rmSync(dataDir, { recursive: true, force: true }))
+
+const port = await freePort()
+const baseUrl = `http://127.0.0.1:${port}`
+const env = {
+  ...process.env,
+  PORT: String(port),
+  DATA_DIR: dataDir,
+  DATABASE_URL: TEST_DATABASE_URL,
+  REDIS_PREFIX: `test:${randomId()}:`,
+  LOG_LEVEL: 'warn',
+  ANALYTICS_PORT: 'off',
+  ...TEST_CLICKHOUSE_ENV,
+}
+
+let child: ChildProcess = startService(t, env)
+await waitHealthy(child, baseUrl)
+
+const subject = randomId('client-restart-')
+const token = await signLocalToken(await loadLocalSigningKey(dataDir), subject)
+const me = await request(`${baseUrl}/v1/me`, { headers: { authorization: `Bearer ${token}` } })
+const userId = ((await me.body.json()) as { id: string }).id
+const db = new pg.Client({ connectionString: withDefaultUser(TEST_DATABASE_URL) })
+await db.connect()
+await db.query('UPDATE users SET tier = \'enterprise\', burst_per_minute = 100000000 WHERE privy_id = $1', [subject])
+await db.end()
+const created = await request(`${baseUrl}/v1/me/keys`, {
+  method: 'POST',
+  headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+  body: JSON.stringify({ label: 'client-restart' }),
+})
+const { secret } = (await created.body.json()) as { secret: string }
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+t.test('the service SIGKILLed and restarted mid-stream: nothing lost, nothing twice', async (t) => {
+  const errors: TelemetryError[] = []
+  const client = new AgentTelemetry({
+    apiKey: secret, baseUrl, agentId: 'restart-agent', flushAt: 50, flushIntervalMs: 50, maxQueue: 200_000, maxRetries: 1000, retryMaxMs: 1000, requestTimeoutMs: 5000,
+    onError: (e) => errors.push(e),
+  })
+  const marker = randomId('r-')
+  let tracked = 0
+  let streaming = true
+  const stream = (async () => {
+    // eslint-disable-next-line no-unmodified-loop-condition -- the test body ends it
+    while (streaming) {
+      for (let i = 0; i < 40; i++) client.track({ type: 'tool', toolExecuted: 'fetch', reasoning: `${marker}-${tracked++}`, metadata: { tokensBreakdown: { output: 10 } } })
+      await sleep(20)
+    }
+  })()
+
+  await sleep(1500)
+  const sentBeforeKill = client.stats().sent
+  const gone = exited(child)
+  child.kill('SIGKILL')
+  t.equal((await gone).signal, 'SIGKILL')
+  await sleep(500)
+  child = startService(t, env)
+  await waitHealthy(child, baseUrl)
+  await sleep(1500)
+  streaming = false
+  await stream
+  await client.shutdown(120_000)
+
+  const stats = client.stats()
+  t.ok(sentBeforeKill > 0, `events were sent before the kill (${sentBeforeKill})`)
+  t.ok(stats.retries > 0, `batches were retried through the outage (${stats.retries})`)
+  t.equal(stats.sent, tracked, `all ${tracked} acknowledged`)
+  t.same(Object.entries(stats.dropped).filter(([, n]) => n > 0), [], 'nothing dropped')
+  t.same(errors.filter((e) => e.reason !== 'retrying'), [])
+
+  // Everything acknowledged is shipped to ClickHouse, then the process stops so the store can be read.
+  const deadline = Date.now() + 60_000
+  let backlog = -1
+  while (Date.now() < deadline) {
+    const res = await request(`${baseUrl}/health`)
+    backlog = ((await res.body.json()) as { ingest: { backlogRows: number } }).ingest.backlogRows
+    if (backlog === 0) break
+    await sleep(100)
+  }
+  t.equal(backlog, 0)
+  const stopped = exited(child)
+  child.kill('SIGTERM')
+  t.equal((await stopped).code, 0)
+
+  const handle = openClickHouse({ url: TEST_CLICKHOUSE_URL, dataDir })
+  t.teardown(() => handle.release())
+  const rs = await handle.client.query({
+    query: 'SELECT count() AS rows, uniqExact(reasoning) AS distinct FROM events WHERE user_id = {u:String} AND startsWith(reasoning, {m:String})',
+    query_params: { u: userId, m: marker },
+    format: 'JSONEachRow',
+  })
+  const [row] = await rs.json<{ rows: string; distinct: string }>()
+  t.equal(Number(row?.distinct), tracked, `every one of ${tracked} events stored`)
+  t.equal(Number(row?.rows), tracked, 'none twice')
+})
