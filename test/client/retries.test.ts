@@ -1,41 +1,11 @@
 import './built-client.ts'
 import t from 'tap'
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { AgentTelemetry, type TelemetryError } from 'agent-telemetry-client'
+import { accept, upstream } from './upstream.ts'
 
 // Delivery against a local upstream that answers as the service does when it limits, fails or
 // refuses (429, 503 with Retry-After, a reset connection, 413, a 207 with refused events), and keeps
 // every request it got.
-
-interface Got { at: number; key: string | undefined; body: string; events: { reasoning: string }[] }
-type Answer = (req: IncomingMessage, res: ServerResponse, got: Got, n: number) => void
-
-async function upstream (t: { teardown(fn: () => unknown): void }, answer: Answer) {
-  const got: Got[] = []
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString()
-      const g = { at: Date.now(), key: req.headers['idempotency-key'] as string | undefined, body, events: (JSON.parse(body) as { events: { reasoning: string }[] }).events }
-      got.push(g)
-      answer(req, res, g, got.length)
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => { server.closeAllConnections(); server.close() })
-  return { got, baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
-}
-
-/** A 207 accepting every event, or answering the statuses `statusOf` gives. */
-function accept (res: ServerResponse, g: Got, statusOf: (i: number) => number = () => 202, headers: Record<string, string> = {}) {
-  const results = g.events.map((_, i) => {
-    const status = statusOf(i)
-    return status === 202 ? { status, accepted: true, eventId: `evt_${i}` } : { status, error: status === 429 ? 'rate_limited' : 'validation_failed' }
-  })
-  res.writeHead(207, { 'content-type': 'application/json', ...headers }).end(JSON.stringify({ results }))
-}
 
 const fast = { retryBaseMs: 20, retryMaxMs: 2000, flushIntervalMs: 10 }
 const events = (n: number, prefix = 'e') => Array.from({ length: n }, (_, i) => ({ agentId: 'a', reasoning: `${prefix}${i}` }))
