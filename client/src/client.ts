@@ -112,6 +112,8 @@ export interface TelemetryStats {
   sent: number
   /** requests sent again (network errors, timeouts, 408, 409, 429, 5xx) */
   retries: number
+  /** events refused by the burst limit inside a 207 and queued again (under a new key, after Retry-After) */
+  limited: number
   /** answers the service replayed for a retried Idempotency-Key (stored once, answered twice) */
   replayed: number
   /** scrubbed values, over all events */
@@ -159,7 +161,7 @@ export class AgentTelemetry {
   private waiters: { seq: number; resolve: () => void }[] = []
   private readonly warned = new Set<string>()
   private readonly counters: Omit<TelemetryStats, 'queued' | 'inFlight'> = {
-    sent: 0, retries: 0, replayed: 0, redactions: 0, dropped: Object.fromEntries(DROP_REASONS.map((r) => [r, 0])) as Record<DropReason, number>,
+    sent: 0, retries: 0, limited: 0, replayed: 0, redactions: 0, dropped: Object.fromEntries(DROP_REASONS.map((r) => [r, 0])) as Record<DropReason, number>,
   }
 
   constructor (options: AgentTelemetryOptions) {
@@ -324,7 +326,7 @@ export class AgentTelemetry {
     if (outcome === 'timeout') this.abandon()
   }
 
-  /** The counters: queued, in flight, sent, retries, replayed answers, redactions, drops by reason. */
+  /** The counters: queued, in flight, sent, retries, rate-limited events, replayed answers, redactions, drops by reason. */
   stats (): TelemetryStats {
     return { ...this.counters, dropped: { ...this.counters.dropped }, queued: this.queue.length, inFlight: this.inFlight.length }
   }
@@ -386,6 +388,7 @@ export class AgentTelemetry {
         if (limited.length > 0) {
           // Over the burst limit: these go first in a new batch (a new key), once the limit allows.
           this.queue.unshiftAll(limited)
+          this.counters.limited += limited.length
           this.limitedRounds++
           this.pausedUntil = Date.now() + backoffMs(this.limitedRounds, this.o.retryBaseMs, this.o.retryMaxMs, a.retryAfterMs ?? 1000)
         } else {

@@ -72,3 +72,18 @@ t.test('an answer lost on the way back: the retry under the same key is answered
   await shipped(app)
   t.same(await stored(user.id, marker), { rows: 20, distinct: 20 }, 'stored once')
 })
+
+t.test('the real burst limit: refused events wait for Retry-After and go again, each stored once', async (t) => {
+  const user = await newUser(app, { tier: 'free', burst: 600 })
+  const key = await user.createKey('client-limited')
+  const client = new AgentTelemetry({ apiKey: key.secret, baseUrl, agentId: randomId('client-'), onError: () => {} })
+  const marker = randomId('limited-')
+  for (let i = 0; i < 650; i++) client.track({ reasoning: `${marker}-${i}` })
+  await client.shutdown(120_000)
+  const stats = client.stats()
+  t.equal(stats.sent, 650)
+  t.ok(stats.limited >= 50, `the limit refused some, which went again (${stats.limited})`)
+  t.same(Object.entries(stats.dropped).filter(([, n]) => n > 0), [], 'nothing dropped: rate-limited events are not refused events')
+  await shipped(app)
+  t.same(await stored(user.id, marker), { rows: 650, distinct: 650 })
+})

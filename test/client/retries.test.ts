@@ -54,7 +54,7 @@ t.test('events refused inside a 207 are dropped with their reason and never sent
   t.same(up.got[1]!.events.map((e) => e.reasoning), ['e3', 'e4'], 'only the rate-limited events went again')
   t.not(up.got[1]!.key, up.got[0]!.key, 'under a new key (a replay of the first would answer 429 again)')
   t.ok(up.got[1]!.at - up.got[0]!.at >= 1000, 'after Retry-After')
-  t.match(client.stats(), { sent: 4, dropped: { rejected: 1 }, retries: 0 })
+  t.match(client.stats(), { sent: 4, limited: 2, dropped: { rejected: 1 }, retries: 0 })
   t.match(errors, [{ reason: 'rejected', count: 1, details: { status: 400, error: 'validation_failed' } }])
 })
 
