@@ -1,4 +1,4 @@
-import type { Problem } from './validate.js'
+import { pathArray, type PathNode, type Problem } from './validate.js'
 
 /** Objects and arrays may nest at most this many levels below an event (the service's input rule). */
 export const MAX_DEPTH = 32
@@ -15,46 +15,46 @@ const isWellFormed: (s: string) => boolean = typeof (String.prototype as { isWel
  * string or key, finite numbers, integers within ±(2^53-1), no bigint. Problems are pushed to
  * `problems`; the copy is then not to be sent. The caller's object is never changed.
  */
-export function plainJson (value: unknown, problems: Problem[], path: (string | number)[] = [], depth = 0): unknown {
+export function plainJson (value: unknown, problems: Problem[], at?: PathNode, depth = 0): unknown {
   if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
     try {
-      value = (value as { toJSON(key: string): unknown }).toJSON(String(path[path.length - 1] ?? ''))
+      value = (value as { toJSON(key: string): unknown }).toJSON(String(at?.key ?? ''))
     } catch (err) {
-      problems.push({ path, message: `toJSON threw: ${String(err)}` })
+      problems.push({ path: pathArray(at), message: `toJSON threw: ${String(err)}` })
       return undefined
     }
   }
   switch (typeof value) {
     case 'string':
-      if (!isWellFormed(value)) problems.push({ path, message: 'must be valid Unicode text (lone surrogate)' })
+      if (!isWellFormed(value)) problems.push({ path: pathArray(at), message: 'must be valid Unicode text (lone surrogate)' })
       return value
     case 'number':
-      if (!Number.isFinite(value)) problems.push({ path, message: 'must be a finite number' })
+      if (!Number.isFinite(value)) problems.push({ path: pathArray(at), message: 'must be a finite number' })
       else if (Number.isInteger(value) && Math.abs(value) > Number.MAX_SAFE_INTEGER && !String(value).includes('e')) {
-        problems.push({ path, message: 'must be an integer between -(2^53-1) and 2^53-1 to be kept exactly' })
+        problems.push({ path: pathArray(at), message: 'must be an integer between -(2^53-1) and 2^53-1 to be kept exactly' })
       }
       return value
     case 'boolean':
       return value
     case 'bigint':
-      problems.push({ path, message: 'must not be a bigint (JSON has no such type)' })
+      problems.push({ path: pathArray(at), message: 'must not be a bigint (JSON has no such type)' })
       return undefined
     case 'object': {
       if (value === null) return null
       if (depth > MAX_DEPTH) {
-        problems.push({ path, message: `nests objects or arrays more than ${MAX_DEPTH} levels deep` })
+        problems.push({ path: pathArray(at), message: `nests objects or arrays more than ${MAX_DEPTH} levels deep` })
         return undefined
       }
       if (Array.isArray(value)) {
         return value.map((item, i) => {
-          const v = plainJson(item, problems, [...path, i], depth + 1)
+          const v = plainJson(item, problems, { parent: at, key: i }, depth + 1)
           return v === undefined ? null : v
         })
       }
       const out: Record<string, unknown> = {}
       for (const key of Object.keys(value)) {
-        if (!isWellFormed(key)) problems.push({ path: [...path, key], message: 'must be valid Unicode text (lone surrogate)' })
-        const v = plainJson((value as Record<string, unknown>)[key], problems, [...path, key], depth + 1)
+        if (!isWellFormed(key)) problems.push({ path: pathArray({ parent: at, key }), message: 'must be valid Unicode text (lone surrogate)' })
+        const v = plainJson((value as Record<string, unknown>)[key], problems, { parent: at, key }, depth + 1)
         if (v !== undefined) out[key] = v
       }
       return out

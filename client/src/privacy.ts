@@ -14,8 +14,12 @@ export type PrivacyLevel = 'minimal' | 'standard' | 'full'
 
 export const PRIVACY_LEVELS: readonly PrivacyLevel[] = ['minimal', 'standard', 'full']
 
-/** One scrubbing rule: what it finds, the label of its replacement `[redacted:<label>]`. */
-interface Scrubber { label: string; pattern: string; check?: (match: string) => boolean }
+/**
+ * One scrubbing rule: the label of its replacement `[redacted:<label>]`, what it finds, a cheap gate
+ * (a string or pattern any match contains, tested first, as gitleaks' keywords are) and an optional
+ * check of a match (a card number's checksum).
+ */
+interface Scrubber { label: string; pattern: string; gate: string | RegExp; check?: (match: string) => boolean }
 
 /** Luhn's checksum over the digits of `text`; card numbers have 13 to 19 digits. */
 export function luhn (text: string): boolean {
@@ -35,35 +39,48 @@ export function luhn (text: string): boolean {
  * rule backtracks more than linearly on long text (no catastrophic patterns on the hot path).
  */
 export const SCRUBBERS: readonly Scrubber[] = [
-  { label: 'private_key', pattern: '-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[\\s\\S]{0,20000}?-----END [A-Z ]{0,40}PRIVATE KEY-----' },
-  { label: 'jwt', pattern: '\\beyJ[A-Za-z0-9_-]{8,4096}\\.eyJ[A-Za-z0-9_-]{8,16384}\\.[A-Za-z0-9_-]{0,1024}' },
-  { label: 'anthropic_key', pattern: '\\bsk-ant-[A-Za-z0-9_-]{20,256}' },
-  { label: 'openai_key', pattern: '\\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,256}' },
-  { label: 'aws_access_key', pattern: '\\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\\b' },
-  { label: 'github_token', pattern: '\\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})' },
-  { label: 'slack_token', pattern: '\\bxox[abprse]-[A-Za-z0-9-]{10,255}' },
-  { label: 'stripe_key', pattern: '\\b(?:sk|rk|pk)_(?:test|live)_[A-Za-z0-9]{16,255}' },
-  { label: 'google_api_key', pattern: '\\bAIza[0-9A-Za-z_-]{35}' },
-  { label: 'huggingface_token', pattern: '\\bhf_[A-Za-z0-9]{30,255}' },
-  { label: 'groq_key', pattern: '\\bgsk_[A-Za-z0-9]{20,255}' },
-  { label: 'xai_key', pattern: '\\bxai-[A-Za-z0-9]{20,255}' },
-  { label: 'agent_telemetry_key', pattern: '\\bvk_[A-Za-z0-9_-]{16,255}' },
-  { label: 'bearer_token', pattern: '\\b[Bb]earer [A-Za-z0-9._~+/-]{16,4096}=*' },
-  { label: 'url_credentials', pattern: '(?<=://)[^\\s:/?#@]{1,256}:[^\\s/?#@]{1,256}(?=@)' },
-  { label: 'email', pattern: '[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\\.){1,8}[A-Za-z]{2,24}\\b' },
-  { label: 'card_number', pattern: '\\b\\d(?:[ -]?\\d){12,18}\\b', check: luhn },
-  { label: 'phone', pattern: '(?:\\+[1-9]\\d{0,2}[ .-]?(?:\\(\\d{1,4}\\)[ .-]?)?\\d{2,4}(?:[ .-]?\\d{2,4}){1,4}|\\(\\d{3}\\)[ .-]?\\d{3}[ .-]\\d{4}|\\b\\d{3}[.-]\\d{3}[.-]\\d{4})\\b' },
+  { label: 'private_key', gate: 'PRIVATE KEY', pattern: '-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[\\s\\S]{0,20000}?-----END [A-Z ]{0,40}PRIVATE KEY-----' },
+  { label: 'jwt', gate: 'eyJ', pattern: '\\beyJ[A-Za-z0-9_-]{8,4096}\\.eyJ[A-Za-z0-9_-]{8,16384}\\.[A-Za-z0-9_-]{0,1024}' },
+  { label: 'anthropic_key', gate: 'sk-ant-', pattern: '\\bsk-ant-[A-Za-z0-9_-]{20,256}' },
+  { label: 'openai_key', gate: 'sk-', pattern: '\\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,256}' },
+  { label: 'aws_access_key', gate: /A3T|AKIA|ASIA|ABIA|ACCA/, pattern: '\\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\\b' },
+  { label: 'github_token', gate: /gh[pousr]_|github_pat_/, pattern: '\\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})' },
+  { label: 'slack_token', gate: 'xox', pattern: '\\bxox[abprse]-[A-Za-z0-9-]{10,255}' },
+  { label: 'stripe_key', gate: /_(?:test|live)_/, pattern: '\\b(?:sk|rk|pk)_(?:test|live)_[A-Za-z0-9]{16,255}' },
+  { label: 'google_api_key', gate: 'AIza', pattern: '\\bAIza[0-9A-Za-z_-]{35}' },
+  { label: 'huggingface_token', gate: 'hf_', pattern: '\\bhf_[A-Za-z0-9]{30,255}' },
+  { label: 'groq_key', gate: 'gsk_', pattern: '\\bgsk_[A-Za-z0-9]{20,255}' },
+  { label: 'xai_key', gate: 'xai-', pattern: '\\bxai-[A-Za-z0-9]{20,255}' },
+  { label: 'agent_telemetry_key', gate: 'vk_', pattern: '\\bvk_[A-Za-z0-9_-]{16,255}' },
+  { label: 'bearer_token', gate: /[Bb]earer /, pattern: '\\b[Bb]earer [A-Za-z0-9._~+/-]{16,4096}=*' },
+  { label: 'url_credentials', gate: '://', pattern: '(?<=://)[^\\s:/?#@]{1,256}:[^\\s/?#@]{1,256}(?=@)' },
+  { label: 'email', gate: '@', pattern: '[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\\.){1,8}[A-Za-z]{2,24}\\b' },
+  { label: 'card_number', gate: /\d(?:[ -]?\d){12}/, pattern: '\\b\\d(?:[ -]?\\d){12,18}\\b', check: luhn },
+  { label: 'phone', gate: /\+\d|\(\d|\d{3}[.-]\d{3}/, pattern: '(?:\\+[1-9]\\d{0,2}[ .-]?(?:\\(\\d{1,4}\\)[ .-]?)?\\d{2,4}(?:[ .-]?\\d{2,4}){1,4}|\\(\\d{3}\\)[ .-]?\\d{3}[ .-]\\d{4}|\\b\\d{3}[.-]\\d{3}[.-]\\d{4})\\b' },
 ]
 
-const COMBINED = new RegExp(SCRUBBERS.map((s) => `(${s.pattern})`).join('|'), 'g')
-
-// Cheap gates: a string with none of these characters cannot match any rule.
-const MAY_MATCH = /[@\d_:-]|eyJ|AIza|AKIA|ASIA|ABIA|ACCA|A3T|[Bb]earer/
+// One combined pattern per set of rules whose gates pass, built on first use: most text passes no
+// gate and costs a few indexOf calls; the rest runs one regular expression over the text, once.
+const combined = new Map<number, RegExp>()
+function combinedFor (mask: number): RegExp {
+  let re = combined.get(mask)
+  if (!re) {
+    re = new RegExp(SCRUBBERS.map((s, i) => (mask & (1 << i) ? `(${s.pattern})` : '((?!))')).join('|'), 'g')
+    combined.set(mask, re)
+  }
+  return re
+}
 
 /** `text` with every credential and personal datum of SCRUBBERS replaced; `count` counts the replacements. */
 export function scrubText (text: string, count: { n: number }): string {
-  if (text.length < 6 || !MAY_MATCH.test(text)) return text
-  return text.replace(COMBINED, (match: string, ...groups: unknown[]) => {
+  if (text.length < 6) return text
+  let mask = 0
+  for (let i = 0; i < SCRUBBERS.length; i++) {
+    const gate = SCRUBBERS[i]!.gate
+    if (typeof gate === 'string' ? text.includes(gate) : gate.test(text)) mask |= 1 << i
+  }
+  if (mask === 0) return text
+  return text.replace(combinedFor(mask), (match: string, ...groups: unknown[]) => {
     for (let i = 0; i < SCRUBBERS.length; i++) {
       if (groups[i] === undefined) continue
       const scrubber = SCRUBBERS[i]!
