@@ -19,7 +19,7 @@ export const PRIVACY_LEVELS: readonly PrivacyLevel[] = ['minimal', 'standard', '
  * (a string or pattern any match contains, tested first, as gitleaks' keywords are) and an optional
  * check of a match (a card number's checksum).
  */
-interface Scrubber { label: string; pattern: string; gate: string | RegExp; check?: (match: string) => boolean }
+interface Scrubber { label: string; pattern: string; gate: string | readonly string[] | RegExp; check?: (match: string) => boolean }
 
 /** Luhn's checksum over the digits of `text`; card numbers have 13 to 19 digits. */
 export function luhn (text: string): boolean {
@@ -43,21 +43,47 @@ export const SCRUBBERS: readonly Scrubber[] = [
   { label: 'jwt', gate: 'eyJ', pattern: '\\beyJ[A-Za-z0-9_-]{8,4096}\\.eyJ[A-Za-z0-9_-]{8,16384}\\.[A-Za-z0-9_-]{0,1024}' },
   { label: 'anthropic_key', gate: 'sk-ant-', pattern: '\\bsk-ant-[A-Za-z0-9_-]{20,256}' },
   { label: 'openai_key', gate: 'sk-', pattern: '\\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,256}' },
-  { label: 'aws_access_key', gate: /A3T|AKIA|ASIA|ABIA|ACCA/, pattern: '\\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\\b' },
-  { label: 'github_token', gate: /gh[pousr]_|github_pat_/, pattern: '\\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})' },
+  { label: 'aws_access_key', gate: ['AKIA', 'ASIA', 'ABIA', 'ACCA', 'A3T'], pattern: '\\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\\b' },
+  { label: 'github_token', gate: ['ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_', 'github_pat_'], pattern: '\\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})' },
   { label: 'slack_token', gate: 'xox', pattern: '\\bxox[abprse]-[A-Za-z0-9-]{10,255}' },
-  { label: 'stripe_key', gate: /_(?:test|live)_/, pattern: '\\b(?:sk|rk|pk)_(?:test|live)_[A-Za-z0-9]{16,255}' },
+  { label: 'stripe_key', gate: ['_test_', '_live_'], pattern: '\\b(?:sk|rk|pk)_(?:test|live)_[A-Za-z0-9]{16,255}' },
   { label: 'google_api_key', gate: 'AIza', pattern: '\\bAIza[0-9A-Za-z_-]{35}' },
   { label: 'huggingface_token', gate: 'hf_', pattern: '\\bhf_[A-Za-z0-9]{30,255}' },
   { label: 'groq_key', gate: 'gsk_', pattern: '\\bgsk_[A-Za-z0-9]{20,255}' },
   { label: 'xai_key', gate: 'xai-', pattern: '\\bxai-[A-Za-z0-9]{20,255}' },
   { label: 'agent_telemetry_key', gate: 'vk_', pattern: '\\bvk_[A-Za-z0-9_-]{16,255}' },
-  { label: 'bearer_token', gate: /[Bb]earer /, pattern: '\\b[Bb]earer [A-Za-z0-9._~+/-]{16,4096}=*' },
+  { label: 'bearer_token', gate: 'earer ', pattern: '\\b[Bb]earer [A-Za-z0-9._~+/-]{16,4096}=*' },
   { label: 'url_credentials', gate: '://', pattern: '(?<=://)[^\\s:/?#@]{1,256}:[^\\s/?#@]{1,256}(?=@)' },
   { label: 'email', gate: '@', pattern: '[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\\.){1,8}[A-Za-z]{2,24}\\b' },
   { label: 'card_number', gate: /\d(?:[ -]?\d){12}/, pattern: '\\b\\d(?:[ -]?\\d){12,18}\\b', check: luhn },
   { label: 'phone', gate: /\+\d|\(\d|\d{3}[.-]\d{3}/, pattern: '(?:\\+[1-9]\\d{0,2}[ .-]?(?:\\(\\d{1,4}\\)[ .-]?)?\\d{2,4}(?:[ .-]?\\d{2,4}){1,4}|\\(\\d{3}\\)[ .-]?\\d{3}[ .-]\\d{4}|\\b\\d{3}[.-]\\d{3}[.-]\\d{4})\\b' },
 ]
+
+const EMAIL_BIT = 1 << SCRUBBERS.findIndex((s) => s.label === 'email')
+const LOCAL_PART = /[A-Za-z0-9._%+-]/
+const DOMAIN = /(?:[A-Za-z0-9-]{1,63}\.){1,8}[A-Za-z]{2,24}\b/y
+
+/**
+ * The email rule, found from each `@` rather than by the regular expression: an e-mail's pattern
+ * cannot start with a literal, so a regular expression tries up to 64 characters at every position
+ * of the text (2 ms for 10 KB); from the `@` it is a few characters per address.
+ */
+function scrubEmails (text: string, count: { n: number }): string {
+  let out = ''
+  let done = 0
+  for (let at = text.indexOf('@'); at !== -1; at = text.indexOf('@', at + 1)) {
+    let start = at
+    while (start > done && at - start < 64 && LOCAL_PART.test(text[start - 1]!)) start--
+    if (start === at) continue
+    DOMAIN.lastIndex = at + 1
+    if (!DOMAIN.test(text)) continue
+    out += text.slice(done, start) + '[redacted:email]'
+    done = DOMAIN.lastIndex
+    at = done - 1
+    count.n++
+  }
+  return done === 0 ? text : out + text.slice(done)
+}
 
 // One combined pattern per set of rules whose gates pass, built on first use: most text passes no
 // gate and costs a few indexOf calls; the rest runs one regular expression over the text, once.
@@ -71,15 +97,28 @@ function combinedFor (mask: number): RegExp {
   return re
 }
 
+function passes (gate: Scrubber['gate'], text: string): boolean {
+  if (typeof gate === 'string') return text.includes(gate)
+  if (gate instanceof RegExp) return gate.test(text)
+  for (const literal of gate) if (text.includes(literal)) return true
+  return false
+}
+
 /** `text` with every credential and personal datum of SCRUBBERS replaced; `count` counts the replacements. */
 export function scrubText (text: string, count: { n: number }): string {
   if (text.length < 6) return text
   let mask = 0
   for (let i = 0; i < SCRUBBERS.length; i++) {
-    const gate = SCRUBBERS[i]!.gate
-    if (typeof gate === 'string' ? text.includes(gate) : gate.test(text)) mask |= 1 << i
+    if (passes(SCRUBBERS[i]!.gate, text)) mask |= 1 << i
   }
-  if (mask === 0) return text
+  // E-mail addresses last, so a rule that starts earlier in the text (a URL's credentials) wins, as in one pass.
+  const emails = (mask & EMAIL_BIT) !== 0
+  mask &= ~EMAIL_BIT
+  if (mask !== 0) text = replaceRules(text, mask, count)
+  return emails ? scrubEmails(text, count) : text
+}
+
+function replaceRules (text: string, mask: number, count: { n: number }): string {
   return text.replace(combinedFor(mask), (match: string, ...groups: unknown[]) => {
     for (let i = 0; i < SCRUBBERS.length; i++) {
       if (groups[i] === undefined) continue
