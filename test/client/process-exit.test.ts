@@ -1,0 +1,45 @@
+import './built-client.ts'
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { accept, upstream } from './upstream.ts'
+
+// No timer of the client keeps a Node process alive (serverless functions and CLIs end when their
+// work ends), and flush() keeps it alive until its events are delivered, retries included.
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+
+function runScript (source: string): Promise<{ code: number | null; stdout: string }> {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', source], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
+  let stdout = ''
+  child.stdout.on('data', (c: Buffer) => { stdout += c })
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout })))
+}
+
+t.test('a process that tracks and ends without flush() exits at once: the interval timer is unref\'d', async (t) => {
+  const up = await upstream(t, (_req, res, g) => accept(res, g))
+  const { code } = await runScript(`
+    import { AgentTelemetry } from 'agent-telemetry-client'
+    const telemetry = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: '${up.baseUrl}', agentId: 'a', flushIntervalMs: 600000 })
+    telemetry.track({ reasoning: 'never flushed' })
+  `)
+  t.equal(code, 0, 'exited (with a 10-minute interval timer pending)')
+  t.equal(up.got.length, 0, 'and the event was lost: this is why serverless code awaits flush()')
+})
+
+t.test('await flush() keeps the process alive through a retry and its Retry-After', async (t) => {
+  const up = await upstream(t, (_req, res, g, n) => {
+    if (n === 1) res.writeHead(503, { 'retry-after': '1' }).end()
+    else accept(res, g)
+  })
+  const { code, stdout } = await runScript(`
+    import { AgentTelemetry } from 'agent-telemetry-client'
+    const telemetry = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: '${up.baseUrl}', agentId: 'a', onError: () => {} })
+    telemetry.track({ reasoning: 'flushed' })
+    await telemetry.flush()
+    console.log(JSON.stringify(telemetry.stats()))
+  `)
+  t.equal(code, 0)
+  t.equal(up.got.length, 2, 'sent, refused with 503, sent again')
+  t.match(JSON.parse(stdout), { sent: 1, retries: 1 })
+})
