@@ -210,7 +210,9 @@ export class AgentTelemetry {
     if (this.closed) return this.drop('closed', 1, 'tracked after shutdown()')
     if (event === null || typeof event !== 'object' || Array.isArray(event)) return this.drop('invalid', 1, 'an event must be an object', [{ path: [], message: 'must be object' }])
     const problems: Problem[] = []
-    const copy = plainJson(event, problems) as Record<string, unknown>
+    const budget = { left: this.o.maxBatchBytes }
+    const copy = plainJson(event, problems, undefined, 0, budget) as Record<string, unknown>
+    if (budget.left < 0) return this.drop('too_large', 1, `over maxBatchBytes (${this.o.maxBatchBytes}) of JSON`)
     if (problems.length > 0) return this.drop('invalid', 1, describe(problems), problems)
     if (copy.agentId === undefined && this.o.agentId !== undefined) copy.agentId = this.o.agentId
     if (copy.timestamp === undefined) copy.timestamp = Date.now()

@@ -14,8 +14,13 @@ const isWellFormed: (s: string) => boolean = typeof (String.prototype as { isWel
  * the way: at most MAX_DEPTH levels of nesting (which also stops cycles), no lone surrogate in a
  * string or key, finite numbers, integers within ±(2^53-1), no bigint. Problems are pushed to
  * `problems`; the copy is then not to be sent. The caller's object is never changed.
+ *
+ * `budget.left` (when given) is lowered by the length of every string and key on the way, a lower
+ * bound of the JSON's size; below 0 the walk stops, so an event too large to send is refused before
+ * anything scrubs or serialises it (a multi-megabyte prompt would otherwise block the caller).
  */
-export function plainJson (value: unknown, problems: Problem[], at?: PathNode, depth = 0): unknown {
+export function plainJson (value: unknown, problems: Problem[], at?: PathNode, depth = 0, budget?: { left: number }): unknown {
+  if (budget !== undefined && budget.left < 0) return undefined
   if (value !== null && typeof value === 'object' && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
     try {
       value = (value as { toJSON(key: string): unknown }).toJSON(String(at?.key ?? ''))
@@ -26,6 +31,7 @@ export function plainJson (value: unknown, problems: Problem[], at?: PathNode, d
   }
   switch (typeof value) {
     case 'string':
+      if (budget !== undefined) budget.left -= value.length + 2
       if (!isWellFormed(value)) problems.push({ path: pathArray(at), message: 'must be valid Unicode text (lone surrogate)' })
       return value
     case 'number':
@@ -47,14 +53,15 @@ export function plainJson (value: unknown, problems: Problem[], at?: PathNode, d
       }
       if (Array.isArray(value)) {
         return value.map((item, i) => {
-          const v = plainJson(item, problems, { parent: at, key: i }, depth + 1)
+          const v = plainJson(item, problems, { parent: at, key: i }, depth + 1, budget)
           return v === undefined ? null : v
         })
       }
       const out: Record<string, unknown> = {}
       for (const key of Object.keys(value)) {
+        if (budget !== undefined) budget.left -= key.length + 4
         if (!isWellFormed(key)) problems.push({ path: pathArray({ parent: at, key }), message: 'must be valid Unicode text (lone surrogate)' })
-        const v = plainJson((value as Record<string, unknown>)[key], problems, { parent: at, key }, depth + 1)
+        const v = plainJson((value as Record<string, unknown>)[key], problems, { parent: at, key }, depth + 1, budget)
         if (v !== undefined) out[key] = v
       }
       return out

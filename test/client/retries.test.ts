@@ -126,3 +126,16 @@ t.test('track() refuses what the service would refuse, reports it and never thro
   await client.shutdown()
   t.equal(up.got[0]!.events.length, 1)
 })
+
+t.test('an event larger than a request may be is refused in track(), before scrubbing or serialising it', async (t) => {
+  const up = await upstream(t, (_req, res, g) => accept(res, g))
+  const client = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: up.baseUrl, maxBatchBytes: 4096, onError: () => {} })
+  t.notOk(client.track({ agentId: 'a', reasoning: 'x'.repeat(5000) }), 'a string alone over the bound')
+  let read = 0
+  const part = { toJSON: () => { read++; return 'y'.repeat(50) } }
+  t.notOk(client.track({ agentId: 'a', metadata: { parts: Array.from({ length: 100 }, () => part) } }), 'many strings over it together')
+  t.ok(read < 100, `the event was not read past the bound (${read} of 100 parts)`)
+  t.ok(client.track({ agentId: 'a', reasoning: 'x'.repeat(3000) }), 'under it')
+  t.match(client.stats(), { queued: 1, dropped: { too_large: 2, invalid: 0 } })
+  await client.shutdown()
+})
