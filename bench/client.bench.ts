@@ -59,9 +59,21 @@ for (const [name, make, n] of [['small (~350 B)', small, N], ['large (~10 KB)', 
       req.setEncoding('utf8')
       req.on('data', (c) => { body += c })
       req.on('end', () => {
-        const count = JSON.parse(body).events.length
+        const events = JSON.parse(body).events
+        const count = events.length
+        const now = Date.now()
+        requests++
+        for (const e of events) waits.push(now - e.timestamp)
         res.writeHead(207, { 'content-type': 'application/json' }).end(JSON.stringify({ results: Array.from({ length: count }, (_, i) => ({ status: 202, eventId: 'evt_' + i })) }))
       })
+    })
+    let requests = 0
+    let waits = []
+    parentPort.on('message', () => {
+      waits.sort((a, b) => a - b)
+      parentPort.postMessage({ requests, events: waits.length, p50: waits[Math.floor(waits.length / 2)] ?? 0, p99: waits[Math.floor(waits.length * 0.99)] ?? 0, max: waits[waits.length - 1] ?? 0 })
+      requests = 0
+      waits = []
     })
     server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port))
   `, { eval: true })
@@ -77,9 +89,31 @@ for (const [name, make, n] of [['small (~350 B)', small, N], ['large (~10 KB)', 
   await client.flush()
   const ms = performance.now() - start
   delay.disable()
+  const stats = () => new Promise<{ requests: number; events: number; p50: number; p99: number; max: number }>((resolve) => { worker.once('message', resolve); worker.postMessage('stats') })
+  await stats()
+  // The defaults at steady rates, as agents track: requests per second, events per request, and how
+  // long an event waited in the client (arrival at the upstream minus its track() time).
+  const rates: string[] = []
+  for (const rate of [10, 100, 1000, 10_000]) {
+    const seconds = 3
+    const steady = new AgentTelemetry({ apiKey: 'vk_bench', baseUrl: `http://127.0.0.1:${port}`, agentId: 'bench', onError: () => {} })
+    const total = rate * seconds
+    const begin = performance.now()
+    for (let i = 0; i < total;) {
+      // Every event whose time has come, then a sleep until the next one's.
+      while (i < total && begin + i * 1000 / rate <= performance.now()) steady.track(small(i++))
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, begin + i * 1000 / rate - performance.now())))
+    }
+    await steady.flush()
+    const r = await stats()
+    rates.push(`${String(rate).padStart(6)}/s  ${(r.requests / seconds).toFixed(1).padStart(10)}  ${(r.events / Math.max(1, r.requests)).toFixed(0).padStart(14)}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}`)
+  }
   await worker.terminate()
   console.log('\n# delivery to a local upstream that answers at once (default flushAt/flushIntervalMs), 100 events tracked per turn')
   console.log(`${client.stats().sent} events in ${ms.toFixed(0)} ms: ${(client.stats().sent / ms * 1000).toFixed(0)} events/s; event loop delay p50 ${(delay.percentile(50) / 1e6).toFixed(1)} ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms, max ${(delay.max / 1e6).toFixed(1)} ms`)
+  console.log('\n# the defaults (flushAt 100, flushIntervalMs 1000) at steady rates, 3 s each')
+  console.log('  tracked  requests/s  events/request  wait p50  wait p99  wait max (ms, track() to arrival)')
+  for (const row of rates) console.log(row)
 }
 
 // Memory under a stalled service: the queue is bounded, so the heap stops growing at maxQueue.
