@@ -21,9 +21,8 @@ import cors from './plugins/cors.ts'
 import requestDeadline from './plugins/request-deadline.ts'
 import cacheInvalidation from './plugins/cache-invalidation.ts'
 import openapi from './plugins/openapi.ts'
-import publicData from './plugins/public-data.ts'
 import repositories from './plugins/repositories.ts'
-import dashboardData from './plugins/dashboard-data.ts'
+import services from './plugins/services.ts'
 import webUi from './plugins/web-ui.ts'
 import routes from './plugins/routes.ts'
 
@@ -98,20 +97,19 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(apiKeyAuth, caches)
   await app.register(userAuth, { auth: config.auth, dataDir: config.dataDir, cacheTtlMs: config.cacheTtlMs })
 
-  await app.register(publicData, {
+  await app.register(services, {
     x402: config.x402,
     statsCacheSeconds: config.statsCacheSeconds,
     explorerCacheSeconds: config.explorerCacheSeconds,
     profileKpisCacheSeconds: config.profileKpisCacheSeconds,
+    degradedAfterMs: config.ingest.degradedAfterMs,
   })
-  await app.register(dashboardData)
   await app.register(cacheInvalidation)
 
   await app.register(webUi)
   await app.register(routes, {
     bodyLimit: config.bodyLimit,
     batchBodyLimit: config.batchBodyLimit,
-    degradedAfterMs: config.ingest.degradedAfterMs,
     meLimits: config.meLimits,
     readYourWritesTimeoutMs: config.ingest.readYourWritesTimeoutMs,
   })

@@ -13,8 +13,6 @@ export interface RouteSettings {
   bodyLimit: Config['bodyLimit']
   /** Largest body of POST /v1/events/batch and of POST /v1/traces (BATCH_BODY_LIMIT). */
   batchBodyLimit: Config['batchBodyLimit']
-  /** When GET /health answers `degraded` (INGEST_DEGRADED_AFTER_MS). */
-  degradedAfterMs: Config['ingest']['degradedAfterMs']
   /** Per user and route, a minute, under /v1/me: reads (GET, HEAD) and the rest. */
   meLimits: Config['meLimits']
   /** How long a /v1/me request waits for the caller's acknowledged events (READ_YOUR_WRITES_TIMEOUT_MS). */

@@ -3,7 +3,6 @@ import { createGunzip } from 'node:zlib'
 import { encodeResponse, encodeStatus, type OtlpEncoding } from '../../domain/otlp-codec.ts'
 import { HttpError } from '../../http-error.ts'
 import { callerOfKey } from '../../ingest/ingestion-service.ts'
-import { OtlpService } from '../../ingest/otlp-service.ts'
 import { postTraces } from '../../../schemas/ingest-routes.ts'
 
 const CONTENT_TYPES: Record<OtlpEncoding, string> = { protobuf: 'application/x-protobuf', json: 'application/json' }
@@ -23,7 +22,6 @@ function encodingOf (request: FastifyRequest): OtlpEncoding {
  */
 const otlp: FastifyPluginAsync = async (app) => {
   const bodyLimit = app.routeSettings.batchBodyLimit
-  const service = new OtlpService(app.ingestion, app.spanMemory)
 
   app.removeContentTypeParser('application/json')
   // application/protobuf is what some clients send for the same encoding.
@@ -69,7 +67,7 @@ const otlp: FastifyPluginAsync = async (app) => {
   }, async (request, reply) => {
     if (!Buffer.isBuffer(request.body)) throw new HttpError(415, 'unsupported_media_type')
     const encoding = encodingOf(request)
-    const outcome = await service.export(callerOfKey(request.apiKey), request.body, encoding)
+    const outcome = await app.otlp.export(callerOfKey(request.apiKey), request.body, encoding)
     return reply.code(200).type(CONTENT_TYPES[encoding]).send(encodeResponse(encoding, outcome.rejectedSpans, outcome.errorMessage))
   })
 }

@@ -1,13 +1,11 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
 import { getSession, getTrace, listEventFacets, listEvents, listSessions, listTraces } from '../../../../schemas/me-routes.ts'
-import { SearchRepository } from '../../../storage/search-repository.ts'
-import { SearchService } from '../../../services/search-service.ts'
 
 /** Recent events, sessions and traces of the caller. */
 const events: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
   const service = app.dashboardService
-  // The lists answer their filters (docs/api.md#search) here; a list without one is the plain list.
-  const search = new SearchService(new SearchRepository(app.clickhouse), service)
+  // The lists answer their filters (docs/api.md#search); a list without one is the plain list.
+  const search = app.searchService
 
   app.get('/events', { schema: listEvents }, async (request) => search.events(await request.reader, request.query))
 

@@ -1,10 +1,9 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
-import { ModelPricesService } from '../../../services/model-prices-service.ts'
 import { deleteModelPrice, listModelPrices, putModelPrice } from '../../../../schemas/model-price.ts'
 
 /** Model prices the caller sets: list (with the models still unpriced), set one, remove one. */
 const modelPrices: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
-  const service = new ModelPricesService(app.modelPrices, app.dashboard)
+  const service = app.modelPricesService
 
   app.get('/model-prices', { schema: listModelPrices }, async (request) => service.list(await request.reader))
 
