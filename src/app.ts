@@ -2,7 +2,6 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { Config } from './config.ts'
 import { prepareDataDir } from './data-dir.ts'
 import { sharedSchemas } from './validation.ts'
-import { rateLimitHook } from './plugins/rate-limit.ts'
 import errors, { frameworkErrors } from './plugins/error-handler.ts'
 import jsonBody from './plugins/json-body.ts'
 import postgres from './plugins/postgres.ts'
@@ -18,30 +17,14 @@ import anomaly from './plugins/anomaly.ts'
 import maintenance from './plugins/maintenance.ts'
 import notifications from './plugins/notifications.ts'
 import metrics from './plugins/metrics.ts'
-import meAlerts from './routes/me/alerts.ts'
 import cors from './plugins/cors.ts'
 import requestDeadline from './plugins/request-deadline.ts'
-import publicData from './plugins/public-data.ts'
-import health from './routes/health.ts'
-import publicRegistry from './routes/public/registry.ts'
-import publicX402 from './routes/public/x402.ts'
-import publicWaitlist from './routes/public/waitlist.ts'
-import ingest from './routes/ingest.ts'
-import otlp from './routes/otlp.ts'
-import meUser from './routes/me/user.ts'
-import meKeys from './routes/me/keys.ts'
-import meAgents from './routes/me/agents.ts'
-import meEvents from './routes/me/events.ts'
-import meErrors from './routes/me/error-clusters.ts'
-import meSpend from './routes/me/spend.ts'
-import meTestEvent from './routes/me/test-event.ts'
-import meChannels from './routes/me/channels.ts'
-import meModelPrices from './routes/me/model-prices.ts'
-import dashboardData from './plugins/dashboard-data.ts'
 import cacheInvalidation from './plugins/cache-invalidation.ts'
 import openapi from './plugins/openapi.ts'
 import repositories from './plugins/repositories.ts'
+import services from './plugins/services.ts'
 import webUi from './plugins/web-ui.ts'
+import routes from './plugins/routes.ts'
 
 // Session and trace ids are up to 200 characters (schemas/event.ts), i.e. up to 400 UTF-16 units once
 // decoded: the detail routes must route every id ingestion accepts (Fastify's default is 100).
@@ -114,54 +97,21 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(apiKeyAuth, caches)
   await app.register(userAuth, { auth: config.auth, dataDir: config.dataDir, cacheTtlMs: config.cacheTtlMs })
 
-  await app.register(publicData, {
+  await app.register(services, {
     x402: config.x402,
     statsCacheSeconds: config.statsCacheSeconds,
     explorerCacheSeconds: config.explorerCacheSeconds,
     profileKpisCacheSeconds: config.profileKpisCacheSeconds,
+    degradedAfterMs: config.ingest.degradedAfterMs,
   })
-  await app.register(dashboardData)
   await app.register(cacheInvalidation)
 
-  await app.register(health({ degradedAfterMs: config.ingest.degradedAfterMs }))
-  await app.register(publicRegistry)
-  await app.register(publicX402)
-  await app.register(publicWaitlist)
   await app.register(webUi)
-  await app.register(ingest({ bodyLimit: config.bodyLimit, batchBodyLimit: config.batchBodyLimit }))
-  await app.register(otlp({ bodyLimit: config.batchBodyLimit }))
-  app.decorateRequest('settledAt', 0)
-  await app.register(async function me (scope) {
-    scope.addHook('onRequest', scope.authenticateUser)
-    // Per user and route: ME_READS_PER_MINUTE for GET, ME_WRITES_PER_MINUTE for the rest.
-    scope.addHook('onRequest', rateLimitHook(() => scope.rateLimiter, {
-      bucket: (request) => `me:${request.user.id}:${request.method} ${request.routeOptions.url ?? request.url}`,
-      limit: (request) => (request.method === 'GET' || request.method === 'HEAD' ? config.meLimits.readsPerMinute : config.meLimits.writesPerMinute),
-    }))
-    // Read-your-writes: what this instance acknowledged to the caller is in ClickHouse before the request runs
-    // (waiting at most READ_YOUR_WRITES_TIMEOUT_MS).
-    // The snapshot instant of paged reads is taken first, so that every row it covers is waited for.
-    scope.addHook('onRequest', async (request) => {
-      request.settledAt = scope.ingestion.settledBefore()
-      await scope.shipper.waitForUser(request.user.id, config.ingest.readYourWritesTimeoutMs)
-    })
-    await scope.register(meUser)
-    await scope.register(meKeys)
-    await scope.register(meAgents)
-    await scope.register(meEvents)
-    await scope.register(meErrors)
-    await scope.register(meSpend)
-    await scope.register(meTestEvent)
-    await scope.register(meAlerts)
-    await scope.register(meChannels)
-    await scope.register(meModelPrices)
+  await app.register(routes, {
+    bodyLimit: config.bodyLimit,
+    batchBodyLimit: config.batchBodyLimit,
+    meLimits: config.meLimits,
+    readYourWritesTimeoutMs: config.ingest.readYourWritesTimeoutMs,
   })
   return app
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** For `/v1/me` reads: every event this instance received at or before it is readable (see IngestionService.settledBefore). */
-    settledAt: number
-  }
 }

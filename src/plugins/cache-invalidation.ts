@@ -19,4 +19,4 @@ export default fp(async function cacheInvalidation (app) {
   app.users.onChanged((change) => app.bus.publish('user', change.subject))
   // Events ingested after a price change are priced by it.
   app.modelPrices.onChanged((change) => app.forgetModelPrices(change.userId))
-}, { name: 'cache-invalidation', dependencies: ['repositories', 'redis', 'ingestion', 'api-key-auth', 'user-auth', 'public-data'] })
+}, { name: 'cache-invalidation', dependencies: ['repositories', 'redis', 'ingestion', 'api-key-auth', 'user-auth', 'services'] })

@@ -10,6 +10,7 @@ import { AlertsRepository } from '../storage/alerts-repository.ts'
 import { AnomalyRepository } from '../storage/anomaly-repository.ts'
 import { ChannelsRepository } from '../storage/channels-repository.ts'
 import { ModelPricesRepository } from '../storage/model-prices-repository.ts'
+import { SearchRepository } from '../storage/search-repository.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -20,6 +21,8 @@ declare module 'fastify' {
     publicEvents: PublicEventsRepository
     registry: RegistryRepository
     dashboard: DashboardRepository
+    /** Events, sessions and traces under the search filters, and their facets. */
+    eventSearch: SearchRepository
     errorClusters: ErrorClustersRepository
     alerts: AlertsRepository
     anomalyReads: AnomalyRepository
@@ -41,5 +44,6 @@ export default fp(async function repositories (app) {
   app.decorate('events', new EventsRepository(app.clickhouse))
   app.decorate('publicEvents', new PublicEventsRepository(app.clickhouse))
   app.decorate('dashboard', new DashboardRepository(app.clickhouse))
+  app.decorate('eventSearch', new SearchRepository(app.clickhouse))
   app.decorate('anomalyReads', new AnomalyRepository(app.clickhouse))
 }, { name: 'repositories', dependencies: ['postgres', 'clickhouse', 'secrets'] })

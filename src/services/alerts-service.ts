@@ -30,13 +30,16 @@ export function refusal (action: AlertAction, alert: Pick<Alert, 'id' | 'status'
   return `alert ${alert.id} is ${alert.status}; only ${article} ${from} alert can be ${VERB[action]}${HINT[alert.status]}`
 }
 
+/** What the service reads and changes of the alerts repository. */
+export type AlertStore = Pick<AlertsRepository, 'list' | 'counts' | 'transition' | 'thresholds' | 'setThresholds'>
+
 /**
  * Alerts as the dashboard handles them. Transitions: active|snoozed → acknowledged; active|snoozed →
  * snoozed (re-snoozing extends); acknowledged → active. Repeating a transition that already holds
  * answers the alert unchanged; a transition from a state that does not allow it is a 409.
  */
 export class AlertsService {
-  constructor (private readonly alerts: AlertsRepository) {}
+  constructor (private readonly alerts: AlertStore) {}
 
   /** Newest first; `count` adds the counts per status. */
   async list (userId: string, settledAt: number, q: { status: AlertStatus | 'all'; count: boolean; limit: number; cursor?: string | undefined }) {

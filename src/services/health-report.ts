@@ -17,7 +17,12 @@ export class HealthReport {
   private static readonly RESOLUTION_MS = 10
   private readonly loopDelay = monitorEventLoopDelay({ resolution: HealthReport.RESOLUTION_MS })
 
-  constructor (private readonly log: IngestLog, private readonly shipper: EventShipper, private readonly steps: StepTimings, private readonly degradedAfterMs: number) {
+  constructor (
+    private readonly log: Pick<IngestLog, 'stats'>,
+    private readonly shipper: Pick<EventShipper, 'status'>,
+    private readonly steps: Pick<StepTimings, 'snapshot'>,
+    private readonly degradedAfterMs: number,
+  ) {
     this.loopDelay.enable()
   }
 

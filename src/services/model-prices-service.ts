@@ -6,6 +6,9 @@ import type { ModelPrice, ModelPricesRepository } from '../storage/model-prices-
 import { unpricedModels } from './dashboard-service.ts'
 import { MAX_MODEL_PRICES, UNPRICED_WINDOW_DAYS } from '../../schemas/model-price.ts'
 
+/** What the service reads and changes of the model prices repository. */
+export type PriceStore = Pick<ModelPricesRepository, 'list' | 'put' | 'remove'>
+
 /** A price as the PUT body has it: the cache prices may be left out. */
 type PriceBody = Omit<UserPrice, 'cacheReadPerMTok' | 'cacheWritePerMTok'> & { cacheReadPerMTok?: number | null; cacheWritePerMTok?: number | null }
 
@@ -17,7 +20,7 @@ type PriceBody = Omit<UserPrice, 'cacheReadPerMTok' | 'cacheWritePerMTok'> & { c
  */
 export class ModelPricesService {
   constructor (
-    private readonly prices: ModelPricesRepository,
+    private readonly prices: PriceStore,
     private readonly dashboard: Pick<DashboardRepository, 'spend'>,
   ) {}
 

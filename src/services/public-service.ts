@@ -5,12 +5,19 @@ import type { ListFilter } from '../storage/registry-repository.ts'
 
 const DAY_MS = 86_400_000
 
+/** What the service reads of the registry (RegistryRepository is the one implementation). */
+export type RegistryReads = Pick<RegistryRepository, 'counts' | 'deletedIds' | 'list' | 'find' | 'top' | 'collections' | 'activeOwned'>
+/** What the service reads of public events (PublicEventsRepository is the one implementation). */
+export type PublicEventReads = Pick<PublicEventsRepository, 'countSince' | 'agentKpis' | 'recentActivity' | 'paymentStats'>
+/** The response cache the service reads through (ResponseCache, in Redis). */
+export type PublicCache = Pick<ResponseCache, 'get' | 'forget'>
+
 /** The public surface's reads: registry counts, listing, profiles and the explorer page, cached where the README says. */
 export class PublicService {
   constructor (
-    private readonly registry: RegistryRepository,
-    private readonly events: PublicEventsRepository,
-    private readonly cache: ResponseCache,
+    private readonly registry: RegistryReads,
+    private readonly events: PublicEventReads,
+    private readonly cache: PublicCache,
     private readonly opts: { statsCacheSeconds: number; explorerCacheSeconds: number; profileKpisCacheSeconds: number },
   ) {}
 

@@ -7,6 +7,9 @@ import { startOf, type DashboardReader, type DashboardService } from './dashboar
 
 type Query = Record<string, unknown>
 
+/** The filtered reads the service composes (SearchRepository is the one implementation). */
+export type EventSearch = Pick<SearchRepository, 'events' | 'sessions' | 'traces' | 'facets'>
+
 /** The first value of a lenient parameter that Fastify may have parsed as a list. */
 const first = (v: unknown): string | undefined => (Array.isArray(v) ? v[0] : v) as string | undefined
 
@@ -22,7 +25,7 @@ function filtersOf (query: Query): SearchFilters {
  * the same shape and with the same cursors.
  */
 export class SearchService {
-  constructor (private readonly search: SearchRepository, private readonly dashboard: DashboardService) {}
+  constructor (private readonly search: EventSearch, private readonly dashboard: DashboardService) {}
 
   /** limit 1..1000 (default 50); since 24h | 7d | 30d | all (default all); a repeated agentId is a filter. */
   async events (r: DashboardReader, q: Query) {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
-import { conflict } from '../../http-error.ts'
-import type { User } from '../../storage/users-repository.ts'
-import { getMe, patchMe } from '../../../schemas/me-routes.ts'
+import { conflict } from '../../../http-error.ts'
+import type { User } from '../../../storage/users-repository.ts'
+import { getMe, patchMe } from '../../../../schemas/me-routes.ts'
 
 function publicUser (u: User) {
   return { id: u.id, privyId: u.privyId, email: u.email, wallet: u.wallet, handle: u.handle, tier: u.tier, createdAt: u.createdAt }
@@ -11,9 +11,9 @@ function publicUser (u: User) {
 const user: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
   const body = async (u: User) => ({ ...publicUser(u), usage: await app.users.monthlyUsage(u.id) })
 
-  app.get('/v1/me', { schema: getMe }, async (request) => body(request.user))
+  app.get('', { schema: getMe }, async (request) => body(request.user))
 
-  app.patch('/v1/me', { schema: patchMe }, async (request) => {
+  app.patch('', { schema: patchMe }, async (request) => {
     const updated = await app.users.updateHandle(request.user.id, request.body.handle)
     if (updated === 'taken') throw conflict('handle_taken', 'this handle is taken by another user; choose another')
     return body(updated)

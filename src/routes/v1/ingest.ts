@@ -1,8 +1,8 @@
 import type { FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
-import { callerOfKey } from '../ingest/ingestion-service.ts'
-import { idempotencyHooks } from '../ingest/idempotency.ts'
-import { postBatch, postEvent } from '../../schemas/ingest-routes.ts'
+import { callerOfKey } from '../../ingest/ingestion-service.ts'
+import { idempotencyHooks } from '../../ingest/idempotency.ts'
+import { postBatch, postEvent } from '../../../schemas/ingest-routes.ts'
 
 /**
  * POST /v1/events and POST /v1/events/batch. Each event is checked by the ingestion pipeline (its
@@ -10,17 +10,18 @@ import { postBatch, postEvent } from '../../schemas/ingest-routes.ts'
  * batch route checks only its envelope, `events`). Both take an Idempotency-Key: a retry with the
  * key of an answered request gets that answer again.
  */
-const ingest = (opts: { bodyLimit: number; batchBodyLimit: number }): FastifyPluginAsyncJsonSchemaToTs => async (app) => {
+const ingest: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
+  const { bodyLimit, batchBodyLimit } = app.routeSettings
   const authenticate = app.ingestion.pipeline.hook('key', (request: FastifyRequest) => app.authenticateKey(request))
   const idempotent = idempotencyHooks(app.idempotency)
 
-  app.post('/v1/events', { bodyLimit: opts.bodyLimit, onRequest: authenticate, ...idempotent, schema: postEvent }, async (request, reply) => {
+  app.post('/events', { bodyLimit, onRequest: authenticate, ...idempotent, schema: postEvent }, async (request, reply) => {
     const ack = await app.ingestion.ingestOne(callerOfKey(request.apiKey), request.body)
     return reply.code(202).send(ack)
   })
 
-  app.post('/v1/events/batch', {
-    bodyLimit: opts.batchBodyLimit,
+  app.post('/events/batch', {
+    bodyLimit: batchBodyLimit,
     onRequest: authenticate,
     ...idempotent,
     config: { jsonItems: 'events' },

@@ -1,18 +1,18 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
-import { notFound } from '../../http-error.ts'
-import { createKey, listKeys, revokeKey } from '../../../schemas/me-routes.ts'
+import { notFound } from '../../../http-error.ts'
+import { createKey, listKeys, revokeKey } from '../../../../schemas/me-routes.ts'
 
 /** API keys: create (secret shown once), list (never the secret), revoke. */
 const keys: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
-  app.get('/v1/me/keys', { schema: listKeys }, async (request) => ({ keys: await app.keys.list(request.user.id) }))
+  app.get('/keys', { schema: listKeys }, async (request) => ({ keys: await app.keys.list(request.user.id) }))
 
-  app.post('/v1/me/keys', { schema: createKey }, async (request, reply) => {
+  app.post('/keys', { schema: createKey }, async (request, reply) => {
     const { label, agentId } = request.body
     if (agentId !== undefined && !(await app.agents.getOwned(request.user.id, agentId))) throw notFound()
     return reply.code(201).send(await app.keys.create(request.user.id, label, agentId ?? null))
   })
 
-  app.delete('/v1/me/keys/:id', { schema: revokeKey }, async (request, reply) => {
+  app.delete('/keys/:id', { schema: revokeKey }, async (request, reply) => {
     // A revoked key is refused at once on every instance (plugins/cache-invalidation.ts).
     if (!(await app.keys.revoke(request.user.id, request.params.id))) throw notFound()
     return reply.code(204).send(null)

@@ -1,10 +1,9 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { createGunzip } from 'node:zlib'
-import { encodeResponse, encodeStatus, type OtlpEncoding } from '../domain/otlp-codec.ts'
-import { HttpError } from '../http-error.ts'
-import { callerOfKey } from '../ingest/ingestion-service.ts'
-import { OtlpService } from '../ingest/otlp-service.ts'
-import { postTraces } from '../../schemas/ingest-routes.ts'
+import { encodeResponse, encodeStatus, type OtlpEncoding } from '../../domain/otlp-codec.ts'
+import { HttpError } from '../../http-error.ts'
+import { callerOfKey } from '../../ingest/ingestion-service.ts'
+import { postTraces } from '../../../schemas/ingest-routes.ts'
 
 const CONTENT_TYPES: Record<OtlpEncoding, string> = { protobuf: 'application/x-protobuf', json: 'application/json' }
 
@@ -21,12 +20,12 @@ function encodingOf (request: FastifyRequest): OtlpEncoding {
  * scope's hooks or the service's one error handler) as a google.rpc.Status in that encoding.
  * This plugin is encapsulated: its body parsers and hooks apply to this route only.
  */
-const otlp = (opts: { bodyLimit: number }): FastifyPluginAsync => async (app) => {
-  const service = new OtlpService(app.ingestion, app.spanMemory)
+const otlp: FastifyPluginAsync = async (app) => {
+  const bodyLimit = app.routeSettings.batchBodyLimit
 
   app.removeContentTypeParser('application/json')
   // application/protobuf is what some clients send for the same encoding.
-  app.addContentTypeParser(['application/x-protobuf', 'application/protobuf', 'application/json'], { parseAs: 'buffer', bodyLimit: opts.bodyLimit },
+  app.addContentTypeParser(['application/x-protobuf', 'application/protobuf', 'application/json'], { parseAs: 'buffer', bodyLimit },
     (_request, body, done) => done(null, body))
 
   // Content-Encoding: gzip is inflated here; bodyLimit then applies to the inflated body, so a small
@@ -61,14 +60,14 @@ const otlp = (opts: { bodyLimit: number }): FastifyPluginAsync => async (app) =>
     return encodeStatus(encoding, GRPC_CODES[reply.statusCode] ?? 2, message)
   })
 
-  app.post<{ Body: Buffer | undefined }>('/v1/traces', {
-    bodyLimit: opts.bodyLimit,
+  app.post<{ Body: Buffer | undefined }>('/traces', {
+    bodyLimit,
     schema: postTraces,
     onRequest: app.ingestion.pipeline.hook('key', (request: FastifyRequest) => app.authenticateKey(request)),
   }, async (request, reply) => {
     if (!Buffer.isBuffer(request.body)) throw new HttpError(415, 'unsupported_media_type')
     const encoding = encodingOf(request)
-    const outcome = await service.export(callerOfKey(request.apiKey), request.body, encoding)
+    const outcome = await app.otlp.export(callerOfKey(request.apiKey), request.body, encoding)
     return reply.code(200).type(CONTENT_TYPES[encoding]).send(encodeResponse(encoding, outcome.rejectedSpans, outcome.errorMessage))
   })
 }

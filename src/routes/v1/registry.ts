@@ -4,17 +4,17 @@ import { explorer, getPublicAgent, listPublicAgents, stats } from '../../../sche
 
 /** Public registry reads: stats, the agent listing, agent profiles and the explorer. No auth. */
 const registry: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
-  app.get('/v1/stats', { schema: stats }, async () => app.publicService.stats())
+  app.get('/stats', { schema: stats }, async () => app.publicService.stats())
 
-  app.get('/v1/agents', { schema: listPublicAgents }, async (request) => app.publicService.list(request.query))
+  app.get('/agents', { schema: listPublicAgents }, async (request) => app.publicService.list(request.query))
 
-  app.get('/v1/agents/:identifier', { schema: getPublicAgent }, async (request) => {
+  app.get('/agents/:identifier', { schema: getPublicAgent }, async (request) => {
     const agent = await app.publicService.profile(request.params.identifier)
     if (!agent) throw notFound()
     return agent
   })
 
-  app.get('/v1/explorer', { schema: explorer }, async () => app.publicService.explorer())
+  app.get('/explorer', { schema: explorer }, async () => app.publicService.explorer())
 }
 
 export default registry

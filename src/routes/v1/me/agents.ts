@@ -1,21 +1,21 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
-import { notFound } from '../../http-error.ts'
-import { deleteAgent, getAgent, listAgents, patchAgent } from '../../../schemas/me-routes.ts'
+import { notFound } from '../../../http-error.ts'
+import { deleteAgent, getAgent, listAgents, patchAgent } from '../../../../schemas/me-routes.ts'
 
 /** The caller's agents: list with KPIs, profile with a 30-day calendar, rename or publish, soft delete. */
 const agents: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
   const service = app.dashboardService
 
-  app.get('/v1/me/agents', { schema: listAgents }, async (request) => service.agentList(await app.readerOf(request), request.query))
+  app.get('/agents', { schema: listAgents }, async (request) => service.agentList(await request.reader, request.query))
 
-  app.get('/v1/me/agents/:id', { schema: getAgent }, async (request) => service.agentProfile(await app.readerOf(request), request.params.id))
+  app.get('/agents/:id', { schema: getAgent }, async (request) => service.agentProfile(await request.reader, request.params.id))
 
   /** Ingestion resolves a new name at once on every instance; publishing shows in the public reads at once (plugins/cache-invalidation.ts). */
-  app.patch('/v1/me/agents/:id', { schema: patchAgent }, async (request) =>
+  app.patch('/agents/:id', { schema: patchAgent }, async (request) =>
     service.updateAgent(request.user.id, request.params.id, request.body))
 
   /** Soft delete: from now on ingestion for the agent answers 410 and reads hide it. */
-  app.delete('/v1/me/agents/:id', { schema: deleteAgent }, async (request, reply) => {
+  app.delete('/agents/:id', { schema: deleteAgent }, async (request, reply) => {
     if (!(await app.agents.softDelete(request.user.id, request.params.id))) throw notFound()
     return reply.code(204).send(null)
   })

@@ -6,7 +6,7 @@ const PER_HOUR = 5
 
 /** POST /v1/waitlist: one row per address; 5 requests per hour per client address. */
 const waitlist: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
-  app.post('/v1/waitlist', {
+  app.post('/waitlist', {
     bodyLimit: 16 * 1024,
     onRequest: rateLimitHook(() => app.rateLimiter, { bucket: (request) => `waitlist:${request.ip}`, limit: PER_HOUR, windowMs: 3_600_000 }),
     schema,

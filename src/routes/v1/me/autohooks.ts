@@ -1,0 +1,50 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { rateLimitHook } from '../../../plugins/rate-limit.ts'
+import type { DashboardReader } from '../../../services/dashboard-service.ts'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** For `/v1/me` reads: every event this instance received at or before it is readable (see IngestionService.settledBefore). */
+    settledAt: number
+    /**
+     * The caller as a reader of the dashboard (their id, the agents reads hide, their agents' names, the
+     * request's `settledAt`): looked up on first use, once per request. Only under `/v1/me`.
+     */
+    reader: Promise<DashboardReader>
+  }
+}
+
+/**
+ * The hooks of every route under /v1/me, this folder and the folders below it: the caller is
+ * authenticated (401 before anything else runs), counted against the per-user rate limit, and reads
+ * what this instance acknowledged to them.
+ */
+export default async function meHooks (app: FastifyInstance) {
+  const { meLimits, readYourWritesTimeoutMs } = app.routeSettings
+  const readers = new WeakMap<FastifyRequest, Promise<DashboardReader>>()
+  app.decorateRequest('settledAt', 0)
+  app.decorateRequest('reader', {
+    getter (this: FastifyRequest) {
+      let reader = readers.get(this)
+      if (!reader) {
+        reader = app.dashboardService.readerOf(this.user.id, this.settledAt)
+        readers.set(this, reader)
+      }
+      return reader
+    },
+  })
+
+  app.addHook('onRequest', app.authenticateUser)
+  // Per user and route: ME_READS_PER_MINUTE for GET, ME_WRITES_PER_MINUTE for the rest.
+  app.addHook('onRequest', rateLimitHook(() => app.rateLimiter, {
+    bucket: (request) => `me:${request.user.id}:${request.method} ${request.routeOptions.url ?? request.url}`,
+    limit: (request) => (request.method === 'GET' || request.method === 'HEAD' ? meLimits.readsPerMinute : meLimits.writesPerMinute),
+  }))
+  // Read-your-writes: what this instance acknowledged to the caller is in ClickHouse before the request runs
+  // (waiting at most READ_YOUR_WRITES_TIMEOUT_MS).
+  // The snapshot instant of paged reads is taken first, so that every row it covers is waited for.
+  app.addHook('onRequest', async (request) => {
+    request.settledAt = app.ingestion.settledBefore()
+    await app.shipper.waitForUser(request.user.id, readYourWritesTimeoutMs)
+  })
+}
