@@ -32,6 +32,8 @@ import meUser from './routes/me/user.ts'
 import meKeys from './routes/me/keys.ts'
 import meAgents from './routes/me/agents.ts'
 import meEvents from './routes/me/events.ts'
+import meLive from './routes/me/live.ts'
+import live from './live/plugin.ts'
 import meErrors from './routes/me/error-clusters.ts'
 import meSpend from './routes/me/spend.ts'
 import meTestEvent from './routes/me/test-event.ts'
@@ -111,6 +113,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(metrics, { token: config.metricsToken })
   const caches = { cacheTtlMs: config.cacheTtlMs, sharedCacheTtlSeconds: config.sharedCacheTtlSeconds }
   await app.register(ingestion, { ...caches, activityFlushMs: config.activityFlushMs, burstLeaseMs: config.burstLeaseMs, ingest: config.ingest })
+  await app.register(live, { redisUrl: config.redisUrl, live: config.live })
   await app.register(apiKeyAuth, caches)
   await app.register(userAuth, { auth: config.auth, dataDir: config.dataDir, cacheTtlMs: config.cacheTtlMs })
 
@@ -149,6 +152,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     await scope.register(meKeys)
     await scope.register(meAgents)
     await scope.register(meEvents)
+    await scope.register(meLive)
     await scope.register(meErrors)
     await scope.register(meSpend)
     await scope.register(meTestEvent)
