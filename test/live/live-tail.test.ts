@@ -25,7 +25,7 @@ async function openStream (base: string, user: TestUser, opts: { query?: string;
   })
   const messages: SseMessage[] = []
   const comments: string[] = []
-  let wake: (() => void) | null = null
+  const waiter: { wake: (() => void) | null } = { wake: null }
   let ended = false
   const pump = (async () => {
     if (!res.body) return
@@ -45,20 +45,20 @@ async function openStream (base: string, user: TestUser, opts: { query?: string;
             else if (line.startsWith('event: ')) { m.event = line.slice(7); isMessage = true } else if (line.startsWith('id: ')) { m.id = line.slice(4); isMessage = true } else if (line.startsWith('data: ')) { m.data += line.slice(6); isMessage = true }
           }
           if (isMessage) messages.push(m)
-          wake?.()
+          waiter.wake?.()
         }
       }
     } catch {
       // aborted
     }
     ended = true
-    wake?.()
+    waiter.wake?.()
   })()
   let read = 0
   const waitFor = async (check: () => boolean, what: string) => {
     while (!check()) {
       if (ended) throw new Error(`the stream ended before ${what}`)
-      await new Promise<void>((resolve) => { wake = resolve })
+      await new Promise<void>((resolve) => { waiter.wake = resolve })
     }
   }
   await waitFor(() => comments.includes('ready') || res.status !== 200, 'it was ready')
