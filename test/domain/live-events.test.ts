@@ -41,7 +41,7 @@ t.test('filters evaluated in memory as the search evaluates them', async (t) => 
   yes({ q: 'timeout' })
   yes({ q: 'example.test "fetch the"' })
   no({ q: 'timeout nowhere' })
-  yes({ q: 'main' }, /* metadata values are searched */)
+  yes({ q: 'main' }) // metadata values are searched
   yes({ 'meta.git.branch': 'main', 'meta.retries': '3', 'meta.flag': 'true' })
   no({ 'meta.git.branch': 'dev' })
   yes({ hasMeta: 'git' })
