@@ -214,6 +214,9 @@ export class LiveHub {
 
   private announceAll (): void {
     if (this.closed) return
+    // Users no longer watched are forgotten here too (not only when they next send an event).
+    const now = this.now()
+    for (const [userId, until] of this.watched) if (until <= now) this.watched.delete(userId)
     for (const userId of this.listeners.keys()) {
       void this.announce(userId, false).catch((err: unknown) => this.log.warn({ err }, 'live tail: could not announce a watched user'))
     }
