@@ -8,7 +8,8 @@
  * is delivered to it. Delivery latency = the event's arrival on the stream − its 202 here (both seen
  * by this process, so its own delays count on both sides; an event can arrive before its 202 does,
  * counted as 0), p50/p99/max; events missed; and (l)/(n) throughput, what an open stream costs ingestion
- * ((n) runs again after (l), and (l) is compared with the mean of both).
+ * ((n) runs again after (l), and (l) is compared with the mean of both); (c) CPU per event of the live
+ * path's parts, measured in this process.
  */
 import autocannon from 'autocannon'
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -18,9 +19,16 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
+import { Redis } from 'ioredis'
 import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
+import { buildEventRow } from '../src/domain/event-row.ts'
+import { eventLine } from '../src/domain/event-line.ts'
+import { eventMatches, eventOfLine } from '../src/domain/live-events.ts'
+import { parseSearchFilters } from '../src/domain/search-filters.ts'
+import { rowBytes } from '../src/ingest/log/entry-codec.ts'
+import { LiveHub } from '../src/live/live-hub.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchArgs, benchDatabaseUrl, benchEvent, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
+import { benchArgs, benchDatabaseUrl, benchEvent, cpuByThread, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ args: benchArgs(), options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, instances: { type: 'string', default: '1' } } })
 const duration = Number(values.duration)
@@ -72,8 +80,11 @@ try {
   let gapMissed = 0
 
   /** The load, split over the instances; each 202's event id and time noted when `note`. */
+  /** CPU of every service process (all threads), µs. */
+  const serviceCpu = () => services.reduce((sum, child) => sum + [...cpuByThread(child.pid!).values()].reduce((a, b) => a + b, 0), 0)
   const load = async (note: boolean) => {
     const per = Math.max(1, Math.floor(connections / instances))
+    const cpuBefore = serviceCpu()
     const results = await Promise.all(bases.map((url) => autocannon({
       url: `${url}/v1/events`, method: 'POST', headers, body, connections: per, duration,
       requests: [{
@@ -84,7 +95,10 @@ try {
           : undefined,
       }],
     })))
+    const cpu = serviceCpu() - cpuBefore
+    const requests = results.reduce((s, r) => s + r.requests.total, 0)
     return {
+      cpuPerRequest: cpu / Math.max(1, requests),
       rps: results.reduce((s, r) => s + r.requests.average, 0),
       non2xx: results.reduce((s, r) => s + r.non2xx, 0),
       errors: results.reduce((s, r) => s + r.errors, 0),
@@ -143,6 +157,45 @@ try {
   console.error('running (n) again, the stream closed…')
   const n2 = await load(false)
 
+  // (c) CPU of the live path per event, in this process (CPU time, which the machine's load does not
+  // inflate as it does wall times): publishing a one-event request for a watched user (the ingest
+  // side), and decoding, filtering and serialising it for a stream (the reader's side).
+  const cpuOf = (fn: () => void, times: number) => {
+    const before = process.cpuUsage()
+    for (let i = 0; i < times; i++) fn()
+    const used = process.cpuUsage(before)
+    return (used.user + used.system) / times
+  }
+  const line = eventLine(buildEventRow(benchEvent(0), { eventId: 'evt_bench', userId: 'u', agentId: 'cbench', receivedAt: Date.now() }))
+  const filters = (parseSearchFilters({ type: 'tool', q: 'search' }) as { ok: true; filters: Parameters<typeof eventMatches>[1] }).filters
+  const readerUs = cpuOf(() => { const e = eventOfLine(line); if (eventMatches(e, filters)) JSON.stringify(e) }, 20_000)
+  const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', { enableAutoPipelining: true })
+  const subscriber = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379')
+  const hub = new LiveHub(redis, subscriber, `${redisPrefix}cpu:`, { replayBatches: 100, replayMs: 60_000, handshakeMs: 1000 }, console as never)
+  await hub.start()
+  // 'u' watched as another instance would announce it; nothing here listens to its channel.
+  await redis.publish(`${redisPrefix}cpu:live:ctl`, 'w u')
+  while (!hub.isWatched('u')) await new Promise((resolve) => setImmediate(resolve))
+  const rows = rowBytes([line])
+  /** CPU per request of publishing `perTurn` requests acknowledged in the same turn (one log commit). */
+  const publishing = async (perTurn: number) => {
+    const turns = Math.ceil(5_000 / perTurn)
+    const cpuBefore = process.cpuUsage()
+    for (let i = 0; i < turns; i++) {
+      for (let j = 0; j < perTurn; j++) hub.acknowledged('u', rows)
+      await null // the turn ends: its requests go out
+    }
+    await redis.ping() // every publish sent and answered
+    const used = process.cpuUsage(cpuBefore)
+    return (used.user + used.system) / (turns * perTurn)
+  }
+  const publishUs = await publishing(1)
+  const publish10Us = await publishing(10)
+  const unwatchedUs = cpuOf(() => hub.acknowledged('nobody', rows), 100_000)
+  hub.close()
+  subscriber.disconnect()
+  await redis.quit()
+
   const latencies: number[] = []
   let missing = 0
   for (const [id, at] of acked) {
@@ -154,11 +207,12 @@ try {
   const p99 = percentile(latencies, 99)
   console.log(`\nlive tail benchmark — ${new Date().toISOString()} — ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'} — node ${process.version} — ${duration}s per run, ${connections} connections, ${instances} instance(s)`)
   for (const [name, r] of [['(n) no stream:   ', n], ['(l) stream open: ', l], ['(n) again:       ', n2]] as const) {
-    console.log(`${name} ${r.rps.toFixed(0)} req/s, request p50 ${r.p50} ms, p99 ${r.p99} ms, non-2xx ${r.non2xx}, errors ${r.errors}`)
+    console.log(`${name} ${r.rps.toFixed(0)} req/s, request p50 ${r.p50} ms, p99 ${r.p99} ms, non-2xx ${r.non2xx}, errors ${r.errors}, service CPU ${r.cpuPerRequest.toFixed(0)} µs/request`)
   }
-  console.log(`(l)/(n) = ${(l.rps / ((n.rps + n2.rps) / 2) * 100).toFixed(1)} % (of the mean of the two (n) runs)`)
+  console.log(`(l)/(n) = ${(l.rps / ((n.rps + n2.rps) / 2) * 100).toFixed(1)} % throughput, ${(l.cpuPerRequest / ((n.cpuPerRequest + n2.cpuPerRequest) / 2) * 100).toFixed(1)} % service CPU per request (of the mean of the two (n) runs)`)
   console.log(`delivery, 202 → arrival on a stream held on the first instance, over ${latencies.length} events: p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${latencies.at(-1)?.toFixed(1)} ms  (target p99 ≤ 50 ms) ${verdict(p99 <= 50 && missing === 0)}`)
   console.log(`not delivered: ${missing} of ${acked.size}; gaps told: ${gaps} (${gapMissed} events)`)
+  console.log(`(c) CPU per event of the live path, in this process: publishing for a watched user ${publishUs.toFixed(1)} µs alone in its turn, ${publish10Us.toFixed(1)} µs when 10 are acknowledged together (the calls and their answers; Redis' own work is in Redis), for a user nobody watches ${unwatchedUs.toFixed(2)} µs; a stream's decoding, filter and serialising ${readerUs.toFixed(1)} µs`)
 } finally {
   await Promise.all(services.map((child) => new Promise<void>((resolve) => {
     if (child.exitCode !== null) return resolve()

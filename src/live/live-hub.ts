@@ -51,8 +51,9 @@ type Listener = (batch: LiveBatch) => void
  *   after the last one closes so that a reconnecting client can resume). Only their batches are
  *   published: for everyone else the ingest path pays one map lookup.
  * - **Publishing** (`acknowledged`, called once per accepted request after its log commit): one Redis
- *   call, not awaited, that appends the rows to the user's replay stream and publishes them on the
- *   user's channel. A failure loses the batch for live readers only (it is in the ingest log).
+ *   call per user and turn of the event loop (the requests one log commit acknowledged go together),
+ *   not awaited, that appends the rows to the user's replay stream and publishes them on the user's
+ *   channel. A failure loses the batch for live readers only (it is in the ingest log).
  * - **Receiving**: this instance subscribes to the channels of the users it holds streams for and
  *   hands each batch to their listeners. An opening stream waits (at most `handshakeMs`) until every
  *   instance has acknowledged that its user is watched, so every event acknowledged after the
@@ -67,6 +68,8 @@ export class LiveHub {
   /** Subscriptions under way, so that a second stream of a user waits for the first's. */
   private readonly subscribing = new Map<string, Promise<unknown>>()
   private readonly handshakes = new Map<string, { acks: number; expected: number; done: () => void }>()
+  /** Requests' rows waiting for the end of this turn, per user. */
+  private readonly outgoing = new Map<string, Buffer[]>()
   private readonly renewal: NodeJS.Timeout
   private closed = false
 
@@ -115,12 +118,29 @@ export class LiveHub {
 
   /**
    * Called once per accepted request after its rows are in the log: publishes them if the user is
-   * watched. Never waits and never throws.
+   * watched, at the end of the current turn with the user's other requests acknowledged in it. Never
+   * waits and never throws.
    */
   acknowledged (userId: string, rows: RowBytes): void {
     if (rows.rows === 0 || !this.isWatched(userId)) return
-    this.publisher.liveAppend(this.streamKey(userId), this.channel(userId), rows.bytes, this.opts.replayBatches, this.opts.replayMs)
-      .catch((err: unknown) => this.log.warn({ err, userId, rows: rows.rows }, 'live tail: a batch could not be published; streams miss it'))
+    // The requests of a user acknowledged together (one group commit of the log resumes them all
+    // in the same turn) go out in one call, after they have all been answered.
+    const pending = this.outgoing.get(userId)
+    if (pending) {
+      pending.push(rows.bytes)
+      return
+    }
+    this.outgoing.set(userId, [rows.bytes])
+    if (this.outgoing.size === 1) queueMicrotask(() => this.flush())
+  }
+
+  private flush (): void {
+    for (const [userId, parts] of this.outgoing) {
+      const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts.flatMap((p, i) => (i === 0 ? [p] : [NEWLINE, p])))
+      this.publisher.liveAppend(this.streamKey(userId), this.channel(userId), bytes, this.opts.replayBatches, this.opts.replayMs)
+        .catch((err: unknown) => this.log.warn({ err, userId }, 'live tail: a batch could not be published; streams miss it'))
+    }
+    this.outgoing.clear()
   }
 
   /**
@@ -254,6 +274,8 @@ export class LiveHub {
     }
   }
 }
+
+const NEWLINE = Buffer.from('\n')
 
 function linesOf (bytes: Buffer): string[] {
   return bytes.length === 0 ? [] : bytes.toString('utf8').split('\n')
