@@ -74,6 +74,12 @@ async function openStream (base: string, user: TestUser, opts: { query?: string;
       controller.abort()
       await pump
     },
+    /** Resolves once `count` comments `text` have come. */
+    waitForComments: (text: string, count: number) => waitFor(() => comments.filter((c) => c === text).length >= count, `${count} ${text} comments`),
+    /** Resolves once the server has ended the stream. */
+    async ended () {
+      await pump
+    },
   }
 }
 
@@ -191,8 +197,8 @@ t.test('a bad filter is a 400 naming it; no token is a 401', async (t) => {
   t.equal(anonymous.statusCode, 401)
 })
 
-t.test('a user\'s streams on one instance are limited (429)', async (t) => {
-  const app = await buildTestApp(t, { LIVE_MAX_STREAMS_PER_USER: '1' })
+t.test('an idle stream gets heartbeats past the request timeout; streams are limited per user; closing the instance ends them', async (t) => {
+  const app = await buildTestApp(t, { LIVE_MAX_STREAMS_PER_USER: '1', REQUEST_TIMEOUT_MS: '1000', LIVE_HEARTBEAT_MS: '1000' })
   const base = await baseOf(app)
   const user = await newUser(app)
   const one = await openStream(base, user)
@@ -200,4 +206,10 @@ t.test('a user\'s streams on one instance are limited (429)', async (t) => {
   const two = await fetch(`${base}/v1/me/events/stream`, { headers: user.auth })
   t.equal(two.status, 429)
   t.equal((await two.json()).reason, 'too_many_streams')
+  // Two heartbeats: the stream is open more than twice REQUEST_TIMEOUT_MS after its request.
+  await one.waitForComments('heartbeat', 2)
+  t.pass('two heartbeats on an idle stream')
+  await app.close()
+  await one.ended()
+  t.pass('closing the instance ended the stream (it did not hold the shutdown)')
 })
