@@ -13,8 +13,18 @@ import { eventLine } from '../src/storage/events-repository.ts'
  */
 export function serviceArgs (extra: string[] = [], script?: string[]): string[] {
   const start = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start
-  const args = start.trim().split(/\s+/).slice(1) // without `node`
+  const words = start.trim().split(/\s+/)
+  const args = words.slice(words.indexOf('node') + 1) // without `exec node`
   return [...args.slice(0, -1), ...extra, ...(script ?? args.slice(-1))]
+}
+
+/**
+ * The script's own arguments, for parseArgs: without the `--` that separates them from node's when
+ * the script is run as `node --import tsx bench/x.bench.ts -- --duration 10` (npm run removes it;
+ * parseArgs would take it as the end of the options and refuse the rest as positionals).
+ */
+export function benchArgs (argv: string[] = process.argv.slice(2)): string[] {
+  return argv[0] === '--' ? argv.slice(1) : argv
 }
 
 /**

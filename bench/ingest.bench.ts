@@ -20,9 +20,9 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchDatabaseUrl, benchEvent as event, byThread, cpuByThread, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
+import { benchArgs, benchDatabaseUrl, benchEvent as event, byThread, cpuByThread, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
 
-const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, 'batch-connections': { type: 'string', default: '8' }, runs: { type: 'string', default: 'a,b,c0,c' }, rounds: { type: 'string', default: '1' } } })
+const { values } = parseArgs({ args: benchArgs(), options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, 'batch-connections': { type: 'string', default: '8' }, runs: { type: 'string', default: 'a,b,c0,c' }, rounds: { type: 'string', default: '1' } } })
 // --runs picks some of the runs (e.g. --runs b to profile the single-event path alone); ratios need both sides.
 const runs = new Set(values.runs.split(','))
 // --rounds N runs each bare/service pair N times, alternating, and prints every ratio and their median
@@ -148,8 +148,27 @@ try {
   }
   const countSql = `SELECT count() FROM events WHERE user_id = '${prober.id}' AND agent_id = '${first.agentId}' FORMAT TabSeparated`
   const analyst = { authorization: `Basic ${Buffer.from(`analyst:${analystPassword}`).toString('base64')}` }
+  /**
+   * A request of the probe, sent again when its connection fails ("fetch failed": a kept-alive
+   * socket closed as it was reused, a connection refused while the machine is saturated). Both are
+   * safe to repeat: the count is a read, and a probe event sent twice only makes the count grow.
+   * Refusals (a status) are answers and are not retried. `connectionRetries` counts the repeats.
+   */
+  let connectionRetries = 0
+  const probeFetch = async (url: string, init: RequestInit): Promise<Response> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fetch(url, init)
+      } catch (err) {
+        if (attempt >= 3) throw err
+        connectionRetries++
+        console.error(`(d) probe: ${whyFailed(err)}; sending it again`)
+        await new Promise((resolve) => setTimeout(resolve, 50 * attempt))
+      }
+    }
+  }
   const storedCount = async () => {
-    const res = await fetch(`http://127.0.0.1:${analyticsPort}/`, { method: 'POST', headers: analyst, body: countSql })
+    const res = await probeFetch(`http://127.0.0.1:${analyticsPort}/`, { method: 'POST', headers: analyst, body: countSql })
     if (!res.ok) throw new Error(`the probe's query failed: ${res.status} ${await res.text()}`)
     return Number((await res.text()).trim())
   }
@@ -163,7 +182,7 @@ try {
     // eslint-disable-next-line no-unmodified-loop-condition -- another task changes it
     while (probing) {
       const before = await storedCount()
-      const res = await fetch(`${base}/v1/events`, { method: 'POST', headers: prober.headers, body: JSON.stringify({ agentId: 'probe', reasoning: 'visibility probe' }) })
+      const res = await probeFetch(`${base}/v1/events`, { method: 'POST', headers: prober.headers, body: JSON.stringify({ agentId: 'probe', reasoning: 'visibility probe' }) })
       if (res.status !== 202) throw new Error(`the probe's event was answered ${res.status}: ${await res.text()}`)
       const acked = performance.now()
       while ((await storedCount()) <= before) {
@@ -250,7 +269,7 @@ try {
     // from (b)'s own figures.
     let probeDone: Promise<void> = Promise.resolve()
     results.d = (await measure('(d) (b) again, with the probe', service, load.b, 1, () => {
-      probeDone = probe().catch((err) => { probeFailure = String(err instanceof Error ? err.message : err) })
+      probeDone = probe().catch((err) => { probeFailure = whyFailed(err) })
     }))
     probing = false
     await probeDone
@@ -314,6 +333,7 @@ try {
   }
   if (b) {
     if (probeFailure) console.log(`(d) the probe stopped early: ${probeFailure}`)
+    if (connectionRetries) console.log(`(d) the probe sent ${connectionRetries} request(s) again after a failed connection`)
     console.log(`(d) visibility under (b)'s load: p50 ${percentile(vis, 50).toFixed(0)} ms, p99 ${percentile(vis, 99).toFixed(0)} ms, max ${vis.at(-1)?.toFixed(0)} ms over ${vis.length} probes  (target p99 ≤ 1000 ms) ${verdict(!probeFailure && percentile(vis, 99) <= 1000)}`)
     console.log(`(e) backlog drained ${drainMs.toFixed(0)} ms after (b) stopped (${during.ingest.backlogRows} rows waiting when it stopped)`)
   }
@@ -350,4 +370,13 @@ try {
     .then((n) => console.error(`cleaned up: ${n} Redis keys under ${redisPrefix}, the data directory, database ${new URL(databaseUrl).pathname.slice(1)}`))
     .catch((err) => console.error(`could not delete the Redis keys ${redisPrefix}*: ${err.message}`))
   await dropDatabase(databaseUrl).catch((err) => console.error(`could not drop ${databaseUrl}: ${err.message}`))
+}
+
+/** An error's message with its causes ("fetch failed" alone does not say which socket did what). */
+function whyFailed (err: unknown): string {
+  const parts: string[] = []
+  for (let e: unknown = err; e !== undefined && parts.length < 4; e = e instanceof Error ? e.cause : undefined) {
+    parts.push(e instanceof Error ? `${e.message}${(e as { code?: string }).code ? ` (${(e as { code?: string }).code})` : ''}` : String(e))
+  }
+  return parts.join(': ')
 }

@@ -1,5 +1,5 @@
 /**
- * OTLP ingestion benchmark: node --import tsx bench/otlp.bench.ts [-- --duration 10 --connections 8]
+ * OTLP ingestion benchmark: npm run bench:otlp [-- --duration 10 --connections 8]
  * The service runs in its own process; autocannon runs here. From one run, printed side by side:
  * (t) POST /v1/traces, protobuf, 512 spans a request (the SDK's BatchSpanProcessor default batch),
  * spans made by the OpenTelemetry JS SDK: GenAI chat and tool spans with model, tokens and agent,
@@ -23,9 +23,9 @@ import { resourceFromAttributes } from '@opentelemetry/resources'
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer'
 import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { serviceArgs, waitForUp } from './bench-support.ts'
+import { benchArgs, serviceArgs, waitForUp } from './bench-support.ts'
 
-const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '8' } } })
+const { values } = parseArgs({ args: benchArgs(), options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '8' } } })
 const duration = Number(values.duration)
 const connections = Number(values.connections)
 const root = fileURLToPath(new URL('..', import.meta.url))

@@ -12,6 +12,7 @@ import redis from './plugins/redis.ts'
 import userAuth from './plugins/user-auth.ts'
 import apiKeyAuth from './plugins/api-key-auth.ts'
 import ingestion from './ingest/plugin.ts'
+import live from './live/plugin.ts'
 import queues from './plugins/queues.ts'
 import anomaly from './plugins/anomaly.ts'
 import maintenance from './plugins/maintenance.ts'
@@ -94,6 +95,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(metrics, { token: config.metricsToken })
   const caches = { cacheTtlMs: config.cacheTtlMs, sharedCacheTtlSeconds: config.sharedCacheTtlSeconds }
   await app.register(ingestion, { ...caches, activityFlushMs: config.activityFlushMs, burstLeaseMs: config.burstLeaseMs, ingest: config.ingest })
+  await app.register(live, { redisUrl: config.redisUrl, live: config.live })
   await app.register(apiKeyAuth, caches)
   await app.register(userAuth, { auth: config.auth, dataDir: config.dataDir, cacheTtlMs: config.cacheTtlMs })
 

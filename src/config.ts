@@ -180,6 +180,32 @@ const settingsSchema = {
         description: 'per-user, per-endpoint limit on other requests to `/v1/me/*`, a minute',
       },
     }),
+    live: group({
+      heartbeatMs: {
+        env: 'LIVE_HEARTBEAT_MS', type: 'integer', minimum: 1000, maximum: 60000, default: 15000,
+        description: 'how often an idle live tail (`GET /v1/me/events/stream`) gets a heartbeat comment',
+      },
+      bufferBytes: {
+        env: 'LIVE_STREAM_BUFFER_BYTES', type: 'integer', minimum: 65536, maximum: 16777216, default: 262144,
+        description: 'bytes a live tail may have waiting for a slow reader; beyond, its events are dropped and counted, and an `event: gap` says how many once it catches up',
+      },
+      maxStreams: {
+        env: 'LIVE_MAX_STREAMS', type: 'integer', minimum: 1, maximum: 100000, default: 1000,
+        description: 'live tails one instance serves at most (503 beyond); with `LIVE_STREAM_BUFFER_BYTES` it bounds their memory',
+      },
+      maxStreamsPerUser: {
+        env: 'LIVE_MAX_STREAMS_PER_USER', type: 'integer', minimum: 1, maximum: 1000, default: 10,
+        description: 'live tails of one user one instance serves at most (429 beyond)',
+      },
+      replayBatches: {
+        env: 'LIVE_REPLAY_BATCHES', type: 'integer', minimum: 1, maximum: 100000, default: 100,
+        description: 'accepted requests of a watched user kept in Redis for `Last-Event-ID` resumption (the newest)',
+      },
+      replaySeconds: {
+        env: 'LIVE_REPLAY_SECONDS', type: 'integer', minimum: 1, maximum: 3600, default: 60,
+        description: 'and for how long: a live tail resumes without a gap within this time and `LIVE_REPLAY_BATCHES`',
+      },
+    }),
     burstLeaseMs: {
       env: 'BURST_LEASE_MS', type: 'integer', minimum: 0, maximum: 10000, default: 1000,
       description: 'how long an instance holds burst-limit tokens leased from Redis before giving unused ones back; 0 asks Redis on every request',

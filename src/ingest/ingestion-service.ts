@@ -11,7 +11,7 @@ import { ReadYourWrites } from './read-your-writes.ts'
 import { rowBytesOf } from './row-thread.ts'
 import { burstStep, type BurstLimiter } from './steps/burst.ts'
 import type { BatchText, EventAck, IngestCaller, IngestionStep, IngestItem, IngestRequest, ProblemsOf } from './steps/ingest-run.ts'
-import { logStep } from './steps/log.ts'
+import { logStep, type AcknowledgedRows } from './steps/log.ts'
 import { NO_USER_PRICES, pricesStep, type UserPrices } from './steps/prices.ts'
 import { resolveStep } from './steps/resolve.ts'
 import { rowStep, type RowBuilder } from './steps/row.ts'
@@ -19,6 +19,7 @@ import { schemaStep } from './steps/schema.ts'
 
 export { callerOfKey, type BatchText, type EventAck, type IngestCaller } from './steps/ingest-run.ts'
 export type { BurstLimiter } from './steps/burst.ts'
+export type { AcknowledgedRows } from './steps/log.ts'
 
 export type BatchResult = ({ status: 202 } & EventAck) | ({ status: number } & Record<string, unknown>)
 
@@ -54,6 +55,7 @@ export class IngestionService {
   readonly pipeline: PipelineRunner
   private readonly steps: readonly IngestionStep[]
   private readonly inFlight = new ReadYourWrites()
+  private readonly logged: AcknowledgedRows[] = []
 
   constructor (parts: IngestionParts) {
     this.pipeline = parts.pipeline
@@ -63,8 +65,16 @@ export class IngestionService {
       resolveStep({ agents: parts.agents }),
       pricesStep({ prices: parts.prices ?? NO_USER_PRICES }),
       rowStep({ rows: parts.rows ?? { rows: rowBytesOf } }),
-      logStep({ ingestLog: parts.ingestLog, shipper: parts.shipper, accepted: new AcceptedActivity(parts.activity, parts.onAgentActive) }),
+      logStep({ ingestLog: parts.ingestLog, shipper: parts.shipper, accepted: new AcceptedActivity(parts.activity, parts.onAgentActive), logged: this.logged }),
     ]
+  }
+
+  /**
+   * Adds a listener of each request's rows, called once per request (per user) after its log commit
+   * and before its 202: synchronous, it must neither wait nor throw (the live tail publishes there).
+   */
+  onAcknowledged (listener: AcknowledgedRows): void {
+    this.logged.push(listener)
   }
 
   /** Ingests one event; resolves with its acknowledgement once it is in the ingest log, or throws its refusal. */

@@ -123,12 +123,27 @@ export class LeasedLimiter {
         await pool.leasing
         continue
       }
-      const missing = n - pool.tokens
+      // What this instance holds and what the lease brings are this request's from now on, not the
+      // pool's: other requests take from the pool synchronously (tryTake), and one whose Redis answer
+      // arrived in the same read as this lease's runs between the lease landing and this request
+      // going on. Left in the pool, its tokens could be taken, and the request refused with Redis
+      // far from its limit.
+      const held = pool.tokens
+      pool.tokens = 0
+      const missing = n - held
       // Beyond this request: what other requests wait for, plus what was served since the last lease.
       const extra = Math.min(Math.floor(limit * this.opts.maxShare), pool.waiting - n + pool.served)
+      let mine = 0
       let retryAfterMs = 0
       const lease = this.shared.take(bucket, limit, missing + extra).then((got) => {
-        pool.tokens += got.admitted
+        mine = Math.min(missing, got.admitted)
+        const rest = got.admitted - mine
+        if (this.pools.get(bucket) !== pool) {
+          // The pool was replaced meanwhile (the limit changed): what this request does not use goes back.
+          void this.shared.refund(bucket, limit, rest).catch(() => {})
+        } else {
+          pool.tokens += rest
+        }
         pool.leasedAt = this.now()
         pool.served = 0
         if (got.admitted < missing + extra) {
@@ -137,12 +152,18 @@ export class LeasedLimiter {
         }
       })
       pool.leasing = lease.finally(() => { pool.leasing = null })
-      await pool.leasing
-      if (pool.tokens >= n) continue
+      try {
+        await pool.leasing
+      } catch (err) {
+        pool.tokens += held
+        throw err
+      }
+      if (mine === missing) {
+        pool.served += n
+        return { admitted: n, retryAfterMs: 0 }
+      }
       // Redis gave less than this request needs: admit what there is, refuse the rest.
-      const admitted = pool.tokens
-      pool.tokens = 0
-      return { admitted, retryAfterMs: Math.max(1, retryAfterMs) }
+      return { admitted: held + mine, retryAfterMs: Math.max(1, retryAfterMs) }
     }
   }
 

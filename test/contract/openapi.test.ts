@@ -229,6 +229,23 @@ t.test('every route answers bodies that match the document, on its happy path an
   t.equal(unknown.statusCode, 404)
   t.ok(ajv.validate(doc.components.schemas!.Error!, unknown.json()), 'a 404 for an unknown route is the error body')
 
+  // The live tail's 200 is an endless text/event-stream (test/live/live-tail.test.ts reads its events):
+  // read from a socket until it says it is ready; its errors are JSON, checked as every route's.
+  await call('GET', '/v1/me/events/stream', { url: '/v1/me/events/stream?type=nope', ...me })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const stop = new AbortController()
+  const stream = await fetch(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/v1/me/events/stream`, { headers: user.auth, signal: stop.signal })
+  const documented = doc.paths['/v1/me/events/stream']?.get?.responses['200']?.content ?? {}
+  t.equal(stream.status, 200)
+  t.ok(Object.keys(documented).some((type) => stream.headers.get('content-type')?.startsWith(type)), 'GET /v1/me/events/stream 200 is the documented text/event-stream')
+  let opening = ''
+  for await (const chunk of stream.body!) {
+    opening += Buffer.from(chunk as Uint8Array).toString()
+    if (opening.includes(': ready')) break
+  }
+  stop.abort()
+  covered.add('GET /v1/me/events/stream 200')
+
   // Every documented operation had at least one answer checked.
   for (const [path, ops] of Object.entries(doc.paths)) {
     for (const method of Object.keys(ops)) {

@@ -146,3 +146,34 @@ t.test('closing gives back the tokens of a lease still under way when it closes'
   const rest = await sharedB.take(bucket, limit, limit)
   t.ok(rest.admitted >= limit - 3, `${rest.admitted} of ${limit} left after 3 were served`)
 })
+
+t.test('a request that leased its tokens gets them, though another takes from the pool as they land', async (t) => {
+  // The shared bucket, with each lease held until the test lets it land: another request's Redis
+  // answer can arrive in the same read as this one's, and its code runs between this lease landing
+  // and the request that asked for it going on.
+  const held: (() => void)[] = []
+  const gated = {
+    take: (bucket: string, limit: number, n: number) => new Promise((resolve) => {
+      void sharedA.take(bucket, limit, n).then((got) => held.push(() => resolve(got)))
+    }),
+    refund: (bucket: string, limit: number, n: number) => sharedA.refund(bucket, limit, n),
+  } as unknown as RateLimiter
+  const limit = 1_000_000_000 // a limit no load reaches: every refusal is spurious
+  const limiter = new LeasedLimiter(gated, { leaseMs: 1000, maxShare: 0.05 })
+  t.teardown(() => limiter.close())
+  const bucket = randomId('steal-')
+  const exportOf512 = limiter.take(bucket, limit, 512)
+  while (held.length === 0) await new Promise((resolve) => setImmediate(resolve))
+  held.shift()!()
+  // The lease's tokens are in; before the request that leased them goes on, another export of 512
+  // spans, whose own Redis answer came in the same read, takes from what this instance holds.
+  await Promise.resolve()
+  const other = limiter.tryTake(bucket, limit, 512) ?? await (async () => {
+    const taking = limiter.take(bucket, limit, 512)
+    while (held.length === 0) await new Promise((resolve) => setImmediate(resolve))
+    held.shift()!()
+    return taking
+  })()
+  t.same(await exportOf512, { admitted: 512, retryAfterMs: 0 }, 'the export that leased is admitted whole')
+  t.same(other, { admitted: 512, retryAfterMs: 0 }, 'so is the other one')
+})

@@ -71,6 +71,50 @@ export async function api (path, { method = 'GET', body, query } = {}) {
 }
 
 /**
+ * Reads a Server-Sent Events stream of the API (GET /v1/me/events/stream) with fetch, since a
+ * browser's EventSource cannot send the token: `onMessage({ event, id, data })` for each message,
+ * `onReady()` at the server's `: ready` comment (from then on nothing acknowledged is missed).
+ * Resolves when the server ends the stream; a 401 signs out as api() does; other refusals throw ApiError.
+ */
+export async function readStream (path, { query, lastEventId, signal, onMessage, onReady = () => {} }) {
+  const url = new URL(path, window.location.origin)
+  for (const [k, v] of Object.entries(query || {})) if (v !== undefined && v !== null && v !== '') url.searchParams.set(k, String(v))
+  const headers = { authorization: `Bearer ${token.get() || ''}`, accept: 'text/event-stream' }
+  if (lastEventId) headers['last-event-id'] = lastEventId
+  const res = await fetch(url, { headers, signal })
+  if (!res.ok) {
+    const data = await res.json().catch(() => null)
+    if (res.status === 401) onUnauthorized('The service refused the token. Sign in again.')
+    throw new ApiError(res.status, data)
+  }
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
+  let text = ''
+  for (;;) {
+    const { value, done } = await reader.read()
+    if (done) return
+    text += value
+    let end
+    while ((end = text.indexOf('\n\n')) !== -1) {
+      const message = { event: 'message', id: null, data: '' }
+      let isMessage = false
+      for (const line of text.slice(0, end).split('\n')) {
+        if (line === ': ready') onReady()
+        const colon = line.indexOf(': ')
+        const field = colon === -1 ? line : line.slice(0, colon)
+        const v = colon === -1 ? '' : line.slice(colon + 2)
+        if (field === 'event') message.event = v
+        else if (field === 'id') message.id = v
+        else if (field === 'data') message.data += v
+        else continue
+        isMessage = true
+      }
+      text = text.slice(end + 2)
+      if (isMessage) onMessage(message)
+    }
+  }
+}
+
+/**
  * Reads a list and follows `nextCursor` (added to list bodies by paging) while `more(page)` says so,
  * at most `maxPages` requests. Works the same against a server without paging (one request).
  */

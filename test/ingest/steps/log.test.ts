@@ -42,3 +42,26 @@ t.test('log: a refused append fails the step with its error; nothing is acknowle
   t.same(told, [])
   t.same(accepted, [])
 })
+
+t.test('log: the listeners of logged rows get each request\'s rows once, after the append; one that throws refuses nothing', async (t) => {
+  const appended = deferred<number>()
+  const rows = { rows: 1, bytes: Buffer.from('x') }
+  const got: [string, unknown][] = []
+  const step = logStep({
+    ingestLog: { append: () => appended.promise },
+    shipper: { acknowledged: () => {} },
+    accepted: { accepted: () => {} },
+    logged: [() => { throw new Error('a listener fails') }, (userId, r) => { got.push([userId, r]) }],
+  })
+  const list = items(event('a'))
+  list[0]!.agent = agent('agt-a')
+  list[0]!.eventId = 'evt_0'
+  const pending = step.run(run({ rows }), list)
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(got, [], 'nothing before the append resolves')
+  appended.resolve(1)
+  const verdicts = await pending
+  t.same(got, [['user-1', rows]])
+  t.equal(got[0]![1], rows, 'the rows as appended, not a copy')
+  t.same(verdicts, [{ kind: 'accepted', ack: { id: 'evt_0', accepted: true, agentId: 'agt-a', eventId: 'evt_0' } }])
+})

@@ -1,10 +1,10 @@
-// Live events: polls every second, adds new events at the top, filters by agent and type.
+// Live events: streamed as the service acknowledges them (GET /v1/me/events/stream), new ones at the top, filtered by agent and type.
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { api, agentOf } from '../api.js'
+import { api, agentOf, readStream } from '../api.js'
 import { html, ErrorNote, Empty, PrivacyChip, Cost, Time, AgentLink, Name, count, duration, dotted, spanName, spanFacts, firstWords } from '../ui.js'
 
 const TYPES = ['decision', 'reasoning', 'tool', 'action', 'tx', 'error']
-const POLL_MS = 1000
+const RECONNECT_MS = 2000
 const KEEP = 500
 
 /** Merges a freshly read page (newest first) into what is shown, newest first, without duplicates. */
@@ -62,26 +62,51 @@ export function LivePage ({ names, params }) {
     shown.current = []
     setEvents(null)
     if (paused) return
-    let stopped = false
-    let timer
-    const tick = async () => {
+    const stop = new AbortController()
+    const query = { agentId: agent || undefined, type: type || undefined }
+    const add = (list, mark) => {
+      const { list: merged, added } = mergeEvents(shown.current, list)
+      shown.current = merged
+      setEvents(merged)
+      if (mark && added.length) setFresh(new Set(added.map((e) => e.eventId)))
+    }
+    // The latest page, merged in: once the stream is ready (events before it), and after a gap.
+    const catchUp = async (mark) => {
       try {
-        // The server filters by agent; the type filter is applied here (and sent, for servers that know it).
-        const page = await api('/v1/me/events', { query: { limit: 100, agentId: agent || undefined, type: type || undefined } })
-        const list = (page?.events || []).filter((e) => !type || e.type === type)
-        const first = shown.current.length === 0
-        const { list: merged, added } = mergeEvents(shown.current, list)
-        shown.current = merged
-        setEvents(merged)
-        if (!first && added.length) setFresh(new Set(added.map((e) => e.eventId)))
-        setError(null)
+        const page = await api('/v1/me/events', { query: { limit: 100, ...query } })
+        add(page?.events || [], mark)
       } catch (err) {
         if (err.status !== 401) setError(err)
       }
-      if (!stopped) timer = setTimeout(tick, document.hidden ? POLL_MS * 5 : POLL_MS)
     }
-    tick()
-    return () => { stopped = true; clearTimeout(timer) }
+    let lastEventId = null
+    ;(async () => {
+      while (!stop.signal.aborted) {
+        try {
+          await readStream('/v1/me/events/stream', {
+            query,
+            lastEventId,
+            signal: stop.signal,
+            onReady: () => {
+              setError(null)
+              if (!lastEventId) catchUp(shown.current.length > 0)
+            },
+            onMessage: (m) => {
+              if (m.event === 'gap') catchUp(true)
+              if (m.event !== 'message') return
+              lastEventId = m.id
+              add([JSON.parse(m.data)], true)
+            },
+          })
+        } catch (err) {
+          if (stop.signal.aborted || err.status === 401) return
+          if (err.name !== 'TypeError') setError(err)
+        }
+        // The stream ended (the instance restarted, the network dropped): again, from the last event seen.
+        await new Promise((resolve) => setTimeout(resolve, RECONNECT_MS))
+      }
+    })()
+    return () => stop.abort()
   }, [agent, type, paused])
   const agents = [...names.entries()].sort((a, b) => a[1].localeCompare(b[1]))
   return html`
@@ -96,7 +121,7 @@ export function LivePage ({ names, params }) {
         ${TYPES.map((t) => html`<option value=${t}>${t}</option>`)}
       </select></label>
       <button type="button" aria-pressed=${paused} onClick=${() => setPaused(!paused)}>${paused ? 'Resume' : 'Pause'}</button>
-      <span class="muted" role="status">${paused ? 'Paused' : html`<span class="live-dot">live</span> updates every second`}</span>
+      <span class="muted" role="status">${paused ? 'Paused' : html`<span class="live-dot">live</span> streaming as events arrive`}</span>
     </form>
     <${ErrorNote} error=${error} />
     ${events === null && !paused ? html`<p class="muted">Loading…</p>` : null}

@@ -1,0 +1,151 @@
+/**
+ * The live tail's events (GET /v1/me/events/stream, docs/api.md#live-tail): an acknowledged row read
+ * back as the API's event, the search filters evaluated in memory against it, and the ids a stream
+ * gives its events. Pure: no I/O.
+ */
+import type { DashboardEvent } from './dashboard-event.ts'
+import { INSERT_COLUMNS } from './event-line.ts'
+import { tokenTotals } from './dashboard-figures.ts'
+import { privacyChip } from './privacy.ts'
+import { compareDecimals, type SearchFilters } from './search-filters.ts'
+
+const at = Object.fromEntries(INSERT_COLUMNS.map((c, i) => [c, i])) as Record<(typeof INSERT_COLUMNS)[number], number>
+
+const orNull = (s: unknown) => (s === '' || s === undefined ? null : s as string)
+/** A JSON text column: '' (not sent) is null; the line holds the text, or the object itself (JsonText). */
+const jsonOf = (v: unknown): unknown => (typeof v === 'string' ? (v === '' ? null : JSON.parse(v)) : v ?? null)
+
+/**
+ * The API's event (as GET /v1/me/events shows it, without `agent`) of an ingest log line: a
+ * JSONCompactEachRow array in INSERT_COLUMNS order (src/domain/event-line.ts). The same fields
+ * src/storage/event-rows.ts reads back from ClickHouse, decoded the same way.
+ */
+export function eventOfLine (line: string): DashboardEvent {
+  const v = JSON.parse(line) as unknown[]
+  const n = (c: keyof typeof at) => Number(v[at[c]] ?? 0)
+  const level = orNull(v[at.privacy_level])
+  const amountToken = orNull(v[at.amount_token])
+  const duration = v[at.duration_ms]
+  return {
+    eventId: v[at.event_id] as string,
+    agentId: v[at.agent_id] as string,
+    timestamp: new Date(n('ts')).toISOString(),
+    receivedAt: new Date(n('received_at')).toISOString(),
+    type: v[at.type] as DashboardEvent['type'],
+    outcome: orNull(v[at.outcome]) as DashboardEvent['outcome'],
+    model: orNull(v[at.model]),
+    toolExecuted: orNull(v[at.tool_executed]),
+    toolsConsidered: (v[at.tools_considered] as string[] | undefined) ?? [],
+    durationMs: duration === null || duration === undefined ? null : Number(duration),
+    input: jsonOf(v[at.input]),
+    reasoning: orNull(v[at.reasoning]),
+    transaction: (v[at.transaction] as string | null | undefined) ?? null,
+    amount: amountToken === null ? null : { token: amountToken, value: n('amount_value') },
+    errorMessage: orNull(v[at.error_message]),
+    metadata: jsonOf(v[at.metadata]),
+    sessionId: orNull(v[at.session_id]),
+    traceId: orNull(v[at.trace_id]),
+    spanId: orNull(v[at.span_id]),
+    parentSpanId: orNull(v[at.parent_span_id]),
+    privacyLevel: level as DashboardEvent['privacyLevel'],
+    privacyChip: privacyChip(level),
+    tokens: tokenTotals(n('tokens_input_base'), n('tokens_cache_creation'), n('tokens_cache_read'), n('tokens_output')),
+    costUsd: Number(v[at.cost_usd] ?? 0),
+    costStatus: v[at.cost_status] as DashboardEvent['costStatus'],
+    errorFingerprint: orNull(v[at.error_fingerprint]),
+    contentHash: v[at.content_hash] as string,
+  }
+}
+
+/**
+ * Scalar leaves of a JSON object up to three levels deep by dotted path, as clickhouse/018_search.sql
+ * computes `metadata_flat`: strings as they are, numbers and booleans as their JSON text; nulls,
+ * arrays and deeper levels left out.
+ */
+export function flatLeaves (value: unknown): [string, string][] {
+  const out: [string, string][] = []
+  const walk = (v: unknown, path: string, depth: number) => {
+    if (v === null || Array.isArray(v)) return
+    if (typeof v === 'object') {
+      if (depth >= 3) return
+      for (const [k, child] of Object.entries(v as Record<string, unknown>)) walk(child, path ? `${path}.${k}` : k, depth + 1)
+      return
+    }
+    if (path === '') return
+    if (typeof v === 'string') out.push([path, v])
+    else if (typeof v === 'number' || typeof v === 'boolean') out.push([path, JSON.stringify(v)])
+  }
+  if (value !== null && typeof value === 'object' && !Array.isArray(value)) walk(value, '', 0)
+  return out
+}
+
+/** The text `q` looks in, lower-cased, as `search_text` (clickhouse/018_search.sql) holds it. */
+function searchText (e: DashboardEvent, meta: [string, string][]): string {
+  const parts = [
+    ...flatLeaves(e.input).map(([, v]) => v),
+    e.reasoning ?? '', e.errorMessage ?? '', e.toolExecuted ?? '', e.model ?? '',
+    ...meta.map(([, v]) => v),
+  ]
+  return parts.join('\n').toLowerCase()
+}
+
+const inList = (values: string[], v: string | null) => values.length === 0 || (v !== null && values.includes(v))
+
+/** Cost in USD as the exact decimal text the bounds compare with (9 decimals at most, as stored). */
+const costText = (usd: number) => usd.toFixed(9).replace(/\.?0+$/, '') || '0'
+
+/**
+ * Whether an event satisfies the filters (src/domain/search-filters.ts), evaluated as the search
+ * repository's SQL evaluates them: every present field (AND), any value of one (OR); `q` terms are
+ * substrings of the same text, ignoring case. `since`, `limit` and `cursor` do not apply to a stream.
+ */
+export function eventMatches (e: DashboardEvent, f: SearchFilters): boolean {
+  if (!inList(f.types, e.type) || !inList(f.outcomes, e.outcome) || !inList(f.models, e.model) || !inList(f.tools, e.toolExecuted)) return false
+  if (!inList(f.agentIds, e.agentId) || !inList(f.sessionIds, e.sessionId) || !inList(f.traceIds, e.traceId)) return false
+  if (!inList(f.fingerprints, e.errorFingerprint) || !inList(f.privacyLevels, e.privacyLevel) || !inList(f.costStatuses, e.costStatus)) return false
+  if (f.minCostUsd !== undefined && compareDecimals(costText(e.costUsd), f.minCostUsd) < 0) return false
+  if (f.maxCostUsd !== undefined && compareDecimals(costText(e.costUsd), f.maxCostUsd) > 0) return false
+  if (f.minDurationMs !== undefined && (e.durationMs === null || e.durationMs < f.minDurationMs)) return false
+  if (f.maxDurationMs !== undefined && (e.durationMs === null || e.durationMs > f.maxDurationMs)) return false
+  const ts = Date.parse(e.timestamp)
+  if (f.fromMs !== undefined && ts < f.fromMs) return false
+  if (f.toMs !== undefined && ts >= f.toMs) return false
+  if (f.meta.length === 0 && f.hasMeta.length === 0 && f.terms.length === 0) return true
+  const meta = flatLeaves(e.metadata)
+  for (const m of f.meta) {
+    if (!meta.some(([k, v]) => k === m.path && m.values.includes(v))) return false
+  }
+  for (const path of f.hasMeta) {
+    if (!meta.some(([k]) => k === path || k.startsWith(`${path}.`))) return false
+  }
+  if (f.terms.length > 0) {
+    const text = searchText(e, meta)
+    for (const term of f.terms) {
+      if (!text.includes(term.text.toLowerCase())) return false
+    }
+  }
+  return true
+}
+
+/**
+ * A stream event's id: the Redis stream entry of its batch (`<ms>-<seq>`, ordered per user across
+ * instances) and its place in the batch, e.g. `1764250000000-0:3`.
+ */
+export interface LiveId { entry: string; index: number }
+
+export function formatLiveId (id: LiveId): string {
+  return `${id.entry}:${id.index}`
+}
+
+/** A Last-Event-ID as formatLiveId writes it, or null when it is not one. */
+export function parseLiveId (s: string | undefined): LiveId | null {
+  const m = s === undefined ? null : /^(\d{1,15})-(\d{1,15}):(\d{1,6})$/.exec(s.trim())
+  return m ? { entry: `${m[1]}-${m[2]}`, index: Number(m[3]) } : null
+}
+
+/** Orders two stream entry ids (`<ms>-<seq>`): negative when a is older. */
+export function compareEntries (a: string, b: string): number {
+  const [am = 0, as = 0] = a.split('-').map(Number)
+  const [bm = 0, bs = 0] = b.split('-').map(Number)
+  return am - bm || as - bs
+}

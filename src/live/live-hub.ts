@@ -1,0 +1,282 @@
+import { randomUUID } from 'node:crypto'
+import type { FastifyBaseLogger } from 'fastify'
+import type { Redis, Result } from 'ioredis'
+import type { RowBytes } from '../ingest/log/entry-codec.ts'
+import { compareEntries } from '../domain/live-events.ts'
+
+/**
+ * One accepted request's rows of one user, as every instance receives them: the id of its entry in
+ * the user's replay stream (`<ms>-<seq>`: ordered per user across instances) and its ingest log
+ * lines (JSONCompactEachRow, src/domain/event-line.ts).
+ */
+export interface LiveBatch { entry: string; lines: string[] }
+
+export interface LiveHubOptions {
+  /** Batches a user's replay stream keeps for Last-Event-ID (the newest). */
+  replayBatches: number
+  /** And for how long (ms): older entries are dropped. */
+  replayMs: number
+  /** How long an opening stream waits for every instance to know its user is watched (ms). */
+  handshakeMs: number
+}
+
+/**
+ * Appends one batch to the user's replay stream (trimmed to ARGV[2] entries and ARGV[3] ms, by
+ * Redis' clock, so every instance agrees) and publishes it on the user's channel with its entry id:
+ * the payload crosses the network once, and the id orders it for every reader.
+ */
+const APPEND_AND_PUBLISH = `
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[2], '*', 'r', ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('XTRIM', KEYS[1], 'MINID', tostring(now - tonumber(ARGV[3])))
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PUBLISH', KEYS[2], id .. '\\n' .. ARGV[1])
+return id
+`
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    liveAppend(stream: string, channel: string, rows: Buffer, maxBatches: number, windowMs: number): Result<string, Context>
+  }
+}
+
+type Listener = (batch: LiveBatch) => void
+
+/**
+ * The live tail's fan-out between instances, over one shared Redis.
+ *
+ * - **Who is watched.** Every instance keeps the set of users with an open stream on any instance
+ *   (announced on a control channel, renewed while streams are open, kept for the replay window
+ *   after the last one closes so that a reconnecting client can resume). Only their batches are
+ *   published: for everyone else the ingest path pays one map lookup.
+ * - **Publishing** (`acknowledged`, called once per accepted request after its log commit): one Redis
+ *   call per user and turn of the event loop (the requests one log commit acknowledged go together),
+ *   not awaited, that appends the rows to the user's replay stream and publishes them on the user's
+ *   channel. A failure loses the batch for live readers only (it is in the ingest log).
+ * - **Receiving**: this instance subscribes to the channels of the users it holds streams for and
+ *   hands each batch to their listeners. An opening stream waits (at most `handshakeMs`) until every
+ *   instance has acknowledged that its user is watched, so every event acknowledged after the
+ *   stream is open reaches it, whichever instance took it.
+ */
+export class LiveHub {
+  private readonly control: string
+  /** User → when this instance stops publishing their batches (unix ms, this clock). */
+  private readonly watched = new Map<string, number>()
+  /** User → this instance's listeners of their channel. */
+  private readonly listeners = new Map<string, Set<Listener>>()
+  /** Subscriptions under way, so that a second stream of a user waits for the first's. */
+  private readonly subscribing = new Map<string, Promise<unknown>>()
+  private readonly handshakes = new Map<string, { acks: number; expected: number; done: () => void }>()
+  /** Requests' rows waiting for the end of this turn, per user. */
+  private readonly outgoing = new Map<string, Buffer[]>()
+  private readonly renewal: NodeJS.Timeout
+  private closed = false
+
+  constructor (
+    private readonly publisher: Redis,
+    private readonly subscriber: Redis,
+    private readonly prefix: string,
+    private readonly opts: LiveHubOptions,
+    private readonly log: FastifyBaseLogger,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.control = `${prefix}live:ctl`
+    publisher.defineCommand('liveAppend', { numberOfKeys: 2, lua: APPEND_AND_PUBLISH })
+    subscriber.on('messageBuffer', (channel: Buffer, message: Buffer) => this.received(channel.toString(), message))
+    // Users watched from here are announced again well within the time others keep them.
+    this.renewal = setInterval(() => this.announceAll(), Math.max(1000, Math.floor(this.keepMs() / 3)))
+    this.renewal.unref()
+  }
+
+  /** How long a user stays watched after an announcement. */
+  private keepMs (): number {
+    return this.opts.replayMs + 10_000
+  }
+
+  /** Subscribes to the control channel and asks the other instances which users they watch. */
+  async start (): Promise<void> {
+    await this.subscriber.subscribe(this.control)
+    await this.publisher.publish(this.control, '?')
+  }
+
+  /** Stops announcing; streams are ended by their owners. */
+  close (): void {
+    this.closed = true
+    clearInterval(this.renewal)
+    for (const h of this.handshakes.values()) h.done()
+  }
+
+  /** True while some instance holds (or held within the replay window) a stream of the user. */
+  isWatched (userId: string): boolean {
+    const until = this.watched.get(userId)
+    if (until === undefined) return false
+    if (until > this.now()) return true
+    this.watched.delete(userId)
+    return false
+  }
+
+  /**
+   * Called once per accepted request after its rows are in the log: publishes them if the user is
+   * watched, at the end of the current turn with the user's other requests acknowledged in it. Never
+   * waits and never throws.
+   */
+  acknowledged (userId: string, rows: RowBytes): void {
+    if (rows.rows === 0 || !this.isWatched(userId)) return
+    // The requests of a user acknowledged together (one group commit of the log resumes them all
+    // in the same turn) go out in one call, after they have all been answered.
+    const pending = this.outgoing.get(userId)
+    if (pending) {
+      pending.push(rows.bytes)
+      return
+    }
+    this.outgoing.set(userId, [rows.bytes])
+    if (this.outgoing.size === 1) queueMicrotask(() => this.flush())
+  }
+
+  private flush (): void {
+    for (const [userId, parts] of this.outgoing) {
+      const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts.flatMap((p, i) => (i === 0 ? [p] : [NEWLINE, p])))
+      this.publisher.liveAppend(this.streamKey(userId), this.channel(userId), bytes, this.opts.replayBatches, this.opts.replayMs)
+        .catch((err: unknown) => this.log.warn({ err, userId }, 'live tail: a batch could not be published; streams miss it'))
+    }
+    this.outgoing.clear()
+  }
+
+  /**
+   * Starts listening to a user's batches here, and makes sure every instance publishes them; resolves
+   * once it is so (or after handshakeMs). Returns the function that stops listening.
+   */
+  async listen (userId: string, listener: Listener): Promise<() => void> {
+    let set = this.listeners.get(userId)
+    if (!set) {
+      set = new Set()
+      this.listeners.set(userId, set)
+    }
+    set.add(listener)
+    const stop = () => {
+      const s = this.listeners.get(userId)
+      if (!s?.delete(listener) || s.size > 0) return
+      this.listeners.delete(userId)
+      void this.subscriber.unsubscribe(this.channel(userId)).catch(() => {})
+    }
+    try {
+      let subscribing = this.subscribing.get(userId)
+      if (!subscribing) {
+        subscribing = this.subscriber.subscribe(this.channel(userId)).finally(() => this.subscribing.delete(userId))
+        this.subscribing.set(userId, subscribing)
+      }
+      await subscribing
+      await this.announce(userId, true)
+    } catch (err) {
+      stop()
+      throw err
+    }
+    return stop
+  }
+
+  /**
+   * The batches of the user's replay stream after `entry` (that entry included, so that the rest of
+   * it can be sent), oldest first, at most replayBatches; `complete` is false when entries after
+   * `entry` were dropped (the window passed, or more batches came than it keeps).
+   */
+  async replay (userId: string, entry: string): Promise<{ batches: LiveBatch[]; complete: boolean }> {
+    const key = this.streamKey(userId)
+    const [first, rest] = await Promise.all([
+      this.publisher.xrange(key, '-', '+', 'COUNT', 1),
+      this.publisher.xrangeBuffer(key, entry, '+', 'COUNT', this.opts.replayBatches + 1),
+    ])
+    const batches = rest.map(([id, fields]) => ({ entry: id.toString(), lines: linesOf(fields[1]!) }))
+    const oldest = first[0]?.[0]
+    const [ms = 0] = entry.split('-').map(Number)
+    // Dropped: the oldest kept entry is newer than the one asked for, or none is kept and the one
+    // asked for is older than the window.
+    const complete = oldest !== undefined ? compareEntries(oldest, entry) <= 0 : ms >= this.now() - this.opts.replayMs
+    return { batches, complete }
+  }
+
+  private streamKey (userId: string): string {
+    return `${this.prefix}live:r:${userId}`
+  }
+
+  private channel (userId: string): string {
+    return `${this.prefix}live:u:${userId}`
+  }
+
+  /** Tells every instance the user is watched; with `wait`, until each has said it knows (or handshakeMs). */
+  private async announce (userId: string, wait: boolean): Promise<void> {
+    if (!wait) {
+      await this.publisher.publish(this.control, `w ${userId}`)
+      return
+    }
+    const nonce = randomUUID()
+    let timer: NodeJS.Timeout | undefined
+    const acked = new Promise<void>((resolve) => {
+      const h = { acks: 0, expected: Infinity, done: resolve }
+      this.handshakes.set(nonce, h)
+      timer = setTimeout(resolve, this.opts.handshakeMs)
+    })
+    try {
+      // PUBLISH answers how many subscribers got the message: one per instance (each subscribes to the
+      // control channel once), this one included.
+      const instances = await this.publisher.publish(this.control, `w ${userId} ${nonce}`)
+      const h = this.handshakes.get(nonce)
+      if (h) {
+        h.expected = instances
+        if (h.acks >= instances) h.done()
+      }
+      await acked
+    } finally {
+      clearTimeout(timer)
+      this.handshakes.delete(nonce)
+    }
+  }
+
+  private announceAll (): void {
+    if (this.closed) return
+    // Users no longer watched are forgotten here too (not only when they next send an event).
+    const now = this.now()
+    for (const [userId, until] of this.watched) if (until <= now) this.watched.delete(userId)
+    for (const userId of this.listeners.keys()) {
+      void this.announce(userId, false).catch((err: unknown) => this.log.warn({ err }, 'live tail: could not announce a watched user'))
+    }
+  }
+
+  private received (channel: string, message: Buffer): void {
+    if (channel === this.control) {
+      this.controlMessage(message.toString())
+      return
+    }
+    const userId = channel.slice(`${this.prefix}live:u:`.length)
+    const set = this.listeners.get(userId)
+    if (!set || set.size === 0) return
+    const nl = message.indexOf(10)
+    const batch = { entry: message.subarray(0, nl).toString(), lines: linesOf(message.subarray(nl + 1)) }
+    for (const listener of set) {
+      try {
+        listener(batch)
+      } catch (err) {
+        this.log.error({ err }, 'live tail: a stream failed on a batch')
+      }
+    }
+  }
+
+  private controlMessage (text: string): void {
+    const [kind, a, b] = text.split(' ')
+    if (kind === 'w' && a) {
+      this.watched.set(a, this.now() + this.keepMs())
+      if (b) void this.publisher.publish(this.control, `a ${b}`).catch(() => {})
+    } else if (kind === 'a' && a) {
+      const h = this.handshakes.get(a)
+      if (h && ++h.acks >= h.expected) h.done()
+    } else if (kind === '?') {
+      this.announceAll()
+    }
+  }
+}
+
+const NEWLINE = Buffer.from('\n')
+
+function linesOf (bytes: Buffer): string[] {
+  return bytes.length === 0 ? [] : bytes.toString('utf8').split('\n')
+}

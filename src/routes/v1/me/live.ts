@@ -1,0 +1,17 @@
+import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
+import { streamEvents } from '../../../../schemas/live-routes.ts'
+import { parseSearchFilters } from '../../../domain/search-filters.ts'
+import { HttpError } from '../../../http-error.ts'
+
+/** The caller's live tail (docs/api.md#live-tail). */
+const live: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
+  app.get('/events/stream', { schema: streamEvents }, async (request, reply) => {
+    const parsed = parseSearchFilters(request.query as Record<string, unknown>)
+    if (!parsed.ok) throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details: parsed.problems })
+    const reader = await request.reader
+    const namesOf = async () => (await app.dashboardService.readerOf(request.user.id, Date.now())).names
+    await app.liveTail.serve(reply, { userId: request.user.id, filters: parsed.filters, lastEventId: request.headers['last-event-id'], names: reader.names, namesOf })
+  })
+}
+
+export default live

@@ -1,0 +1,63 @@
+import t from 'tap'
+import { eventMatches, eventOfLine, flatLeaves, parseLiveId, formatLiveId, compareEntries } from '../../src/domain/live-events.ts'
+import { parseSearchFilters, type SearchFilters } from '../../src/domain/search-filters.ts'
+import { eventLine } from '../../src/domain/event-line.ts'
+import { buildEventRow, type IncomingEvent } from '../../src/domain/event-row.ts'
+
+const eventOf = (e: IncomingEvent) => eventOfLine(eventLine(buildEventRow(e, { eventId: 'evt_1', userId: 'u', agentId: 'c123', receivedAt: 1_764_000_000_000 })))
+const filters = (q: Record<string, unknown>): SearchFilters => {
+  const parsed = parseSearchFilters(q)
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems))
+  return parsed.filters
+}
+
+t.test('a log line reads back as the API\'s event', async (t) => {
+  const e = eventOf({ type: 'tool', toolExecuted: 'grep', model: 'gpt-4o', durationMs: 7, outcome: 'failed', input: { prompt: 'p' }, metadata: { sessionId: 's', traceId: 'tr', privacyLevel: 'minimal', tokensBreakdown: { inputBase: 3, output: 4 } } })
+  t.match(e, {
+    eventId: 'evt_1', agentId: 'c123', type: 'tool', toolExecuted: 'grep', model: 'gpt-4o', durationMs: 7, outcome: 'failed',
+    input: { prompt: 'p' }, sessionId: 's', traceId: 'tr', privacyLevel: 'minimal', privacyChip: 'MIN',
+    tokens: { inputBase: 3, cacheCreation: 0, cacheRead: 0, output: 4, total: 7 }, timestamp: '2025-11-24T16:00:00.000Z',
+  })
+  const bare = eventOf({})
+  t.match(bare, { type: 'decision', outcome: null, model: null, input: null, metadata: null, amount: null, durationMs: null, transaction: null })
+})
+
+t.test('filters evaluated in memory as the search evaluates them', async (t) => {
+  const e = eventOf({
+    type: 'error', errorMessage: 'Upstream TIMEOUT after 30 s', model: 'gpt-4o', durationMs: 120, outcome: 'failed',
+    input: { prompt: 'fetch the page', context: { url: 'https://example.test/a' } },
+    metadata: { sessionId: 's-1', git: { branch: 'main' }, retries: 3, flag: true },
+  })
+  const yes = (q: Record<string, unknown>) => t.ok(eventMatches(e, filters(q)), JSON.stringify(q))
+  const no = (q: Record<string, unknown>) => t.notOk(eventMatches(e, filters(q)), `not ${JSON.stringify(q)}`)
+  yes({})
+  yes({ type: ['tool', 'error'] })
+  no({ type: 'tool' })
+  yes({ outcome: 'failed', model: 'gpt-4o', sessionId: 's-1' })
+  no({ traceId: 't-1' })
+  no({ tool: 'grep' })
+  yes({ minDurationMs: '120', maxDurationMs: '120' })
+  no({ minDurationMs: '121' })
+  yes({ q: 'timeout' })
+  yes({ q: 'example.test "fetch the"' })
+  no({ q: 'timeout nowhere' })
+  yes({ q: 'main' }) // metadata values are searched
+  yes({ 'meta.git.branch': 'main', 'meta.retries': '3', 'meta.flag': 'true' })
+  no({ 'meta.git.branch': 'dev' })
+  yes({ hasMeta: 'git' })
+  no({ hasMeta: 'gitx' })
+  yes({ minCostUsd: '0', maxCostUsd: '0' })
+  no({ minCostUsd: '0.000000001' })
+})
+
+t.test('metadata leaves as metadata_flat holds them', async (t) => {
+  t.same(flatLeaves({ a: { b: { c: 1, d: { e: 2 } } }, s: 'x', n: null, l: [1] }), [['a.b.c', '1'], ['s', 'x']])
+})
+
+t.test('stream ids', async (t) => {
+  t.same(parseLiveId(formatLiveId({ entry: '1764000000000-3', index: 7 })), { entry: '1764000000000-3', index: 7 })
+  t.equal(parseLiveId('nonsense'), null)
+  t.equal(parseLiveId(undefined), null)
+  t.ok(compareEntries('10-0', '9-5') > 0)
+  t.ok(compareEntries('10-1', '10-2') < 0)
+})

@@ -1,0 +1,71 @@
+import t from 'tap'
+import { Writable } from 'node:stream'
+import type { ServerResponse } from 'node:http'
+import { LiveStream } from '../../src/live/live-stream.ts'
+import { parseSearchFilters } from '../../src/domain/search-filters.ts'
+import { eventLine } from '../../src/domain/event-line.ts'
+import { buildEventRow } from '../../src/domain/event-row.ts'
+
+/** A response whose reader takes nothing until told: what it was written stays buffered. */
+function slowReader () {
+  const pending: (() => void)[] = []
+  const chunks: string[] = []
+  const res = new Writable({
+    highWaterMark: 1024,
+    write (chunk: Buffer, _enc, done) {
+      chunks.push(chunk.toString())
+      pending.push(done)
+    },
+  })
+  return {
+    res: res as unknown as ServerResponse,
+    text: () => chunks.join(''),
+    /** The reader catches up with everything written so far. */
+    async catchUp () {
+      while (pending.length) {
+        while (pending.length) pending.shift()!()
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+    },
+  }
+}
+
+const noFilters = (parseSearchFilters({}) as { ok: true; filters: ReturnType<typeof parseSearchFilters> extends { filters: infer F } ? F : never }).filters
+const line = (i: number) => eventLine(buildEventRow({ agentId: 'a', reasoning: 'x'.repeat(500) }, { eventId: `evt_${i}`, userId: 'u', agentId: 'agent-1', receivedAt: 1_764_000_000_000 }))
+const names = new Map([['agent-1', 'one']])
+
+t.test('a slow reader: events past the buffer are dropped and counted, and a gap says how many once it catches up', async (t) => {
+  const reader = slowReader()
+  const stream = new LiveStream(reader.res, noFilters, names, async () => names, { bufferBytes: 2000, heartbeatMs: 60_000 })
+  t.teardown(() => stream.close())
+  stream.start([], null)
+  // 10 events of about 900 bytes each: about two fit within 2,000 bytes unread, the rest are dropped.
+  stream.push({ entry: '1-0', lines: Array.from({ length: 10 }, (_, i) => line(i)) })
+  t.notMatch(reader.text(), /event: gap/, 'no gap told while the reader is still behind')
+  await reader.catchUp()
+  const written = (reader.text().match(/^id: /gm) ?? []).length
+  t.ok(written >= 1 && written < 10, `${written} written while the reader read nothing`)
+  const gap = /event: gap\ndata: (.*)\n\n/.exec(reader.text())
+  t.ok(gap, 'a gap once the reader caught up')
+  const told = JSON.parse(gap![1]!)
+  t.equal(told.missed, 10 - written, 'with the count of events it missed')
+  t.equal(told.first, `1-0:${written}`)
+  t.equal(told.last, '1-0:9')
+  // After the gap, events flow again.
+  stream.push({ entry: '2-0', lines: [line(10)] })
+  await reader.catchUp()
+  t.match(reader.text(), /id: 2-0:0\n/)
+})
+
+t.test('a reader that keeps up misses nothing', async (t) => {
+  const reader = slowReader()
+  const stream = new LiveStream(reader.res, noFilters, names, async () => names, { bufferBytes: 2000, heartbeatMs: 60_000 })
+  t.teardown(() => stream.close())
+  stream.start([], null)
+  for (let i = 0; i < 10; i++) {
+    stream.push({ entry: `${i + 1}-0`, lines: [line(i)] })
+    await reader.catchUp()
+  }
+  t.equal((reader.text().match(/^id: /gm) ?? []).length, 10)
+  t.notMatch(reader.text(), /event: gap/)
+})

@@ -1,0 +1,215 @@
+import t from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { buildTestApp, newUser, randomId, sendBatch, sendEvent, shipped, type TestUser } from '../helpers/app.ts'
+
+// Two instances of the service on one Redis prefix (and one Postgres and ClickHouse), as behind a
+// load balancer; each listens on a port, since a stream never ends and inject waits for the end.
+const prefix = `test:${randomId()}:`
+const a = await buildTestApp(t, { REDIS_PREFIX: prefix, LIVE_HEARTBEAT_MS: '60000' })
+const b = await buildTestApp(t, { REDIS_PREFIX: prefix, LIVE_HEARTBEAT_MS: '60000' })
+const baseOf = async (app: FastifyInstance) => {
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  return `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+}
+const baseA = await baseOf(a)
+const baseB = await baseOf(b)
+
+interface SseMessage { event: string; id: string | null; data: string }
+
+/** A reader of GET /v1/me/events/stream: collects its messages; `next` waits for the next one that fits. */
+async function openStream (base: string, user: TestUser, opts: { query?: string; lastEventId?: string } = {}) {
+  const controller = new AbortController()
+  const res = await fetch(`${base}/v1/me/events/stream${opts.query ? `?${opts.query}` : ''}`, {
+    headers: { ...user.auth, ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}) },
+    signal: controller.signal,
+  })
+  const messages: SseMessage[] = []
+  const comments: string[] = []
+  const waiter: { wake: (() => void) | null } = { wake: null }
+  let ended = false
+  const pump = (async () => {
+    if (!res.body) return
+    const decoder = new TextDecoder()
+    let text = ''
+    try {
+      for await (const chunk of res.body) {
+        text += decoder.decode(chunk as Uint8Array, { stream: true })
+        let end: number
+        while ((end = text.indexOf('\n\n')) !== -1) {
+          const block = text.slice(0, end)
+          text = text.slice(end + 2)
+          const m: SseMessage = { event: 'message', id: null, data: '' }
+          let isMessage = false
+          for (const line of block.split('\n')) {
+            if (line.startsWith(':')) comments.push(line.slice(1).trim())
+            else if (line.startsWith('event: ')) { m.event = line.slice(7); isMessage = true } else if (line.startsWith('id: ')) { m.id = line.slice(4); isMessage = true } else if (line.startsWith('data: ')) { m.data += line.slice(6); isMessage = true }
+          }
+          if (isMessage) messages.push(m)
+          waiter.wake?.()
+        }
+      }
+    } catch {
+      // aborted
+    }
+    ended = true
+    waiter.wake?.()
+  })()
+  let read = 0
+  const waitFor = async (check: () => boolean, what: string) => {
+    while (!check()) {
+      if (ended) throw new Error(`the stream ended before ${what}`)
+      await new Promise<void>((resolve) => { waiter.wake = resolve })
+    }
+  }
+  await waitFor(() => comments.includes('ready') || res.status !== 200, 'it was ready')
+  return {
+    res,
+    messages,
+    /** The next message not read yet. */
+    async next (): Promise<SseMessage> {
+      await waitFor(() => messages.length > read, 'the next message')
+      return messages[read++]!
+    },
+    async close () {
+      controller.abort()
+      await pump
+    },
+    /** Resolves once `count` comments `text` have come. */
+    waitForComments: (text: string, count: number) => waitFor(() => comments.filter((c) => c === text).length >= count, `${count} ${text} comments`),
+    /** Resolves once the server has ended the stream. */
+    async ended () {
+      await pump
+    },
+  }
+}
+
+async function eventsOf (app: FastifyInstance, user: TestUser) {
+  const res = await app.inject({ url: '/v1/me/events?limit=1000', headers: user.auth })
+  return res.json().events as Record<string, unknown>[]
+}
+
+t.test('an acknowledged event reaches the stream after its 202, as GET /v1/me/events shows it', async (t) => {
+  const user = await newUser(a, { tier: 'enterprise' })
+  const key = await user.createKey()
+  const stream = await openStream(baseA, user)
+  t.teardown(() => stream.close())
+  t.equal(stream.res.status, 200)
+  t.match(stream.res.headers.get('content-type'), /^text\/event-stream/)
+  const sent = await sendEvent(a, key.secret, {
+    agentId: 'live-agent', type: 'tool', toolExecuted: 'search', model: 'gpt-4o', outcome: 'success', durationMs: 12,
+    input: { prompt: 'find it', context: { depth: 2 } }, reasoning: 'because', amount: { token: 'USDC', value: 1.5 },
+    metadata: { sessionId: 's-1', traceId: 't-1', privacyLevel: 'standard', tokensBreakdown: { inputBase: 10, output: 5 }, git: { branch: 'main' } },
+  })
+  t.equal(sent.statusCode, 202)
+  const m = await stream.next()
+  t.equal(m.event, 'message')
+  t.match(m.id, /^\d+-\d+:0$/, 'each event has an id to resume from')
+  const live = JSON.parse(m.data)
+  t.equal(live.eventId, sent.json().eventId)
+  await shipped(a)
+  const listed = (await eventsOf(a, user)).find((e) => e.eventId === live.eventId)
+  t.same(live, listed, 'the same fields and values as GET /v1/me/events')
+  t.strictSame(Object.keys(live).sort(), Object.keys(listed!).sort())
+})
+
+t.test('a stream sees only its user\'s events', async (t) => {
+  const alice = await newUser(a, { tier: 'enterprise' })
+  const bob = await newUser(a, { tier: 'enterprise' })
+  const aliceKey = await alice.createKey()
+  const bobKey = await bob.createKey()
+  const bobs = await openStream(baseA, bob)
+  t.teardown(() => bobs.close())
+  t.equal((await sendBatch(a, aliceKey.secret, [{ agentId: 'alice-agent' }, { agentId: 'alice-agent' }])).statusCode, 207)
+  const mine = await sendEvent(a, bobKey.secret, { agentId: 'bob-agent', reasoning: 'bob' })
+  const first = JSON.parse((await bobs.next()).data)
+  t.equal(first.eventId, mine.json().eventId, 'the first event on Bob\'s stream is Bob\'s: none of Alice\'s came before it')
+})
+
+t.test('an event sent to one instance reaches a stream held on another', async (t) => {
+  const user = await newUser(a, { tier: 'enterprise' })
+  const key = await user.createKey()
+  const onB = await openStream(baseB, user)
+  t.teardown(() => onB.close())
+  const sent = await sendEvent(a, key.secret, { agentId: 'cross-agent', reasoning: 'sent to A' })
+  t.equal(sent.statusCode, 202)
+  const got = JSON.parse((await onB.next()).data)
+  t.equal(got.eventId, sent.json().eventId)
+  t.equal(got.agent.displayName, 'cross-agent', 'with the agent\'s name, though the agent was created after the stream opened')
+})
+
+t.test('Last-Event-ID resumes after the last event received, on any instance', async (t) => {
+  const user = await newUser(a, { tier: 'enterprise' })
+  const key = await user.createKey()
+  const first = await openStream(baseA, user)
+  await sendEvent(a, key.secret, { agentId: 'resume-agent', reasoning: 'one' })
+  const one = await first.next()
+  await first.close()
+  // Sent while no stream is open: within the replay window they are kept for a resume.
+  const batch = await sendBatch(a, key.secret, [{ agentId: 'resume-agent', reasoning: 'two' }, { agentId: 'resume-agent', reasoning: 'three' }])
+  const four = await sendEvent(b, key.secret, { agentId: 'resume-agent', reasoning: 'four' })
+  const resumed = await openStream(baseB, user, { lastEventId: one.id! })
+  t.teardown(() => resumed.close())
+  const got = [await resumed.next(), await resumed.next(), await resumed.next()].map((m) => JSON.parse(m.data).eventId)
+  t.same(got, [...batch.json().results.map((r: { eventId: string }) => r.eventId), four.json().eventId], 'the missed events, in order, once each')
+  // Resuming from the middle of a batch sends the rest of it.
+  const second = resumed.messages[0]!
+  const fromMiddle = await openStream(baseA, user, { lastEventId: second.id! })
+  t.teardown(() => fromMiddle.close())
+  t.equal(JSON.parse((await fromMiddle.next()).data).reasoning, 'three')
+  t.equal(JSON.parse((await fromMiddle.next()).data).reasoning, 'four')
+})
+
+t.test('a Last-Event-ID older than the replay window starts with a gap of unknown size', async (t) => {
+  const user = await newUser(a, { tier: 'enterprise' })
+  const stream = await openStream(baseA, user, { lastEventId: `${Date.now() - 3_600_000}-0:0` })
+  t.teardown(() => stream.close())
+  const m = await stream.next()
+  t.equal(m.event, 'gap')
+  t.same(JSON.parse(m.data).missed, null)
+})
+
+t.test('filters: the same as GET /v1/me/events, q included', async (t) => {
+  const user = await newUser(a, { tier: 'enterprise' })
+  const key = await user.createKey()
+  const errors = await openStream(baseA, user, { query: 'type=error&q=Timeout' })
+  const bySession = await openStream(baseB, user, { query: `sessionId=${encodeURIComponent('s-live')}&outcome=failed` })
+  t.teardown(() => Promise.all([errors.close(), bySession.close()]))
+  const res = await sendBatch(a, key.secret, [
+    { agentId: 'f-agent', type: 'error', errorMessage: 'connection refused' },
+    { agentId: 'f-agent', type: 'tool', reasoning: 'a timeout was near', metadata: { sessionId: 's-live' }, outcome: 'success' },
+    { agentId: 'f-agent', type: 'error', errorMessage: 'upstream timeout', metadata: { sessionId: 's-live' }, outcome: 'failed' },
+  ])
+  const third = res.json().results[2].eventId
+  t.equal(JSON.parse((await errors.next()).data).eventId, third, 'type=error&q=Timeout: only the error whose text holds "timeout"')
+  t.equal(JSON.parse((await bySession.next()).data).eventId, third, 'sessionId and outcome')
+  // The other events were not sent: the next event on each stream is the next one that matches.
+  const last = await sendEvent(a, key.secret, { agentId: 'f-agent', type: 'error', errorMessage: 'Timeout again', metadata: { sessionId: 's-live' }, outcome: 'failed' })
+  t.equal(JSON.parse((await errors.next()).data).eventId, last.json().eventId)
+  t.equal(JSON.parse((await bySession.next()).data).eventId, last.json().eventId)
+})
+
+t.test('a bad filter is a 400 naming it; no token is a 401', async (t) => {
+  const user = await newUser(a)
+  const bad = await a.inject({ url: '/v1/me/events/stream?type=nope', headers: user.auth })
+  t.equal(bad.statusCode, 400)
+  t.equal(bad.json().details[0].path[0], 'type', 'the error names the parameter')
+  const anonymous = await a.inject({ url: '/v1/me/events/stream' })
+  t.equal(anonymous.statusCode, 401)
+})
+
+t.test('an idle stream gets heartbeats past the request timeout; streams are limited per user; closing the instance ends them', async (t) => {
+  const app = await buildTestApp(t, { LIVE_MAX_STREAMS_PER_USER: '1', REQUEST_TIMEOUT_MS: '1000', LIVE_HEARTBEAT_MS: '1000' })
+  const base = await baseOf(app)
+  const user = await newUser(app)
+  const one = await openStream(base, user)
+  t.teardown(() => one.close())
+  const two = await fetch(`${base}/v1/me/events/stream`, { headers: user.auth })
+  t.equal(two.status, 429)
+  t.equal((await two.json()).reason, 'too_many_streams')
+  // Two heartbeats: the stream is open more than twice REQUEST_TIMEOUT_MS after its request.
+  await one.waitForComments('heartbeat', 2)
+  t.pass('two heartbeats on an idle stream')
+  await app.close()
+  await one.ended()
+  t.pass('closing the instance ended the stream (it did not hold the shutdown)')
+})
