@@ -63,6 +63,15 @@ for (const [name, env, expected] of cases) {
   })
 }
 
+t.test('a bad setting stops start-up before anything is reached: exit 2, one line naming the setting', async (t) => {
+  // Postgres at a port nothing listens on: had the service tried to reach it first, it would say so and exit 1.
+  const { code, stdout, stderr } = await start({ ANALYST_PASSWORD: 'too-short', DATABASE_URL: 'postgres://127.0.0.1:1/agent_telemetry_x_test' })
+  t.equal(code, 2)
+  t.equal(stderr.trim().split('\n').length, 1, stderr)
+  t.match(stderr, /ANALYST_PASSWORD must NOT have fewer than 16 characters/)
+  t.notMatch(stderr + stdout, /\n\s+at /, 'no stack trace')
+})
+
 t.test('LOG_LEVEL=debug adds the stack', async (t) => {
   const { code, stderr } = await start({ REDIS_URL: 'redis://127.0.0.1:1', LOG_LEVEL: 'debug' })
   t.equal(code, 1)
