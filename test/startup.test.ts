@@ -3,7 +3,8 @@ import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { TEST_DATABASE_URL, TEST_SECRETS_KEY, testConfig } from './helpers/app.ts'
+import { TEST_DATABASE_URL, TEST_SECRETS_KEY } from './helpers/env.ts'
+import { loadConfig } from '../src/config.ts'
 import { checkDataDirFree, describeStartupFailure, StartupError } from '../src/startup-failure.ts'
 import { prettyLine } from '../src/log-format.ts'
 
@@ -97,7 +98,7 @@ t.test('a DATA_DIR held by another live process is refused before the engine ope
 })
 
 t.test('describeStartupFailure names the setting for ports and passes StartupErrors through', async (t) => {
-  const config = testConfig({ PORT: '3000', ANALYTICS_PORT: '8123' })
+  const config = loadConfig({ PORT: '3000', ANALYTICS_PORT: '8123' })
   const inUse = (port: number) => Object.assign(new Error(`listen EADDRINUSE: address already in use 127.0.0.1:${port}`), { code: 'EADDRINUSE', port })
   t.match(describeStartupFailure(inUse(3000), config), /^PORT 3000 on 127\.0\.0\.1 \(HOST\) is already in use/)
   t.match(describeStartupFailure(inUse(8123), config), /^ANALYTICS_PORT 8123/)
