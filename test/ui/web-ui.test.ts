@@ -102,7 +102,8 @@ async function run () {
     requested++
     inFlight++
   })
-  for (const done of ['requestfinished', 'requestfailed'] as const) page.on(done, (req) => { if (isApi(req)) inFlight-- })
+  page.on('requestfinished', (req) => { if (isApi(req)) inFlight-- })
+  page.on('requestfailed', (req) => { if (isApi(req)) inFlight-- })
   /** Resolves once the page has made an API call since `since` calls, none is under way, and it has drawn a frame since. */
   const answered = async (since: number) => {
     const waiting = () => requested <= since || inFlight > 0
