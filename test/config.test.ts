@@ -190,6 +190,8 @@ t.test('an empty value means unset; derived settings follow what is set', async 
   t.equal(c.analytics.port, null)
   t.strictSame(c.roles, { api: true, worker: true })
   t.equal(c.ingest.logDir, '/srv/at/ingest-log', 'the ingest log under DATA_DIR')
+  t.equal(loadConfig({ HOST: '0.0.0.0' }).analytics.host, '127.0.0.1', 'the analysts\' port stays on the loopback whatever HOST is')
+  t.equal(loadConfig({ ANALYST_PASSWORD: 'sixteen-chars!!!' }).analytics.password, 'sixteen-chars!!!', 'a password of 16 characters is long enough')
 })
 
 t.test('a bad value stops start-up with a message naming the setting and the rule', async (t) => {

@@ -11,9 +11,12 @@ import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-k
 import { openClickHouse } from '../src/storage/clickhouse-client.ts'
 import { EventsRepository } from '../src/storage/events-repository.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
+import { seedClickHouseStore } from './helpers/clickhouse-template.ts'
 
 const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-durability-'))
 process.once('exit', () => rmSync(dataDir, { recursive: true, force: true }))
+// The embedded store starts migrated, as each test app's does (server mode: the file's endpoint is).
+if (!TEST_CLICKHOUSE_URL) seedClickHouseStore(dataDir)
 
 const port = await freePort()
 const base = `http://127.0.0.1:${port}`
@@ -69,6 +72,11 @@ function load (secret: string, clients: number) {
   }
 }
 
+/** Resolves once `run` has had `n` events acknowledged: the load is under way (at most 60 s). */
+async function underWay (run: { accepted: string[] }, n: number): Promise<void> {
+  for (const deadline = Date.now() + 60_000; run.accepted.length < n && Date.now() < deadline;) await new Promise((resolve) => setTimeout(resolve, 20))
+}
+
 let child = start()
 await waitHealthy(child, base)
 
@@ -92,7 +100,7 @@ const allAccepted: string[] = []
 
 t.test('SIGKILL mid-load loses no acknowledged event', async (t) => {
   const run = load(secret, 24)
-  await new Promise((resolve) => setTimeout(resolve, 2500))
+  await underWay(run, 150)
   const gone = exited(child)
   child.kill('SIGKILL')
   t.equal((await gone).signal, 'SIGKILL')
@@ -105,7 +113,7 @@ t.test('SIGTERM mid-load: in-flight requests finish, the process exits 0', async
   child = start()
   await waitHealthy(child, base)
   const run = load(secret, 24)
-  await new Promise((resolve) => setTimeout(resolve, 1500))
+  await underWay(run, 150)
   const gone = exited(child)
   child.kill('SIGTERM')
   const { code } = await gone

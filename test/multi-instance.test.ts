@@ -9,8 +9,7 @@ import { createClient } from '@clickhouse/client'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
 import pg from 'pg'
 import { request } from 'undici'
-import { TEST_DATABASE_URL, randomId } from './helpers/env.ts'
-import { TEST_SECRETS_KEY } from './helpers/app.ts'
+import { TEST_DATABASE_URL, TEST_SECRETS_KEY, randomId } from './helpers/env.ts'
 import { Queue, type JobType } from 'bullmq'
 import { startClickHouseEndpoint } from './helpers/clickhouse-endpoint.ts'
 import { freePort, startService, waitHealthy } from './helpers/service-process.ts'
@@ -19,14 +18,13 @@ import { withDefaultUser } from '../src/storage/postgres.ts'
 /*
  * Three instances of the service, each with the api and worker roles and its own ingest log, on one
  * ClickHouse endpoint (the engine behind ClickHouse's HTTP interface), one Postgres database and one
- * Redis prefix: what a deployment behind a load balancer looks like.
+ * Redis prefix: what a deployment behind a load balancer looks like. A key revoked on one instance
+ * and refused by another is tested with two apps in one process (test/routes/shared-cache.test.ts),
+ * which waits for the message on the bus rather than for a time.
  */
 
 const work = mkdtempSync(join(tmpdir(), 'agent-telemetry-multi-'))
 process.once('exit', () => rmSync(work, { recursive: true, force: true }))
-
-/** Every instance refuses a revoked key after at most this long (docs/scaling.md). */
-const REVOCATION_BOUND_MS = 1000
 
 const clickhouse = await startClickHouseEndpoint({ dataDir: join(work, 'clickhouse') })
 t.teardown(() => clickhouse.close())
@@ -112,7 +110,6 @@ t.test('three instances started at once all migrate and become healthy', async (
 const subject = randomId('multi-')
 const token = await tokenFor(subject)
 let secret = ''
-let keyId = ''
 let userId = ''
 const accepted: string[] = []
 
@@ -127,7 +124,6 @@ t.test('a user made on one instance is known to all; load spreads over the three
   const key = await call(b, 'POST', '/v1/me/keys', token, { label: 'multi' })
   t.equal(key.status, 201)
   secret = key.json.secret
-  keyId = key.json.id
   for (const i of instances) t.equal((await call(i, 'GET', '/v1/me', token)).json.id, userId, `${i.name} sees the same user`)
 
   const perInstance = new Map<string, number>()
@@ -206,22 +202,6 @@ t.test('every acknowledged event is stored exactly once and readable from every 
     }, 10_000)
     t.same(seen, expected, `${i.name} reads all ${expected.length} events`)
   }
-})
-
-t.test('a key revoked on one instance is refused by all within the documented bound', async (t) => {
-  // Every instance has the key in its caches.
-  for (const i of instances) t.equal((await call(i, 'POST', '/v1/events', secret, { agentId: 'multi-agent' })).status, 202)
-  const res = await call(a, 'DELETE', `/v1/me/keys/${keyId}`, token)
-  t.ok(res.status === 200 || res.status === 204, `revoked (${res.status})`)
-  const revokedAt = Date.now()
-  for (const i of instances) {
-    const refused = await until(async () => (await call(i, 'POST', '/v1/events', secret, { agentId: 'multi-agent' })).status === 401, REVOCATION_BOUND_MS + 2_000)
-    const after = Date.now() - revokedAt
-    t.ok(refused, `${i.name} refuses the revoked key`)
-    t.ok(after <= REVOCATION_BOUND_MS + 500, `${i.name} refused it ${after} ms after the revocation`)
-  }
-  // And stays refused.
-  for (const i of instances) t.equal((await call(i, 'POST', '/v1/events', secret, { agentId: 'multi-agent' })).status, 401)
 })
 
 t.test('the burst limit holds across instances', async (t) => {

@@ -3,7 +3,8 @@ import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { TEST_DATABASE_URL, TEST_SECRETS_KEY, testConfig } from './helpers/app.ts'
+import { TEST_DATABASE_URL, TEST_SECRETS_KEY } from './helpers/env.ts'
+import { loadConfig } from '../src/config.ts'
 import { checkDataDirFree, describeStartupFailure, StartupError } from '../src/startup-failure.ts'
 import { prettyLine } from '../src/log-format.ts'
 
@@ -63,6 +64,15 @@ for (const [name, env, expected] of cases) {
   })
 }
 
+t.test('a bad setting stops start-up before anything is reached: exit 2, one line naming the setting', async (t) => {
+  // Postgres at a port nothing listens on: had the service tried to reach it first, it would say so and exit 1.
+  const { code, stdout, stderr } = await start({ ANALYST_PASSWORD: 'too-short', DATABASE_URL: 'postgres://127.0.0.1:1/agent_telemetry_x_test' })
+  t.equal(code, 2)
+  t.equal(stderr.trim().split('\n').length, 1, stderr)
+  t.match(stderr, /ANALYST_PASSWORD must NOT have fewer than 16 characters/)
+  t.notMatch(stderr + stdout, /\n\s+at /, 'no stack trace')
+})
+
 t.test('LOG_LEVEL=debug adds the stack', async (t) => {
   const { code, stderr } = await start({ REDIS_URL: 'redis://127.0.0.1:1', LOG_LEVEL: 'debug' })
   t.equal(code, 1)
@@ -88,7 +98,7 @@ t.test('a DATA_DIR held by another live process is refused before the engine ope
 })
 
 t.test('describeStartupFailure names the setting for ports and passes StartupErrors through', async (t) => {
-  const config = testConfig({ PORT: '3000', ANALYTICS_PORT: '8123' })
+  const config = loadConfig({ PORT: '3000', ANALYTICS_PORT: '8123' })
   const inUse = (port: number) => Object.assign(new Error(`listen EADDRINUSE: address already in use 127.0.0.1:${port}`), { code: 'EADDRINUSE', port })
   t.match(describeStartupFailure(inUse(3000), config), /^PORT 3000 on 127\.0\.0\.1 \(HOST\) is already in use/)
   t.match(describeStartupFailure(inUse(8123), config), /^ANALYTICS_PORT 8123/)

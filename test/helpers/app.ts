@@ -8,9 +8,9 @@ import type { Tier } from '../../src/storage/users-repository.ts'
 import { openClickHouse, type ClickHouseHandle } from '../../src/storage/clickhouse-client.ts'
 import { startClickHouseEndpoint } from './clickhouse-endpoint.ts'
 import { seedClickHouseStore } from './clickhouse-template.ts'
-import { randomId, TEST_DATA_DIR, TEST_DATABASE_URL } from './env.ts'
+import { randomId, TEST_DATA_DIR, TEST_DATABASE_URL, TEST_SECRETS_KEY } from './env.ts'
 
-export { randomId, TEST_DATA_DIR, TEST_DATABASE_URL }
+export { randomId, TEST_DATA_DIR, TEST_DATABASE_URL, TEST_SECRETS_KEY }
 
 /** A ClickHouse endpoint over a copy of the migrated template store (clickhouse-template.ts). */
 async function startSeededEndpoint (): Promise<string> {
@@ -36,13 +36,6 @@ async function startSeededEndpoint (): Promise<string> {
  * the template when nothing opened it before. A test that needs no ClickHouse imports env.ts instead.
  */
 export const TEST_CLICKHOUSE_URL = process.env.TEST_CLICKHOUSE === 'server' ? await startSeededEndpoint() : undefined
-
-/**
- * The key that encrypts notification secrets in every test instance (base64 of the 32 bytes
- * `agent-telemetry-tests-only-key!!`): instances sharing the test database open each other's
- * channels, and server mode (CLICKHOUSE_URL) requires one.
- */
-export const TEST_SECRETS_KEY = 'YWdlbnQtdGVsZW1ldHJ5LXRlc3RzLW9ubHkta2V5ISE='
 
 /** The environment a child process of the service needs to reach the same ClickHouse as this test, and the tests' secrets key. */
 export const TEST_CLICKHOUSE_ENV: Record<string, string> = {

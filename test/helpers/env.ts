@@ -13,6 +13,13 @@ export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://lo
 export const TEST_DATA_DIR = mkdtempSync(join(tmpdir(), 'agent-telemetry-test-'))
 process.once('exit', () => rmSync(TEST_DATA_DIR, { recursive: true, force: true }))
 
+/**
+ * The key that encrypts notification secrets in every test instance (base64 of the 32 bytes
+ * `agent-telemetry-tests-only-key!!`): instances sharing the test database open each other's
+ * channels, and server mode (CLICKHOUSE_URL) requires one.
+ */
+export const TEST_SECRETS_KEY = 'YWdlbnQtdGVsZW1ldHJ5LXRlc3RzLW9ubHkta2V5ISE='
+
 export function randomId (prefix = ''): string {
   return prefix + randomBytes(6).toString('hex')
 }

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { TEST_DATABASE_URL, randomId } from '../helpers/app.ts'
+import { TEST_DATABASE_URL, randomId } from '../helpers/env.ts'
 import { openPostgres } from '../../src/storage/postgres.ts'
 import { AgentsRepository, type AgentChange } from '../../src/storage/agents-repository.ts'
 import { KeysRepository, hashSecret, type KeyChange } from '../../src/storage/keys-repository.ts'

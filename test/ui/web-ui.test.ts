@@ -92,10 +92,24 @@ async function run () {
   page.on('pageerror', (err) => pageErrors.push(err.message))
   // Every call the UI makes to the API, to hold against the published contract at the end.
   const apiCalls = new Set<string>()
+  // And how many are under way, so that a page is read once what it asked for has been answered.
+  let requested = 0
+  let inFlight = 0
+  const isApi = (req: { url(): string }) => new URL(req.url()).pathname.startsWith('/v1/')
   page.on('request', (req) => {
-    const url = new URL(req.url())
-    if (url.pathname.startsWith('/v1/')) apiCalls.add(`${req.method()} ${url.pathname}`)
+    if (!isApi(req)) return
+    apiCalls.add(`${req.method()} ${new URL(req.url()).pathname}`)
+    requested++
+    inFlight++
   })
+  page.on('requestfinished', (req) => { if (isApi(req)) inFlight-- })
+  page.on('requestfailed', (req) => { if (isApi(req)) inFlight-- })
+  /** Resolves once the page has made an API call since `since` calls, none is under way, and it has drawn a frame since. */
+  const answered = async (since: number) => {
+    const waiting = () => requested <= since || inFlight > 0
+    while (waiting()) await new Promise((resolve) => setTimeout(resolve, 20))
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))))
+  }
   page.setDefaultTimeout(30_000)
   const visit = (hash: string) => page.evaluate((h) => { location.hash = h }, hash)
   const heading = (p: Page, name: string) => p.getByRole('heading', { level: 1, name })
@@ -401,9 +415,10 @@ async function run () {
 
   t.test('no script errors on any page, and every separator has its spaces', async (t) => {
     for (const hash of ['#/agents', '#/sessions', '#/errors', '#/alerts', '#/channels', '#/live', `#/traces/${traceId}`, '#/spend', '#/overview']) {
+      const since = requested
       await visit(hash)
       await page.locator('main h1').waitFor()
-      await page.waitForTimeout(hash === '#/live' ? 1500 : 500)
+      await answered(since)
       const text = await page.locator('main').innerText()
       t.notOk(/\S·|·\S/.test(text), `${hash}: no "·" without a space on each side`)
     }

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { encodeLines, logRows, splitSpans, type LogSpan } from '../../src/ingest/log/entry-codec.ts'
+import { encodeLines, logRows, splitSpans, type LogSpan } from '../../../src/ingest/log/entry-codec.ts'
 
 t.test('lines are encoded as joining them and encoding the text would, each result in memory of its own size', async (t) => {
   const cases: [string, string[]][] = [
