@@ -246,14 +246,18 @@ export class AgentTelemetry {
     }
     this.queue.push({ json, bytes, seq: ++this.seq })
     if (this.queue.length >= this.o.flushAt) this.schedule()
-    else if (this.intervalTimer === undefined) {
-      this.intervalTimer = unref(setTimeout(() => {
-        this.intervalTimer = undefined
-        this.drainTo = Math.max(this.drainTo, this.seq)
-        this.schedule()
-      }, this.o.flushIntervalMs))
-    }
+    else this.armTimer()
     return true
+  }
+
+  /** Starts the interval timer unless it runs: what is queued now goes within `flushIntervalMs`. */
+  private armTimer (): void {
+    if (this.intervalTimer !== undefined || this.closed) return
+    this.intervalTimer = unref(setTimeout(() => {
+      this.intervalTimer = undefined
+      this.drainTo = Math.max(this.drainTo, this.seq)
+      this.schedule()
+    }, this.o.flushIntervalMs))
   }
 
   /**
@@ -351,7 +355,10 @@ export class AgentTelemetry {
     this.sending = true
     void Promise.resolve().then(() => this.sendLoop()).finally(() => {
       this.sending = false
-      if (!this.abandoned && this.due()) this.schedule()
+      if (this.abandoned) return
+      if (this.due()) this.schedule()
+      // Events queued behind a full batch while no timer ran still leave within flushIntervalMs.
+      else if (this.queue.length > 0) this.armTimer()
     })
   }
 
