@@ -353,7 +353,13 @@ export class AgentTelemetry {
   private schedule (): void {
     if (this.sending || this.abandoned) return
     this.sending = true
-    void Promise.resolve().then(() => this.sendLoop()).finally(() => {
+    void Promise.resolve().then(() => this.sendLoop()).catch((err: unknown) => {
+      // Not expected; but a rejection here would be unhandled in the host process, so it is counted.
+      const lost = this.inFlight.length
+      this.inFlight = []
+      if (lost > 0) this.drop('refused', lost, `the client failed while sending: ${String(err)}`)
+      this.settle()
+    }).finally(() => {
       this.sending = false
       if (this.abandoned) return
       if (this.due()) this.schedule()
