@@ -246,14 +246,18 @@ export class AgentTelemetry {
     }
     this.queue.push({ json, bytes, seq: ++this.seq })
     if (this.queue.length >= this.o.flushAt) this.schedule()
-    else if (this.intervalTimer === undefined) {
-      this.intervalTimer = unref(setTimeout(() => {
-        this.intervalTimer = undefined
-        this.drainTo = Math.max(this.drainTo, this.seq)
-        this.schedule()
-      }, this.o.flushIntervalMs))
-    }
+    else this.armTimer()
     return true
+  }
+
+  /** Starts the interval timer unless it runs: what is queued now goes within `flushIntervalMs`. */
+  private armTimer (): void {
+    if (this.intervalTimer !== undefined || this.closed) return
+    this.intervalTimer = unref(setTimeout(() => {
+      this.intervalTimer = undefined
+      this.drainTo = Math.max(this.drainTo, this.seq)
+      this.schedule()
+    }, this.o.flushIntervalMs))
   }
 
   /**
@@ -349,9 +353,18 @@ export class AgentTelemetry {
   private schedule (): void {
     if (this.sending || this.abandoned) return
     this.sending = true
-    void Promise.resolve().then(() => this.sendLoop()).finally(() => {
+    void Promise.resolve().then(() => this.sendLoop()).catch((err: unknown) => {
+      // Not expected; but a rejection here would be unhandled in the host process, so it is counted.
+      const lost = this.inFlight.length
+      this.inFlight = []
+      if (lost > 0) this.drop('refused', lost, `the client failed while sending: ${String(err)}`)
+      this.settle()
+    }).finally(() => {
       this.sending = false
-      if (!this.abandoned && this.due()) this.schedule()
+      if (this.abandoned) return
+      if (this.due()) this.schedule()
+      // Events queued behind a full batch while no timer ran still leave within flushIntervalMs.
+      else if (this.queue.length > 0) this.armTimer()
     })
   }
 

@@ -9,8 +9,8 @@ import { accept, upstream } from './upstream.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
-function runScript (source: string): Promise<{ code: number | null; stdout: string }> {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', source], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
+function runScript (source: string, type: 'module' | 'commonjs' = 'module'): Promise<{ code: number | null; stdout: string }> {
+  const child = spawn(process.execPath, [`--input-type=${type}`, '-e', source], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
   let stdout = ''
   child.stdout.on('data', (c: Buffer) => { stdout += c })
   return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout })))
@@ -42,4 +42,17 @@ t.test('await flush() keeps the process alive through a retry and its Retry-Afte
   t.equal(code, 0)
   t.equal(up.got.length, 2, 'sent, refused with 503, sent again')
   t.match(JSON.parse(stdout), { sent: 1, retries: 1 })
+})
+
+t.test('CommonJS code can require() the package', async (t) => {
+  const up = await upstream(t, (_req, res, g) => accept(res, g))
+  const { code, stdout } = await runScript(`
+    const { AgentTelemetry } = require('agent-telemetry-client')
+    const telemetry = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: '${up.baseUrl}', agentId: 'a' })
+    telemetry.track({ reasoning: 'from commonjs' })
+    telemetry.shutdown().then(() => console.log(JSON.stringify(telemetry.stats())))
+  `, 'commonjs')
+  t.equal(code, 0)
+  t.match(JSON.parse(stdout), { sent: 1 })
+  t.equal(up.got[0]?.events[0]?.reasoning, 'from commonjs')
 })

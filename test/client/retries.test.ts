@@ -139,3 +139,25 @@ t.test('an event larger than a request may be is refused in track(), before scru
   t.match(client.stats(), { queued: 1, dropped: { too_large: 2, invalid: 0 } })
   await client.shutdown()
 })
+
+t.test('events left behind a full batch still leave within flushIntervalMs, with no track() after them', async (t) => {
+  let release: () => void = () => {}
+  const held = new Promise<void>((resolve) => { release = resolve })
+  const up = await upstream(t, (_req, res, g, n) => {
+    if (n === 1) void held.then(() => accept(res, g))
+    else accept(res, g)
+  })
+  const client = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: up.baseUrl, flushAt: 10, flushIntervalMs: 20, onError: () => {} })
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+  for (const e of events(10, 'a')) client.track(e)
+  while (up.got.length === 0) await sleep(5)
+  for (const e of events(15, 'b')) client.track(e)
+  await sleep(200) // the interval timer fires while the first request is held
+  for (const e of events(494, 'c')) client.track(e) // the queue is over flushAt: no timer is started
+  release()
+  // 500 go in one request; the 9 behind them must not wait for a track() or flush() that never comes.
+  const deadline = Date.now() + 10_000
+  while (client.stats().sent < 519 && Date.now() < deadline) await sleep(20)
+  t.equal(client.stats().sent, 519)
+  t.same(up.got.map((g) => g.events.length), [10, 500, 9])
+})

@@ -12,7 +12,7 @@ import { event as serviceSchema } from '../../schemas/event.ts'
 // Ajv: these tests hold the copy to the service's schema and the interpreter to the service's Ajv.
 
 t.test('the client\'s copy of the event schema is the service\'s (npm run client:schema rewrites it)', async (t) => {
-  t.equal(readFileSync(new URL('../../client/src/event-schema.ts', import.meta.url), 'utf8'), eventSchemaModule())
+  t.equal(readFileSync(new URL('../../client/src/event-schema.ts', import.meta.url), 'utf8'), eventSchemaModule(), 'if not: npm run client:schema, then npm run build')
 })
 
 t.test('the schema uses only keywords the interpreter knows', async (t) => {
