@@ -2,7 +2,8 @@ import t, { type Test } from 'tap'
 import { DashboardService, type AgentStore, type ClusterStates, type DashboardReads, type RegressionAlerts } from '../../src/services/dashboard-service.ts'
 import type { DashboardEvent } from '../../src/domain/dashboard-event.ts'
 import type { SpendRow } from '../../src/domain/dashboard-figures.ts'
-import type { ClusterAggregate } from '../../src/storage/dashboard-repository.ts'
+import type { ClusterAggregate, WindowFigures } from '../../src/storage/dashboard-repository.ts'
+import type { OwnedAgentProfile } from '../../src/storage/agents-repository.ts'
 import { encodeCursor } from '../../src/domain/cursor.ts'
 import { HttpError } from '../../src/http-error.ts'
 import { TRACE_SPANS_MAX } from '../../schemas/dashboard.ts'
@@ -39,6 +40,9 @@ function fakes () {
     breakdown: { total: [] as SpendRow[], agent_id: [] as SpendRow[], model: [] as SpendRow[], day: [] as SpendRow[] },
     update: null as Awaited<ReturnType<AgentStore['update']>>,
     setResolved: null as number | null,
+    owned: [] as OwnedAgentProfile[],
+    spend: [] as SpendRow[],
+    window: new Map<string, WindowFigures>(),
   }
   const dashboard: DashboardReads = {
     async events (...args) { record('events', args); return { items: answers.events, nextCursor: null } },
@@ -47,16 +51,21 @@ function fakes () {
     async eventsOf (...args) { record('eventsOf', args); return answers.eventsOf },
     async clusters (...args) { record('clusters', args); return answers.clusters },
     async spendBreakdown (...args) { record('spendBreakdown', args); return answers.breakdown },
-    async spend (...args) { record('spend', args); return [] },
+    async spend (...args) { record('spend', args); return answers.spend },
     async agentFigures (...args) { record('agentFigures', args); return { window: { events: 0, costUsd: 0, errors: 0 }, days: [], total: spend('') } },
-    async agentWindow (...args) { record('agentWindow', args); return new Map() },
+    async agentWindow (...args) { record('agentWindow', args); return answers.window },
   }
   const agents: AgentStore = {
     async namesOf (...args) {
       record('namesOf', args)
       return [{ id: AGENT, displayName: 'alpha', deleted: false }, { id: GONE, displayName: 'gone', deleted: true }]
     },
-    async pageOwned (...args) { record('pageOwned', args); return [] },
+    async pageOwned (...args) {
+      record('pageOwned', args)
+      // As the repository: newest first, after the cursor's row, at most `limit`.
+      const [, limit, after] = args
+      return answers.owned.filter((a) => !after || Date.parse(a.createdAt) < after.ms).slice(0, limit)
+    },
     async profileOwned (...args) { record('profileOwned', args); return null },
     async update (...args) { record('update', args); return answers.update },
   }
@@ -180,4 +189,35 @@ t.test('an agent update answers 409 for a taken name and 404 for no such agent, 
 t.test('an agent profile of no agent of the user is a 404', async (t) => {
   const { service } = fakes()
   await rejectsWith(t, service.agentProfile(await service.readerOf('u1', 1_000), AGENT), 404, 'not_found')
+})
+
+t.test('the agent list pages newest first from the request\'s snapshot, each agent with its KPIs', async (t) => {
+  const { service, calls, answers } = fakes()
+  const r = await service.readerOf('u1', 1_000)
+  const owned = (n: number): OwnedAgentProfile => ({
+    id: `c${String(n).repeat(24)}`, displayName: `agent ${n}`, snsName: null, registryId: null, framework: null, isPublic: false,
+    source: 'sdk', lastSeenAt: null, createdAt: new Date(Date.parse('2026-05-01T00:00:00.000Z') - n * 60_000).toISOString(),
+  })
+  answers.owned = [owned(1), owned(2), owned(3)]
+  answers.window = new Map([[owned(1).id, { events: 4, costUsd: 0.5, errors: 1 }]])
+  answers.spend = [spend(owned(1).id, { events: 10, errors: 5, costUsd: 2 })]
+
+  const first = await service.agentList(r, { limit: '2' })
+  t.same(first.agents.map((a) => a.id), [owned(1).id, owned(2).id])
+  t.same(argsOf(calls, 'pageOwned')[0], ['u1', 3, null], 'one more row than the page, from the start')
+  t.same(first.agents[0]!.kpis, { events24h: 4, cost24h: 0.5, events30d: 10, cost30d: 2, errors30d: 5, errorRate30d: 0.5 })
+  t.same(first.agents[1]!.kpis, { events24h: 0, cost24h: 0, events30d: 0, cost30d: 0, errors30d: 0, errorRate30d: 0 }, 'an agent without events')
+  t.equal(first.nextCursor, encodeCursor('agents', 1_000, { ms: Date.parse(owned(2).createdAt), id: owned(2).id }))
+
+  const later = await service.readerOf('u1', 9_000)
+  const second = await service.agentList(later, { limit: '2', cursor: first.nextCursor! })
+  t.same(second.agents.map((a) => a.id), [owned(3).id])
+  t.same(argsOf(calls, 'pageOwned')[1]![2], { ms: Date.parse(owned(2).createdAt), id: owned(2).id })
+  t.equal(second.nextCursor, null, 'the last page')
+
+  await service.agentList(r, { limit: 'lots' })
+  t.equal(argsOf(calls, 'pageOwned')[2]![1], 101, 'the default limit is 100')
+  await service.agentList(r, { limit: '5000' })
+  t.equal(argsOf(calls, 'pageOwned')[3]![1], 1001, 'clamped to 1000')
+  await rejectsWith(t, service.agentList(r, { cursor: encodeCursor('events', 1_000, { ms: 1, id: 'x' }) }), 400, 'invalid_cursor')
 })
