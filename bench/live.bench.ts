@@ -28,7 +28,7 @@ import { parseSearchFilters } from '../src/domain/search-filters.ts'
 import { rowBytes } from '../src/ingest/log/entry-codec.ts'
 import { LiveHub } from '../src/live/live-hub.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchArgs, benchDatabaseUrl, benchEvent, cpuByThread, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
+import { benchArgs, benchDatabaseUrl, benchEvent, cpuByThread, freePort, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ args: benchArgs(), options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, instances: { type: 'string', default: '1' } } })
 const duration = Number(values.duration)
@@ -42,10 +42,9 @@ const services: ChildProcess[] = []
 const percentile = (sorted: number[], p: number) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN
 
 try {
-  const firstPort = 4300 + Math.floor(Math.random() * 100) * 4
   const bases: string[] = []
   for (let i = 0; i < instances; i++) {
-    const port = firstPort + i
+    const port = await freePort()
     // One data directory for the signing key (tokens of one are accepted by all), one per instance for the rest.
     const dataDir = i === 0 ? join(work, 'data') : join(work, `data-${i}`)
     services.push(spawn(process.execPath, serviceArgs(), {
