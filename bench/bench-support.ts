@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs'
+import { createServer } from 'node:net'
 import pg from 'pg'
 import { Redis } from 'ioredis'
 import { withDefaultUser } from '../src/storage/postgres.ts'
@@ -25,6 +26,19 @@ export function serviceArgs (extra: string[] = [], script?: string[]): string[] 
  */
 export function benchArgs (argv: string[] = process.argv.slice(2)): string[] {
   return argv[0] === '--' ? argv.slice(1) : argv
+}
+
+/**
+ * A port no process listens on now, chosen by the system. Benchmarks of several people run side by
+ * side on one machine: a port drawn from a fixed range can be one another run's server holds (then
+ * a probe talks to that server, and fails when it stops: "fetch failed").
+ */
+export async function freePort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const port = (server.address() as { port: number }).port
+  await new Promise((resolve) => server.close(resolve))
+  return port
 }
 
 /**

@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchArgs, benchDatabaseUrl, benchEvent as event, byThread, cpuByThread, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
+import { benchArgs, benchDatabaseUrl, freePort, benchEvent as event, byThread, cpuByThread, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ args: benchArgs(), options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, 'batch-connections': { type: 'string', default: '8' }, runs: { type: 'string', default: 'a,b,c0,c' }, rounds: { type: 'string', default: '1' } } })
 // --runs picks some of the runs (e.g. --runs b to profile the single-event path alone); ratios need both sides.
@@ -93,10 +93,10 @@ function median (xs: number[]): number {
 const percentile = (sorted: number[], p: number) => sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN
 
 try {
-  const barePort = 3900 + Math.floor(Math.random() * 50)
-  const servicePort = barePort + 50
+  const barePort = await freePort()
+  const servicePort = await freePort()
   // (d) reads ClickHouse through the analysts' SQL port: no cache, and never a wait for the shipper.
-  const analyticsPort = barePort + 100
+  const analyticsPort = await freePort()
   const analystPassword = randomBytes(12).toString('hex')
   const base = `http://127.0.0.1:${servicePort}`
   const bare = startProcess(serviceArgs([], ['bench/bare-server.ts', String(barePort)]))

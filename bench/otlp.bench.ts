@@ -23,7 +23,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources'
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer'
 import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchArgs, serviceArgs, waitForUp } from './bench-support.ts'
+import { benchArgs, freePort, serviceArgs, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ args: benchArgs(), options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '8' } } })
 const duration = Number(values.duration)
@@ -96,7 +96,7 @@ const event = (i: number) => i % 3 === 1
 type Steps = Record<string, { events: number; totalMs: number }>
 
 try {
-  const port = 4100 + Math.floor(Math.random() * 100)
+  const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   service = spawn(process.execPath, serviceArgs(), {
     cwd: root,

@@ -188,13 +188,17 @@ t.test('filters: the same as GET /v1/me/events, q included', async (t) => {
   t.equal(JSON.parse((await bySession.next()).data).eventId, last.json().eventId)
 })
 
-t.test('a bad filter is a 400 naming it; no token is a 401', async (t) => {
+t.test('a bad filter is a 400 naming it; no token is a 401; HEAD opens no stream', async (t) => {
   const user = await newUser(a)
   const bad = await a.inject({ url: '/v1/me/events/stream?type=nope', headers: user.auth })
   t.equal(bad.statusCode, 400)
   t.equal(bad.json().details[0].path[0], 'type', 'the error names the parameter')
   const anonymous = await a.inject({ url: '/v1/me/events/stream' })
   t.equal(anonymous.statusCode, 401)
+  // HEAD answers at once (inject would wait for the end of a stream).
+  const head = await a.inject({ method: 'HEAD', url: '/v1/me/events/stream', headers: user.auth })
+  t.equal(head.statusCode, 200)
+  t.match(head.headers['content-type'], /^text\/event-stream/)
 })
 
 t.test('an idle stream gets heartbeats past the request timeout; streams are limited per user; closing the instance ends them', async (t) => {

@@ -8,6 +8,8 @@ const live: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
   app.get('/events/stream', { schema: streamEvents }, async (request, reply) => {
     const parsed = parseSearchFilters(request.query as Record<string, unknown>)
     if (!parsed.ok) throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details: parsed.problems })
+    // HEAD (answered for every GET route) says what a GET would open, without holding a stream.
+    if (request.method === 'HEAD') return reply.code(200).type('text/event-stream; charset=utf-8').send('')
     const reader = await request.reader
     const namesOf = async () => (await app.dashboardService.readerOf(request.user.id, Date.now())).names
     await app.liveTail.serve(reply, { userId: request.user.id, filters: parsed.filters, lastEventId: request.headers['last-event-id'], names: reader.names, namesOf })
