@@ -28,6 +28,7 @@ import publicX402 from './routes/public/x402.ts'
 import publicWaitlist from './routes/public/waitlist.ts'
 import ingest from './routes/ingest.ts'
 import otlp from './routes/otlp.ts'
+import scores from './routes/scores.ts'
 import meUser from './routes/me/user.ts'
 import meKeys from './routes/me/keys.ts'
 import meAgents from './routes/me/agents.ts'
@@ -37,6 +38,7 @@ import meSpend from './routes/me/spend.ts'
 import meTestEvent from './routes/me/test-event.ts'
 import meChannels from './routes/me/channels.ts'
 import meModelPrices from './routes/me/model-prices.ts'
+import meScores from './routes/me/scores.ts'
 import dashboardData from './plugins/dashboard-data.ts'
 import cacheInvalidation from './plugins/cache-invalidation.ts'
 import openapi from './plugins/openapi.ts'
@@ -130,6 +132,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(webUi)
   await app.register(ingest({ bodyLimit: config.bodyLimit, batchBodyLimit: config.batchBodyLimit }))
   await app.register(otlp({ bodyLimit: config.batchBodyLimit }))
+  await app.register(scores({ bodyLimit: config.bodyLimit, batchBodyLimit: config.batchBodyLimit }))
   app.decorateRequest('settledAt', 0)
   await app.register(async function me (scope) {
     scope.addHook('onRequest', scope.authenticateUser)
@@ -155,6 +158,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     await scope.register(meAlerts)
     await scope.register(meChannels)
     await scope.register(meModelPrices)
+    await scope.register(meScores)
   })
   return app
 }

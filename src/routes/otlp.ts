@@ -22,7 +22,7 @@ function encodingOf (request: FastifyRequest): OtlpEncoding {
  * This plugin is encapsulated: its body parsers and hooks apply to this route only.
  */
 const otlp = (opts: { bodyLimit: number }): FastifyPluginAsync => async (app) => {
-  const service = new OtlpService(app.ingestion, app.spanMemory)
+  const service = new OtlpService(app.ingestion, app.spanMemory, app.scoreIngestion)
 
   app.removeContentTypeParser('application/json')
   // application/protobuf is what some clients send for the same encoding.

@@ -29,7 +29,7 @@ export interface IngestCaller {
   burstPerMinute: number | null
   /** The only agent this caller may send for (a bound key, the test agent), or null for any of the user's. */
   agentId: string | null
-  source: { kind: 'api_key'; keyId: string } | { kind: 'dashboard_test' }
+  source: { kind: 'api_key'; keyId: string } | { kind: 'dashboard_test' } | { kind: 'dashboard' }
 }
 
 export function callerOfKey (key: KeyIdentity): IngestCaller {
