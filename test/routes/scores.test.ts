@@ -1,5 +1,6 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
+import { randomBytes } from 'node:crypto'
 import { buildTestApp, newUser, randomId, sendEvent, shipped, type TestUser } from '../helpers/app.ts'
 import { ScoresRepository } from '../../src/storage/scores-repository.ts'
 
@@ -233,4 +234,134 @@ t.test('the list pages with the cursor and filters by name, source, agent and ra
   t.equal((await listScores(app, user, `?to=${future}`)).scores.length, 6)
   const bad = await app.inject({ method: 'GET', url: '/v1/me/scores?cursor=nope', headers: user.auth })
   t.equal(bad.statusCode, 400)
+})
+
+/** An OTLP JSON export of one span carrying `events`, for `service`. */
+function otlpExport (traceId: string, spanId: string, service: string, events: { name: string; attributes: Record<string, string | number> }[]) {
+  const attr = (key: string, v: string | number) => ({ key, value: typeof v === 'number' ? { doubleValue: v } : { stringValue: v } })
+  const now = BigInt(Date.now()) * 1_000_000n
+  return {
+    resourceSpans: [{
+      resource: { attributes: [attr('service.name', service)] },
+      scopeSpans: [{
+        scope: { name: 'judge' },
+        spans: [{
+          traceId, spanId, name: 'chat', kind: 3, startTimeUnixNano: String(now), endTimeUnixNano: String(now + 1_000_000n),
+          attributes: [attr('gen_ai.operation.name', 'chat')],
+          events: events.map((e) => ({ name: e.name, timeUnixNano: String(now), attributes: Object.entries(e.attributes).map(([k, v]) => attr(k, v)) })),
+        }],
+      }],
+    }],
+  }
+}
+
+t.test('OTLP gen_ai.evaluation.result span events become scores of their span, once however often re-sent', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const put = await app.inject({ method: 'PUT', url: '/v1/me/score-configs/relevance', headers: user.auth, payload: { dataType: 'numeric', min: 0, max: 1 } })
+  t.equal(put.statusCode, 200)
+  const traceId = randomBytes(16).toString('hex')
+  const spanId = randomBytes(8).toString('hex')
+  const body = otlpExport(traceId, spanId, 'judged-agent', [
+    { name: 'gen_ai.evaluation.result', attributes: { 'gen_ai.evaluation.name': 'relevance', 'gen_ai.evaluation.score.value': 0.25, 'gen_ai.evaluation.score.label': 'low', 'gen_ai.evaluation.explanation': 'off topic' } },
+    { name: 'gen_ai.evaluation.result', attributes: { 'gen_ai.evaluation.name': 'tone', 'gen_ai.evaluation.score.label': 'polite' } },
+    { name: 'gen_ai.evaluation.result', attributes: { 'gen_ai.evaluation.name': 'relevance', 'gen_ai.evaluation.score.value': 7 } },
+    { name: 'gen_ai.evaluation.result', attributes: { 'gen_ai.evaluation.score.value': 1 } },
+    { name: 'something.else', attributes: { 'gen_ai.evaluation.name': 'x', 'gen_ai.evaluation.score.value': 1 } },
+  ])
+  const send = () => app.inject({ method: 'POST', url: '/v1/traces', headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) })
+  const first = await send()
+  t.equal(first.statusCode, 200, first.body)
+  t.match(first.json(), { partialSuccess: { errorMessage: /1 of 3 evaluation results refused: 1 validation_failed \(score_config_mismatch\)/ } })
+  t.equal((await send()).statusCode, 200, 're-sent')
+
+  const { scores } = (await app.inject({ method: 'GET', url: `/v1/me/traces/${traceId}/scores`, headers: user.auth })).json()
+  t.equal(scores.length, 2, 'one score per valid evaluation result, stored once')
+  t.match(scores.find((s: { name: string }) => s.name === 'relevance'), {
+    traceId, spanId, dataType: 'numeric', value: 0.25, comment: 'off topic', source: 'api', metadata: { label: 'low' }, agent: { displayName: 'judged-agent' },
+  })
+  t.match(scores.find((s: { name: string }) => s.name === 'tone'), { dataType: 'categorical', label: 'polite', spanId })
+  const trace = (await app.inject({ method: 'GET', url: `/v1/me/traces/${traceId}`, headers: user.auth })).json()
+  t.equal(trace.spans.length, 1, 'the span itself is stored as before')
+  t.equal(await stored.writesOf(user.id, `otel:${traceId}:${spanId}:0`), 1, 'a re-sent span writes its scores no second time')
+})
+
+/** The p-th quantile as ClickHouse's quantileExact takes it: the element at floor(p * n) of the sorted values. */
+function quantileExact (values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!
+}
+
+t.test('the summary\'s figures match a brute-force computation over the scores sent', async (t) => {
+  const user = await newUser(app, { tier: 'enterprise' })
+  const key = await user.createKey()
+  const traceId = randomId('trace-')
+  const agents = ['sum-a', 'sum-b']
+  const sent: { name: string; value?: number; label?: string; boolean?: boolean; agentId: string }[] = []
+  let seed = 7
+  const next = () => (seed = (seed * 48271) % 2147483647) / 2147483647
+  for (let i = 0; i < 60; i++) {
+    const agentId = agents[i % 2]!
+    sent.push({ name: 'accuracy', value: Math.round(next() * 1000) / 100, agentId })
+    sent.push({ name: 'verdict', label: ['good', 'bad', 'meh'][Math.floor(next() * 3)]!, agentId })
+    if (i % 3 === 0) sent.push({ name: 'thumbs', boolean: next() > 0.4, agentId })
+  }
+  // Replaced scores count once, with their last value.
+  const replaced = { name: 'accuracy', agentId: 'sum-a' }
+  const res = await postScores(app, key.secret, [
+    ...sent.map((s) => ({ traceId, ...s })),
+    { scoreId: 'r1', traceId, ...replaced, value: 100 },
+    { scoreId: 'r1', traceId, ...replaced, value: 5 },
+  ])
+  t.ok(res.json().results.every((r: { status: number }) => r.status === 202), 'all accepted')
+  sent.push({ ...replaced, value: 5 })
+
+  const summary = (await app.inject({ method: 'GET', url: '/v1/me/scores/summary', headers: user.auth })).json()
+  t.same(summary.names.map((n: { name: string }) => n.name), ['accuracy', 'thumbs', 'verdict'])
+  const numbers = (list: typeof sent) => list.map((s) => s.value ?? (s.boolean === undefined ? NaN : Number(s.boolean)))
+  const figures = (list: typeof sent, dataType: string) => {
+    const values = numbers(list)
+    const labels: Record<string, number> = {}
+    for (const s of list) {
+      const label = s.label ?? (s.boolean === undefined ? undefined : String(s.boolean))
+      if (label !== undefined) labels[label] = (labels[label] ?? 0) + 1
+    }
+    return {
+      count: list.length,
+      numeric: dataType === 'categorical' ? null : { mean: values.reduce((a, b) => a + b, 0) / values.length, p50: quantileExact(values, 0.5), p90: quantileExact(values, 0.9) },
+      labels: dataType === 'numeric' ? null : labels,
+    }
+  }
+  const today = new Date().toISOString().slice(0, 10)
+  for (const n of summary.names) {
+    const mine = sent.filter((s) => s.name === n.name)
+    const expected = figures(mine, n.dataType)
+    t.equal(n.count, expected.count, `${n.name} count`)
+    if (expected.numeric) {
+      t.ok(Math.abs(n.numeric.mean - expected.numeric.mean) < 1e-9, `${n.name} mean ${n.numeric.mean} ~ ${expected.numeric.mean}`)
+      t.equal(n.numeric.p50, expected.numeric.p50, `${n.name} p50`)
+      t.equal(n.numeric.p90, expected.numeric.p90, `${n.name} p90`)
+    } else t.equal(n.numeric, null)
+    t.same(n.labels, expected.labels, `${n.name} labels`)
+    t.same(n.previous, { count: 0, numeric: null, labels: null }, 'nothing in the previous period')
+    t.same(n.change.count, expected.count)
+    t.equal(n.change.mean, null)
+    t.same(n.byDay.map((d: { day: string; count: number }) => [d.day, d.count]), [[today, expected.count]])
+    for (const a of n.byAgent) {
+      const ofAgent = mine.filter((s) => s.agentId === a.agent.displayName)
+      const e = figures(ofAgent, n.dataType)
+      t.equal(a.count, e.count, `${n.name} ${a.agent.displayName} count`)
+      if (e.numeric) t.equal(a.numeric.p90, e.numeric.p90, `${n.name} ${a.agent.displayName} p90`)
+      t.same(a.labels, e.labels)
+    }
+    t.equal(n.byAgent.length, 2)
+  }
+
+  // Against the previous period: the same scores seen from a window a week on are all "previous".
+  const weekOn = Date.now() + 7 * 86_400_000
+  const later = (await app.inject({ method: 'GET', url: `/v1/me/scores/summary?to=${new Date(weekOn).toISOString()}&name=accuracy`, headers: user.auth })).json()
+  t.equal(later.names.length, 1)
+  t.match(later.names[0], { name: 'accuracy', count: 0, numeric: null, byDay: [], byAgent: [] })
+  t.equal(later.names[0].previous.count, sent.filter((s) => s.name === 'accuracy').length)
+  t.equal(later.names[0].change.count, -later.names[0].previous.count)
 })
