@@ -125,7 +125,12 @@ export class ScoreService {
   }
 
   private view (r: DashboardReader, s: StoredScore) {
-    const { rowId: _row, createdMs: _ms, agentId, ...rest } = s
-    return { ...rest, agent: agentId === null ? null : agentOf(r.names, agentId) }
+    return scoreView(r.names, s)
   }
+}
+
+/** A stored score as the reads answer it: its agent named, the store's paging keys left out. */
+export function scoreView (names: ReadonlyMap<string, string>, s: StoredScore) {
+  const { rowId: _row, createdMs: _ms, agentId, ...rest } = s
+  return { ...rest, agent: agentId === null ? null : agentOf(names, agentId) }
 }

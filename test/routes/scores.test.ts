@@ -205,6 +205,12 @@ t.test('people score traces and sessions from the dashboard as themselves; trace
   t.match(trace.scores[1], { spanId: null, boolean: true, source: 'human', authorId: user.id })
   const sessionScores = (await app.inject({ method: 'GET', url: `/v1/me/sessions/${sessionId}/scores`, headers: user.auth })).json()
   t.match(sessionScores.scores, [{ sessionId, label: 'yes', dataType: 'categorical', source: 'human' }])
+  // The trace and session details carry them too.
+  const detail = (await app.inject({ method: 'GET', url: `/v1/me/traces/${traceId}`, headers: user.auth })).json()
+  t.same(detail.scores, trace.scores, 'the trace detail has the trace\'s scores, whole and per span')
+  t.ok(detail.spans.some((s: { spanId: string }) => s.spanId === detail.scores[0].spanId), 'a span score names one of the spans')
+  const sessionDetail = (await app.inject({ method: 'GET', url: `/v1/me/sessions/${sessionId}`, headers: user.auth })).json()
+  t.same(sessionDetail.scores, sessionScores.scores)
   const humans = await listScores(app, user, '?source=human&name=thumbs')
   t.equal(humans.scores.length, 2)
 })
