@@ -8,12 +8,15 @@ CREATE TABLE score_configs (
   max_value    double precision,
   labels       text[],
   description  text,
+  alert        jsonb,
   created_at   timestamptz NOT NULL DEFAULT now(),
   updated_at   timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (user_id, name),
   CHECK (data_type = 'numeric' OR (min_value IS NULL AND max_value IS NULL)),
-  CHECK ((data_type = 'categorical') = (labels IS NOT NULL))
+  CHECK ((data_type = 'categorical') = (labels IS NOT NULL)),
+  CHECK (alert IS NULL OR data_type <> 'categorical')
 );
 COMMENT ON COLUMN score_configs.min_value IS 'numeric: the lowest value allowed (inclusive); null: no bound';
 COMMENT ON COLUMN score_configs.max_value IS 'numeric: the highest value allowed (inclusive); null: no bound';
 COMMENT ON COLUMN score_configs.labels IS 'categorical: the labels allowed';
+COMMENT ON COLUMN score_configs.alert IS 'the score.dropped rule of the name: { windowMinutes, baselineDays, minScores, below?, dropShare? }; null: no alert';

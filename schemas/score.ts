@@ -134,14 +134,39 @@ const scoreConfigBody = {
     max: { type: ['number', 'null'], description: 'numeric only: the highest value allowed (inclusive); null or omitted: no bound' },
     labels: { type: 'array', minItems: 1, maxItems: 100, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: SCORE_LABEL_MAX }, description: 'categorical only (and required there): the labels allowed' },
     description: { type: 'string', maxLength: 1000 },
+    alert: {
+      type: ['object', 'null'],
+      additionalProperties: false,
+      description: 'numeric and boolean only: raise a `score.dropped` alert for an agent whose mean score of this name over the last `windowMinutes` is below `below`, or has fallen by `dropShare` or more against its mean over the `baselineDays` before; null or omitted: no alert',
+      properties: {
+        windowMinutes: { type: 'integer', minimum: 5, maximum: 1440, description: 'default 60' },
+        baselineDays: { type: 'integer', minimum: 1, maximum: 30, description: 'default 7' },
+        minScores: { type: 'integer', minimum: 1, maximum: 10000, description: 'scores the window (and the baseline, for a drop) needs before the rule judges; default 5' },
+        below: { type: ['number', 'null'], description: 'fire when the window\'s mean is below this' },
+        dropShare: { type: ['number', 'null'], exclusiveMinimum: 0, maximum: 1, description: 'fire when the mean fell by this share of the baseline\'s or more (0.2 = 20 %); twice as much is critical' },
+      },
+    },
   },
-  examples: [{ dataType: 'numeric', min: 0, max: 1, description: 'how helpful the answer was' }, { dataType: 'categorical', labels: ['correct', 'partial', 'wrong'] }],
+  examples: [{ dataType: 'numeric', min: 0, max: 1, description: 'how helpful the answer was', alert: { below: 0.5, dropShare: 0.2 } }, { dataType: 'categorical', labels: ['correct', 'partial', 'wrong'] }],
+} as const
+
+const alertRule = {
+  type: ['object', 'null'],
+  required: ['windowMinutes', 'baselineDays', 'minScores', 'below', 'dropShare'],
+  additionalProperties: false,
+  properties: {
+    windowMinutes: { type: 'integer' },
+    baselineDays: { type: 'integer' },
+    minScores: { type: 'integer' },
+    below: { type: ['number', 'null'] },
+    dropShare: { type: ['number', 'null'] },
+  },
 } as const
 
 export const scoreConfig = {
   type: 'object',
   description: 'How scores of a name must look: scores that do not fit are refused (400 `score_config_mismatch`). Scores stored before the config was set or changed are kept.',
-  required: ['name', 'dataType', 'min', 'max', 'labels', 'description', 'updatedAt'],
+  required: ['name', 'dataType', 'min', 'max', 'labels', 'description', 'alert', 'updatedAt'],
   additionalProperties: false,
   properties: {
     name: scoreName,
@@ -150,6 +175,7 @@ export const scoreConfig = {
     max: { type: ['number', 'null'] },
     labels: { type: ['array', 'null'], items: { type: 'string' } },
     description: nullableString,
+    alert: { ...alertRule, description: 'the `score.dropped` alert rule, defaults filled in; null: none' },
     updatedAt: instant,
   },
 } as const

@@ -1,5 +1,6 @@
 import type { ErrorDetail } from '../validation.ts'
 import { dataTypeOf, type IncomingScore, type ScoreDataType } from './score-row.ts'
+import { scoreAlertProblems, type ScoreAlertRule } from './score-alerts.ts'
 
 /** How scores of one name must look (postgres/010, `/v1/me/score-configs/:name`). */
 export interface ScoreConfig {
@@ -9,10 +10,14 @@ export interface ScoreConfig {
   max: number | null
   labels: string[] | null
   description: string | null
+  /** The `score.dropped` alert rule of the name, or null for none. */
+  alert: ScoreAlertRule | null
   updatedAt: string
 }
 
-export type ScoreConfigInput = Pick<ScoreConfig, 'dataType'> & { min?: number | null; max?: number | null; labels?: string[]; description?: string }
+export type ScoreConfigInput = Pick<ScoreConfig, 'dataType'> & {
+  min?: number | null; max?: number | null; labels?: string[]; description?: string; alert?: Partial<ScoreAlertRule> | null
+}
 
 /** What is wrong with a config as sent (the schema checked its types), as the details of a 400. */
 export function configProblems (c: ScoreConfigInput): ErrorDetail[] {
@@ -22,6 +27,7 @@ export function configProblems (c: ScoreConfigInput): ErrorDetail[] {
   if (numeric && c.min != null && c.max != null && c.min > c.max) problems.push({ path: ['min'], message: 'must not be greater than max' })
   if (c.dataType === 'categorical' && c.labels === undefined) problems.push({ path: ['labels'], message: 'is required for a categorical config' })
   if (c.dataType !== 'categorical' && c.labels !== undefined) problems.push({ path: ['labels'], message: 'is allowed only for a categorical config' })
+  if (c.alert != null) problems.push(...scoreAlertProblems(c.alert, c.dataType))
   return problems
 }
 

@@ -14,16 +14,12 @@ import { BestEffortRedis } from './best-effort-redis.ts'
 import { SpanMemory } from './span-memory.ts'
 import { IdempotencyStore } from './idempotency.ts'
 import { ScoreConfigResolver, ScoreIngestionService } from './score-ingestion.ts'
-import { ScoresRepository } from '../storage/scores-repository.ts'
-import { ScoreConfigsRepository } from '../storage/score-configs-repository.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     ingestion: IngestionService
     /** Scores through the same pipeline steps, log and shipper as events (src/ingest/score-ingestion.ts). */
     scoreIngestion: ScoreIngestionService
-    /** The score configs users set (Postgres); a change is dropped from ingestion's cache on every instance. */
-    scoreConfigs: ScoreConfigsRepository
     ingestLog: IngestLog
     shipper: EventShipper
     /** Builds the rows of large requests off the main thread. */
@@ -71,12 +67,11 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
   if (backlog.rows > 0 || backlog.quarantined > 0) {
     app.log.info({ rows: backlog.rows, bytes: backlog.bytes, quarantined: backlog.quarantined, dir: opts.ingest.logDir }, 'ingest log opened with a backlog; shipping it')
   }
-  const scores = new ScoresRepository(app.clickhouse)
   const shipper = new EventShipper(log, (body, token, rows) => app.events.insertBlock(body, token, rows), {
     maxRows: opts.ingest.batchMaxRows,
     maxBytes: opts.ingest.batchMaxBytes,
     minIntervalMs: opts.ingest.shipMinIntervalMs,
-  }, app.log, (body, token) => scores.insertBlock(body, token))
+  }, app.log, (body, token) => app.scores.insertBlock(body, token))
   shipper.start()
 
   const activity = new ActivityRecorder(app.keys, app.agents, app.users, app.log, opts.activityFlushMs)
@@ -101,10 +96,9 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
     rows,
     prices,
   })
-  const scoreConfigs = new ScoreConfigsRepository(app.db)
-  const configs = new ScoreConfigResolver(scoreConfigs, caches)
+  const configs = new ScoreConfigResolver(app.scoreConfigs, caches)
   // Scores ingested after a config change are checked by it, on every instance.
-  scoreConfigs.onChanged((change) => configs.forget(change.userId))
+  app.scoreConfigs.onChanged((change) => configs.forget(change.userId))
   const scoreService = new ScoreIngestionService({
     agents: resolver,
     configs,
@@ -116,7 +110,6 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
     inFlight: service.inFlight,
   })
   app.decorate('scoreIngestion', scoreService)
-  app.decorate('scoreConfigs', scoreConfigs)
   // What Redis remembers of retries: ingestion goes on without it while Redis is out of reach.
   const memory = new BestEffortRedis(app.redis, app.log)
   const retries = { prefix: app.redisPrefix, windowMs: opts.ingest.retryWindowHours * 3_600_000, inFlightMs: RETRY_IN_FLIGHT_MS }

@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import type { ScoreConfig, ScoreConfigInput } from '../domain/score-config.ts'
+import { scoreAlertRuleOf } from '../domain/score-alerts.ts'
 import { underUserLock } from './postgres.ts'
 import { iso } from './timestamps.ts'
 import { ChangeListeners, type ChangeListener } from './change-listeners.ts'
@@ -12,6 +13,7 @@ function toConfig (r: Record<string, any>): ScoreConfig {
     max: r.max_value,
     labels: r.labels,
     description: r.description,
+    alert: r.alert,
     updatedAt: iso(r.updated_at),
   }
 }
@@ -39,6 +41,12 @@ export class ScoreConfigsRepository {
     return rows.map(toConfig)
   }
 
+  /** Every config with an alert rule, of every user (the anomaly tick evaluates them). */
+  async withAlerts (): Promise<(ScoreConfig & { userId: string })[]> {
+    const { rows } = await this.db.query('/* svc:score_configs_alerting */ SELECT * FROM score_configs WHERE alert IS NOT NULL ORDER BY user_id, name')
+    return rows.map((r) => ({ ...toConfig(r), userId: r.user_id }))
+  }
+
   async get (userId: string, name: string): Promise<ScoreConfig | null> {
     const { rows } = await this.db.query('/* svc:score_configs_get */ SELECT * FROM score_configs WHERE user_id = $1 AND name = $2', [userId, name])
     return rows[0] ? toConfig(rows[0]) : null
@@ -51,14 +59,14 @@ export class ScoreConfigsRepository {
    */
   async put (userId: string, name: string, c: ScoreConfigInput, max: number): Promise<ScoreConfig | null> {
     const rows = await underUserLock(this.db, userId, async (client) => (await client.query(
-      `/* svc:score_configs_put */ INSERT INTO score_configs AS c (user_id, name, data_type, min_value, max_value, labels, description)
-       SELECT $1, $2, $3, $4, $5, $6, $7
+      `/* svc:score_configs_put */ INSERT INTO score_configs AS c (user_id, name, data_type, min_value, max_value, labels, description, alert)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $9
        WHERE (SELECT count(*) FROM score_configs WHERE user_id = $1) < $8
           OR EXISTS (SELECT 1 FROM score_configs WHERE user_id = $1 AND name = $2)
        ON CONFLICT (user_id, name) DO UPDATE SET data_type = EXCLUDED.data_type, min_value = EXCLUDED.min_value, max_value = EXCLUDED.max_value,
-         labels = EXCLUDED.labels, description = EXCLUDED.description, updated_at = now()
+         labels = EXCLUDED.labels, description = EXCLUDED.description, alert = EXCLUDED.alert, updated_at = now()
        RETURNING *`,
-      [userId, name, c.dataType, c.min ?? null, c.max ?? null, c.labels ?? null, c.description ?? null, max],
+      [userId, name, c.dataType, c.min ?? null, c.max ?? null, c.labels ?? null, c.description ?? null, max, c.alert ? JSON.stringify(scoreAlertRuleOf(c.alert)) : null],
     )).rows)
     if (!rows[0]) return null
     await this.changes.emit({ kind: 'put', userId, name })

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { pageOf, type Page, type PageStart } from '../domain/cursor.ts'
 import { SCORE_INSERT_COLUMNS, scoreLine, type ScoreDataType, type ScoreRow, type ScoreSource } from '../domain/score-row.ts'
 import type { FigureRow } from '../domain/score-summary.ts'
+import type { ScoreWindow } from '../domain/score-alerts.ts'
 import { embeddedRawInsert } from './clickhouse-client.ts'
 import { isoFromMs } from './timestamps.ts'
 
@@ -186,6 +187,29 @@ export class ScoresRepository {
       { ...params(r, f, asOf), limit },
     )
     return rows.map(toScore)
+  }
+
+  /**
+   * Per agent, the mean and count of the user's numeric and boolean scores of `name` received in
+   * [windowFromMs, nowMs) and in [baselineFromMs, windowFromMs) (the `score.dropped` rule). Scores of
+   * no agent, and of the agents in `hidden`, are left out.
+   */
+  async windows (r: ScoreReader, name: string, span: { baselineFromMs: number; windowFromMs: number; nowMs: number }): Promise<ScoreWindow[]> {
+    const rows = await this.rows(
+      `/* svc:score_alert_windows */ SELECT agent_id,
+         avgIf(value, received_at >= fromUnixTimestamp64Milli({windowFrom:Int64})) AS window_mean,
+         countIf(received_at >= fromUnixTimestamp64Milli({windowFrom:Int64})) AS window_n,
+         avgIf(value, received_at < fromUnixTimestamp64Milli({windowFrom:Int64})) AS baseline_mean,
+         countIf(received_at < fromUnixTimestamp64Milli({windowFrom:Int64})) AS baseline_n
+       FROM (${latest('')})
+       WHERE name = {name:String} AND agent_id != '' AND agent_id NOT IN {hidden:Array(String)} AND data_type != 'categorical'
+         AND received_at >= fromUnixTimestamp64Milli({baselineFrom:Int64})
+       GROUP BY agent_id`,
+      { u: r.userId, hidden: r.hidden, asOf: span.nowMs, name, windowFrom: span.windowFromMs, baselineFrom: span.baselineFromMs },
+    )
+    return rows.map((x) => ({
+      agentId: x.agent_id, name, windowMean: Number(x.window_mean), windowCount: Number(x.window_n), baselineMean: Number(x.baseline_mean), baselineCount: Number(x.baseline_n),
+    }))
   }
 
   /**

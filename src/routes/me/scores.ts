@@ -1,13 +1,12 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
 import { ScoreService } from '../../services/score-service.ts'
-import { ScoresRepository } from '../../storage/scores-repository.ts'
 import {
   annotateSession, annotateTrace, deleteScoreConfig, getScoreConfig, listScoreConfigs, listScores, putScoreConfig, scoresSummary, sessionScores, traceScores,
 } from '../../../schemas/score.ts'
 
 /** The caller's score configs, their scores (list, summary) and the scores they give from the dashboard. */
 const scores: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
-  const service = new ScoreService(new ScoresRepository(app.clickhouse), app.scoreConfigs, app.dashboard, app.scoreIngestion)
+  const service = new ScoreService(app.scores, app.scoreConfigs, app.dashboard, app.scoreIngestion)
 
   app.get('/v1/me/score-configs', { schema: listScoreConfigs }, async (request) => ({ configs: await service.listConfigs(request.user.id) }))
 
