@@ -201,7 +201,7 @@ export class ScoresRepository {
          countIf(received_at >= fromUnixTimestamp64Milli({windowFrom:Int64})) AS window_n,
          avgIf(value, received_at < fromUnixTimestamp64Milli({windowFrom:Int64})) AS baseline_mean,
          countIf(received_at < fromUnixTimestamp64Milli({windowFrom:Int64})) AS baseline_n
-       FROM (${latest('')})
+       FROM (${latest('name = {name:String} AND received_at >= fromUnixTimestamp64Milli({baselineFrom:Int64})')})
        WHERE name = {name:String} AND agent_id != '' AND agent_id NOT IN {hidden:Array(String)} AND data_type != 'categorical'
          AND received_at >= fromUnixTimestamp64Milli({baselineFrom:Int64})
        GROUP BY agent_id`,
