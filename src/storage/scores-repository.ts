@@ -80,13 +80,18 @@ function toScore (r: Record<string, any>): StoredScore {
 /**
  * The latest write of each of the reader's score ids received by `asOf` (a fixed history for a walk
  * over pages), restricted to the score ids that `prefilter` finds among the writes: a write that
- * moved a score elsewhere still replaces it.
+ * moved a score elsewhere still replaces it. A score of a trace that names no agent is of the agent
+ * of the trace's events (the first found when a trace has several).
  */
 function latest (prefilter: string): string {
-  return `SELECT * FROM scores
-    WHERE user_id = {u:String} AND received_at <= fromUnixTimestamp64Milli({asOf:Int64})
-      ${prefilter ? `AND score_id IN (SELECT score_id FROM scores WHERE user_id = {u:String} AND ${prefilter})` : ''}
-    ORDER BY version DESC LIMIT 1 BY score_id`
+  const also = prefilter ? `AND score_id IN (SELECT score_id FROM scores WHERE user_id = {u:String} AND ${prefilter})` : ''
+  return `SELECT s.* REPLACE (if(s.agent_id != '', s.agent_id, t.trace_agent) AS agent_id) FROM (
+      SELECT * FROM scores WHERE user_id = {u:String} AND received_at <= fromUnixTimestamp64Milli({asOf:Int64}) ${also}
+      ORDER BY version DESC LIMIT 1 BY score_id) AS s
+    LEFT JOIN (
+      SELECT trace_id, any(agent_id) AS trace_agent FROM events
+      WHERE user_id = {u:String} AND trace_id IN (SELECT trace_id FROM scores WHERE user_id = {u:String} AND agent_id = '' AND trace_id != '' ${also})
+      GROUP BY trace_id) AS t ON s.trace_id = t.trace_id`
 }
 
 /** The conditions of a filter on the latest writes, and what the prefilter can narrow on. */
