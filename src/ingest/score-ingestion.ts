@@ -1,6 +1,6 @@
 import { configMismatch, type ScoreConfig } from '../domain/score-config.ts'
 import { buildScoreRow, newScoreRowId, scoreLine, scoreShapeProblems, type IncomingScore } from '../domain/score-row.ts'
-import { HttpError, validationFailed } from '../http-error.ts'
+import { HttpError, forbidden, validationFailed } from '../http-error.ts'
 import { bodyAjv, toDetails, type ErrorDetail } from '../validation.ts'
 import { incomingScore } from '../../schemas/score.ts'
 import { SharedCache, type SharedCacheOptions } from '../cache/shared-cache.ts'
@@ -81,7 +81,9 @@ function scoreSchemaStep (): ScoreStep {
       if (input.length > 0) return { kind: 'refused', error: validationFailed(input) }
       if (!validateScore(item.event)) return { kind: 'refused', error: run.invalid(toDetails(validateScore.errors)) }
       const shape = scoreShapeProblems(item.event as IncomingScore)
-      return shape.length > 0 ? { kind: 'refused', error: run.invalid(shape) } : undefined
+      if (shape.length > 0) return { kind: 'refused', error: run.invalid(shape) }
+      if (run.caller.publishable && (item.event as IncomingScore).source !== 'human') return { kind: 'refused', error: forbidden('publishable_key_human_scores_only') }
+      return undefined
     }),
   }
 }
@@ -126,6 +128,15 @@ function configsStep (configs: Pick<ScoreConfigResolver, 'peek' | 'get'>): Score
   }
 }
 
+/**
+ * The id a score is stored under: as sent, except from a publishable key, whose ids are its own
+ * (`pk:<key id>:<scoreId>`): a page can update the feedback it sent, never another score of the user.
+ */
+function storedScoreId (caller: IngestCaller, score: IncomingScore): string | undefined {
+  if (!caller.publishable || score.scoreId === undefined || caller.source.kind !== 'api_key') return score.scoreId
+  return `pk:${caller.source.keyId}:${score.scoreId}`
+}
+
 /** `row`: each score's row id and its ingest log line (scores are small: always on this thread). */
 function scoreRowStep (): ScoreStep {
   return {
@@ -133,7 +144,9 @@ function scoreRowStep (): ScoreStep {
     run: (run, items) => {
       const lines = items.map((item) => {
         item.eventId = newScoreRowId(run.receivedAt)
-        const row = buildScoreRow(item.event as IncomingScore, {
+        const score = item.event as IncomingScore
+        const scoreId = storedScoreId(run.caller, score)
+        const row = buildScoreRow(scoreId === score.scoreId ? score : { ...score, scoreId }, {
           rowId: item.eventId, userId: run.caller.userId, agentId: item.agent?.id ?? null, receivedAt: run.receivedAt, authorId: run.authorId,
         })
         return scoreLine(row)
@@ -154,7 +167,7 @@ function scoreLogStep (parts: { ingestLog: Pick<IngestLog, 'append'>; shipper: P
       if (run.caller.source.kind === 'api_key') parts.activity.keyUsed(run.caller.source.keyId, Date.now())
       return items.map((item): Verdict<ScoreAck> => ({
         kind: 'accepted',
-        ack: { id: item.eventId, accepted: true, scoreId: (item.event as IncomingScore).scoreId ?? item.eventId },
+        ack: { id: item.eventId, accepted: true, scoreId: storedScoreId(run.caller, item.event as IncomingScore) ?? item.eventId },
       }))
     },
   }
