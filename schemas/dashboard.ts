@@ -1,3 +1,4 @@
+import { storedScore } from './score.ts'
 import { agentRef, anyJson, cuid, day, instant, nullableInstant, nullableString, tokens } from './common.ts'
 
 const privacyChip = { enum: ['MIN', 'STD', 'FULL', null], description: 'the chip of `metadata.privacyLevel` (minimal, standard, full); null when not sent' } as const
@@ -72,8 +73,13 @@ export const traceSummary = {
 export const sessionDetail = {
   type: 'object',
   description: 'A session with all its events in time order (up to 10,000).',
-  required: ['sessionId', ...groupRequired, 'events'],
-  properties: { sessionId: { type: 'string' }, ...groupTotals, events: { type: 'array', items: dashboardEvent } },
+  required: ['sessionId', ...groupRequired, 'events', 'scores'],
+  properties: {
+    sessionId: { type: 'string' },
+    ...groupTotals,
+    events: { type: 'array', items: dashboardEvent },
+    scores: { type: 'array', items: storedScore, description: 'the session\'s scores (docs/api.md#scores-post-v1scores-v1mescores-v1mescore-configs), oldest first' },
+  },
 } as const
 
 /** The most spans a trace detail holds: a longer run reads back its first ones (`truncated`). */
@@ -130,7 +136,7 @@ export const traceSpan = {
 export const traceDetail = {
   type: 'object',
   description: 'A trace, whole: its totals, git context and working directory (the first event\'s that carries them), and every event once, as a span of its tree.',
-  required: ['traceId', ...groupRequired, 'git', 'cwd', 'truncated', 'roots', 'spans'],
+  required: ['traceId', ...groupRequired, 'git', 'cwd', 'truncated', 'roots', 'spans', 'scores'],
   properties: {
     traceId: { type: 'string' },
     ...groupTotals,
@@ -139,6 +145,7 @@ export const traceDetail = {
     truncated: { type: 'boolean', description: `true when the trace has more than ${spansMax} events: \`spans\` and the totals are its first ${spansMax}` },
     roots: { type: 'array', items: position, description: 'positions of the root spans; every span when the trace has no span links (a flat timeline)' },
     spans: { type: 'array', items: traceSpan, description: 'every event of the trace once, in time order' },
+    scores: { type: 'array', items: storedScore, description: 'the trace\'s scores, oldest first: of the whole trace (`spanId` null) and of its spans (`spanId` of one of `spans`)' },
   },
 } as const
 

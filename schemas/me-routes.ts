@@ -55,6 +55,15 @@ export const createKey = {
     properties: {
       label: { type: 'string', minLength: 1, maxLength: 100, examples: ['laptop'] },
       agentId: { type: 'string', pattern: '^c[a-z0-9]{24}$', description: 'binds the key to this agent of the caller' },
+      kind: { enum: ['secret', 'publishable'], description: 'default `secret`; `publishable`: a key a web page may hold in the open (docs/api.md#publishable-keys), which needs `allowedOrigins`' },
+      allowedOrigins: {
+        type: 'array',
+        minItems: 1,
+        maxItems: 20,
+        uniqueItems: true,
+        items: { type: 'string', maxLength: 300, pattern: '^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$' },
+        description: 'publishable keys only: the origins (`https://app.example.com`, no path) whose pages may use the key',
+      },
     },
   },
   response: { 201: createdApiKey, ...writeErrors },

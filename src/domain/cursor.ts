@@ -6,7 +6,7 @@
  * skipped.
  */
 
-export type CursorList = 'events' | 'sessions' | 'traces' | 'alerts' | 'agents' | 'deliveries'
+export type CursorList = 'events' | 'sessions' | 'traces' | 'alerts' | 'agents' | 'deliveries' | 'scores'
 
 /** Where a page starts: the walk's instant, and the sort key of the row before it (none on page one). */
 export interface PageStart {

@@ -5,7 +5,7 @@
  */
 
 /** Event types a channel can subscribe to; a channel gets all of them unless it names some. */
-export const EVENT_TYPES = ['alert.triggered', 'alert.resolved', 'error_cluster.created', 'error_cluster.reopened'] as const
+export const EVENT_TYPES = ['alert.triggered', 'alert.resolved', 'error_cluster.created', 'error_cluster.reopened', 'score.dropped'] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 /** What `POST /v1/me/channels/:id/test` sends; not subscribable. */
 export const TEST_EVENT = 'channel.test'
@@ -56,7 +56,7 @@ export interface ClusterFacts {
 
 /** The event a webhook receives as its body, and what Slack and PagerDuty bodies are rendered from. */
 export type NotificationEvent =
-  | { type: 'alert.triggered' | 'alert.resolved'; timestamp: string; data: { alert: AlertFacts; agent: AgentFacts; url: string } }
+  | { type: 'alert.triggered' | 'alert.resolved' | 'score.dropped'; timestamp: string; data: { alert: AlertFacts; agent: AgentFacts; url: string } }
   | { type: 'error_cluster.created'; timestamp: string; data: { cluster: ClusterFacts; agent: AgentFacts; url: string } }
   | { type: 'error_cluster.reopened'; timestamp: string; data: { cluster: ClusterFacts; alert: AlertFacts; agent: AgentFacts; url: string } }
   | { type: typeof TEST_EVENT; timestamp: string; data: { channel: { id: string; kind: ChannelKind; label: string }; message: string; url: string } }
@@ -69,6 +69,8 @@ export const dashboardLinks = (base: string) => ({
 })
 
 const REGRESSION = 'regression:'
+/** The rule of a score alert (src/domain/score-alerts.ts): its opening is a `score.dropped`. */
+const SCORE_DROPPED = 'score.dropped:'
 
 function alertFacts (a: AlertFacts): AlertFacts {
   return {
@@ -96,6 +98,7 @@ export function alertEvent (change: 'opened' | 'cleared', alert: AlertFacts, age
   const links = dashboardLinks(base)
   const timestamp = at.toISOString()
   if (change === 'cleared') return { type: 'alert.resolved', timestamp, data: { alert: alertFacts(alert), agent, url: links.alerts } }
+  if (alert.rule.startsWith(SCORE_DROPPED)) return { type: 'score.dropped', timestamp, data: { alert: alertFacts(alert), agent, url: links.alerts } }
   if (!alert.rule.startsWith(REGRESSION)) return { type: 'alert.triggered', timestamp, data: { alert: alertFacts(alert), agent, url: links.alerts } }
   const f = alert.figures
   const cluster: ClusterFacts = {
@@ -133,6 +136,7 @@ export function eventKey (event: NotificationEvent, deliveryId: string): string 
     case 'alert.triggered':
     case 'alert.resolved':
     case 'error_cluster.reopened':
+    case 'score.dropped':
       return `${event.type}:${event.data.alert.id}`
     case 'error_cluster.created':
       return `${event.type}:${event.data.cluster.fingerprint}`
@@ -150,6 +154,8 @@ export function summary (event: NotificationEvent): string {
       return `[${event.data.alert.severity}] ${event.data.alert.rule} on ${agentName(event.data.agent)}: ${event.data.alert.message}`
     case 'alert.resolved':
       return `[resolved] ${event.data.alert.rule} on ${agentName(event.data.agent)}: ${event.data.alert.message}`
+    case 'score.dropped':
+      return `[${event.data.alert.severity}] Scores dropped on ${agentName(event.data.agent)}: ${event.data.alert.message}`
     case 'error_cluster.created':
       return `New error cluster ${event.data.cluster.fingerprint} on ${agentName(event.data.agent)}: ${event.data.cluster.sampleMessage ?? '(no message)'}`
     case 'error_cluster.reopened':
@@ -204,6 +210,7 @@ function dedupKey (event: NotificationEvent): string {
     case 'alert.triggered':
     case 'alert.resolved':
     case 'error_cluster.reopened':
+    case 'score.dropped':
       return event.data.alert.id
     case 'error_cluster.created':
       return `error_cluster:${event.data.cluster.fingerprint}`

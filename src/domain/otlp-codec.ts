@@ -239,9 +239,13 @@ function anyValue (v: unknown, depth: number): AttrValue {
   }
 }
 
-/** The ExportTraceServiceResponse: empty on full success, with partial_success when spans were refused. */
+/**
+ * The ExportTraceServiceResponse: empty on full success, with partial_success when spans were
+ * refused, or as a warning (0 rejected spans, as the OTLP specification allows) when every span was
+ * accepted but something else was not (an evaluation result refused as a score).
+ */
 export function encodeResponse (encoding: OtlpEncoding, rejectedSpans: number, errorMessage: string): Buffer | string {
-  const partialSuccess = rejectedSpans > 0 ? { rejectedSpans, errorMessage } : undefined
+  const partialSuccess = rejectedSpans > 0 || errorMessage !== '' ? { rejectedSpans, errorMessage } : undefined
   if (encoding === 'json') {
     return JSON.stringify(partialSuccess ? { partialSuccess: { rejectedSpans: String(rejectedSpans), errorMessage } } : {})
   }

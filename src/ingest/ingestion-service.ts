@@ -54,7 +54,8 @@ const noInputProblems: ProblemsOf = () => []
 export class IngestionService {
   readonly pipeline: PipelineRunner
   private readonly steps: readonly IngestionStep[]
-  private readonly inFlight = new ReadYourWrites()
+  /** The requests under way (events and scores alike: read-your-writes waits for both). */
+  readonly inFlight = new ReadYourWrites()
   private readonly logged: AcknowledgedRows[] = []
 
   constructor (parts: IngestionParts) {

@@ -1,5 +1,8 @@
 import { decodeTraces, OtlpDecodeError, type OtlpEncoding } from '../domain/otlp-codec.ts'
 import { spanToEvent } from '../domain/otlp-mapping.ts'
+import { spanEvaluations } from '../domain/otlp-scores.ts'
+import type { IncomingScore } from '../domain/score-row.ts'
+import type { ScoreIngestionService } from './score-ingestion.ts'
 import type { IncomingEvent } from '../domain/event-row.ts'
 import { HttpError } from '../http-error.ts'
 import type { IngestCaller, IngestionService } from './ingestion-service.ts'
@@ -24,7 +27,7 @@ export interface ExportOutcome {
  * window (see SpanMemory).
  */
 export class OtlpService {
-  constructor (private readonly ingestion: IngestionService, private readonly spans: SpanMemory) {}
+  constructor (private readonly ingestion: IngestionService, private readonly spans: SpanMemory, private readonly scores?: Pick<ScoreIngestionService, 'ingestEvaluations'>) {}
 
   /**
    * Builds the request's events from its spans, claims them (spans accepted before, by any
@@ -32,9 +35,11 @@ export class OtlpService {
    * answers; the claim is settled with what became of each span.
    */
   async export (caller: IngestCaller, body: Buffer, encoding: OtlpEncoding): Promise<ExportOutcome> {
-    const { events, refusals } = this.ingestion.pipeline.build('decode', () => decodeSpans(body, encoding), (r) => r.events.length + r.refusals.length)
+    const { events, refusals, evaluations } = this.ingestion.pipeline.build('decode', () => decodeSpans(body, encoding), (r) => r.events.length + r.refusals.length)
     const claim = await this.spans.claim(caller.userId, events)
     let accepted = 0
+    const scoreRefusals: HttpError[] = []
+    let scoresSent = 0
     if (claim.fresh.length > 0) {
       const outcomes = await this.ingestion.ingestSpans(caller, claim.fresh).catch(async (err: unknown) => {
         await this.spans.settle(claim, null)
@@ -45,6 +50,14 @@ export class OtlpService {
         if (outcome.kind === 'accepted') accepted++
         else refusals.push(outcome.error)
       }
+      // The evaluation results of the spans just stored (those of a re-sent span were stored with it).
+      const scores = claim.fresh.flatMap((event, i) => (outcomes[i]!.kind === 'accepted' ? evaluations.get(event) ?? [] : []))
+      if (scores.length > 0 && this.scores) {
+        scoresSent = scores.length
+        for (const outcome of await this.scores.ingestEvaluations(caller, scores)) {
+          if (outcome.kind !== 'accepted') scoreRefusals.push(outcome.error)
+        }
+      }
     }
     if (accepted === 0 && refusals.length > 0) {
       const refusal = shared(refusals)
@@ -53,15 +66,19 @@ export class OtlpService {
       if (claim.repeated === 0 || RETRIED.has(refusal.statusCode)) throw refusal
     }
     const total = claim.repeated + accepted + refusals.length
-    return { acceptedSpans: claim.repeated + accepted, rejectedSpans: refusals.length, errorMessage: summary(refusals, total) }
+    const message = [summary(refusals, total), summary(scoreRefusals, scoresSent, 'evaluation results')].filter(Boolean).join('; ')
+    return { acceptedSpans: claim.repeated + accepted, rejectedSpans: refusals.length, errorMessage: message }
   }
 }
 
 /** The statuses OTLP exporters retry a request on (OTLP/HTTP specification: 429, 502, 503, 504). */
 const RETRIED = new Set([429, 502, 503, 504])
 
-/** The `decode` step: the body decoded, and each span mapped to an event or refused. A body that cannot be decoded is refused whole (400). */
-function decodeSpans (body: Buffer, encoding: OtlpEncoding): { events: IncomingEvent[]; refusals: HttpError[] } {
+/**
+ * The `decode` step: the body decoded, and each span mapped to an event or refused, with the scores
+ * of its evaluation results (src/domain/otlp-scores.ts). A body that cannot be decoded is refused whole (400).
+ */
+function decodeSpans (body: Buffer, encoding: OtlpEncoding): { events: IncomingEvent[]; refusals: HttpError[]; evaluations: Map<IncomingEvent, IncomingScore[]> } {
   let spans
   try {
     spans = decodeTraces(body, encoding)
@@ -71,12 +88,17 @@ function decodeSpans (body: Buffer, encoding: OtlpEncoding): { events: IncomingE
   }
   const events: IncomingEvent[] = []
   const refusals: HttpError[] = []
+  const evaluations = new Map<IncomingEvent, IncomingScore[]>()
   for (const span of spans) {
     const mapped = spanToEvent(span)
     if (typeof mapped === 'string') refusals.push(new HttpError(400, 'invalid_span', { message: mapped }))
-    else events.push(mapped)
+    else {
+      events.push(mapped)
+      const scores = spanEvaluations(span, mapped.agentId)
+      if (scores.length > 0) evaluations.set(mapped, scores)
+    }
   }
-  return { events, refusals }
+  return { events, refusals, evaluations }
 }
 
 /** The one refusal answering a request none of whose spans was accepted. */
@@ -92,7 +114,7 @@ function shared (refusals: HttpError[]): HttpError {
 }
 
 /** "3 of 512 spans refused: 2 rate_limited (retry after 4 s); 1 invalid_span (span has no valid trace id …)". */
-function summary (refusals: HttpError[], total: number): string {
+function summary (refusals: HttpError[], total: number, what = 'spans'): string {
   if (refusals.length === 0) return ''
   const groups = new Map<string, { n: number; sample: HttpError }>()
   for (const r of refusals) {
@@ -102,7 +124,7 @@ function summary (refusals: HttpError[], total: number): string {
     else groups.set(key, { n: 1, sample: r })
   }
   const parts = [...groups.values()].map(({ n, sample }) => `${n} ${sample.code}${describe(sample)}`)
-  return `${refusals.length} of ${total} spans refused: ${parts.join('; ')}`
+  return `${refusals.length} of ${total} ${what} refused: ${parts.join('; ')}`
 }
 
 function describe (e: HttpError): string {

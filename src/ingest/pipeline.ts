@@ -35,7 +35,8 @@ export interface StallLogger {
  * command timeout and a fifth of Postgres' statement timeout, so a step this slow is waiting on a
  * store that has stopped answering in time, not on load. Each step that waits, waits on one store,
  * so the step's name says which: `key` Postgres or Redis (the key), `burst` Redis (the limiter),
- * `resolve` Postgres (agents), `prices` Postgres (model prices), `row` the row thread, `log` the disk.
+ * `resolve` Postgres (agents), `prices` Postgres (model prices), `configs` Postgres (score configs),
+ * `row` the row thread, `log` the disk.
  */
 export const STEP_STALL_MS = 1000
 

@@ -13,10 +13,13 @@ import { RowThread } from './row-thread.ts'
 import { BestEffortRedis } from './best-effort-redis.ts'
 import { SpanMemory } from './span-memory.ts'
 import { IdempotencyStore } from './idempotency.ts'
+import { ScoreConfigResolver, ScoreIngestionService } from './score-ingestion.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
     ingestion: IngestionService
+    /** Scores through the same pipeline steps, log and shipper as events (src/ingest/score-ingestion.ts). */
+    scoreIngestion: ScoreIngestionService
     ingestLog: IngestLog
     shipper: EventShipper
     /** Builds the rows of large requests off the main thread. */
@@ -68,7 +71,7 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
     maxRows: opts.ingest.batchMaxRows,
     maxBytes: opts.ingest.batchMaxBytes,
     minIntervalMs: opts.ingest.shipMinIntervalMs,
-  }, app.log)
+  }, app.log, (body, token) => app.scores.insertBlock(body, token))
   shipper.start()
 
   const activity = new ActivityRecorder(app.keys, app.agents, app.users, app.log, opts.activityFlushMs)
@@ -93,6 +96,20 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
     rows,
     prices,
   })
+  const configs = new ScoreConfigResolver(app.scoreConfigs, caches)
+  // Scores ingested after a config change are checked by it, on every instance.
+  app.scoreConfigs.onChanged((change) => configs.forget(change.userId))
+  const scoreService = new ScoreIngestionService({
+    agents: resolver,
+    configs,
+    ingestLog: log,
+    shipper,
+    limiter: leased ?? app.rateLimiter,
+    activity,
+    pipeline: service.pipeline,
+    inFlight: service.inFlight,
+  })
+  app.decorate('scoreIngestion', scoreService)
   // What Redis remembers of retries: ingestion goes on without it while Redis is out of reach.
   const memory = new BestEffortRedis(app.redis, app.log)
   const retries = { prefix: app.redisPrefix, windowMs: opts.ingest.retryWindowHours * 3_600_000, inFlightMs: RETRY_IN_FLIGHT_MS }

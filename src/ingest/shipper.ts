@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { logRows, spanRows, splitSpans, type LogSpan, type PositionRange } from './log/entry-codec.ts'
 import type { IngestLog } from './log/ingest-log.ts'
+import { kindRuns } from './log/row-kinds.ts'
 
 /**
  * Inserts one block of JSONCompactEachRow lines (UTF-8, each ending in a newline) under a
@@ -95,6 +96,8 @@ export class EventShipper {
     private readonly insert: InsertBlock,
     private readonly opts: ShipperOptions,
     private readonly logger: FastifyBaseLogger,
+    /** Inserts a block of score rows (src/domain/score-row.ts) into `scores`; without it, score rows are refused by the events' insert. */
+    private readonly insertScores: InsertBlock = insert,
   ) {}
 
   start (): void {
@@ -202,26 +205,36 @@ export class EventShipper {
     }
   }
 
-  /** Inserts rows as one block; on a row refusal, halves it until the refused rows are isolated. */
-  private async ship (spans: LogSpan[]): Promise<void> {
+  /**
+   * Inserts rows as one block; on a row refusal, halves it until the refused rows are isolated. A
+   * block holding score rows as well as event rows is shipped as its runs of one kind, one after the
+   * other, each recorded and tokened by its own range: the same rows always cut into the same runs,
+   * so a replay re-sends exactly the run that was under way.
+   */
+  private async ship (spans: LogSpan[], kind?: 'events' | 'scores'): Promise<void> {
+    if (kind === undefined) {
+      const runs = kindRuns(spans)
+      for (const run of runs) await this.ship(run.spans, run.kind)
+      return
+    }
     const lastSpan = spans[spans.length - 1]!
     const range: PositionRange = { from: spans[0]!.position, to: lastSpan.position + lastSpan.rows - 1 }
     const rows = spanRows(spans)
     await this.log.beginInsert(range)
     try {
-      await this.insert(this.block(spans), `${this.log.logId}:${range.from}-${range.to}`, rows)
+      await (kind === 'scores' ? this.insertScores : this.insert)(this.block(spans), `${this.log.logId}:${range.from}-${range.to}`, rows)
     } catch (err) {
       if (!isRowRefusal(err)) throw err
       if (rows > 1) {
         const [head, rest] = splitSpans(spans, rows >> 1)
-        await this.ship(head)
-        await this.ship(rest)
+        await this.ship(head, kind)
+        await this.ship(rest, kind)
         return
       }
       const reason = String((err as Error).message).slice(0, 2_000)
       await this.log.quarantineRows(logRows(spans), reason)
       this.logger.error({ position: range.from, code: (err as { code?: unknown }).code, reason: reason.slice(0, 300) },
-        'ClickHouse refused an event row; it is quarantined in the ingest log and the rest ships')
+        `ClickHouse refused ${kind === 'scores' ? 'a score' : 'an event'} row; it is quarantined in the ingest log and the rest ships`)
       this.advance(range.to)
       return
     }

@@ -2,8 +2,9 @@
  * The named steps every ingested event goes through, in order (ARCHITECTURE §1). `decode` runs only
  * for OTLP (POST /v1/traces): the body decoded and each span mapped to an event, before `schema`.
  * `prices` looks up, once per request, the model prices the user set, which `row` prices events by.
+ * `configs` runs only for scores: each score checked against its name's score config.
  */
-const INGEST_STEPS = ['key', 'decode', 'schema', 'burst', 'resolve', 'prices', 'row', 'log'] as const
+const INGEST_STEPS = ['key', 'decode', 'schema', 'burst', 'resolve', 'prices', 'configs', 'row', 'log'] as const
 export type IngestStep = (typeof INGEST_STEPS)[number]
 
 export type StepFigures = {

@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import type { Queue } from 'bullmq'
 import { AnomalyService } from '../services/anomaly-service.ts'
+import { ScoreAlertsService } from '../services/score-alerts-service.ts'
 import { AGENT_CHECK_DEBOUNCE_MS, ANOMALY_JOB_OPTIONS, ANOMALY_QUEUE, TICK_SCHEDULER_ID, agentCheckOptions, type AnomalyJobData } from '../jobs/anomaly.queue.ts'
 import { anomalyProcessor } from '../jobs/anomaly.processor.ts'
 
@@ -20,7 +21,8 @@ interface AnomalyOptions { everyMs: number }
  * also runs the tick every `everyMs`.
  */
 export default fp(async function anomaly (app, opts: AnomalyOptions) {
-  const service = new AnomalyService(app.agents, app.alerts, app.anomalyReads, app.errorClusters, app.log)
+  const scoreAlerts = new ScoreAlertsService(app.scoreConfigs, app.scores, app.agents, app.alerts, app.log)
+  const service = new AnomalyService(app.agents, app.alerts, app.anomalyReads, app.errorClusters, app.log, scoreAlerts)
   const queue = await app.queues.add<AnomalyJobData>({
     name: ANOMALY_QUEUE,
     defaultJobOptions: ANOMALY_JOB_OPTIONS,

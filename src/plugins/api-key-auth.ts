@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { unauthorized } from '../http-error.ts'
+import { forbidden, unauthorized } from '../http-error.ts'
 import { bearerToken } from '../auth/bearer.ts'
 import { hashSecret, type KeyIdentity } from '../storage/keys-repository.ts'
 import { KeyResolver } from '../cache/key-resolver.ts'
@@ -18,6 +18,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     apiKey: KeyIdentity
   }
+  interface FastifyContextConfig {
+    /** The route takes publishable keys (only POST /v1/scores and its batch); every other route refuses them with 403. */
+    publishableKeys?: boolean
+  }
 }
 
 /** The secret of an `Authorization: Bearer vk_…` header; throws 401 without one. */
@@ -30,6 +34,7 @@ function bearerSecret (header: string | undefined): string {
 function accept (request: FastifyRequest, identity: KeyIdentity | null): void {
   if (!identity) throw unauthorized('invalid_key')
   if (identity.revoked) throw unauthorized('revoked_key')
+  if (identity.kind === 'publishable' && request.routeOptions.config.publishableKeys !== true) throw forbidden('publishable_key')
   request.apiKey = identity
 }
 

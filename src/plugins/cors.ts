@@ -6,6 +6,13 @@ const API_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
 const PREFLIGHT_MAX_AGE_SECONDS = 600
 
 /**
+ * Paths a page of any origin may call with a publishable key (docs/api.md#publishable-keys): their
+ * preflight is answered for every origin, since it carries no key to check; the request itself is
+ * refused unless its Origin is one of its key's, and only then answered with CORS headers (by the route).
+ */
+const PUBLISHABLE_PATHS = new Set(['/v1/scores', '/v1/scores/batch'])
+
+/**
  * Cross-origin access for the dashboard origins only; any other origin gets no CORS headers.
  *
  * Written here rather than with @fastify/cors because it runs on every ingestion request: the
@@ -18,7 +25,8 @@ const PREFLIGHT_MAX_AGE_SECONDS = 600
  *   `Access-Control-Expose-Headers: Retry-After`;
  * - an OPTIONS request from an allowed origin is a preflight: 204 with the methods, the request
  *   headers the API reads, and a max age, before any authentication runs;
- * - an OPTIONS request from any other origin, or without one, is routed like any unknown route (404).
+ * - an OPTIONS request from any other origin, or without one, is routed like any unknown route (404),
+ *   except a preflight of the paths publishable keys may call (PUBLISHABLE_PATHS).
  */
 export default fp(async function cors (app, opts: { origins: string[] }) {
   const allowed = new Set(opts.origins)
@@ -27,7 +35,20 @@ export default fp(async function cors (app, opts: { origins: string[] }) {
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('vary', 'Origin')
     const origin = request.headers.origin
-    if (origin === undefined || !allowed.has(origin)) return done()
+    if (origin === undefined) return done()
+    if (!allowed.has(origin)) {
+      if (request.method === 'OPTIONS' && PUBLISHABLE_PATHS.has(request.url.split('?', 1)[0]!)) {
+        reply.code(204)
+          .header('access-control-allow-origin', origin)
+          .header('access-control-allow-methods', 'POST, OPTIONS')
+          .header('access-control-allow-headers', 'Authorization, Content-Type, Idempotency-Key')
+          .header('access-control-max-age', String(PREFLIGHT_MAX_AGE_SECONDS))
+          .header('content-length', '0')
+          .send()
+        return
+      }
+      return done()
+    }
     reply.header('access-control-allow-origin', origin)
     reply.header('access-control-expose-headers', 'Retry-After')
     if (request.method !== 'OPTIONS') return done()

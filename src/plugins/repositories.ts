@@ -11,6 +11,8 @@ import { AnomalyRepository } from '../storage/anomaly-repository.ts'
 import { ChannelsRepository } from '../storage/channels-repository.ts'
 import { ModelPricesRepository } from '../storage/model-prices-repository.ts'
 import { SearchRepository } from '../storage/search-repository.ts'
+import { ScoreConfigsRepository } from '../storage/score-configs-repository.ts'
+import { ScoresRepository } from '../storage/scores-repository.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -28,6 +30,10 @@ declare module 'fastify' {
     anomalyReads: AnomalyRepository
     channels: ChannelsRepository
     modelPrices: ModelPricesRepository
+    /** The score configs users set (Postgres); a change is dropped from ingestion's cache on every instance. */
+    scoreConfigs: ScoreConfigsRepository
+    /** Scores in ClickHouse: the shipper's inserts into `scores`, and their reads. */
+    scores: ScoresRepository
   }
 }
 
@@ -41,6 +47,8 @@ export default fp(async function repositories (app) {
   app.decorate('alerts', new AlertsRepository(app.db))
   app.decorate('channels', new ChannelsRepository(app.db, app.secrets))
   app.decorate('modelPrices', new ModelPricesRepository(app.db))
+  app.decorate('scoreConfigs', new ScoreConfigsRepository(app.db))
+  app.decorate('scores', new ScoresRepository(app.clickhouse))
   app.decorate('events', new EventsRepository(app.clickhouse))
   app.decorate('publicEvents', new PublicEventsRepository(app.clickhouse))
   app.decorate('dashboard', new DashboardRepository(app.clickhouse))

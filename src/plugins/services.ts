@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config.ts'
 import { ResponseCache } from '../cache/response-cache.ts'
 import { OtlpService } from '../ingest/otlp-service.ts'
+import { ScoreService } from '../services/score-service.ts'
 import { AlertsService } from '../services/alerts-service.ts'
 import { DashboardService } from '../services/dashboard-service.ts'
 import { HealthReport } from '../services/health-report.ts'
@@ -29,6 +30,8 @@ declare module 'fastify' {
     modelPricesService: ModelPricesService
     /** POST /v1/traces: OTLP spans through the ingestion pipeline. */
     otlp: OtlpService
+    /** Score configs, score reads and the scores people give from the dashboard. */
+    scoreService: ScoreService
   }
 }
 
@@ -56,11 +59,12 @@ export default fp(async function services (app, opts: ServicesOptions) {
   app.decorate('publicService', new PublicService(app.registry, app.publicEvents, cache, opts))
   app.decorate('x402', new X402Service(opts.x402.upstreams, cache, opts.x402, app.log))
 
-  const dashboard = new DashboardService(app.dashboard, app.agents, app.errorClusters, app.alerts)
+  const dashboard = new DashboardService(app.dashboard, app.agents, app.errorClusters, app.alerts, app.scores)
   app.decorate('dashboardService', dashboard)
   app.decorate('searchService', new SearchService(app.eventSearch, dashboard))
   app.decorate('alertsService', new AlertsService(app.alerts))
   app.decorate('modelPricesService', new ModelPricesService(app.modelPrices, app.dashboard))
 
-  app.decorate('otlp', new OtlpService(app.ingestion, app.spanMemory))
+  app.decorate('otlp', new OtlpService(app.ingestion, app.spanMemory, app.scoreIngestion))
+  app.decorate('scoreService', new ScoreService(app.scores, app.scoreConfigs, app.dashboard, app.scoreIngestion))
 }, { name: 'services', dependencies: ['repositories', 'redis', 'ingestion'] })

@@ -5,6 +5,7 @@ import type { AgentsRepository } from '../storage/agents-repository.ts'
 import type { AlertsRepository } from '../storage/alerts-repository.ts'
 import type { AnomalyRepository, AnomalyWindows } from '../storage/anomaly-repository.ts'
 import type { ErrorClustersRepository } from '../storage/error-clusters-repository.ts'
+import type { ScoreAlertsService } from './score-alerts-service.ts'
 
 const RULES: RuleName[] = ['error_rate', 'spend_spike', 'latency_spike', 'silence']
 /** Agents seen within this long are evaluated on a tick (the longest window is a day plus the silence window). */
@@ -29,6 +30,8 @@ export class AnomalyService {
     private readonly anomalies: AnomalyRepository,
     private readonly clusters: ErrorClustersRepository,
     private readonly log: FastifyBaseLogger,
+    /** The `score.dropped` rule of score configs, evaluated on each tick; none without it. */
+    private readonly scoreAlerts?: Pick<ScoreAlertsService, 'evaluate'>,
   ) {}
 
   /** Evaluates one user's agents (all recently seen ones, or the given ones) at `nowMs`. */
@@ -47,6 +50,12 @@ export class AnomalyService {
     await this.alerts.wakeSnoozed()
     const active = await this.agents.activeSince(nowMs - CANDIDATE_MS)
     const result = await this.evaluate(active, nowMs)
+    if (this.scoreAlerts) {
+      const scores = await this.scoreAlerts.evaluate(nowMs)
+      result.raised += scores.raised
+      result.updated += scores.updated
+      result.cleared += scores.cleared
+    }
     for (const userId of await this.clusters.usersWithResolved()) {
       try {
         await this.addRegressions(userId, result)

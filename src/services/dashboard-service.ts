@@ -8,6 +8,8 @@ import type { AlertsRepository } from '../storage/alerts-repository.ts'
 import type { ClusterAggregate, DashboardEvent, DashboardRepository, Reader, SpendRow } from '../storage/dashboard-repository.ts'
 import type { ErrorClustersRepository } from '../storage/error-clusters-repository.ts'
 import { TRACE_SPANS_MAX } from '../../schemas/dashboard.ts'
+import type { ScoresRepository } from '../storage/scores-repository.ts'
+import { scoreView } from './score-service.ts'
 
 /**
  * The caller of a dashboard read: the reader (user, hidden agents), the names of their agents, and the
@@ -50,7 +52,14 @@ export class DashboardService {
     private readonly agents: AgentStore,
     private readonly clusters: ClusterStates,
     private readonly alerts: RegressionAlerts,
+    /** The scores trace and session details carry; none without it. */
+    private readonly scores?: Pick<ScoresRepository, 'of'>,
   ) {}
+
+  /** The scores of a trace or session (whole and per span), read beside its events. */
+  private async scoresOf (r: DashboardReader, target: { traceId: string } | { sessionId: string }) {
+    return this.scores ? (await this.scores.of(r, target, r.settledAt)).map((s) => scoreView(r.names, s)) : []
+  }
 
   /** The user as a reader: their soft-deleted agents (hidden from every read) and every agent's name. */
   async readerOf (userId: string, settledAt: number): Promise<DashboardReader> {
@@ -86,9 +95,9 @@ export class DashboardService {
   }
 
   async session (r: DashboardReader, id: string) {
-    const list = await this.dashboard.eventsOf(r, 'session_id', id)
+    const [list, scores] = await Promise.all([this.dashboard.eventsOf(r, 'session_id', id), this.scoresOf(r, { sessionId: id })])
     if (list.length === 0) throw notFound()
-    return { sessionId: id, ...groupTotals(list, r.names), events: list.map((e) => this.withAgent(r, e)) }
+    return { sessionId: id, ...groupTotals(list, r.names), events: list.map((e) => this.withAgent(r, e)), scores }
   }
 
   /** since: 24h | 7d | 30d | all (default 7d; anything else is dropped); limit clamps to 1..200 (default 50). */
@@ -103,7 +112,7 @@ export class DashboardService {
    * once, so a run longer than TRACE_SPANS_MAX (about 10 MB of JSON) is cut there and says so.
    */
   async trace (r: DashboardReader, traceId: string) {
-    const list = await this.dashboard.eventsOf(r, 'trace_id', traceId, TRACE_SPANS_MAX + 1)
+    const [list, scores] = await Promise.all([this.dashboard.eventsOf(r, 'trace_id', traceId, TRACE_SPANS_MAX + 1), this.scoresOf(r, { traceId })])
     if (list.length === 0) throw notFound()
     const truncated = list.length > TRACE_SPANS_MAX
     if (truncated) list.length = TRACE_SPANS_MAX
@@ -115,6 +124,7 @@ export class DashboardService {
       cwd: typeof cwd === 'string' ? cwd : null,
       truncated,
       ...traceSpans(list),
+      scores,
     }
   }
 

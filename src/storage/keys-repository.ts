@@ -12,16 +12,21 @@ export function hashSecret (secret: string): string {
   return hash('sha256', secret, 'hex')
 }
 
-/** A new secret: `vk_` + 32 random bytes in base64url (43 characters). */
-function newSecret (): string {
-  return 'vk_' + randomBytes(32).toString('base64url')
+/** A new secret: `vk_` + 32 random bytes in base64url (43 characters); `vk_pk_` + the same for a publishable key. */
+function newSecret (kind: KeyKind = 'secret'): string {
+  return (kind === 'publishable' ? 'vk_pk_' : 'vk_') + randomBytes(32).toString('base64url')
 }
+
+/** A secret key sends anything; a publishable one (held in the open by a web page) only human scores from its origins. */
+export type KeyKind = 'secret' | 'publishable'
 
 export type ApiKeyListing = {
   id: string
   keyPrefix: string
   label: string
   agentId: string | null
+  kind: KeyKind
+  allowedOrigins: string[] | null
   createdAt: string
   lastUsedAt: string | null
 }
@@ -38,6 +43,9 @@ export interface KeyIdentity {
   revoked: boolean
   tier: Tier
   burstPerMinute: number | null
+  /** Absent in identities cached before kinds existed: a secret key. */
+  kind?: KeyKind
+  allowedOrigins?: string[] | null
 }
 
 function toListing (r: Record<string, any>): ApiKeyListing {
@@ -46,6 +54,8 @@ function toListing (r: Record<string, any>): ApiKeyListing {
     keyPrefix: r.key_prefix,
     label: r.label,
     agentId: r.agent_id,
+    kind: r.kind,
+    allowedOrigins: r.allowed_origins,
     createdAt: iso(r.created_at),
     lastUsedAt: isoOrNull(r.last_used_at),
   }
@@ -69,12 +79,12 @@ export class KeysRepository {
     return this.changes.add(listener)
   }
 
-  async create (userId: string, label: string, agentId: string | null): Promise<CreatedApiKey> {
-    const secret = newSecret()
+  async create (userId: string, label: string, agentId: string | null, publishable: { allowedOrigins: string[] } | null = null): Promise<CreatedApiKey> {
+    const secret = newSecret(publishable ? 'publishable' : 'secret')
     const { rows } = await this.db.query(
-      `/* svc:key_create */ INSERT INTO api_keys (id, user_id, agent_id, label, key_prefix, secret_sha256)
-       VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-      [newCuid(), userId, agentId, label, secret.slice(0, KEY_PREFIX_LENGTH), hashSecret(secret)],
+      `/* svc:key_create */ INSERT INTO api_keys (id, user_id, agent_id, label, key_prefix, secret_sha256, kind, allowed_origins)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *`,
+      [newCuid(), userId, agentId, label, secret.slice(0, KEY_PREFIX_LENGTH), hashSecret(secret), publishable ? 'publishable' : 'secret', publishable?.allowedOrigins ?? null],
     )
     return { ...toListing(rows[0]), secret }
   }
@@ -103,7 +113,7 @@ export class KeysRepository {
 
   async findByHash (secretHash: string): Promise<KeyIdentity | null> {
     const { rows } = await this.db.query(
-      `/* svc:key_lookup */ SELECT k.id, k.user_id, k.agent_id, k.revoked_at, u.tier, u.burst_per_minute
+      `/* svc:key_lookup */ SELECT k.id, k.user_id, k.agent_id, k.revoked_at, k.kind, k.allowed_origins, u.tier, u.burst_per_minute
        FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.secret_sha256 = $1`,
       [secretHash],
     )
@@ -116,6 +126,8 @@ export class KeysRepository {
       revoked: r.revoked_at !== null,
       tier: r.tier,
       burstPerMinute: r.burst_per_minute,
+      kind: r.kind,
+      allowedOrigins: r.allowed_origins,
     }
   }
 

@@ -68,7 +68,7 @@ t.test('an error spike reaches a webhook receiver signed and verifiable; each st
   const path = `/hook/${randomId()}`
   const created = await channel({ kind: 'webhook', url: receiver.url(path), label: 'ops' })
   t.match(created, { kind: 'webhook', label: 'ops', url: receiver.url(path), routingKey: null, enabled: true, disabledReason: null, secret: /^whsec_[A-Za-z0-9+/=]{40,}$/ })
-  t.same(created.events, ['alert.triggered', 'alert.resolved', 'error_cluster.created', 'error_cluster.reopened'], 'every event by default')
+  t.same(created.events, ['alert.triggered', 'alert.resolved', 'error_cluster.created', 'error_cluster.reopened', 'score.dropped'], 'every event by default')
   const listed = (await api(user, 'GET', '/v1/me/channels')).json().channels
   t.equal(listed.length, 1)
   t.notOk('secret' in listed[0], 'the secret is shown only once')

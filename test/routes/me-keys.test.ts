@@ -20,7 +20,7 @@ t.test('creating a key shows the secret once and stores only its hash', async (t
   const list = await app.inject({ method: 'GET', url: '/v1/me/keys', headers: user.auth })
   t.equal(list.statusCode, 200)
   const [listed] = list.json().keys
-  t.same(Object.keys(listed).sort(), ['agentId', 'createdAt', 'id', 'keyPrefix', 'label', 'lastUsedAt'])
+  t.same(Object.keys(listed).sort(), ['agentId', 'allowedOrigins', 'createdAt', 'id', 'keyPrefix', 'kind', 'label', 'lastUsedAt'])
   t.notOk(list.body.includes(body.secret.slice(12)), 'the list never shows the secret')
 })
 

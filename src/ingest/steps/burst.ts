@@ -1,7 +1,8 @@
 import { burstLimit } from '../../domain/tiers.ts'
 import { rateLimited } from '../../http-error.ts'
 import type { Admission } from '../../storage/rate-limiter.ts'
-import type { IngestionStep, IngestItem, IngestVerdict } from './ingest-run.ts'
+import type { Step, Verdict } from '../pipeline.ts'
+import type { EventAck, IngestCaller, IngestItem, IngestRun } from './ingest-run.ts'
 
 /** The burst limiter the `burst` step takes tokens from (src/storage/rate-limiter.ts, or leased from it). */
 export interface BurstLimiter {
@@ -13,23 +14,25 @@ export interface BurstLimiter {
 /**
  * `burst`: the caller's user's limit (src/domain/tiers.ts), from tokens this instance holds when it
  * can (no promise), else leasing more. The first events of the request that fit go on; the others
- * are refused with 429 and the wait the limiter gave.
+ * are refused with 429 and the wait the limiter gave. Events take from the bucket `user:<id>`; scores
+ * have a bucket of their own (`bucketOf`), so that scoring never spends the events' limit.
  */
-export function burstStep (parts: { limiter: BurstLimiter }): IngestionStep {
+export function burstStep<A = EventAck> (parts: { limiter: BurstLimiter; bucketOf?: (caller: IngestCaller) => string }): Step<IngestRun, IngestItem, A> {
   const { limiter } = parts
+  const bucketOf = parts.bucketOf ?? ((caller: IngestCaller) => `user:${caller.userId}`)
   return {
     name: 'burst',
     run: ({ caller }, items) => {
-      const bucket = `user:${caller.userId}`
+      const bucket = bucketOf(caller)
       const limit = burstLimit(caller)
       const held = limiter.tryTake?.(bucket, limit, items.length)
-      if (held) return admit(items, held)
-      return limiter.take(bucket, limit, items.length).then((admission) => admit(items, admission))
+      if (held) return admit<A>(items, held)
+      return limiter.take(bucket, limit, items.length).then((admission) => admit<A>(items, admission))
     },
   }
 }
 
 /** The first `admitted` items go on; the others are over the limit. */
-function admit (items: IngestItem[], admission: Admission): IngestVerdict[] {
-  return items.map((_, i): IngestVerdict => (i < admission.admitted ? undefined : { kind: 'rate_limited', error: rateLimited(admission.retryAfterMs / 1000) }))
+function admit<A> (items: IngestItem[], admission: Admission): Verdict<A>[] {
+  return items.map((_, i): Verdict<A> => (i < admission.admitted ? undefined : { kind: 'rate_limited', error: rateLimited(admission.retryAfterMs / 1000) }))
 }

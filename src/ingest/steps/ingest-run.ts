@@ -29,11 +29,15 @@ export interface IngestCaller {
   burstPerMinute: number | null
   /** The only agent this caller may send for (a bound key, the test agent), or null for any of the user's. */
   agentId: string | null
-  source: { kind: 'api_key'; keyId: string } | { kind: 'dashboard_test' }
+  source: { kind: 'api_key'; keyId: string } | { kind: 'dashboard_test' } | { kind: 'dashboard' }
+  /** A publishable key (a web page's): it may send only scores with source 'human', and their ids are its own. */
+  publishable?: boolean
 }
 
 export function callerOfKey (key: KeyIdentity): IngestCaller {
-  return { userId: key.userId, tier: key.tier, burstPerMinute: key.burstPerMinute, agentId: key.agentId, source: { kind: 'api_key', keyId: key.keyId } }
+  const caller: IngestCaller = { userId: key.userId, tier: key.tier, burstPerMinute: key.burstPerMinute, agentId: key.agentId, source: { kind: 'api_key', keyId: key.keyId } }
+  if (key.kind === 'publishable') caller.publishable = true
+  return caller
 }
 
 /** The input-rule problems of event i of a body, found while parsing it (none for a body that had none). */

@@ -8,6 +8,7 @@ const EVENTS = [
   ['alert.resolved', 'Alert resolved'],
   ['error_cluster.created', 'New error cluster'],
   ['error_cluster.reopened', 'Error cluster re-opened'],
+  ['score.dropped', 'Scores dropped'],
 ]
 const EVENT_NAMES = Object.fromEntries([...EVENTS, ['channel.test', 'Test']])
 const KINDS = { webhook: 'Webhook', slack: 'Slack', pagerduty: 'PagerDuty' }

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
-import { notFound } from '../../../http-error.ts'
+import { notFound, validationFailed } from '../../../http-error.ts'
 import { createKey, listKeys, revokeKey } from '../../../../schemas/me-routes.ts'
 
 /** API keys: create (secret shown once), list (never the secret), revoke. */
@@ -7,9 +7,13 @@ const keys: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
   app.get('/keys', { schema: listKeys }, async (request) => ({ keys: await app.keys.list(request.user.id) }))
 
   app.post('/keys', { schema: createKey }, async (request, reply) => {
-    const { label, agentId } = request.body
+    const { label, agentId, kind, allowedOrigins } = request.body
+    const publishable = kind === 'publishable'
+    if (publishable !== (allowedOrigins !== undefined)) {
+      throw validationFailed([{ path: ['allowedOrigins'], message: publishable ? 'is required for a publishable key' : 'is allowed only for a publishable key' }])
+    }
     if (agentId !== undefined && !(await app.agents.getOwned(request.user.id, agentId))) throw notFound()
-    return reply.code(201).send(await app.keys.create(request.user.id, label, agentId ?? null))
+    return reply.code(201).send(await app.keys.create(request.user.id, label, agentId ?? null, publishable ? { allowedOrigins: allowedOrigins! } : null))
   })
 
   app.delete('/keys/:id', { schema: revokeKey }, async (request, reply) => {

@@ -1,0 +1,38 @@
+import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
+import {
+  annotateSession, annotateTrace, deleteScoreConfig, getScoreConfig, listScoreConfigs, listScores, putScoreConfig, scoresSummary, sessionScores, traceScores,
+} from '../../../../schemas/score.ts'
+
+/** The caller's score configs, their scores (list, summary) and the scores they give from the dashboard. */
+const scores: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
+  const service = app.scoreService
+
+  app.get('/score-configs', { schema: listScoreConfigs }, async (request) => ({ configs: await service.listConfigs(request.user.id) }))
+
+  app.get('/score-configs/:name', { schema: getScoreConfig }, async (request) => service.config(request.user.id, request.params.name))
+
+  app.put('/score-configs/:name', { schema: putScoreConfig }, async (request) => service.putConfig(request.user.id, request.params.name, request.body))
+
+  app.delete('/score-configs/:name', { schema: deleteScoreConfig }, async (request, reply) => {
+    await service.removeConfig(request.user.id, request.params.name)
+    return reply.code(204).send(null)
+  })
+
+  app.get('/scores', { schema: listScores }, async (request) => service.list(await request.reader, request.query))
+
+  app.get('/scores/summary', { schema: scoresSummary }, async (request) => service.summary(await request.reader, request.query))
+
+  app.get('/traces/:id/scores', { schema: traceScores }, async (request) =>
+    ({ scores: await service.of(await request.reader, { traceId: request.params.id }) }))
+
+  app.get('/sessions/:id/scores', { schema: sessionScores }, async (request) =>
+    ({ scores: await service.of(await request.reader, { sessionId: request.params.id }) }))
+
+  app.post('/traces/:id/scores', { schema: annotateTrace }, async (request, reply) =>
+    reply.code(202).send(await service.annotate(await request.reader, request.user, { traceId: request.params.id }, request.body)))
+
+  app.post('/sessions/:id/scores', { schema: annotateSession }, async (request, reply) =>
+    reply.code(202).send(await service.annotate(await request.reader, request.user, { sessionId: request.params.id }, request.body)))
+}
+
+export default scores

@@ -1,0 +1,377 @@
+import t from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { randomBytes } from 'node:crypto'
+import { buildTestApp, newUser, randomId, sendEvent, shipped, type TestUser } from '../helpers/app.ts'
+import { ScoresRepository } from '../../src/storage/scores-repository.ts'
+
+const app = await buildTestApp(t)
+const stored = new ScoresRepository(app.clickhouse)
+
+function postScore (on: FastifyInstance, secret: string, payload: unknown, headers: Record<string, string> = {}) {
+  return on.inject({ method: 'POST', url: '/v1/scores', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', ...headers }, payload: JSON.stringify(payload) })
+}
+function postScores (on: FastifyInstance, secret: string, scores: unknown[], headers: Record<string, string> = {}) {
+  return on.inject({ method: 'POST', url: '/v1/scores/batch', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', ...headers }, payload: JSON.stringify({ scores }) })
+}
+async function listScores (on: FastifyInstance, user: TestUser, query = '') {
+  const res = await on.inject({ method: 'GET', url: `/v1/me/scores${query}`, headers: user.auth })
+  if (res.statusCode !== 200) throw new Error(`${res.statusCode} ${res.body}`)
+  return res.json() as { scores: Record<string, any>[]; nextCursor: string | null }
+}
+
+t.test('a score is acknowledged from the log, stored, and read back', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const traceId = randomId('trace-')
+  const res = await postScore(app, key.secret, { traceId, name: 'helpfulness', value: 0.75, comment: 'fine', source: 'llm', metadata: { judge: 'gpt' } })
+  t.equal(res.statusCode, 202, res.body)
+  const ack = res.json()
+  t.match(ack, { accepted: true, id: /^scr_/ })
+  t.equal(ack.scoreId, ack.id, 'without a scoreId the write is the score')
+
+  const { scores } = await listScores(app, user)
+  t.equal(scores.length, 1)
+  t.match(scores[0], {
+    scoreId: ack.id, name: 'helpfulness', dataType: 'numeric', value: 0.75, label: null, boolean: null, comment: 'fine', source: 'llm',
+    traceId, spanId: null, sessionId: null, eventId: null, agent: null, metadata: { judge: 'gpt' }, authorId: null,
+  })
+})
+
+t.test('bad scores are refused naming the field', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const cases: [unknown, string][] = [
+    [{ name: 'x', value: 1 }, 'traceId'],
+    [{ traceId: 't', sessionId: 's', name: 'x', value: 1 }, 'sessionId'],
+    [{ traceId: 't', name: 'x' }, 'value'],
+    [{ traceId: 't', name: 'x', value: 1, label: 'a' }, 'label'],
+    [{ sessionId: 's', spanId: 'p', name: 'x', value: 1 }, 'spanId'],
+    [{ traceId: 't', name: 'x', value: '1' }, 'value'],
+    [{ traceId: 't', name: 'x', value: 1, source: 'robot' }, 'source'],
+    [{ traceId: 't', name: '', value: 1 }, 'name'],
+    [{ traceId: 't', name: 'x', value: 1, extra: true }, 'extra'],
+  ]
+  for (const [body, field] of cases) {
+    const res = await postScore(app, key.secret, body)
+    t.equal(res.statusCode, 400, JSON.stringify(body))
+    t.ok(res.json().details.some((d: { path: string[] }) => d.path[0] === field), `${JSON.stringify(body)} names ${field}: ${res.body}`)
+  }
+  t.equal((await listScores(app, user)).scores.length, 0, 'nothing stored')
+})
+
+t.test('a scoreId sent again replaces the score: stored as one, the last write wins', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const traceId = randomId('trace-')
+  const first = await postScore(app, key.secret, { scoreId: 'run-1/q', traceId, name: 'quality', value: 0.2 })
+  t.equal(first.statusCode, 202)
+  await shipped(app)
+  const second = await postScore(app, key.secret, { scoreId: 'run-1/q', traceId, name: 'quality', value: 0.9, comment: 'rejudged' })
+  t.equal(second.statusCode, 202)
+  t.equal(second.json().scoreId, 'run-1/q')
+  // Two writes of one id in one batch: the later one in the batch wins.
+  const batch = await postScores(app, key.secret, [
+    { scoreId: 'run-1/b', traceId, name: 'quality', value: 0.1 },
+    { scoreId: 'run-1/b', traceId, name: 'quality', value: 0.6 },
+  ])
+  t.equal(batch.statusCode, 207)
+  const { scores } = await listScores(app, user)
+  t.equal(scores.length, 2, 'one score per id')
+  t.same(scores.map((s) => [s.scoreId, s.value, s.comment]).sort(), [['run-1/b', 0.6, null], ['run-1/q', 0.9, 'rejudged']])
+  t.equal(await stored.writesOf(user.id, 'run-1/q'), 2, 'both writes are kept until a merge; reads see one')
+
+  const summary = (await app.inject({ method: 'GET', url: '/v1/me/scores/summary', headers: user.auth })).json()
+  t.equal(summary.names[0].count, 2, 'counted once each in the summary')
+  t.equal(summary.names[0].numeric.mean, 0.75)
+})
+
+t.test('a batch retried with its Idempotency-Key is stored once', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const traceId = randomId('trace-')
+  const scores = [{ traceId, name: 'a', value: 1 }, { traceId, name: 'b', boolean: true }, { traceId, name: 'c', value: 'bad' }]
+  const headers = { 'idempotency-key': randomId('k-') }
+  const first = await postScores(app, key.secret, scores, headers)
+  t.equal(first.statusCode, 207)
+  t.same(first.json().results.map((r: { status: number }) => r.status), [202, 202, 400])
+  const again = await postScores(app, key.secret, scores, headers)
+  t.equal(again.statusCode, 207)
+  t.equal(again.headers['idempotent-replayed'], 'true')
+  t.same(again.json(), first.json(), 'the same answer, the same ids')
+  const read = await listScores(app, user)
+  t.equal(read.scores.length, 2, 'stored once')
+  t.same(read.scores.map((s) => s.name).sort(), ['a', 'b'])
+  const b = read.scores.find((s) => s.name === 'b')!
+  t.match(b, { dataType: 'boolean', boolean: true, value: 1, label: null })
+})
+
+t.test('score configs: set, read, refuse scores that break them (400 alone, per item in a batch), remove', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const put = (name: string, body: unknown) => app.inject({ method: 'PUT', url: `/v1/me/score-configs/${encodeURIComponent(name)}`, headers: user.auth, payload: body as object })
+
+  t.equal((await put('relevance', { dataType: 'numeric', min: 0, max: 1 })).statusCode, 200)
+  t.equal((await put('verdict', { dataType: 'categorical', labels: ['correct', 'partial', 'wrong'] })).statusCode, 200)
+  t.equal((await put('thumbs', { dataType: 'boolean', description: 'from the page' })).statusCode, 200)
+  const badConfigs: [unknown, string][] = [
+    [{ dataType: 'categorical' }, 'labels'],
+    [{ dataType: 'numeric', min: 2, max: 1 }, 'min'],
+    [{ dataType: 'boolean', min: 0 }, 'min'],
+    [{ dataType: 'numeric', labels: ['a'] }, 'labels'],
+    [{ dataType: 'stars' }, 'dataType'],
+  ]
+  for (const [body, field] of badConfigs) {
+    const res = await put('other', body)
+    t.equal(res.statusCode, 400, JSON.stringify(body))
+    t.ok(res.json().details.some((d: { path: string[] }) => d.path[0] === field), `${JSON.stringify(body)} names ${field}: ${res.body}`)
+  }
+
+  const got = await app.inject({ method: 'GET', url: '/v1/me/score-configs/verdict', headers: user.auth })
+  t.match(got.json(), { name: 'verdict', dataType: 'categorical', labels: ['correct', 'partial', 'wrong'], min: null, max: null })
+  const list = await app.inject({ method: 'GET', url: '/v1/me/score-configs', headers: user.auth })
+  t.same(list.json().configs.map((c: { name: string }) => c.name), ['relevance', 'thumbs', 'verdict'])
+
+  const traceId = randomId('trace-')
+  const refused = await postScore(app, key.secret, { traceId, name: 'relevance', value: 1.5 })
+  t.equal(refused.statusCode, 400)
+  t.match(refused.json(), { error: 'validation_failed', reason: 'score_config_mismatch', details: [{ path: ['value'], message: /at most 1/ }] })
+  const wrongType = await postScore(app, key.secret, { traceId, name: 'thumbs', label: 'up' })
+  t.match(wrongType.json(), { reason: 'score_config_mismatch', details: [{ path: ['boolean'] }] })
+
+  const batch = await postScores(app, key.secret, [
+    { traceId, name: 'verdict', label: 'correct' },
+    { traceId, name: 'verdict', label: 'maybe' },
+    { traceId, name: 'relevance', value: 0 },
+    { traceId, name: 'relevance', value: -0.1 },
+    { traceId, name: 'unconfigured', label: 'anything' },
+  ])
+  t.same(batch.json().results.map((r: { status: number }) => r.status), [202, 400, 202, 400, 202])
+  t.match(batch.json().results[1], { reason: 'score_config_mismatch', details: [{ path: ['label'], message: /one of "correct", "partial", "wrong"/ }] })
+
+  // A removed config no longer refuses (on this instance at once: the change drops the cache).
+  t.equal((await app.inject({ method: 'DELETE', url: '/v1/me/score-configs/relevance', headers: user.auth })).statusCode, 204)
+  t.equal((await app.inject({ method: 'DELETE', url: '/v1/me/score-configs/relevance', headers: user.auth })).statusCode, 404)
+  t.equal((await postScore(app, key.secret, { traceId, name: 'relevance', value: 1.5 })).statusCode, 202)
+  t.equal((await app.inject({ method: 'GET', url: '/v1/me/score-configs/relevance', headers: user.auth })).statusCode, 404)
+
+  // Another user's configs do not apply.
+  const stranger = await newUser(app)
+  const theirs = await stranger.createKey()
+  t.equal((await postScore(app, theirs.secret, { traceId, name: 'verdict', label: 'maybe' })).statusCode, 202)
+  t.equal((await app.inject({ method: 'GET', url: '/v1/me/score-configs/verdict', headers: stranger.auth })).statusCode, 404)
+})
+
+t.test('scores are scoped to their user', async (t) => {
+  const alice = await newUser(app)
+  const bob = await newUser(app)
+  const aliceKey = await alice.createKey()
+  const bobKey = await bob.createKey()
+  const traceId = randomId('trace-')
+  t.equal((await postScore(app, aliceKey.secret, { scoreId: 'same', traceId, name: 'n', value: 1 })).statusCode, 202)
+  t.equal((await postScore(app, bobKey.secret, { scoreId: 'same', traceId, name: 'n', value: 5 })).statusCode, 202)
+  const a = await listScores(app, alice)
+  const b = await listScores(app, bob)
+  t.same(a.scores.map((s) => s.value), [1], 'the same scoreId of another user replaces nothing')
+  t.same(b.scores.map((s) => s.value), [5])
+  const trace = await app.inject({ method: 'GET', url: `/v1/me/traces/${traceId}/scores`, headers: alice.auth })
+  t.same(trace.json().scores.map((s: { value: number }) => s.value), [1])
+  // Bob cannot score Alice's trace from the dashboard.
+  t.equal((await sendEvent(app, aliceKey.secret, { agentId: 'bot', metadata: { traceId: 'alice-only-' + traceId } })).statusCode, 202)
+  const annotate = await app.inject({ method: 'POST', url: `/v1/me/traces/alice-only-${traceId}/scores`, headers: bob.auth, payload: { name: 'thumbs', boolean: false } })
+  t.equal(annotate.statusCode, 404)
+})
+
+t.test('people score traces and sessions from the dashboard as themselves; trace scores per span and whole', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const traceId = randomId('trace-')
+  const sessionId = randomId('session-')
+  for (const spanId of ['s1', 's2']) {
+    t.equal((await sendEvent(app, key.secret, { agentId: 'scored-bot', metadata: { traceId, spanId, sessionId } })).statusCode, 202)
+  }
+  const onSpan = await app.inject({ method: 'POST', url: `/v1/me/traces/${traceId}/scores`, headers: user.auth, payload: { spanId: 's2', name: 'thumbs', boolean: false, comment: 'wrong tool' } })
+  t.equal(onSpan.statusCode, 202, onSpan.body)
+  const whole = await app.inject({ method: 'POST', url: `/v1/me/traces/${traceId}/scores`, headers: user.auth, payload: { name: 'thumbs', boolean: true } })
+  t.equal(whole.statusCode, 202)
+  const noSpan = await app.inject({ method: 'POST', url: `/v1/me/traces/${traceId}/scores`, headers: user.auth, payload: { spanId: 'nope', name: 'thumbs', boolean: true } })
+  t.equal(noSpan.statusCode, 404)
+  const session = await app.inject({ method: 'POST', url: `/v1/me/sessions/${sessionId}/scores`, headers: user.auth, payload: { name: 'resolved', label: 'yes' } })
+  t.equal(session.statusCode, 202)
+  t.equal((await app.inject({ method: 'POST', url: '/v1/me/sessions/unknown/scores', headers: user.auth, payload: { name: 'resolved', label: 'yes' } })).statusCode, 404)
+
+  const trace = (await app.inject({ method: 'GET', url: `/v1/me/traces/${traceId}/scores`, headers: user.auth })).json()
+  t.equal(trace.scores.length, 2)
+  t.match(trace.scores[0], { spanId: 's2', boolean: false, source: 'human', authorId: user.id, agent: { displayName: 'scored-bot' }, comment: 'wrong tool' })
+  t.match(trace.scores[1], { spanId: null, boolean: true, source: 'human', authorId: user.id })
+  const sessionScores = (await app.inject({ method: 'GET', url: `/v1/me/sessions/${sessionId}/scores`, headers: user.auth })).json()
+  t.match(sessionScores.scores, [{ sessionId, label: 'yes', dataType: 'categorical', source: 'human' }])
+  // The trace and session details carry them too.
+  const detail = (await app.inject({ method: 'GET', url: `/v1/me/traces/${traceId}`, headers: user.auth })).json()
+  t.same(detail.scores, trace.scores, 'the trace detail has the trace\'s scores, whole and per span')
+  t.ok(detail.spans.some((s: { spanId: string }) => s.spanId === detail.scores[0].spanId), 'a span score names one of the spans')
+  const sessionDetail = (await app.inject({ method: 'GET', url: `/v1/me/sessions/${sessionId}`, headers: user.auth })).json()
+  t.same(sessionDetail.scores, sessionScores.scores)
+  const humans = await listScores(app, user, '?source=human&name=thumbs')
+  t.equal(humans.scores.length, 2)
+})
+
+t.test('the list pages with the cursor and filters by name, source, agent and range', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const traceId = randomId('trace-')
+  t.equal((await sendEvent(app, key.secret, { agentId: 'paged-bot', metadata: { traceId } })).statusCode, 202)
+  const agentId = (await app.inject({ method: 'GET', url: `/v1/me/traces/${traceId}`, headers: user.auth })).json().agents[0].id
+  const bound = await user.createKey('bound', agentId)
+  for (let i = 0; i < 5; i++) t.equal((await postScore(app, key.secret, { traceId, name: 'n', value: i, source: i % 2 ? 'code' : 'llm' })).statusCode, 202)
+  t.equal((await postScore(app, bound.secret, { traceId, name: 'other', value: 9 })).statusCode, 202)
+  const seen: number[] = []
+  let cursor: string | null = null
+  do {
+    const page = await listScores(app, user, `?name=n&limit=2${cursor ? `&cursor=${cursor}` : ''}`)
+    seen.push(...page.scores.map((s) => s.value))
+    cursor = page.nextCursor
+  } while (cursor)
+  t.same(seen, [4, 3, 2, 1, 0], 'newest first, each once')
+  t.same((await listScores(app, user, '?source=code')).scores.map((s) => s.value), [3, 1])
+  t.same((await listScores(app, user, '?name=other')).scores[0]!.agent, { id: agentId, displayName: 'paged-bot' })
+  // A score of a trace that names no agent is of the trace's agent.
+  t.same((await listScores(app, user, '?name=n')).scores.map((s) => s.agent), Array(5).fill({ id: agentId, displayName: 'paged-bot' }))
+  t.equal((await listScores(app, user, `?agentId=${agentId}`)).scores.length, 6)
+  const stray = randomId('trace-')
+  t.equal((await postScore(app, key.secret, { traceId: stray, name: 'stray', value: 1 })).statusCode, 202)
+  t.equal((await listScores(app, user, '?name=stray')).scores[0]!.agent, null, 'a trace without events: no agent')
+  const future = new Date(Date.now() + 60_000).toISOString()
+  t.equal((await listScores(app, user, `?from=${future}`)).scores.length, 0)
+  t.equal((await listScores(app, user, `?to=${future}`)).scores.length, 7)
+  const bad = await app.inject({ method: 'GET', url: '/v1/me/scores?cursor=nope', headers: user.auth })
+  t.equal(bad.statusCode, 400)
+})
+
+/** An OTLP JSON export of one span carrying `events`, for `service`. */
+function otlpExport (traceId: string, spanId: string, service: string, events: { name: string; attributes: Record<string, string | number> }[]) {
+  const attr = (key: string, v: string | number) => ({ key, value: typeof v === 'number' ? { doubleValue: v } : { stringValue: v } })
+  const now = BigInt(Date.now()) * 1_000_000n
+  return {
+    resourceSpans: [{
+      resource: { attributes: [attr('service.name', service)] },
+      scopeSpans: [{
+        scope: { name: 'judge' },
+        spans: [{
+          traceId, spanId, name: 'chat', kind: 3, startTimeUnixNano: String(now), endTimeUnixNano: String(now + 1_000_000n),
+          attributes: [attr('gen_ai.operation.name', 'chat')],
+          events: events.map((e) => ({ name: e.name, timeUnixNano: String(now), attributes: Object.entries(e.attributes).map(([k, v]) => attr(k, v)) })),
+        }],
+      }],
+    }],
+  }
+}
+
+t.test('OTLP gen_ai.evaluation.result span events become scores of their span, once however often re-sent', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const put = await app.inject({ method: 'PUT', url: '/v1/me/score-configs/relevance', headers: user.auth, payload: { dataType: 'numeric', min: 0, max: 1 } })
+  t.equal(put.statusCode, 200)
+  const traceId = randomBytes(16).toString('hex')
+  const spanId = randomBytes(8).toString('hex')
+  const body = otlpExport(traceId, spanId, 'judged-agent', [
+    { name: 'gen_ai.evaluation.result', attributes: { 'gen_ai.evaluation.name': 'relevance', 'gen_ai.evaluation.score.value': 0.25, 'gen_ai.evaluation.score.label': 'low', 'gen_ai.evaluation.explanation': 'off topic' } },
+    { name: 'gen_ai.evaluation.result', attributes: { 'gen_ai.evaluation.name': 'tone', 'gen_ai.evaluation.score.label': 'polite' } },
+    { name: 'gen_ai.evaluation.result', attributes: { 'gen_ai.evaluation.name': 'relevance', 'gen_ai.evaluation.score.value': 7 } },
+    { name: 'gen_ai.evaluation.result', attributes: { 'gen_ai.evaluation.score.value': 1 } },
+    { name: 'something.else', attributes: { 'gen_ai.evaluation.name': 'x', 'gen_ai.evaluation.score.value': 1 } },
+  ])
+  const send = () => app.inject({ method: 'POST', url: '/v1/traces', headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) })
+  const first = await send()
+  t.equal(first.statusCode, 200, first.body)
+  t.match(first.json(), { partialSuccess: { errorMessage: /1 of 3 evaluation results refused: 1 validation_failed \(score_config_mismatch\)/ } })
+  t.equal((await send()).statusCode, 200, 're-sent')
+
+  const { scores } = (await app.inject({ method: 'GET', url: `/v1/me/traces/${traceId}/scores`, headers: user.auth })).json()
+  t.equal(scores.length, 2, 'one score per valid evaluation result, stored once')
+  t.match(scores.find((s: { name: string }) => s.name === 'relevance'), {
+    traceId, spanId, dataType: 'numeric', value: 0.25, comment: 'off topic', source: 'api', metadata: { label: 'low' }, agent: { displayName: 'judged-agent' },
+  })
+  t.match(scores.find((s: { name: string }) => s.name === 'tone'), { dataType: 'categorical', label: 'polite', spanId })
+  const trace = (await app.inject({ method: 'GET', url: `/v1/me/traces/${traceId}`, headers: user.auth })).json()
+  t.equal(trace.spans.length, 1, 'the span itself is stored as before')
+  t.equal(await stored.writesOf(user.id, `otel:${traceId}:${spanId}:0`), 1, 'a re-sent span writes its scores no second time')
+})
+
+/** The p-th quantile as ClickHouse's quantileExact takes it: the element at floor(p * n) of the sorted values. */
+function quantileExact (values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!
+}
+
+t.test('the summary\'s figures match a brute-force computation over the scores sent', async (t) => {
+  const user = await newUser(app, { tier: 'enterprise' })
+  const key = await user.createKey()
+  const traceId = randomId('trace-')
+  const agents = ['sum-a', 'sum-b']
+  const sent: { name: string; value?: number; label?: string; boolean?: boolean; agentId: string }[] = []
+  let seed = 7
+  const next = () => (seed = (seed * 48271) % 2147483647) / 2147483647
+  for (let i = 0; i < 60; i++) {
+    const agentId = agents[i % 2]!
+    sent.push({ name: 'accuracy', value: Math.round(next() * 1000) / 100, agentId })
+    sent.push({ name: 'verdict', label: ['good', 'bad', 'meh'][Math.floor(next() * 3)]!, agentId })
+    if (i % 3 === 0) sent.push({ name: 'thumbs', boolean: next() > 0.4, agentId })
+  }
+  // Replaced scores count once, with their last value.
+  const replaced = { name: 'accuracy', agentId: 'sum-a' }
+  const res = await postScores(app, key.secret, [...sent.map((s) => ({ traceId, ...s })), { scoreId: 'r1', traceId, ...replaced, value: 100 }])
+  t.ok(res.json().results.every((r: { status: number }) => r.status === 202), 'all accepted')
+  // Shipped first, so that the replacement lands in another part than the write it replaces.
+  await shipped(app)
+  t.equal((await postScore(app, key.secret, { scoreId: 'r1', traceId, ...replaced, value: 5 })).statusCode, 202)
+  sent.push({ ...replaced, value: 5 })
+
+  const summary = (await app.inject({ method: 'GET', url: '/v1/me/scores/summary', headers: user.auth })).json()
+  t.same(summary.names.map((n: { name: string }) => n.name), ['accuracy', 'thumbs', 'verdict'])
+  const numbers = (list: typeof sent) => list.map((s) => s.value ?? (s.boolean === undefined ? NaN : Number(s.boolean)))
+  const figures = (list: typeof sent, dataType: string) => {
+    const values = numbers(list)
+    const labels: Record<string, number> = {}
+    for (const s of list) {
+      const label = s.label ?? (s.boolean === undefined ? undefined : String(s.boolean))
+      if (label !== undefined) labels[label] = (labels[label] ?? 0) + 1
+    }
+    return {
+      count: list.length,
+      numeric: dataType === 'categorical' ? null : { mean: values.reduce((a, b) => a + b, 0) / values.length, p50: quantileExact(values, 0.5), p90: quantileExact(values, 0.9) },
+      labels: dataType === 'numeric' ? null : labels,
+    }
+  }
+  const today = new Date().toISOString().slice(0, 10)
+  for (const n of summary.names) {
+    const mine = sent.filter((s) => s.name === n.name)
+    const expected = figures(mine, n.dataType)
+    t.equal(n.count, expected.count, `${n.name} count`)
+    if (expected.numeric) {
+      t.ok(Math.abs(n.numeric.mean - expected.numeric.mean) < 1e-9, `${n.name} mean ${n.numeric.mean} ~ ${expected.numeric.mean}`)
+      t.equal(n.numeric.p50, expected.numeric.p50, `${n.name} p50`)
+      t.equal(n.numeric.p90, expected.numeric.p90, `${n.name} p90`)
+    } else t.equal(n.numeric, null)
+    t.same(n.labels, expected.labels, `${n.name} labels`)
+    t.same(n.previous, { count: 0, numeric: null, labels: null }, 'nothing in the previous period')
+    t.same(n.change.count, expected.count)
+    t.equal(n.change.mean, null)
+    t.same(n.byDay.map((d: { day: string; count: number }) => [d.day, d.count]), [[today, expected.count]])
+    for (const a of n.byAgent) {
+      const ofAgent = mine.filter((s) => s.agentId === a.agent.displayName)
+      const e = figures(ofAgent, n.dataType)
+      t.equal(a.count, e.count, `${n.name} ${a.agent.displayName} count`)
+      if (e.numeric) t.equal(a.numeric.p90, e.numeric.p90, `${n.name} ${a.agent.displayName} p90`)
+      t.same(a.labels, e.labels)
+    }
+    t.equal(n.byAgent.length, 2)
+  }
+
+  // Against the previous period: the same scores seen from a window a week on are all "previous".
+  const weekOn = Date.now() + 7 * 86_400_000
+  const later = (await app.inject({ method: 'GET', url: `/v1/me/scores/summary?to=${new Date(weekOn).toISOString()}&name=accuracy`, headers: user.auth })).json()
+  t.equal(later.names.length, 1)
+  t.match(later.names[0], { name: 'accuracy', count: 0, numeric: null, byDay: [], byAgent: [] })
+  t.equal(later.names[0].previous.count, sent.filter((s) => s.name === 'accuracy').length)
+  t.equal(later.names[0].change.count, -later.names[0].previous.count)
+})
