@@ -32,6 +32,8 @@ import routes from './plugins/routes.ts'
 const MAX_PARAM_LENGTH = 400
 // A connection that makes no progress for this long (a client that stopped reading its answer) is closed.
 const SOCKET_IDLE_TIMEOUT_MS = 60_000
+// How long one plugin may take to start (Fastify's default is 10 s).
+const PLUGIN_START_TIMEOUT_MS = 120_000
 
 export interface BuildOptions {
   logger?: FastifyServerOptions['logger']
@@ -52,6 +54,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // connection); the ingest log refuses with its own 503 + Retry-After once it is closed.
     return503OnClosing: false,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // A plugin's start may take long for good reasons: the ClickHouse migrations of one instance while
+    // the others wait for its lock, the embedded engine opening a large store on a busy machine.
+    // Fastify's 10 s would end such a start; the stores' own connect timeouts still fail a dead one.
+    pluginTimeout: PLUGIN_START_TIMEOUT_MS,
     frameworkErrors,
     // A client must send its whole request (headers and body) within requestTimeout, else 408 and
     // close, so slow or stalled uploads neither pile up nor hold a graceful shutdown.
