@@ -334,7 +334,7 @@ try {
   if (b) {
     if (probeFailure) console.log(`(d) the probe stopped early: ${probeFailure}`)
     if (connectionRetries) console.log(`(d) the probe sent ${connectionRetries} request(s) again after a failed connection`)
-    console.log(`(d) visibility under (b)'s load: p50 ${percentile(vis, 50).toFixed(0)} ms, p99 ${percentile(vis, 99).toFixed(0)} ms, max ${vis.at(-1)?.toFixed(0)} ms over ${vis.length} probes  (target p99 ≤ 1000 ms) ${verdict(!probeFailure && percentile(vis, 99) <= 1000)}`)
+    console.log(`(d) visibility under (b)'s load: p50 ${percentile(vis, 50).toFixed(0)} ms, p99 ${percentile(vis, 99).toFixed(0)} ms, max ${vis.at(-1)?.toFixed(0)} ms over ${vis.length} probes  (target p99 ≤ 2000 ms) ${verdict(!probeFailure && percentile(vis, 99) <= 2000)}`)
     console.log(`(e) backlog drained ${drainMs.toFixed(0)} ms after (b) stopped (${during.ingest.backlogRows} rows waiting when it stopped)`)
   }
   console.log('(f) µs per event per step (wall time, waits included; key: per request):   during (b)       during (c)')

@@ -103,9 +103,9 @@ const settingsSchema = {
       batchMaxRows: { env: 'INGEST_BATCH_MAX_ROWS', type: 'integer', minimum: 1, default: 20000, description: 'most rows in one ClickHouse insert of the shipper' },
       batchMaxBytes: { env: 'INGEST_BATCH_MAX_BYTES', type: 'integer', minimum: 1024, default: 16777216, description: 'most bytes in one ClickHouse insert of the shipper' },
       shipMinIntervalMs: {
-        env: 'INGEST_SHIP_MIN_INTERVAL_MS', type: 'integer', minimum: 0, maximum: 60000, default: 500,
-        description: 'pause after each insert, cut short when a `/v1/me` request waits for its events, and skipped when a full block (`INGEST_BATCH_MAX_*`) is already waiting: ' +
-          'fewer, larger inserts (each costs the engine a part write per table, and the merges after it) at the cost of visibility, ' +
+        env: 'INGEST_SHIP_MIN_INTERVAL_MS', type: 'integer', minimum: 0, maximum: 60000, default: 1500,
+        description: 'least time from one insert\'s read of the ingest log to the next (the insert\'s own time counts in it), cut short when a `/v1/me` request waits for its events, and skipped when a full block (`INGEST_BATCH_MAX_*`) is already waiting: ' +
+          'fewer, larger inserts (each costs the engine a part write per table, and the merges after it) at the cost of visibility (an event waits at most this plus one insert), ' +
           'without ever capping the rate the shipper can follow; 0 ships back to back',
       },
       drainTimeoutMs: {

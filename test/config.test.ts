@@ -100,7 +100,7 @@ t.test('defaults: every setting unset', async (t) => {
       logMaxBytes: 1073741824,
       batchMaxRows: 20000,
       batchMaxBytes: 16777216,
-      shipMinIntervalMs: 500,
+      shipMinIntervalMs: 1500,
       drainTimeoutMs: 10000,
       degradedAfterMs: 10000,
       rowThreadMinEvents: 64,

@@ -126,9 +126,12 @@ export class SharedCache<T> {
 
   constructor (private readonly opts: SharedCacheOptions) {
     this.now = opts.now ?? Date.now
-    // The LRU's expiry reads the same clock, at each check (no cached reading).
+    // The LRU's expiry reads the same clock, at each check. `ttlResolution: 0` reads the clock at
+    // every check rather than caching a reading for 1 ms: the cached reading costs a timer (a
+    // `setTimeout` to forget it) on the first read of every millisecond, which was 4 % of the main
+    // thread under single-event load; a clock reading costs far less.
     const clock = opts.now && { now: opts.now }
-    this.local = new LRUCache({ max: opts.max ?? 100_000, ttl: Math.max(opts.localTtlMs, 1), ...(clock && { perf: clock, ttlResolution: 0 }) })
+    this.local = new LRUCache({ max: opts.max ?? 100_000, ttl: Math.max(opts.localTtlMs, 1), ttlResolution: 0, ...(clock && { perf: clock }) })
     this.keyPrefix = `${opts.prefix}sc:${opts.name}:`
     this.topic = `cache-${opts.name}`
     this.missingTtlSeconds = opts.missingTtlSeconds ?? Math.min(60, opts.sharedTtlSeconds)

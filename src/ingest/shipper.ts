@@ -14,10 +14,14 @@ export interface ShipperOptions {
   maxRows: number
   maxBytes: number
   /**
-   * Pause after an insert (ms): fewer, larger inserts at the cost of visibility. 0 ships back to back,
-   * and so does a shipper that finds a full block (maxRows or maxBytes) already waiting.
+   * Least time (ms) from one block's read of the log to the next one's: fewer, larger inserts at the
+   * cost of visibility. The insert's own time counts in it, so a row waits at most this interval plus
+   * one insert. 0 ships back to back, and so does a shipper that finds a full block (maxRows or
+   * maxBytes) already waiting, or whose insert took the whole interval.
    */
   minIntervalMs: number
+  /** The clock (ms) the interval is measured on; default performance.now. */
+  now?: () => number
 }
 
 /**
@@ -171,9 +175,13 @@ export class EventShipper {
     let backoffMs = 100
     /** Average size of a row of the last block shipped, to tell whether a full block is waiting. */
     let lineBytes = 0
+    const now = this.opts.now ?? (() => performance.now())
+    /** When the last block was read from the log: the next one is read `minIntervalMs` after it. */
+    let readAt = 0
     while (!this.stopping) {
       try {
         const inflight = this.log.inflight
+        readAt = now()
         this.notifiedWhileBusy = false // this read sees every row appended before it
         const spans = inflight
           ? await this.log.readRange(inflight)
@@ -199,9 +207,12 @@ export class EventShipper {
       }
       // The pause makes inserts larger; when a full block is already waiting it would only make the
       // backlog grow, so the next insert starts at once (under sustained load inserts run back to back).
+      // The pause is what is left of the interval after the insert, so that a row appended just after
+      // a block was read waits one interval and one insert, not two inserts and the interval.
       const waiting = this.log.lastPosition - this.log.shipped
       const fullBlockWaiting = waiting >= this.opts.maxRows || waiting * lineBytes >= this.opts.maxBytes
-      if (this.opts.minIntervalMs > 0 && !fullBlockWaiting) await this.pause(this.opts.minIntervalMs, true)
+      const pauseMs = this.opts.minIntervalMs - (now() - readAt)
+      if (pauseMs > 0 && !fullBlockWaiting) await this.pause(pauseMs, true)
     }
   }
 

@@ -229,3 +229,42 @@ t.test('an entry in use is refreshed ahead of its expiry: reads keep finding it 
   t.equal(a.cache.peek('k'), undefined, 'an entry not read near its expiry expires')
   t.equal(await a.cache.get('k', load), 'v2')
 })
+
+/** Runs `fn` counting the timers started meanwhile (global setTimeout, as lru-cache calls it). */
+function timersStartedBy<R> (fn: () => R): { result: R; timers: number } {
+  const real = globalThis.setTimeout
+  let timers = 0
+  globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
+    timers++
+    return real(...args)
+  }) as typeof setTimeout
+  try {
+    return { result: fn(), timers }
+  } finally {
+    globalThis.setTimeout = real
+  }
+}
+
+t.test('a read of a held entry starts no timer, and entries still expire', async (t) => {
+  const prefix = `test:${randomId()}:`
+  const load = async () => 'v'
+  // The process clock (no `now` given): the LRU once cached its clock reading for 1 ms with a timer.
+  const real = await instance(t, prefix, { localTtlMs: 1000 })
+  t.equal(await real.cache.get('k', load), 'v')
+  await new Promise((resolve) => setTimeout(resolve, 5)) // any reading the LRU cached is forgotten
+  const read = timersStartedBy(() => [real.cache.peek('k'), real.cache.peek('k'), real.cache.peek('k')])
+  t.same(read.result, ['v', 'v', 'v'], 'held')
+  t.equal(read.timers, 0, 'reading held entries started no timer')
+  await new Promise((resolve) => setTimeout(resolve, 1100))
+  t.equal(real.cache.peek('k'), undefined, 'expired after its local life on the process clock')
+
+  // The injectable clock: held to the last millisecond of its life, gone after it.
+  const clock = testClock()
+  const a = await instance(t, `test:${randomId()}:`, { localTtlMs: 1000, now: clock.now })
+  t.equal(await a.cache.get('k', load), 'v')
+  clock.advance(999)
+  t.equal(timersStartedBy(() => a.cache.peek('k')).timers, 0, 'no timer on the injected clock either')
+  t.equal(a.cache.peek('k'), 'v', 'held within its life')
+  clock.advance(2)
+  t.equal(a.cache.peek('k'), undefined, 'expired past its life')
+})

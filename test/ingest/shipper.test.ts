@@ -279,3 +279,40 @@ t.test('only errors met reading the input split a block; the same codes from els
   t.notOk(isRowRefusal(ch('252', 'Too many parts')))
   t.notOk(isRowRefusal(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })))
 })
+
+t.test('the interval runs from one block\'s read to the next: an insert that took the whole interval is followed at once', async (t) => {
+  const log = new MemoryIngestLog()
+  const user = randomId('interval-')
+  let clock = 0
+  const blocks: number[] = []
+  let insertMs = 60_000
+  const shipper = new EventShipper(log, async (body, token) => {
+    blocks.push(body.toString().trim().split('\n').length)
+    clock += insertMs // the insert's time, on the shipper's clock
+    await insert(body, token)
+  }, { maxRows: 1000, maxBytes: 1 << 24, minIntervalMs: 60_000, now: () => clock }, logger)
+  t.teardown(() => shipper.stop(1000))
+  const shipped = async (n: number) => {
+    for (let i = 0; i < 500 && log.shipped < n; i++) await sleep(10)
+    return log.shipped
+  }
+  // An insert that takes the whole interval: the next block is read as soon as it returns.
+  await append(log, [logLine(user)])
+  shipper.start()
+  t.equal(await shipped(1), 1, 'an idle shipper ships at once')
+  await append(log, [logLine(user), logLine(user)])
+  shipper.notify()
+  t.equal(await shipped(3), 3, 'shipped with no pause after an insert as long as the interval')
+  // A quick insert: what arrives after it waits for the rest of the interval.
+  insertMs = 0
+  await append(log, [logLine(user)])
+  shipper.notify()
+  t.equal(await shipped(4), 4, 'shipped at once again')
+  await append(log, [logLine(user)])
+  shipper.notify()
+  await sleep(300)
+  t.equal(log.shipped, 4, 'after a quick insert the next row waits for the interval')
+  t.ok(await shipper.drain(10_000), 'a drain cuts the pause short')
+  t.same(blocks, [1, 2, 1, 1])
+  t.equal((await countFor(user)).events, 5)
+})
