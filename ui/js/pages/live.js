@@ -1,10 +1,14 @@
-// Live events: polls every second, adds new events at the top, filters by agent and type.
+// Live events: polls every second, adds new events at the top; searched and filtered by the search
+// in the URL (search.js), with the facets of the matching events beside the list.
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, agentOf } from '../api.js'
+import { SearchBar, Facets, NoMatch, go, searchQuery, searching } from '../search.js'
 import { html, ErrorNote, Empty, PrivacyChip, Cost, Time, AgentLink, Name, count, duration, dotted, spanName, spanFacts, firstWords } from '../ui.js'
 
 const TYPES = ['decision', 'reasoning', 'tool', 'action', 'tx', 'error']
 const POLL_MS = 1000
+/** A search reads more than the newest page: asked every 3 s rather than every second. */
+const SEARCH_POLL_MS = 3000
 const KEEP = 500
 
 /** Merges a freshly read page (newest first) into what is shown, newest first, without duplicates. */
@@ -49,28 +53,39 @@ function Detail ({ e }) {
   return html`<dl class="detail">${rows.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>`
 }
 
+/** The one value of a parameter when it has exactly one, else '' (what a select can show). */
+const single = (params, key) => (params.getAll(key).length === 1 ? params.get(key) : '')
+
+/** The parameters with `key` set to `value` alone, or removed when `value` is ''. */
+function only (params, key, value) {
+  const next = new URLSearchParams(params)
+  next.delete(key)
+  if (value) next.append(key, value)
+  return next
+}
+
 export function LivePage ({ names, params }) {
-  const [agent, setAgent] = useState(params?.get('agent') || '')
-  const [type, setType] = useState(params?.get('type') || '')
   const [events, setEvents] = useState(null)
   const [fresh, setFresh] = useState(new Set())
   const [paused, setPaused] = useState(false)
   const [open, setOpen] = useState(null)
   const [error, setError] = useState(null)
   const shown = useRef([])
+  // The page is drawn anew for each search (its URL changes), so the search is fixed here.
+  const query = searchQuery(params)
+  const isSearch = searching(params)
   useEffect(() => {
     shown.current = []
     setEvents(null)
     if (paused) return
     let stopped = false
     let timer
+    const every = isSearch ? SEARCH_POLL_MS : POLL_MS
     const tick = async () => {
       try {
-        // The server filters by agent; the type filter is applied here (and sent, for servers that know it).
-        const page = await api('/v1/me/events', { query: { limit: 100, agentId: agent || undefined, type: type || undefined } })
-        const list = (page?.events || []).filter((e) => !type || e.type === type)
+        const page = await api('/v1/me/events', { query: { limit: 100, ...query } })
         const first = shown.current.length === 0
-        const { list: merged, added } = mergeEvents(shown.current, list)
+        const { list: merged, added } = mergeEvents(shown.current, page?.events || [])
         shown.current = merged
         setEvents(merged)
         if (!first && added.length) setFresh(new Set(added.map((e) => e.eventId)))
@@ -78,29 +93,38 @@ export function LivePage ({ names, params }) {
       } catch (err) {
         if (err.status !== 401) setError(err)
       }
-      if (!stopped) timer = setTimeout(tick, document.hidden ? POLL_MS * 5 : POLL_MS)
+      if (!stopped) timer = setTimeout(tick, document.hidden ? every * 5 : every)
     }
     tick()
     return () => { stopped = true; clearTimeout(timer) }
-  }, [agent, type, paused])
+  }, [paused])
   const agents = [...names.entries()].sort((a, b) => a[1].localeCompare(b[1]))
+  const agent = single(params, 'agentId')
+  const type = single(params, 'type')
   return html`
     <h1 tabindex="-1">Live events</h1>
+    <${SearchBar} page="live" params=${params} names=${names} what="events" />
     <form class="filters" onSubmit=${(e) => e.preventDefault()}>
-      <label>Agent <select value=${agent} onChange=${(e) => setAgent(e.target.value)}>
-        <option value="">All agents</option>
+      <label>Agent <select value=${agent} onChange=${(e) => go('live', only(params, 'agentId', e.target.value))}>
+        <option value="">${params.getAll('agentId').length > 1 ? 'Several agents' : 'All agents'}</option>
         ${agents.map(([id, name]) => html`<option value=${id}>${name}</option>`)}
       </select></label>
-      <label>Type <select value=${type} onChange=${(e) => setType(e.target.value)}>
-        <option value="">All types</option>
+      <label>Type <select value=${type} onChange=${(e) => go('live', only(params, 'type', e.target.value))}>
+        <option value="">${params.getAll('type').length > 1 ? 'Several types' : 'All types'}</option>
         ${TYPES.map((t) => html`<option value=${t}>${t}</option>`)}
       </select></label>
       <button type="button" aria-pressed=${paused} onClick=${() => setPaused(!paused)}>${paused ? 'Resume' : 'Pause'}</button>
-      <span class="muted" role="status">${paused ? 'Paused' : html`<span class="live-dot">live</span> updates every second`}</span>
+      <span class="muted" role="status">${paused ? 'Paused' : html`<span class="live-dot">live</span> updates every ${isSearch ? '3 seconds' : 'second'}`}</span>
     </form>
+    <div class="with-facets">
+    <div class="results">
     <${ErrorNote} error=${error} />
     ${events === null && !paused ? html`<p class="muted">Loading…</p>` : null}
-    ${events && events.length === 0 ? html`<${Empty}>No events yet. Send one with an API key (see API keys) and it appears here within a second or two.</${Empty}>` : null}
+    ${events && events.length === 0
+      ? isSearch
+        ? html`<${NoMatch} page="live" params=${params} what="events" />`
+        : html`<${Empty}>No events yet. Send one with an API key (see API keys) and it appears here within a second or two.</${Empty}>`
+      : null}
     ${events && events.length
 ? html`<div class="table-wrap"><table class="events" aria-live="polite" aria-relevant="additions">
       <thead><tr><th scope="col">Time</th><th scope="col">Agent</th><th scope="col">Type</th><th scope="col">Span · model · tool</th>
@@ -120,5 +144,8 @@ export function LivePage ({ names, params }) {
         </tr>
         ${open === e.eventId ? html`<tr class="detail-row"><td colspan="10"><${Detail} e=${e} /></td></tr>` : null}`)}
       </tbody></table></div>`
-: null}`
+: null}
+    </div>
+    <${Facets} page="live" params=${params} names=${names} since="30d" window="in the last 30 days" />
+    </div>`
 }
