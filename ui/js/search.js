@@ -113,7 +113,7 @@ export function SearchBar ({ page, params, names, what }) {
 
 /** One facet value as a toggle: pressed when its filter is on. A missing value (null) cannot be filtered on. */
 function FacetValue ({ page, params, k, value, label, n }) {
-  if (value === null) return html`<li class="facet-value"><span class="muted">(none)</span> <span class="facet-n">${count(n)}</span></li>`
+  if (value === null) return html`<li class="facet-value facet-none" title="events without one: cannot be filtered on"><span class="muted">(none)</span> <span class="facet-n">${count(n)}</span></li>`
   const on = params.getAll(k).includes(value)
   return html`<li class="facet-value"><button class="facet-btn" aria-pressed=${on} title=${label}
     onClick=${() => go(page, toggled(params, k, value))}><span class="facet-label">${label}</span> <span class="facet-n">${count(n)}</span></button></li>`
