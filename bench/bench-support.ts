@@ -13,7 +13,9 @@ import { eventLine } from '../src/storage/events-repository.ts'
  */
 export function serviceArgs (extra: string[] = [], script?: string[]): string[] {
   const start = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start
-  const args = start.trim().split(/\s+/).slice(1) // without `node`
+  // Without `node` (and the shell's `exec` before it).
+  const words = start.trim().split(/\s+/)
+  const args = words.slice(words.indexOf('node') + 1)
   return [...args.slice(0, -1), ...extra, ...(script ?? args.slice(-1))]
 }
 

@@ -4,6 +4,7 @@ import type { SearchFilters } from '../domain/search-filters.ts'
 import { likePattern } from '../domain/search-text.ts'
 import { isoFromMs as iso } from './timestamps.ts'
 import { EVENT_COLUMNS, SPAN_END, orNull, toEvent, tokensOf } from './event-rows.ts'
+import { widening } from './window-hints.ts'
 import { type DashboardEvent, type Reader, type SessionSummary, type TraceSummary } from './dashboard-repository.ts'
 
 /**
@@ -78,6 +79,9 @@ export function searchWhere (r: Reader, w: SearchWindow, f: SearchFilters): { wh
   f.meta.forEach((m, i) => {
     params[`mk${i}`] = m.path
     params[`mv${i}`] = m.values
+    // hasAny is implied by the exact condition after it; it is there for the bloom filter of the
+    // values (idx_metadata_values, clickhouse/019), which lets a read skip granules without the value.
+    conds.push(`hasAny(mapValues(metadata_flat), {mv${i}:Array(String)})`)
     conds.push(`arrayExists((k, v) -> k = {mk${i}:String} AND v IN {mv${i}:Array(String)}, metadata_flat.keys, metadata_flat.values)`)
   })
   f.hasMeta.forEach((path, i) => {
@@ -100,17 +104,31 @@ export class SearchRepository {
     return rs.json<T>()
   }
 
-  /** A page of the matching events, newest first (time, then id, descending), as GET /v1/me/events pages. */
+  /**
+   * A page of the matching events, newest first (time, then id, descending), as GET /v1/me/events
+   * pages. Looked for in a widening window below the page's start, as the plain list does
+   * (`widening`): the events table is sorted by agent before time, so a read of the whole range
+   * would read every matching event to sort them, while a search that many events match (a common
+   * word, a frequent value) fills its page from the last hour. A rare match costs the narrow
+   * windows' reads, which its skip indexes keep small.
+   */
   async events (r: Reader, w: SearchWindow, f: SearchFilters, opts: { limit: number; start: PageStart }): Promise<Page<DashboardEvent>> {
     const { where, params } = searchWhere(r, w, f)
     const { after } = opts.start
-    const rows = await this.rows(
-      `/* svc:search_events */ SELECT ${EVENT_COLUMNS} FROM events
-       WHERE ${where}
-         ${after ? 'AND (ts, event_id) < (fromUnixTimestamp64Milli({afterMs:Int64}), {afterId:String})' : ''}
-       ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32}`,
-      { ...params, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', limit: opts.limit + 1 },
-    )
+    const top = after ? after.ms : w.asOf
+    let rows: Record<string, any>[] = []
+    for (const window of widening(undefined)) {
+      const from = window === Infinity ? w.sinceMs : Math.max(w.sinceMs, top - window)
+      rows = await this.rows(
+        `/* svc:search_events */ SELECT ${EVENT_COLUMNS} FROM events
+         WHERE ${where}
+           AND ts >= fromUnixTimestamp64Milli({from:Int64})
+           ${after ? 'AND (ts, event_id) < (fromUnixTimestamp64Milli({afterMs:Int64}), {afterId:String})' : ''}
+         ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32}`,
+        { ...params, from, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', limit: opts.limit + 1 },
+      )
+      if (rows.length > opts.limit || from === w.sinceMs) break
+    }
     return pageOf('events', w.asOf, rows.map(toEvent), opts.limit, (e) => ({ ms: Date.parse(e.timestamp), id: e.eventId }))
   }
 
@@ -175,8 +193,11 @@ export class SearchRepository {
   async facets (r: Reader, w: SearchWindow, f: SearchFilters): Promise<Facets> {
     const { where, params } = searchWhere(r, w, f)
     const hidden = { hiddenKeys: FACET_HIDDEN_KEYS, hiddenPrefixes: FACET_HIDDEN_KEYS.map((k) => `${k}.`) }
-    const keyShown = 'k NOT IN {hiddenKeys:Array(String)} AND NOT arrayExists(p -> startsWith(k, p), {hiddenPrefixes:Array(String)})'
-    const [plain, keys] = await Promise.all([
+    const keyShown = (k: string) => `${k} NOT IN {hiddenKeys:Array(String)} AND NOT arrayExists(p -> startsWith(${k}, p), {hiddenPrefixes:Array(String)})`
+    // Two reads side by side, each one pass over the matching events: the plain facets, and the
+    // metadata paths with their values (a path's count is the sum of its values' counts: an event
+    // holds one value per path).
+    const [plain, meta] = await Promise.all([
       this.rows(
         `/* svc:search_facets */ SELECT
            multiIf(grouping(type) = 0, 'type', grouping(outcome) = 0, 'outcome', grouping(model) = 0, 'model',
@@ -190,23 +211,21 @@ export class SearchRepository {
          LIMIT ${FACET_TOP} BY facet`,
         params,
       ),
-      this.rows<{ k: string; n: string }>(
-        `/* svc:search_facet_keys */ SELECT k, count() AS n
-         FROM events ARRAY JOIN arrayDistinct(metadata_flat.keys) AS k
-         WHERE ${where} AND ${keyShown}
-         GROUP BY k ORDER BY n DESC, k LIMIT ${FACET_META_KEYS}`,
+      this.rows<{ k: string; kn: string; v: string; n: string }>(
+        `/* svc:search_facet_metadata */ SELECT k, kn, v, n FROM (
+           SELECT k, v, n, sum(n) OVER (PARTITION BY k) AS kn FROM (
+             SELECT kv.1 AS k, kv.2 AS v, count() AS n
+             FROM events ARRAY JOIN arrayDistinct(arrayZip(metadata_flat.keys, metadata_flat.values)) AS kv
+             WHERE ${where} AND ${keyShown('kv.1')}
+             GROUP BY k, v))
+         ORDER BY kn DESC, k, n DESC, v
+         LIMIT ${FACET_META_VALUES} BY k
+         LIMIT ${FACET_META_KEYS * FACET_META_VALUES}`,
         { ...params, ...hidden },
       ),
     ])
-    const values = keys.length === 0
-      ? []
-      : await this.rows<{ k: string; v: string; n: string }>(
-        `/* svc:search_facet_values */ SELECT k, v, count() AS n
-         FROM events ARRAY JOIN arrayDistinct(arrayZip(metadata_flat.keys, metadata_flat.values)) AS kv
-         WHERE ${where} AND kv.1 IN {metaKeys:Array(String)}
-         GROUP BY kv.1 AS k, kv.2 AS v ORDER BY k, n DESC, v LIMIT ${FACET_META_VALUES} BY k`,
-        { ...params, metaKeys: keys.map((x) => x.k) },
-      )
+    const keys = [...new Map(meta.map((x) => [x.k, x.kn])).entries()].slice(0, FACET_META_KEYS).map(([k, n]) => ({ k, n }))
+    const values = meta
     const out: Facets = { total: 0, facets: { type: [], outcome: [], model: [], tool: [], agentId: [], costStatus: [] }, metadata: [] }
     for (const x of plain) {
       if (x.facet === 'total') out.total = Number(x.n)
