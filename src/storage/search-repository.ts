@@ -4,7 +4,6 @@ import type { SearchFilters } from '../domain/search-filters.ts'
 import { likePattern } from '../domain/search-text.ts'
 import { isoFromMs as iso } from './timestamps.ts'
 import { EVENT_COLUMNS, SPAN_END, orNull, toEvent, tokensOf } from './event-rows.ts'
-import { widening } from './window-hints.ts'
 import { type DashboardEvent, type Reader, type SessionSummary, type TraceSummary } from './dashboard-repository.ts'
 
 /**
@@ -24,6 +23,9 @@ export const FACET_HIDDEN_KEYS = ['traceId', 'sessionId', 'spanId', 'parentSpanI
 export const FACET_TOP = 20
 export const FACET_META_KEYS = 10
 export const FACET_META_VALUES = 5
+
+/** The windows below a page's start that a page of matching events is looked for in, in turn (ms). */
+export const SEARCH_WINDOWS = [3_600_000, Infinity]
 
 /** The window and snapshot every filtered read has: events at or after `sinceMs`, received by `asOf`. */
 export interface SearchWindow { sinceMs: number; asOf: number }
@@ -106,18 +108,18 @@ export class SearchRepository {
 
   /**
    * A page of the matching events, newest first (time, then id, descending), as GET /v1/me/events
-   * pages. Looked for in a widening window below the page's start, as the plain list does
-   * (`widening`): the events table is sorted by agent before time, so a read of the whole range
-   * would read every matching event to sort them, while a search that many events match (a common
-   * word, a frequent value) fills its page from the last hour. A rare match costs the narrow
-   * windows' reads, which its skip indexes keep small.
+   * pages. Looked for in the hour below the page's start first, then in the whole range
+   * (SEARCH_WINDOWS): the events table is sorted by agent before time, so a read of the whole range
+   * sorts every matching event, while a search that many events match (a common word, a frequent
+   * value) fills its page from the last hour. A rare match costs one more read, which its skip
+   * indexes keep small (no windows in between: each would be one more read for a rare match).
    */
   async events (r: Reader, w: SearchWindow, f: SearchFilters, opts: { limit: number; start: PageStart }): Promise<Page<DashboardEvent>> {
     const { where, params } = searchWhere(r, w, f)
     const { after } = opts.start
     const top = after ? after.ms : w.asOf
     let rows: Record<string, any>[] = []
-    for (const window of widening(undefined)) {
+    for (const window of SEARCH_WINDOWS) {
       const from = window === Infinity ? w.sinceMs : Math.max(w.sinceMs, top - window)
       rows = await this.rows(
         `/* svc:search_events */ SELECT ${EVENT_COLUMNS} FROM events
