@@ -194,8 +194,8 @@ export class SearchRepository {
    */
   async facets (r: Reader, w: SearchWindow, f: SearchFilters): Promise<Facets> {
     const { where, params } = searchWhere(r, w, f)
-    const hidden = { hiddenKeys: FACET_HIDDEN_KEYS, hiddenPrefixes: FACET_HIDDEN_KEYS.map((k) => `${k}.`) }
-    const keyShown = (k: string) => `${k} NOT IN {hiddenKeys:Array(String)} AND NOT arrayExists(p -> startsWith(${k}, p), {hiddenPrefixes:Array(String)})`
+    // A key is left out when its first segment is a hidden key: the key itself or one under it.
+    const shown = "mapFilter((k, v) -> extract(k, '^[^.]*') NOT IN {hiddenKeys:Array(String)}, metadata_flat)"
     // Two reads side by side, each one pass over the matching events: the plain facets, and the
     // metadata paths with their values (a path's count is the sum of its values' counts: an event
     // holds one value per path).
@@ -217,13 +217,13 @@ export class SearchRepository {
         `/* svc:search_facet_metadata */ SELECT k, kn, v, n FROM (
            SELECT k, v, n, sum(n) OVER (PARTITION BY k) AS kn FROM (
              SELECT kv.1 AS k, kv.2 AS v, count() AS n
-             FROM events ARRAY JOIN arrayDistinct(arrayZip(metadata_flat.keys, metadata_flat.values)) AS kv
-             WHERE ${where} AND ${keyShown('kv.1')}
+             FROM (SELECT ${shown} AS shown FROM events WHERE ${where})
+             ARRAY JOIN arrayDistinct(arrayZip(shown.keys, shown.values)) AS kv
              GROUP BY k, v))
          ORDER BY kn DESC, k, n DESC, v
          LIMIT ${FACET_META_VALUES} BY k
          LIMIT ${FACET_META_KEYS * FACET_META_VALUES}`,
-        { ...params, ...hidden },
+        { ...params, hiddenKeys: FACET_HIDDEN_KEYS },
       ),
     ])
     const keys = [...new Map(meta.map((x) => [x.k, x.kn])).entries()].slice(0, FACET_META_KEYS).map(([k, n]) => ({ k, n }))
