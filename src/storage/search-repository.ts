@@ -24,9 +24,6 @@ export const FACET_TOP = 20
 export const FACET_META_KEYS = 10
 export const FACET_META_VALUES = 5
 
-/** The windows below a page's start that a page of matching events is looked for in, in turn (ms). */
-export const SEARCH_WINDOWS = [3_600_000, Infinity]
-
 /** The window and snapshot every filtered read has: events at or after `sinceMs`, received by `asOf`. */
 export interface SearchWindow { sinceMs: number; asOf: number }
 
@@ -106,31 +103,17 @@ export class SearchRepository {
     return rs.json<T>()
   }
 
-  /**
-   * A page of the matching events, newest first (time, then id, descending), as GET /v1/me/events
-   * pages. Looked for in the hour below the page's start first, then in the whole range
-   * (SEARCH_WINDOWS): the events table is sorted by agent before time, so a read of the whole range
-   * sorts every matching event, while a search that many events match (a common word, a frequent
-   * value) fills its page from the last hour. A rare match costs one more read, which its skip
-   * indexes keep small (no windows in between: each would be one more read for a rare match).
-   */
+  /** A page of the matching events, newest first (time, then id, descending), as GET /v1/me/events pages. */
   async events (r: Reader, w: SearchWindow, f: SearchFilters, opts: { limit: number; start: PageStart }): Promise<Page<DashboardEvent>> {
     const { where, params } = searchWhere(r, w, f)
     const { after } = opts.start
-    const top = after ? after.ms : w.asOf
-    let rows: Record<string, any>[] = []
-    for (const window of SEARCH_WINDOWS) {
-      const from = window === Infinity ? w.sinceMs : Math.max(w.sinceMs, top - window)
-      rows = await this.rows(
-        `/* svc:search_events */ SELECT ${EVENT_COLUMNS} FROM events
-         WHERE ${where}
-           AND ts >= fromUnixTimestamp64Milli({from:Int64})
-           ${after ? 'AND (ts, event_id) < (fromUnixTimestamp64Milli({afterMs:Int64}), {afterId:String})' : ''}
-         ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32}`,
-        { ...params, from, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', limit: opts.limit + 1 },
-      )
-      if (rows.length > opts.limit || from === w.sinceMs) break
-    }
+    const rows = await this.rows(
+      `/* svc:search_events */ SELECT ${EVENT_COLUMNS} FROM events
+       WHERE ${where}
+         ${after ? 'AND (ts, event_id) < (fromUnixTimestamp64Milli({afterMs:Int64}), {afterId:String})' : ''}
+       ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32}`,
+      { ...params, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', limit: opts.limit + 1 },
+    )
     return pageOf('events', w.asOf, rows.map(toEvent), opts.limit, (e) => ({ ms: Date.parse(e.timestamp), id: e.eventId }))
   }
 
