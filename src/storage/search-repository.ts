@@ -78,6 +78,9 @@ export function searchWhere (r: Reader, w: SearchWindow, f: SearchFilters): { wh
   f.meta.forEach((m, i) => {
     params[`mk${i}`] = m.path
     params[`mv${i}`] = m.values
+    // hasAny is implied by the exact condition after it; it is there for the bloom filter of the
+    // values (idx_metadata_values, clickhouse/019), which lets a read skip granules without the value.
+    conds.push(`hasAny(mapValues(metadata_flat), {mv${i}:Array(String)})`)
     conds.push(`arrayExists((k, v) -> k = {mk${i}:String} AND v IN {mv${i}:Array(String)}, metadata_flat.keys, metadata_flat.values)`)
   })
   f.hasMeta.forEach((path, i) => {
@@ -174,9 +177,12 @@ export class SearchRepository {
    */
   async facets (r: Reader, w: SearchWindow, f: SearchFilters): Promise<Facets> {
     const { where, params } = searchWhere(r, w, f)
-    const hidden = { hiddenKeys: FACET_HIDDEN_KEYS, hiddenPrefixes: FACET_HIDDEN_KEYS.map((k) => `${k}.`) }
-    const keyShown = 'k NOT IN {hiddenKeys:Array(String)} AND NOT arrayExists(p -> startsWith(k, p), {hiddenPrefixes:Array(String)})'
-    const [plain, keys] = await Promise.all([
+    // A key is left out when its first segment is a hidden key: the key itself or one under it.
+    const shown = "mapFilter((k, v) -> extract(k, '^[^.]*') NOT IN {hiddenKeys:Array(String)}, metadata_flat)"
+    // Two reads side by side, each one pass over the matching events: the plain facets, and the
+    // metadata paths with their values (a path's count is the sum of its values' counts: an event
+    // holds one value per path).
+    const [plain, meta] = await Promise.all([
       this.rows(
         `/* svc:search_facets */ SELECT
            multiIf(grouping(type) = 0, 'type', grouping(outcome) = 0, 'outcome', grouping(model) = 0, 'model',
@@ -190,23 +196,21 @@ export class SearchRepository {
          LIMIT ${FACET_TOP} BY facet`,
         params,
       ),
-      this.rows<{ k: string; n: string }>(
-        `/* svc:search_facet_keys */ SELECT k, count() AS n
-         FROM events ARRAY JOIN arrayDistinct(metadata_flat.keys) AS k
-         WHERE ${where} AND ${keyShown}
-         GROUP BY k ORDER BY n DESC, k LIMIT ${FACET_META_KEYS}`,
-        { ...params, ...hidden },
+      this.rows<{ k: string; kn: string; v: string; n: string }>(
+        `/* svc:search_facet_metadata */ SELECT k, kn, v, n FROM (
+           SELECT k, v, n, sum(n) OVER (PARTITION BY k) AS kn FROM (
+             SELECT kv.1 AS k, kv.2 AS v, count() AS n
+             FROM (SELECT ${shown} AS shown FROM events WHERE ${where})
+             ARRAY JOIN arrayDistinct(arrayZip(shown.keys, shown.values)) AS kv
+             GROUP BY k, v))
+         ORDER BY kn DESC, k, n DESC, v
+         LIMIT ${FACET_META_VALUES} BY k
+         LIMIT ${FACET_META_KEYS * FACET_META_VALUES}`,
+        { ...params, hiddenKeys: FACET_HIDDEN_KEYS },
       ),
     ])
-    const values = keys.length === 0
-      ? []
-      : await this.rows<{ k: string; v: string; n: string }>(
-        `/* svc:search_facet_values */ SELECT k, v, count() AS n
-         FROM events ARRAY JOIN arrayDistinct(arrayZip(metadata_flat.keys, metadata_flat.values)) AS kv
-         WHERE ${where} AND kv.1 IN {metaKeys:Array(String)}
-         GROUP BY kv.1 AS k, kv.2 AS v ORDER BY k, n DESC, v LIMIT ${FACET_META_VALUES} BY k`,
-        { ...params, metaKeys: keys.map((x) => x.k) },
-      )
+    const keys = [...new Map(meta.map((x) => [x.k, x.kn])).entries()].slice(0, FACET_META_KEYS).map(([k, n]) => ({ k, n }))
+    const values = meta
     const out: Facets = { total: 0, facets: { type: [], outcome: [], model: [], tool: [], agentId: [], costStatus: [] }, metadata: [] }
     for (const x of plain) {
       if (x.facet === 'total') out.total = Number(x.n)

@@ -50,10 +50,13 @@ function describe (status, body) {
 let onUnauthorized = () => {}
 export function whenUnauthorized (fn) { onUnauthorized = fn }
 
-/** fetch with the token; JSON in and out; 401 signs out; other failures throw ApiError. */
+/** fetch with the token; JSON in and out (query values may be arrays); 401 signs out; other failures throw ApiError. */
 export async function api (path, { method = 'GET', body, query } = {}) {
   const url = new URL(path, window.location.origin)
-  for (const [k, v] of Object.entries(query || {})) if (v !== undefined && v !== null && v !== '') url.searchParams.set(k, String(v))
+  // A list is a repeated parameter (`type=tool&type=error`).
+  for (const [k, v] of Object.entries(query || {})) {
+    for (const x of [].concat(v)) if (x !== undefined && x !== null && x !== '') url.searchParams.append(k, String(x))
+  }
   const headers = { authorization: `Bearer ${token.get() || ''}` }
   if (body !== undefined) headers['content-type'] = 'application/json'
   const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
@@ -78,7 +81,9 @@ export async function api (path, { method = 'GET', body, query } = {}) {
  */
 export async function readStream (path, { query, lastEventId, signal, onMessage, onReady = () => {} }) {
   const url = new URL(path, window.location.origin)
-  for (const [k, v] of Object.entries(query || {})) if (v !== undefined && v !== null && v !== '') url.searchParams.set(k, String(v))
+  for (const [k, v] of Object.entries(query || {})) {
+    for (const one of [].concat(v)) if (one !== undefined && one !== null && one !== '') url.searchParams.append(k, String(one))
+  }
   const headers = { authorization: `Bearer ${token.get() || ''}`, accept: 'text/event-stream' }
   if (lastEventId) headers['last-event-id'] = lastEventId
   const res = await fetch(url, { headers, signal })

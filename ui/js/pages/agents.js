@@ -123,5 +123,5 @@ export function AgentPage ({ id, refreshNames }) {
         </ul>`}
       </section>
     </div>
-    <p class="muted"><a href=${`#/live?agent=${encodeURIComponent(agent.id)}`}>Live events of this agent</a></p>`
+    <p class="muted"><a href=${`#/live?agentId=${encodeURIComponent(agent.id)}`}>Live events of this agent</a></p>`
 }

@@ -1,6 +1,9 @@
-// Live events: streamed as the service acknowledges them (GET /v1/me/events/stream), new ones at the top, filtered by agent and type.
+// Live events: streamed as the service acknowledges them (GET /v1/me/events/stream), new ones at the
+// top; searched and filtered by the search in the URL (search.js), which the stream applies too, with
+// the facets of the matching events beside the list.
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, agentOf, readStream } from '../api.js'
+import { SearchBar, Facets, NoMatch, go, searchQuery, searching } from '../search.js'
 import { html, ErrorNote, Empty, PrivacyChip, Cost, Time, AgentLink, Name, count, duration, dotted, spanName, spanFacts, firstWords } from '../ui.js'
 
 const TYPES = ['decision', 'reasoning', 'tool', 'action', 'tx', 'error']
@@ -49,21 +52,32 @@ function Detail ({ e }) {
   return html`<dl class="detail">${rows.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>`
 }
 
+/** The one value of a parameter when it has exactly one, else '' (what a select can show). */
+const single = (params, key) => (params.getAll(key).length === 1 ? params.get(key) : '')
+
+/** The parameters with `key` set to `value` alone, or removed when `value` is ''. */
+function only (params, key, value) {
+  const next = new URLSearchParams(params)
+  next.delete(key)
+  if (value) next.append(key, value)
+  return next
+}
+
 export function LivePage ({ names, params }) {
-  const [agent, setAgent] = useState(params?.get('agent') || '')
-  const [type, setType] = useState(params?.get('type') || '')
   const [events, setEvents] = useState(null)
   const [fresh, setFresh] = useState(new Set())
   const [paused, setPaused] = useState(false)
   const [open, setOpen] = useState(null)
   const [error, setError] = useState(null)
   const shown = useRef([])
+  // The page is drawn anew for each search (its URL changes), so the search is fixed here.
+  const query = searchQuery(params)
+  const isSearch = searching(params)
   useEffect(() => {
     shown.current = []
     setEvents(null)
     if (paused) return
     const stop = new AbortController()
-    const query = { agentId: agent || undefined, type: type || undefined }
     const add = (list, mark) => {
       const { list: merged, added } = mergeEvents(shown.current, list)
       shown.current = merged
@@ -107,25 +121,34 @@ export function LivePage ({ names, params }) {
       }
     })()
     return () => stop.abort()
-  }, [agent, type, paused])
+  }, [paused])
   const agents = [...names.entries()].sort((a, b) => a[1].localeCompare(b[1]))
+  const agent = single(params, 'agentId')
+  const type = single(params, 'type')
   return html`
     <h1 tabindex="-1">Live events</h1>
+    <${SearchBar} page="live" params=${params} names=${names} what="events" />
     <form class="filters" onSubmit=${(e) => e.preventDefault()}>
-      <label>Agent <select value=${agent} onChange=${(e) => setAgent(e.target.value)}>
-        <option value="">All agents</option>
+      <label>Agent <select value=${agent} onChange=${(e) => go('live', only(params, 'agentId', e.target.value))}>
+        <option value="">${params.getAll('agentId').length > 1 ? 'Several agents' : 'All agents'}</option>
         ${agents.map(([id, name]) => html`<option value=${id}>${name}</option>`)}
       </select></label>
-      <label>Type <select value=${type} onChange=${(e) => setType(e.target.value)}>
-        <option value="">All types</option>
+      <label>Type <select value=${type} onChange=${(e) => go('live', only(params, 'type', e.target.value))}>
+        <option value="">${params.getAll('type').length > 1 ? 'Several types' : 'All types'}</option>
         ${TYPES.map((t) => html`<option value=${t}>${t}</option>`)}
       </select></label>
       <button type="button" aria-pressed=${paused} onClick=${() => setPaused(!paused)}>${paused ? 'Resume' : 'Pause'}</button>
       <span class="muted" role="status">${paused ? 'Paused' : html`<span class="live-dot">live</span> streaming as events arrive`}</span>
     </form>
+    <div class="with-facets">
+    <div class="results">
     <${ErrorNote} error=${error} />
     ${events === null && !paused ? html`<p class="muted">Loading…</p>` : null}
-    ${events && events.length === 0 ? html`<${Empty}>No events yet. Send one with an API key (see API keys) and it appears here within a second or two.</${Empty}>` : null}
+    ${events && events.length === 0
+      ? isSearch
+        ? html`<${NoMatch} page="live" params=${params} what="events" />`
+        : html`<${Empty}>No events yet. Send one with an API key (see API keys) and it appears here within a second or two.</${Empty}>`
+      : null}
     ${events && events.length
 ? html`<div class="table-wrap"><table class="events" aria-live="polite" aria-relevant="additions">
       <thead><tr><th scope="col">Time</th><th scope="col">Agent</th><th scope="col">Type</th><th scope="col">Span · model · tool</th>
@@ -145,5 +168,8 @@ export function LivePage ({ names, params }) {
         </tr>
         ${open === e.eventId ? html`<tr class="detail-row"><td colspan="10"><${Detail} e=${e} /></td></tr>` : null}`)}
       </tbody></table></div>`
-: null}`
+: null}
+    </div>
+    <${Facets} page="live" params=${params} names=${names} since="30d" window="in the last 30 days" />
+    </div>`
 }

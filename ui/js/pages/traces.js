@@ -3,6 +3,7 @@
 // in view are drawn, so a run of 10,000 spans stays responsive.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { api, agentOf, agentsOf } from '../api.js'
+import { SearchBar, Facets, NoMatch, go, searchQuery, searching } from '../search.js'
 import { html, useData, ErrorNote, Loading, Empty, Kpi, PrivacyChip, Cost, Time, AgentLink, count, money, duration, plural, dotted, spanName, spanFacts } from '../ui.js'
 
 /** Levels of indentation; deeper rows line up at the cap and show their depth. */
@@ -237,34 +238,51 @@ function Detail ({ kind, item, names }) {
     ${kind === 'trace' ? null : html`<p class="muted">Traces in this session: ${[...new Set(spans.map((e) => e.traceId).filter(Boolean))].map((t, i) => html`${i ? ', ' : ''}<a href=${`#/traces/${encodeURIComponent(t)}`}>${t}</a>`)}</p>`}`
 }
 
-function List ({ kind, names }) {
-  const [since, setSince] = useState('7d')
+const SINCE = [['24h', '24 hours'], ['7d', '7 days'], ['30d', '30 days'], ['all', 'all time']]
+
+/**
+ * The sessions or traces list, searched by the search in the URL (search.js): a session or trace is
+ * listed when any of its events matches, with the facets of the matching events beside the list.
+ * `since` is in the URL too (traces: 7 days by default, sessions: all time).
+ */
+function List ({ kind, names, params }) {
   const [pages, setPages] = useState([])
   const key = kind === 'trace' ? 'traces' : 'sessions'
   const idKey = kind === 'trace' ? 'traceId' : 'sessionId'
-  useEffect(() => setPages([]), [since])
-  const { data, error } = useData(async () => {
-    return api(`/v1/me/${key}`, { query: { limit: 50, since: kind === 'trace' ? since : undefined } })
-  }, [since], 10_000)
+  const fallback = kind === 'trace' ? '7d' : 'all'
+  const since = SINCE.some(([v]) => v === params.get('since')) ? params.get('since') : fallback
+  const query = { ...searchQuery(params), since: since === fallback ? undefined : since }
+  const isSearch = searching(params)
+  const { data, error } = useData(async () => api(`/v1/me/${key}`, { query: { limit: 50, ...query } }), [], 10_000)
   const [more, setMore] = useState(null)
   const rows = [...(data?.[key] || []), ...pages.flatMap((p) => p[key] || [])]
   const cursor = pages.length ? pages[pages.length - 1].nextCursor : data?.nextCursor
   const loadMore = async () => {
-    try { const page = await api(`/v1/me/${key}`, { query: { limit: 50, since: kind === 'trace' ? since : undefined, cursor } }); setPages([...pages, page]) } catch (err) { setMore(err) }
+    try { const page = await api(`/v1/me/${key}`, { query: { limit: 50, ...query, cursor } }); setPages([...pages, page]) } catch (err) { setMore(err) }
   }
+  const setSince = (value) => {
+    const next = new URLSearchParams(params)
+    next.delete('since')
+    if (value !== fallback) next.set('since', value)
+    go(key, next)
+  }
+  const windowLabel = since === 'all' ? 'at any time' : `in the last ${SINCE.find(([v]) => v === since)[1]}`
   return html`
     <h1 tabindex="-1">${kind === 'trace' ? 'Traces' : 'Sessions'}</h1>
-    ${kind === 'trace'
-? html`<form class="filters" onSubmit=${(e) => e.preventDefault()}><label>Since <select value=${since} onChange=${(e) => setSince(e.target.value)}>
-      <option value="24h">24 hours</option><option value="7d">7 days</option><option value="30d">30 days</option><option value="all">all time</option></select></label></form>`
-: null}
+    <${SearchBar} page=${key} params=${params} names=${names} what=${key} />
+    <form class="filters" onSubmit=${(e) => e.preventDefault()}><label>Since <select value=${since} onChange=${(e) => setSince(e.target.value)}>
+      ${SINCE.map(([v, label]) => html`<option value=${v}>${label}</option>`)}</select></label></form>
+    <div class="with-facets">
+    <div class="results">
     <${ErrorNote} error=${error || more} />
     ${!data
 ? html`<${Loading} />`
 : rows.length === 0
-? html`<${Empty}>No ${key} yet: events carry them in <code>metadata.${idKey}</code>.</${Empty}>`
+? isSearch
+  ? html`<${NoMatch} page=${key} params=${params} what=${key} />`
+  : html`<${Empty}>No ${key} ${windowLabel}: events carry them in <code>metadata.${idKey}</code>.</${Empty}>`
 : html`
-    <div class="table-wrap"><table>
+    <div class="table-wrap"><table class="groups">
       <thead><tr><th scope="col">${kind === 'trace' ? 'Trace' : 'Session'}</th><th scope="col">Started</th><th scope="col" class="num">Duration</th>
         <th scope="col" class="num">Events</th><th scope="col" class="num">Errors</th><th scope="col" class="num">Tokens</th><th scope="col" class="num">Cost</th><th scope="col">Agents</th></tr></thead>
       <tbody>${rows.map((s) => html`<tr key=${s[idKey]}>
@@ -274,7 +292,10 @@ function List ({ kind, names }) {
         <td class="num">${count(s.tokens?.total ?? s.tokens)}</td><td class="num">${money(s.costUsd)}</td>
         <td>${agentsOf(s, names).map((a, i) => html`${i ? ', ' : ''}<${AgentLink} agent=${a} />`)}</td></tr>`)}</tbody>
     </table></div>
-    ${cursor ? html`<button onClick=${loadMore}>Load more</button>` : null}`}`
+    ${cursor ? html`<button onClick=${loadMore}>Load more</button>` : null}`}
+    </div>
+    <${Facets} page=${key} params=${params} names=${names} since=${since} window=${windowLabel} />
+    </div>`
 }
 
 function DetailPage ({ kind, id, names }) {
@@ -295,7 +316,7 @@ function DetailPage ({ kind, id, names }) {
     ${data ? html`<${Detail} kind=${kind} item=${data} names=${names} />` : error ? null : html`<${Loading} />`}`
 }
 
-export const SessionsPage = ({ names }) => html`<${List} kind="session" names=${names} />`
-export const TracesPage = ({ names }) => html`<${List} kind="trace" names=${names} />`
+export const SessionsPage = ({ names, params }) => html`<${List} kind="session" names=${names} params=${params} />`
+export const TracesPage = ({ names, params }) => html`<${List} kind="trace" names=${names} params=${params} />`
 export const SessionPage = ({ id, names }) => html`<${DetailPage} kind="session" id=${id} names=${names} />`
 export const TracePage = ({ id, names }) => html`<${DetailPage} kind="trace" id=${id} names=${names} />`

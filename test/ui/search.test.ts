@@ -1,0 +1,177 @@
+import t from 'tap'
+import type { AddressInfo } from 'node:net'
+import { CHROMIUM, hasChromium, launchChromium } from '../helpers/browser.ts'
+
+// Search in a real browser against the real service: a query typed in the bar, a facet value
+// clicked, its chip and the narrowed list, the search kept in the URL through a reload and undone by
+// Back, and the empty result; on the live page and on the traces page. What is shown is held
+// against what was ingested.
+if (!hasChromium()) {
+  t.plan(0, `the web UI test needs Chromium at ${CHROMIUM} (Debian: apt-get install -y chromium); skipped`)
+} else {
+  await run()
+}
+
+async function run () {
+  const { buildTestApp, newUser, randomId, shipped } = await import('../helpers/app.ts')
+  const app = await buildTestApp(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+  const user = await newUser(app, { tier: 'enterprise', burst: 100_000 })
+  const key = await user.createKey('seed')
+
+  // Six events, one trace each: four mention a refund (in reasoning or in the error message), two
+  // of them ran lookup_invoice; env is prod on three of the refund ones.
+  const agent = randomId('support-bot-')
+  const trace = (n: number) => `${agent}-t${n}`
+  const seed = [
+    { type: 'tool', toolExecuted: 'lookup_invoice', reasoning: 'Refund requested for the late parcel', metadata: { traceId: trace(1), env: 'prod' } },
+    { type: 'tool', toolExecuted: 'issue_refund', reasoning: 'Approved after checking the policy', metadata: { traceId: trace(2), env: 'prod' } },
+    { type: 'reasoning', reasoning: 'The customer asked about a REFUND for order 1234', metadata: { traceId: trace(3), env: 'staging' } },
+    { type: 'tool', toolExecuted: 'lookup_invoice', reasoning: 'Invoice fetched', metadata: { traceId: trace(4), env: 'prod' } },
+    { type: 'decision', reasoning: 'Escalate to a human', metadata: { traceId: trace(5) } },
+    { type: 'tool', toolExecuted: 'lookup_invoice', outcome: 'failed', errorMessage: 'refund service unavailable', metadata: { traceId: trace(6), env: 'prod' } },
+  ]
+  const res = await fetch(`${base}/v1/events/batch`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ events: seed.map((e, i) => ({ agentId: agent, timestamp: Date.now() - 60_000 + i * 1000, ...e })) }),
+  })
+  const body = await res.json() as { results: { status: number; eventId: string }[] }
+  if (res.status !== 207 || body.results.some((r) => r.status !== 202)) throw new Error(`batch: ${res.status} ${JSON.stringify(body)}`)
+  const ids = body.results.map((r) => r.eventId)
+  /** The ids of the seeded events (1-based, as numbered above). */
+  const events = (...n: number[]) => n.map((i) => ids[i - 1]!).sort()
+  await shipped(app)
+
+  const browser = await launchChromium()
+  t.teardown(browser.close)
+  const page = await browser.context.newPage()
+  const pageErrors: string[] = []
+  page.on('pageerror', (err) => pageErrors.push(err.message))
+  const apiCalls = new Set<string>()
+  page.on('request', (req) => {
+    const url = new URL(req.url())
+    if (url.pathname.startsWith('/v1/')) apiCalls.add(`${req.method()} ${url.pathname}`)
+  })
+  page.setDefaultTimeout(30_000)
+  const visit = (hash: string) => page.evaluate((h) => { location.hash = h }, hash)
+  const heading = (name: string) => page.getByRole('heading', { level: 1, name })
+  const hashParams = () => new URLSearchParams(new URL(page.url()).hash.split('?')[1] ?? '')
+  const chips = () => page.locator('.chips .filter-chip').allInnerTexts()
+  const facets = page.locator('aside.facets')
+  const total = (n: number) => facets.locator('.facet-total strong', { hasText: new RegExp(`^${n} events?$`) }).waitFor()
+
+  /** Waits until the live table shows exactly these events, and returns them. */
+  async function liveShows (expected: string[]) {
+    await page.waitForFunction((want) => {
+      const shown = [...document.querySelectorAll('table.events tbody tr[data-event-id]')].map((r) => r.getAttribute('data-event-id')).sort()
+      return JSON.stringify(shown) === JSON.stringify(want)
+    }, expected)
+    return page.locator('table.events tbody tr[data-event-id]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-event-id')).sort())
+  }
+  /** Waits until the traces table lists exactly these traces, and returns them. */
+  async function tracesShow (expected: string[]) {
+    await page.waitForFunction((want) => {
+      const shown = [...document.querySelectorAll('table.groups tbody th a')].map((a) => a.textContent).sort()
+      return JSON.stringify(shown) === JSON.stringify(want)
+    }, expected)
+    return page.locator('table.groups tbody th a').allInnerTexts().then((x) => x.sort())
+  }
+
+  await page.goto(`${base}/#token=${user.token}`)
+  await heading('Overview').waitFor()
+
+  t.test('live events: a typed query, a facet value, its chip, a reload, Back and the empty result', async (t) => {
+    await visit('#/live')
+    await heading('Live events').waitFor()
+    t.same(await liveShows(events(1, 2, 3, 4, 5, 6)), events(1, 2, 3, 4, 5, 6), 'all six events before a search')
+
+    const box = page.getByRole('searchbox', { name: 'Search events' })
+    await box.fill('refund')
+    await box.press('Enter')
+    t.same(await liveShows(events(1, 3, 6, 2)), events(1, 2, 3, 6), 'the four events that mention a refund, in any case and any field')
+    t.equal(hashParams().get('q'), 'refund', 'the query is in the URL')
+    await total(4)
+    const tool = facets.locator('section.facet', { has: page.getByRole('heading', { name: 'Tool' }) })
+    t.same((await tool.locator('li').allInnerTexts()).map((x) => x.replace(/\s+/g, ' ').trim()).sort(), ['(none) 1', 'issue_refund 1', 'lookup_invoice 2'], 'the tool facet counts the matching events')
+    t.same(await chips(), [], 'no chip for the text: it is in the box')
+
+    await tool.getByRole('button', { name: 'lookup_invoice 2' }).click()
+    t.same(await liveShows(events(1, 6)), events(1, 6), 'narrowed to the refund events that ran lookup_invoice')
+    t.same(await chips(), ['tool: lookup_invoice ×'], 'the filter is a chip')
+    t.equal(hashParams().toString(), 'q=refund&tool=lookup_invoice', 'the search and the filter are in the URL')
+    await total(2)
+    t.equal(await tool.getByRole('button', { name: 'lookup_invoice 2' }).getAttribute('aria-pressed'), 'true', 'the facet value is shown as on')
+
+    await page.reload()
+    await heading('Live events').waitFor()
+    t.same(await liveShows(events(1, 6)), events(1, 6), 'a reload keeps the search')
+    t.equal(await page.getByRole('searchbox', { name: 'Search events' }).inputValue(), 'refund')
+    t.same(await chips(), ['tool: lookup_invoice ×'])
+
+    await page.goBack()
+    t.same(await liveShows(events(1, 2, 3, 6)), events(1, 2, 3, 6), 'Back removes the filter clicked last')
+    t.same(await chips(), [])
+    t.equal(hashParams().toString(), 'q=refund')
+
+    const meta = facets.locator('section.facet', { hasText: 'metadata env' })
+    await meta.getByRole('button', { name: 'prod 3' }).click()
+    t.same(await liveShows(events(1, 2, 6)), events(1, 2, 6), 'a metadata value filters too')
+    t.same(await chips(), ['env = prod ×'])
+    await page.getByRole('button', { name: 'env = prod' }).click()
+    t.same(await liveShows(events(1, 2, 3, 6)), events(1, 2, 3, 6), 'removing the chip removes the filter')
+
+    await page.getByLabel('Type').selectOption('decision')
+    await page.locator('.no-match').waitFor()
+    t.equal(await page.locator('table.events').count(), 0, 'no table for no match')
+    t.match(await page.locator('.no-match').innerText(), /No events match this search/, 'the empty result says so')
+    t.same(await chips(), ['type: decision ×'])
+    await total(0)
+
+    await page.getByRole('button', { name: 'Clear the search' }).click()
+    t.same(await liveShows(events(1, 2, 3, 4, 5, 6)), events(1, 2, 3, 4, 5, 6), 'clearing the search shows every event again')
+    t.equal(hashParams().toString(), '')
+    t.equal(await page.getByRole('searchbox', { name: 'Search events' }).inputValue(), '')
+  })
+
+  t.test('traces: a query and a facet value list the traces with a matching event', async (t) => {
+    await visit('#/traces')
+    await heading('Traces').waitFor()
+    t.same(await tracesShow([1, 2, 3, 4, 5, 6].map(trace)), [1, 2, 3, 4, 5, 6].map(trace).sort())
+    const box = page.getByRole('searchbox', { name: 'Search traces' })
+    await box.fill('"refund for order"')
+    await box.press('Enter')
+    t.same(await tracesShow([trace(3)]), [trace(3)], 'a quoted phrase, its words in order')
+    await box.fill('refund')
+    await box.press('Enter')
+    t.same(await tracesShow([1, 2, 3, 6].map(trace)), [1, 2, 3, 6].map(trace).sort())
+    await facets.locator('section.facet', { hasText: 'Outcome' }).getByRole('button', { name: 'failed 1' }).click()
+    t.same(await tracesShow([trace(6)]), [trace(6)], 'the failed one')
+    t.same(await chips(), ['outcome: failed ×'])
+    t.equal(hashParams().toString(), 'q=refund&outcome=failed')
+    await page.reload()
+    t.same(await tracesShow([trace(6)]), [trace(6)], 'a reload keeps the search')
+    await page.goBack()
+    t.same(await tracesShow([1, 2, 3, 6].map(trace)), [1, 2, 3, 6].map(trace).sort(), 'Back undoes the facet')
+    await box.fill('refund parcel zebra')
+    await box.press('Enter')
+    await page.locator('.no-match').waitFor()
+    t.match(await page.locator('.no-match').innerText(), /No traces match this search/)
+    t.equal(hashParams().get('q'), 'refund parcel zebra')
+  })
+
+  t.test('the search calls only operations of the published API contract, without script errors', async (t) => {
+    const doc = await (await fetch(`${base}/openapi.json`)).json() as { paths: Record<string, Record<string, unknown>> }
+    const operations = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => ({
+      method: method.toUpperCase(),
+      pattern: new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+    })))
+    t.ok(apiCalls.has('GET /v1/me/events/facets'), 'the facets were read')
+    for (const call of apiCalls) {
+      const [method, path] = call.split(' ') as [string, string]
+      t.ok(operations.some((o) => o.method === method && o.pattern.test(path)), `${call} is documented`)
+    }
+    t.same(pageErrors, [])
+  })
+}
