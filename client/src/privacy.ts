@@ -8,7 +8,8 @@
  * - `minimal`: only what describes the event, never its content: the allowlisted fields
  *   (MINIMAL_FIELDS, MINIMAL_METADATA); no prompt, context, reasoning, file path, working directory,
  *   git context or free-form metadata. The error message is kept, scrubbed as in `standard` and with
- *   file paths replaced, because the service's error clusters are built from it.
+ *   file paths replaced, because the service's error clusters are built from it; tool names
+ *   (`toolExecuted`, `toolsConsidered`) likewise, as some agents put a command line there.
  */
 export type PrivacyLevel = 'minimal' | 'standard' | 'full'
 
@@ -141,6 +142,27 @@ export function scrubMessage (text: string, count: { n: number }): string {
 }
 
 /**
+ * File paths inside a tool's name or command line (`read /home/bob/secret`, `cat ~/.ssh/id_rsa`,
+ * `open ./notes/x.md`, `edit src/app.ts`), for `minimal`. Stricter about where a path starts than
+ * FILE_PATH, so a namespaced tool name (`github/create_issue`, `/review`) is kept: an absolute path
+ * needs two segments, and a relative one (`src/app.ts`) counts only after a space, quote, `=`, `(`,
+ * `:` or `,` (an argument), never as the name itself.
+ */
+const TOOL_PATH = /(?<![^\s"'=(:,])(?:(?:~|\.{1,2}|\b[A-Za-z]:)(?:[\\/][\w.@-]{1,255}){1,64}|(?:[\\/][\w.@-]{1,255}){2,64}|(?<=[\s"'=(:,])[\w.@-]{1,255}(?:[\\/][\w.@-]{1,255}){1,64})[\\/]?/g
+
+/** The longest `toolExecuted` the service takes (schemas/event.ts). */
+const TOOL_NAME_MAX = 200
+
+/** A tool's name at `minimal`: file paths replaced, then scrubbed as `standard`, cut to what the service takes. */
+export function scrubToolName (text: string, count: { n: number }): string {
+  const out = scrubText(text.replace(TOOL_PATH, () => { count.n++; return '[redacted:path]' }), count)
+  // A name the replacements made too long is cut; one too long as given is left for the schema check.
+  if (out.length <= TOOL_NAME_MAX || text.length > TOOL_NAME_MAX) return out
+  const cut = out.slice(0, TOOL_NAME_MAX)
+  return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut
+}
+
+/**
  * Fields `standard` leaves as they are: identifiers, names and enums the service reads, which are
  * not free text (scrubbing them would break traces and joins; a card-like span id is not a card).
  */
@@ -176,6 +198,8 @@ export function applyPrivacy (event: Record<string, unknown>, level: PrivacyLeve
     for (const key of Object.keys(event)) if (!MINIMAL_FIELDS.has(key)) delete event[key]
     if (metadata) for (const key of Object.keys(metadata)) if (!MINIMAL_METADATA.has(key)) delete metadata[key]
     if (typeof event.errorMessage === 'string') event.errorMessage = scrubMessage(event.errorMessage, count)
+    if (typeof event.toolExecuted === 'string') event.toolExecuted = scrubToolName(event.toolExecuted, count)
+    if (Array.isArray(event.toolsConsidered)) event.toolsConsidered = event.toolsConsidered.map((v: unknown) => typeof v === 'string' ? scrubToolName(v, count) : v)
     return count.n
   }
   for (const key of Object.keys(event)) {

@@ -83,6 +83,30 @@ t.test('minimal: no prompt, context, reasoning, paths, working directory, git or
   t.match(e, { agentId: 'support-bot', type: 'tool', toolExecuted: 'send_email', model: 'gpt-4o', outcome: 'failed', durationMs: 120, metadata: { tokensBreakdown: { inputBase: 1200, output: 300 } } })
 })
 
+t.test('minimal: file paths leave no tool name either; a namespaced name is kept', async (t) => {
+  const paths: [string, string][] = [
+    ['read /home/bob/secret', 'read [redacted:path]'], ['cat ~/.ssh/id_rsa', 'cat [redacted:path]'], ['open ./notes/x.md', 'open [redacted:path]'],
+    ['edit src/app.ts', 'edit [redacted:path]'], ['type C:\\Users\\bob\\x.txt', 'type [redacted:path]'], ['bash -c "cat /etc/passwd"', 'bash -c "cat [redacted:path]"'],
+    [`curl -H "x-key: ${OPENAI}"`, 'curl -H "x-key: [redacted:openai_key]"'],
+  ]
+  for (const [name, expected] of paths) {
+    const e: Record<string, unknown> = { toolExecuted: name, toolsConsidered: ['search', name], metadata: {} }
+    t.ok(applyPrivacy(e, 'minimal') >= 2, name)
+    t.same(e, { toolExecuted: expected, toolsConsidered: ['search', expected], metadata: {} }, name)
+  }
+  for (const name of ['Read', 'mcp__github__create_issue', 'github/create_issue', 'ns/group/tool', '/review', 'web_search']) {
+    const e = { toolExecuted: name, toolsConsidered: [name] }
+    t.equal(applyPrivacy(e, 'minimal'), 0, name)
+    t.same(e, { toolExecuted: name, toolsConsidered: [name] }, name)
+  }
+  const long = { toolExecuted: 'read ' + '/a/b '.repeat(39) }
+  applyPrivacy(long, 'minimal')
+  t.equal(long.toolExecuted.length, 200, 'cut to what the service takes when the replacements made it longer')
+  const std = { toolExecuted: 'read /home/bob/secret' }
+  applyPrivacy(std, 'standard')
+  t.equal(std.toolExecuted, 'read /home/bob/secret', 'standard keeps paths, as everywhere')
+})
+
 t.test('scrubbing stays linear on long hostile text', async (t) => {
   // Each of these would take seconds with an unbounded pattern; the test fails by its timeout.
   for (const text of ['a'.repeat(200_000) + '@', '1 '.repeat(100_000), 'sk-' + '-'.repeat(200_000), 'eyJ' + 'a'.repeat(200_000) + '.', '+1' + ' 12'.repeat(70_000)]) {
