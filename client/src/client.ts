@@ -167,8 +167,8 @@ export class AgentTelemetry {
   constructor (options: AgentTelemetryOptions) {
     const level = options.privacyLevel ?? 'standard'
     if (!PRIVACY_LEVELS.includes(level)) throw new TypeError(`privacyLevel must be one of ${PRIVACY_LEVELS.join(', ')}`)
-    if (!options.apiKey) throw new TypeError('apiKey is required')
-    if (!options.baseUrl) throw new TypeError('baseUrl is required')
+    checkApiKey(options.apiKey)
+    checkBaseUrl(options.baseUrl)
     const fetchFn = options.fetch ?? globalThis.fetch
     if (typeof fetchFn !== 'function') throw new TypeError('no fetch in this runtime: pass options.fetch')
     this.o = {
@@ -536,6 +536,36 @@ export class Span implements SpanContext {
       metadata: { ...f.metadata, traceId: this.traceId, spanId: this.spanId, ...(this.parentSpanId ? { parentSpanId: this.parentSpanId } : {}), spanName: this.name },
     })
   }
+}
+
+/** A key the service could read: a non-empty string without whitespace (a header cannot carry a line break). */
+function checkApiKey (apiKey: unknown): void {
+  if (apiKey === undefined || apiKey === null || apiKey === '') throw new TypeError('apiKey is required: an API key (vk_…) from POST /v1/me/keys')
+  if (typeof apiKey !== 'string') throw new TypeError(`apiKey must be a string, not ${typeOf(apiKey)}`)
+  if (/\s/.test(apiKey)) throw new TypeError('apiKey must not contain spaces or line breaks')
+}
+
+/**
+ * An absolute http(s) URL without credentials, query or fragment: anything else would fail every
+ * request later, out of sight. The value is not echoed (a key pasted in the wrong option would be).
+ */
+function checkBaseUrl (baseUrl: unknown): void {
+  const example = 'an absolute http(s) URL such as https://telemetry.example.com'
+  if (baseUrl === undefined || baseUrl === null || baseUrl === '') throw new TypeError(`baseUrl is required: ${example}`)
+  if (typeof baseUrl !== 'string') throw new TypeError(`baseUrl must be a string (${example}), not ${typeOf(baseUrl)}`)
+  let url: URL
+  try {
+    url = new URL(baseUrl)
+  } catch {
+    throw new TypeError(`baseUrl must be ${example}; the one given is not a URL`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`baseUrl must be ${example}, not a ${url.protocol} URL`)
+  if (url.username !== '' || url.password !== '') throw new TypeError('baseUrl must not hold a user or password: the API key is the credential')
+  if (url.search !== '' || url.hash !== '') throw new TypeError('baseUrl must not hold a query (?…) or fragment (#…): /v1/events/batch is appended to it')
+}
+
+function typeOf (value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value
 }
 
 function clamp (n: number, lo: number, hi: number): number {

@@ -8,11 +8,15 @@ const isWellFormed: (s: string) => boolean = typeof (String.prototype as { isWel
   ? (s) => (s as unknown as { isWellFormed(): boolean }).isWellFormed()
   : (s) => !LONE_SURROGATE.test(s)
 
+/** The service's JSON parser refuses a whole body holding either key (prototype poisoning). */
+const POISONED = 'is a key the service refuses (__proto__ or constructor.prototype, as prototype poisoning)'
+
 /**
  * A plain JSON copy of `value` as JSON.stringify would write it (toJSON called, undefined and
  * functions left out of objects and null in arrays), checked against the service's input rules on
  * the way: at most MAX_DEPTH levels of nesting (which also stops cycles), no lone surrogate in a
- * string or key, finite numbers, integers within ±(2^53-1), no bigint. Problems are pushed to
+ * string or key, finite numbers, integers within ±(2^53-1), no bigint, no `__proto__` key and no
+ * `constructor` object holding a `prototype` key (one such event would cost its whole batch). Problems are pushed to
  * `problems`; the copy is then not to be sent. The caller's object is never changed.
  *
  * `budget.left` (when given) is lowered by the length of every string and key on the way, a lower
@@ -61,7 +65,14 @@ export function plainJson (value: unknown, problems: Problem[], at?: PathNode, d
       for (const key of Object.keys(value)) {
         if (budget !== undefined) budget.left -= key.length + 4
         if (!isWellFormed(key)) problems.push({ path: pathArray({ parent: at, key }), message: 'must be valid Unicode text (lone surrogate)' })
+        if (key === '__proto__') {
+          problems.push({ path: pathArray({ parent: at, key }), message: POISONED })
+          continue
+        }
         const v = plainJson((value as Record<string, unknown>)[key], problems, { parent: at, key }, depth + 1, budget)
+        if (key === 'constructor' && v !== null && typeof v === 'object' && Object.prototype.hasOwnProperty.call(v, 'prototype')) {
+          problems.push({ path: pathArray({ parent: { parent: at, key }, key: 'prototype' }), message: POISONED })
+        }
         if (v !== undefined) out[key] = v
       }
       return out

@@ -2,13 +2,14 @@
  * The spec's privacy levels, applied to an event before it leaves the process (docs/client.md lists
  * exactly what each removes):
  * - `full`: sent as is.
- * - `standard`: every string of the event is scrubbed of credentials and personal data (SCRUBBERS
- *   below) except the fields that are identifiers or names the service reads (IDENTIFIER_FIELDS);
+ * - `standard`: every string of the event, object keys included, is scrubbed of credentials and
+ *   personal data (SCRUBBERS below) except the fields that are identifiers or names the service reads (IDENTIFIER_FIELDS);
  *   numbers are never touched, so token counts and cost inputs are kept.
  * - `minimal`: only what describes the event, never its content: the allowlisted fields
  *   (MINIMAL_FIELDS, MINIMAL_METADATA); no prompt, context, reasoning, file path, working directory,
  *   git context or free-form metadata. The error message is kept, scrubbed as in `standard` and with
- *   file paths replaced, because the service's error clusters are built from it.
+ *   file paths replaced, because the service's error clusters are built from it; tool names
+ *   (`toolExecuted`, `toolsConsidered`) likewise, as some agents put a command line there.
  */
 export type PrivacyLevel = 'minimal' | 'standard' | 'full'
 
@@ -34,6 +35,18 @@ export function luhn (text: string): boolean {
   return sum % 10 === 0
 }
 
+/** Words that follow "Bearer " in prose rather than a token. */
+const PROSE_AFTER_SCHEME = '(?:tokens?|auth\\w*|scheme|header|of|and|or|the|an?|is|in|to|for|with)\\b'
+
+/** Whether `match` (`Basic <base64>`) decodes to `user:password`. */
+function isBasicCredentials (match: string): boolean {
+  try {
+    return atob(match.slice(6)).includes(':')
+  } catch {
+    return false
+  }
+}
+
 /**
  * What `standard` removes, in the order tried at each position. Every quantifier is bounded, so no
  * rule backtracks more than linearly on long text (no catastrophic patterns on the hot path).
@@ -52,23 +65,31 @@ export const SCRUBBERS: readonly Scrubber[] = [
   { label: 'groq_key', gate: 'gsk_', pattern: '\\bgsk_[A-Za-z0-9]{20,255}' },
   { label: 'xai_key', gate: 'xai-', pattern: '\\bxai-[A-Za-z0-9]{20,255}' },
   { label: 'agent_telemetry_key', gate: 'vk_', pattern: '\\bvk_[A-Za-z0-9_-]{16,255}' },
-  { label: 'bearer_token', gate: 'earer ', pattern: '\\b[Bb]earer [A-Za-z0-9._~+/-]{16,4096}=*' },
+  // Any token after `Bearer ` (or `bearer ` in an Authorization header), however short, except the
+  // words prose puts there ("a Bearer token"); a lower-case `bearer ` elsewhere only before 16+ characters.
+  { label: 'bearer_token', gate: 'earer ', pattern: `(?:\\bBearer|(?<=[Aa]uthori[sz]ation:[ \\t]{0,8})bearer) (?!${PROSE_AFTER_SCHEME})[A-Za-z0-9._~+/-]{1,4096}=*|\\bbearer [A-Za-z0-9._~+/-]{16,4096}=*` },
+  // `Basic ` and base64 that decodes to `user:password`, the scheme's own form.
+  { label: 'basic_auth', gate: 'asic ', pattern: '\\b[Bb]asic [A-Za-z0-9+/]{4,4096}={0,2}', check: isBasicCredentials },
   { label: 'url_credentials', gate: '://', pattern: '(?<=://)[^\\s:/?#@]{1,256}:[^\\s/?#@]{1,256}(?=@)' },
+  // Documents the rule; scrubEmails (below) applies it, in any script.
   { label: 'email', gate: '@', pattern: '[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\\.){1,8}[A-Za-z]{2,24}\\b' },
   { label: 'card_number', gate: /\d(?:[ -]?\d){12}/, pattern: '\\b\\d(?:[ -]?\\d){12,18}\\b', check: luhn },
   { label: 'phone', gate: /\+\d|\(\d|\d{3}[.-]\d{3}/, pattern: '(?:\\+[1-9]\\d{0,2}[ .-]?(?:\\(\\d{1,4}\\)[ .-]?)?\\d{2,4}(?:[ .-]?\\d{2,4}){1,4}|\\(\\d{3}\\)[ .-]?\\d{3}[ .-]\\d{4}|\\b\\d{3}[.-]\\d{3}[.-]\\d{4})\\b' },
 ]
 
 const EMAIL_BIT = 1 << SCRUBBERS.findIndex((s) => s.label === 'email')
-const LOCAL_PART = /[A-Za-z0-9._%+-]/
-const DOMAIN = /(?:[A-Za-z0-9-]{1,63}\.){1,8}[A-Za-z]{2,24}\b/y
+// Addresses in any script (RFC 6531): letters, digits and marks of every alphabet, and `localhost`,
+// the one dotless domain (`name@host` is too often a package's version, `react@latest`).
+const LOCAL_PART = /[\p{L}\p{N}\p{M}._%+-]/u
+const DOMAIN = /(?:(?:[\p{L}\p{N}\p{M}-]{1,63}\.){1,8}[\p{L}\p{M}]{2,24}|localhost)(?![\p{L}\p{N}\p{M}])/uy
 
 /**
  * The email rule, found from each `@` rather than by the regular expression: an e-mail's pattern
  * cannot start with a literal, so a regular expression tries up to 64 characters at every position
- * of the text (2 ms for 10 KB); from the `@` it is a few characters per address.
+ * of the text (2 ms for 10 KB); from the `@` it is a few characters per address. Matched in `text`,
+ * replaced in `source` (the same text before folding, of the same length).
  */
-function scrubEmails (text: string, count: { n: number }): string {
+function scrubEmails (text: string, source: string, count: { n: number }): string {
   let out = ''
   let done = 0
   for (let at = text.indexOf('@'); at !== -1; at = text.indexOf('@', at + 1)) {
@@ -77,12 +98,12 @@ function scrubEmails (text: string, count: { n: number }): string {
     if (start === at) continue
     DOMAIN.lastIndex = at + 1
     if (!DOMAIN.test(text)) continue
-    out += text.slice(done, start) + '[redacted:email]'
+    out += source.slice(done, start) + '[redacted:email]'
     done = DOMAIN.lastIndex
     at = done - 1
     count.n++
   }
-  return done === 0 ? text : out + text.slice(done)
+  return done === 0 ? source : out + source.slice(done)
 }
 
 // One combined pattern per set of rules whose gates pass, built on first use: most text passes no
@@ -104,9 +125,37 @@ function passes (gate: Scrubber['gate'], text: string): boolean {
   return false
 }
 
-/** `text` with every credential and personal datum of SCRUBBERS replaced; `count` counts the replacements. */
-export function scrubText (text: string, count: { n: number }): string {
-  if (text.length < 6) return text
+// Characters NFKC maps to ASCII one for one that could hide a match: fullwidth forms (`＠`, `４`),
+// small forms (`﹫`) and the ideographic space. Text is folded only when it holds a fullwidth digit
+// or at sign (FOLD_TRIGGER): fullwidth punctuation alone is everyday CJK text, and folding 10 KB of
+// it costs ~0.3 ms. Any other text is matched as it is.
+const FOLD_TRIGGER = /[\uFF10-\uFF19\uFF20\uFE6B]/
+const FOLDABLE_ALL = /[\u3000\uFE50-\uFE6B\uFF01-\uFF5E]/g
+
+// Their NFKC forms, computed once: `normalize` per character costs ~0.5 µs each.
+const FOLDED = new Map<string, string>()
+for (const [from, to] of [[0x3000, 0x3000], [0xfe50, 0xfe6b], [0xff01, 0xff5e]] as const) {
+  for (let c = from; c <= to; c++) {
+    const ch = String.fromCharCode(c)
+    const n = ch.normalize('NFKC')
+    FOLDED.set(ch, n.length === 1 ? n : ch)
+  }
+}
+
+/** `text` with its fullwidth and small forms in their NFKC form, of the same length (so offsets carry over). */
+function fold (text: string): string {
+  if (!FOLD_TRIGGER.test(text)) return text
+  return text.replace(FOLDABLE_ALL, (c) => FOLDED.get(c)!)
+}
+
+/**
+ * `source` with every credential and personal datum of SCRUBBERS replaced; `count` counts the
+ * replacements. Rules match the text with fullwidth and small forms folded to ASCII by NFKC
+ * (`jane＠example.com`, `４１１１ １１１１ …`); what is not replaced is sent as it was written.
+ */
+export function scrubText (source: string, count: { n: number }): string {
+  if (source.length < 6) return source
+  let text = fold(source)
   let mask = 0
   for (let i = 0; i < SCRUBBERS.length; i++) {
     if (passes(SCRUBBERS[i]!.gate, text)) mask |= 1 << i
@@ -114,21 +163,38 @@ export function scrubText (text: string, count: { n: number }): string {
   // E-mail addresses last, so a rule that starts earlier in the text (a URL's credentials) wins, as in one pass.
   const emails = (mask & EMAIL_BIT) !== 0
   mask &= ~EMAIL_BIT
-  if (mask !== 0) text = replaceRules(text, mask, count)
-  return emails ? scrubEmails(text, count) : text
+  if (mask !== 0) {
+    const replaced = replaceRules(text, source, mask, count)
+    if (replaced !== source) {
+      source = replaced
+      text = fold(source)
+    }
+  }
+  return emails ? scrubEmails(text, source, count) : source
 }
 
-function replaceRules (text: string, mask: number, count: { n: number }): string {
-  return text.replace(combinedFor(mask), (match: string, ...groups: unknown[]) => {
-    for (let i = 0; i < SCRUBBERS.length; i++) {
-      if (groups[i] === undefined) continue
-      const scrubber = SCRUBBERS[i]!
-      if (scrubber.check && !scrubber.check(match)) return match
-      count.n++
-      return `[redacted:${scrubber.label}]`
+/** The rules of `mask` matched in `text` and replaced in `source` (the same text before folding). */
+function replaceRules (text: string, source: string, mask: number, count: { n: number }): string {
+  const re = combinedFor(mask)
+  re.lastIndex = 0
+  let out = ''
+  let done = 0
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    if (m[0] === '') {
+      re.lastIndex++
+      continue
     }
-    return match
-  })
+    for (let i = 0; i < SCRUBBERS.length; i++) {
+      if (m[i + 1] === undefined) continue
+      const scrubber = SCRUBBERS[i]!
+      if (scrubber.check && !scrubber.check(m[0])) break
+      count.n++
+      out += source.slice(done, m.index) + `[redacted:${scrubber.label}]`
+      done = m.index + m[0].length
+      break
+    }
+  }
+  return done === 0 ? source : out + source.slice(done)
 }
 
 // Absolute and home-relative file paths (POSIX and Windows), for the error message kept by `minimal`.
@@ -138,6 +204,27 @@ const FILE_PATH = /(?:~|\b[A-Za-z]:)?(?:[\\/][\w.@-]{1,255}){2,64}[\\/]?/g
 export function scrubMessage (text: string, count: { n: number }): string {
   const noPaths = text.replace(FILE_PATH, (match) => { count.n++; return '[redacted:path]' })
   return scrubText(noPaths, count)
+}
+
+/**
+ * File paths inside a tool's name or command line (`read /home/bob/secret`, `cat ~/.ssh/id_rsa`,
+ * `open ./notes/x.md`, `edit src/app.ts`), for `minimal`. Stricter about where a path starts than
+ * FILE_PATH, so a namespaced tool name (`github/create_issue`, `/review`) is kept: an absolute path
+ * needs two segments, and a relative one (`src/app.ts`) counts only after a space, quote, `=`, `(`,
+ * `:` or `,` (an argument), never as the name itself.
+ */
+const TOOL_PATH = /(?<![^\s"'=(:,])(?:(?:~|\.{1,2}|\b[A-Za-z]:)(?:[\\/][\w.@-]{1,255}){1,64}|(?:[\\/][\w.@-]{1,255}){2,64}|(?<=[\s"'=(:,])[\w.@-]{1,255}(?:[\\/][\w.@-]{1,255}){1,64})[\\/]?/g
+
+/** The longest `toolExecuted` the service takes (schemas/event.ts). */
+const TOOL_NAME_MAX = 200
+
+/** A tool's name at `minimal`: file paths replaced, then scrubbed as `standard`, cut to what the service takes. */
+export function scrubToolName (text: string, count: { n: number }): string {
+  const out = scrubText(text.replace(TOOL_PATH, () => { count.n++; return '[redacted:path]' }), count)
+  // A name the replacements made too long is cut; one too long as given is left for the schema check.
+  if (out.length <= TOOL_NAME_MAX || text.length > TOOL_NAME_MAX) return out
+  const cut = out.slice(0, TOOL_NAME_MAX)
+  return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut
 }
 
 /**
@@ -151,13 +238,25 @@ export const IDENTIFIER_METADATA: ReadonlySet<string> = new Set(['tokensBreakdow
 export const MINIMAL_FIELDS: ReadonlySet<string> = new Set([...IDENTIFIER_FIELDS, 'metadata', 'errorMessage'])
 export const MINIMAL_METADATA: ReadonlySet<string> = IDENTIFIER_METADATA
 
-/** A deep copy of a JSON value with every string scrubbed. */
+/**
+ * An object's key as `standard` sends it: scrubbed as its values are (an agent's map keyed by e-mail
+ * address); a key that becomes one already in `out` gets a `#2`, `#3`… so no value overwrites another.
+ */
+function scrubKey (key: string, out: Record<string, unknown>, count: { n: number }): string {
+  const scrubbed = scrubText(key, count)
+  if (scrubbed === key) return key
+  let unique = scrubbed
+  for (let i = 2; Object.prototype.hasOwnProperty.call(out, unique); i++) unique = `${scrubbed}#${i}`
+  return unique
+}
+
+/** A deep copy of a JSON value with every string, keys included, scrubbed. */
 function scrubDeep (value: unknown, count: { n: number }): unknown {
   if (typeof value === 'string') return scrubText(value, count)
   if (Array.isArray(value)) return value.map((v) => scrubDeep(v, count))
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {}
-    for (const [k, v] of Object.entries(value)) out[k] = scrubDeep(v, count)
+    for (const [k, v] of Object.entries(value)) out[scrubKey(k, out, count)] = scrubDeep(v, count)
     return out
   }
   return value
@@ -176,6 +275,8 @@ export function applyPrivacy (event: Record<string, unknown>, level: PrivacyLeve
     for (const key of Object.keys(event)) if (!MINIMAL_FIELDS.has(key)) delete event[key]
     if (metadata) for (const key of Object.keys(metadata)) if (!MINIMAL_METADATA.has(key)) delete metadata[key]
     if (typeof event.errorMessage === 'string') event.errorMessage = scrubMessage(event.errorMessage, count)
+    if (typeof event.toolExecuted === 'string') event.toolExecuted = scrubToolName(event.toolExecuted, count)
+    if (Array.isArray(event.toolsConsidered)) event.toolsConsidered = event.toolsConsidered.map((v: unknown) => typeof v === 'string' ? scrubToolName(v, count) : v)
     return count.n
   }
   for (const key of Object.keys(event)) {
@@ -184,7 +285,15 @@ export function applyPrivacy (event: Record<string, unknown>, level: PrivacyLeve
   }
   if (metadata) {
     for (const key of Object.keys(metadata)) {
-      if (!IDENTIFIER_METADATA.has(key)) metadata[key] = scrubDeep(metadata[key], count)
+      if (IDENTIFIER_METADATA.has(key)) continue
+      const value = scrubDeep(metadata[key], count)
+      if (scrubText(key, { n: 0 }) === key) {
+        metadata[key] = value
+        continue
+      }
+      // The key itself held data: the value goes under the scrubbed key, after the other keys.
+      delete metadata[key]
+      metadata[scrubKey(key, metadata, count)] = value
     }
   }
   return count.n

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { validationFailed } from '../http-error.ts'
+import { HttpError, validationFailed } from '../http-error.ts'
 import type { ErrorDetail } from '../validation.ts'
 import { inputProblems, mayBreakInputRules, MAX_DEPTH, mergeProblems, numberLiteralProblems } from '../domain/input-rules.ts'
 
@@ -71,6 +71,7 @@ export default fp(async function jsonBody (app) {
       error = err
       body = value
     })
+    if (error !== null && (error as { code?: string }).code === 'FST_ERR_CTP_INVALID_JSON_BODY' && isPoisoned(text)) error = poisonedBody()
     if (!error && mayBreakInputRules(text)) found.set(request, check(request, text, body))
     const key = request.routeOptions.config.jsonItems
     if (!error && keepText && key !== undefined) request.jsonItemsText = { text, key }
@@ -83,6 +84,24 @@ export default fp(async function jsonBody (app) {
     done(problems && problems.length > 0 ? validationFailed(problems) : undefined)
   })
 }, { name: 'json-body', dependencies: ['errors'] })
+
+/** The answer to JSON that parses but holds a key the parser refuses as prototype poisoning. */
+export const POISONED_KEY_MESSAGE = 'the body holds a __proto__ or constructor.prototype key, which is refused'
+const poisonedBody = () => new HttpError(400, 'invalid_json', { message: POISONED_KEY_MESSAGE })
+
+/**
+ * Whether `text`, refused by Fastify's parser, is valid JSON refused only for a poisoned key (its
+ * parser says no more than "invalid"). Only refused bodies pay for this second parse.
+ */
+function isPoisoned (text: string): boolean {
+  if (!text.includes('__proto__') && !text.includes('prototype') && !text.includes('\\u')) return false
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
+}
 
 function check (request: FastifyRequest, text: string, body: unknown): Found {
   const numbers = numberLiteralProblems(text)

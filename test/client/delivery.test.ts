@@ -87,3 +87,27 @@ t.test('the real burst limit: refused events wait for Retry-After and go again, 
   await shipped(app)
   t.same(await stored(user.id, marker), { rows: 650, distinct: 650 })
 })
+
+t.test('an event with a key the service refuses as poisoning is dropped alone at track(), not with its batch', async (t) => {
+  const user = await newUser(app, { tier: 'enterprise', burst: 10_000_000 })
+  const key = await user.createKey('client-poisoned')
+  const errors: TelemetryError[] = []
+  const client = new AgentTelemetry({ apiKey: key.secret, baseUrl, agentId: randomId('client-'), onError: (e) => errors.push(e) })
+  const marker = randomId('poison-')
+  for (let i = 0; i < 20; i++) t.ok(client.track({ reasoning: `${marker}-${i}` }))
+  t.notOk(client.track({ reasoning: `${marker}-poisoned`, metadata: { toolResult: { result: 'ok', constructor: { prototype: { x: 1 } } } } }), 'constructor.prototype refused')
+  // A __proto__ own key, however it got there (JSON.parse makes one).
+  t.notOk(client.track({ reasoning: `${marker}-proto`, input: JSON.parse('{"context":{"__proto__":{"x":1}}}') }), '__proto__ refused')
+  for (let i = 20; i < 40; i++) t.ok(client.track({ reasoning: `${marker}-${i}` }))
+  await client.shutdown()
+  const stats = client.stats()
+  t.equal(stats.sent, 40)
+  t.same(Object.entries(stats.dropped).filter(([, n]) => n > 0), [['invalid', 2]])
+  t.same(errors.map((e) => e.reason), ['invalid', 'invalid'])
+  t.match(errors[0]!.message, 'metadata.toolResult.constructor.prototype')
+  t.same((errors[0]!.details as { path: unknown[] }[]).map((p) => p.path), [['metadata', 'toolResult', 'constructor', 'prototype']])
+  t.match(errors[1]!.message, 'input.context.__proto__')
+  t.equal(({} as Record<string, unknown>).x, undefined, 'no prototype was polluted')
+  await shipped(app)
+  t.same(await stored(user.id, marker), { rows: 40, distinct: 40 })
+})

@@ -22,13 +22,39 @@ t.test('standard: each credential and personal datum of the documented list is r
     [`slack ${SLACK}`, 'slack_token'], [`stripe ${STRIPE}`, 'stripe_key'], [`google ${GOOGLE}`, 'google_api_key'], [`auth ${JWT}`, 'jwt'],
     [`our key ${OURS}`, 'agent_telemetry_key'], ['hf_' + 'abcdefghij'.repeat(3) + 'XY', 'huggingface_token'],
     ['groq gsk_' + 'Abc123'.repeat(5), 'groq_key'], ['xai xai-' + 'Abc123'.repeat(5), 'xai_key'],
-    ['Authorization: Bearer abcdefghijklmnop.qrstuvwx', 'bearer_token'], ['postgres://app:s3cret@db.internal:5432/x', 'url_credentials'],
+    ['Authorization: Bearer abcdefghijklmnop.qrstuvwx', 'bearer_token'], ['Authorization: Basic ' + btoa('admin:hunter2'), 'basic_auth'], ['postgres://app:s3cret@db.internal:5432/x', 'url_credentials'],
     ['mail alice.smith+tag@example.co.uk now', 'email'], ['card 4111 1111 1111 1111 exp', 'card_number'], ['card 4111-1111-1111-1111', 'card_number'],
     ['amex 378282246310005', 'card_number'], ['call +44 20 7946 0958', 'phone'], ['call (415) 555-2671', 'phone'], ['call 415-555-2671', 'phone'],
     ['-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----', 'private_key'],
   ]
   for (const [text, label] of cases) t.match(scrub(text), `[redacted:${label}]`, `${label}: ${text.slice(0, 30)}`)
   t.equal(new Set(cases.map(([, l]) => l)).size, SCRUBBERS.length, 'every rule has a case')
+})
+
+t.test('standard: short bearer tokens, addresses in any script or at localhost, fullwidth forms', async (t) => {
+  const cases: [string, string][] = [
+    ['Authorization: Bearer abc.def-ghi_jkl', 'Authorization: [redacted:bearer_token]'], ['Bearer x1', '[redacted:bearer_token]'],
+    ['authorization: bearer abc', 'authorization: [redacted:bearer_token]'], ['-H "Authorization: Basic dXNlcjpwYXNz"', '-H "Authorization: [redacted:basic_auth]"'],
+    ['mail 张伟@例子.中国 now', 'mail [redacted:email] now'], ['jose@café.fr', '[redacted:email]'], ['üser@exämple.de.', '[redacted:email].'],
+    ['ssh jane@localhost', 'ssh [redacted:email]'], ['write to jane＠example.com…', 'write to [redacted:email]…'],
+    ['card ４１１１ １１１１ １１１１ １１１１ — ok', 'card [redacted:card_number] — ok'], ['jane﹫example.org', '[redacted:email]'],
+  ]
+  for (const [text, expected] of cases) t.equal(scrub(text), expected, text)
+  for (const text of ['use a Bearer token here', 'the bearer of bad news', 'Basic setup is easy', 'npm i react@latest', 'pkg@1.2.3', 'naïve café （注） text', '４１１１ １１１１ １１１１ １１１２']) {
+    t.equal(scrub(text), text, `kept: ${text}`)
+  }
+})
+
+t.test('standard: keys are scrubbed as values are, and never overwrite one another', async (t) => {
+  const e: Record<string, unknown> = {
+    input: { context: { 'jane@example.com': { plan: 'pro' }, 'bob@example.com': 2, ok: 3 } },
+    metadata: { 'jane@example.com': 'x', 'ann@example.com': 'y', keep: 'z', traceId: 't' },
+  }
+  t.equal(applyPrivacy(e, 'standard'), 4)
+  t.same(e, {
+    input: { context: { '[redacted:email]': { plan: 'pro' }, '[redacted:email]#2': 2, ok: 3 } },
+    metadata: { keep: 'z', traceId: 't', '[redacted:email]': 'x', '[redacted:email]#2': 'y' },
+  })
 })
 
 t.test('standard leaves look-alikes that are not data', async (t) => {
@@ -83,9 +109,34 @@ t.test('minimal: no prompt, context, reasoning, paths, working directory, git or
   t.match(e, { agentId: 'support-bot', type: 'tool', toolExecuted: 'send_email', model: 'gpt-4o', outcome: 'failed', durationMs: 120, metadata: { tokensBreakdown: { inputBase: 1200, output: 300 } } })
 })
 
+t.test('minimal: file paths leave no tool name either; a namespaced name is kept', async (t) => {
+  const paths: [string, string][] = [
+    ['read /home/bob/secret', 'read [redacted:path]'], ['cat ~/.ssh/id_rsa', 'cat [redacted:path]'], ['open ./notes/x.md', 'open [redacted:path]'],
+    ['edit src/app.ts', 'edit [redacted:path]'], ['type C:\\Users\\bob\\x.txt', 'type [redacted:path]'], ['bash -c "cat /etc/passwd"', 'bash -c "cat [redacted:path]"'],
+    [`curl -H "x-key: ${OPENAI}"`, 'curl -H "x-key: [redacted:openai_key]"'],
+  ]
+  for (const [name, expected] of paths) {
+    const e: Record<string, unknown> = { toolExecuted: name, toolsConsidered: ['search', name], metadata: {} }
+    t.ok(applyPrivacy(e, 'minimal') >= 2, name)
+    t.same(e, { toolExecuted: expected, toolsConsidered: ['search', expected], metadata: {} }, name)
+  }
+  for (const name of ['Read', 'mcp__github__create_issue', 'github/create_issue', 'ns/group/tool', '/review', 'web_search']) {
+    const e = { toolExecuted: name, toolsConsidered: [name] }
+    t.equal(applyPrivacy(e, 'minimal'), 0, name)
+    t.same(e, { toolExecuted: name, toolsConsidered: [name] }, name)
+  }
+  const long = { toolExecuted: 'read ' + '/a/b '.repeat(39) }
+  applyPrivacy(long, 'minimal')
+  t.equal(long.toolExecuted.length, 200, 'cut to what the service takes when the replacements made it longer')
+  const std = { toolExecuted: 'read /home/bob/secret' }
+  applyPrivacy(std, 'standard')
+  t.equal(std.toolExecuted, 'read /home/bob/secret', 'standard keeps paths, as everywhere')
+})
+
 t.test('scrubbing stays linear on long hostile text', async (t) => {
   // Each of these would take seconds with an unbounded pattern; the test fails by its timeout.
-  for (const text of ['a'.repeat(200_000) + '@', '1 '.repeat(100_000), 'sk-' + '-'.repeat(200_000), 'eyJ' + 'a'.repeat(200_000) + '.', '+1' + ' 12'.repeat(70_000)]) {
+  for (const text of ['a'.repeat(200_000) + '@', '1 '.repeat(100_000), 'sk-' + '-'.repeat(200_000), 'eyJ' + 'a'.repeat(200_000) + '.', '+1' + ' 12'.repeat(70_000),
+    'Bearer ' + 'a'.repeat(200_000), 'Authorization:' + ' '.repeat(200_000) + 'bearer x', 'Basic ' + 'QQ'.repeat(100_000), '＠４'.repeat(100_000), 'é'.repeat(200_000) + '@x']) {
     t.type(scrub(text), 'string')
   }
 })

@@ -127,6 +127,30 @@ t.test('track() refuses what the service would refuse, reports it and never thro
   t.equal(up.got[0]!.events.length, 1)
 })
 
+t.test('the constructor throws a clear TypeError for a missing or unusable apiKey or baseUrl', async (t) => {
+  const ok = { apiKey: 'vk_test', baseUrl: 'https://telemetry.example.com/base/' }
+  t.ok(new AgentTelemetry(ok), 'an https URL with a path prefix')
+  t.ok(new AgentTelemetry({ ...ok, baseUrl: 'http://127.0.0.1:3000' }), 'an http URL with a port')
+  const cases: [Record<string, unknown>, RegExp][] = [
+    [{ ...ok, apiKey: undefined }, /^apiKey is required/], [{ ...ok, apiKey: '' }, /^apiKey is required/],
+    [{ ...ok, apiKey: 42 }, /^apiKey must be a string, not number/], [{ ...ok, apiKey: 'vk_a\nb' }, /^apiKey must not contain spaces or line breaks/],
+    [{ ...ok, baseUrl: undefined }, /^baseUrl is required/], [{ ...ok, baseUrl: 'not a url' }, /^baseUrl must be an absolute http\(s\) URL .*not a URL/],
+    [{ ...ok, baseUrl: 'telemetry.example.com' }, /not a URL/], [{ ...ok, baseUrl: '/v1' }, /not a URL/],
+    [{ ...ok, baseUrl: 'ftp://telemetry.example.com' }, /not a ftp: URL/], [{ ...ok, baseUrl: { href: 'https://x' } }, /must be a string .*not object/],
+    [{ ...ok, baseUrl: 'https://me:pw@telemetry.example.com' }, /must not hold a user or password/],
+    [{ ...ok, baseUrl: 'https://telemetry.example.com/?x=1' }, /must not hold a query/],
+  ]
+  for (const [options, message] of cases) {
+    t.throws(() => new AgentTelemetry(options as never), { name: 'TypeError', message }, JSON.stringify(options))
+  }
+  try {
+    new AgentTelemetry({ ...ok, baseUrl: 'vk_secret key' }) // eslint-disable-line no-new
+    t.fail('a key given as baseUrl is refused')
+  } catch (err) {
+    t.notMatch((err as Error).message, 'vk_secret', 'the value given is not echoed')
+  }
+})
+
 t.test('an event larger than a request may be is refused in track(), before scrubbing or serialising it', async (t) => {
   const up = await upstream(t, (_req, res, g) => accept(res, g))
   const client = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: up.baseUrl, maxBatchBytes: 4096, onError: () => {} })

@@ -156,3 +156,24 @@ t.test("Fastify's own body protections still hold", async (t) => {
     t.equal(res.json().error, 'invalid_json', JSON.stringify(body))
   }
 })
+
+t.test('a poisoned key is named as such, not as invalid JSON; broken JSON still is', async (t) => {
+  const { key } = await setup()
+  const poisoned = [
+    '{"agentId":"a","__proto__":{"x":1}}',
+    '{"agentId":"a","metadata":{"toolResult":{"result":"ok","constructor":{"prototype":{"x":1}}}}}',
+    '{"agentId":"a","metadata":{"\\u005f_proto__":{"x":1}}}',
+  ]
+  for (const body of poisoned) {
+    const res = await postRaw(app, key.secret, '/v1/events', body)
+    t.equal(res.statusCode, 400, body)
+    t.same(res.json(), { error: 'invalid_json', message: 'the body holds a __proto__ or constructor.prototype key, which is refused' }, body)
+  }
+  const batch = await postRaw(app, key.secret, '/v1/events/batch', `{"events":[{"agentId":"a"},${poisoned[1]}]}`)
+  t.equal(batch.statusCode, 400)
+  t.match(batch.json().message, /__proto__ or constructor\.prototype/)
+  for (const body of ['{"agentId": ', '{"agentId":"__proto__"', '{"prototype":}']) {
+    const res = await postRaw(app, key.secret, '/v1/events', body)
+    t.same(res.json(), { error: 'invalid_json', message: 'the body is not valid JSON' }, body)
+  }
+})
