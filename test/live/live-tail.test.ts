@@ -159,6 +159,35 @@ t.test('Last-Event-ID resumes after the last event received, on any instance', a
   t.equal(JSON.parse((await fromMiddle.next()).data).reasoning, 'four')
 })
 
+t.test('a resume missing a backlog far larger than the stream buffer gets all of it, in order, without a gap', async (t) => {
+  const user = await newUser(a, { tier: 'enterprise', burst: 100_000 })
+  const key = await user.createKey()
+  const first = await openStream(baseA, user)
+  await sendEvent(a, key.secret, { agentId: 'backlog-agent', reasoning: 'before' })
+  const before = await first.next()
+  await first.close()
+  // 4 batches of 500 events of about 3.5 KB: about 7 MB missed, 27 times the 256 KiB buffer.
+  const sent: string[] = []
+  for (let b = 0; b < 4; b++) {
+    const res = await sendBatch(a, key.secret, Array.from({ length: 500 }, (_, i) => ({ agentId: 'backlog-agent', reasoning: `${b}-${i} ${'r'.repeat(3500)}` })))
+    t.ok(res.json().results.every((r: { status: number }) => r.status === 202), `batch ${b} accepted`)
+    sent.push(...res.json().results.map((r: { eventId: string }) => r.eventId))
+  }
+  const resumed = await openStream(baseB, user, { lastEventId: before.id! })
+  t.teardown(() => resumed.close())
+  const got: string[] = []
+  const gaps: string[] = []
+  while (got.length < sent.length) {
+    const m = await resumed.next()
+    if (m.event === 'gap') gaps.push(m.data)
+    else got.push(JSON.parse(m.data).eventId)
+    if (gaps.length) break
+  }
+  t.same(gaps, [], 'no gap')
+  t.equal(got.length, sent.length, 'every missed event')
+  t.ok(got.every((id, i) => id === sent[i]), 'in the order they were acknowledged')
+})
+
 t.test('a Last-Event-ID older than the replay window starts with a gap of unknown size', async (t) => {
   const user = await newUser(a, { tier: 'enterprise' })
   const stream = await openStream(baseA, user, { lastEventId: `${Date.now() - 3_600_000}-0:0` })
@@ -210,6 +239,12 @@ t.test('an idle stream gets heartbeats past the request timeout; streams are lim
   const two = await fetch(`${base}/v1/me/events/stream`, { headers: user.auth })
   t.equal(two.status, 429)
   t.equal((await two.json()).reason, 'too_many_streams')
+  // HEAD answers at once and takes no stream: it is answered while the user's one stream is held.
+  t.equal(app.liveTail.open, 1)
+  const head = await fetch(`${base}/v1/me/events/stream`, { method: 'HEAD', headers: user.auth })
+  t.equal(head.status, 200, 'HEAD is not limited as a stream')
+  t.match(head.headers.get('content-type'), /^text\/event-stream/)
+  t.equal(app.liveTail.open, 1, 'HEAD held no stream')
   // Two heartbeats: the stream is open more than twice REQUEST_TIMEOUT_MS after its request.
   await one.waitForComments('heartbeat', 2)
   t.pass('two heartbeats on an idle stream')
