@@ -81,18 +81,18 @@ t.test('a replay waits for its reader: bounded while it reads nothing, everythin
     const batches = kept.filter((b) => (inclusive ? compareEntries(b.entry, entry) >= 0 : compareEntries(b.entry, entry) > 0)).slice(0, count)
     return { batches, complete: true }
   }
-  let replayed = false
-  const replay = stream.replay(read, { entry: '1-0', index: 0 }).then(() => { replayed = true; stream.start() })
+  const state = { replayed: false }
+  const replay = stream.replay(read, { entry: '1-0', index: 0 }).then(() => { state.replayed = true; stream.start() })
   for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve))
   t.ok(reader.text().length < 2000 + 1000, `${reader.text().length} bytes written while the reader read nothing`)
-  t.notOk(replayed, 'the replay waits for the reader')
+  t.notOk(state.replayed, 'the replay waits for the reader')
   // Requests acknowledged meanwhile: more than the buffer holds, so held ones are dropped, then read again.
   for (let i = 20; i < 40; i++) {
     const batch = { entry: `${i + 1}-0`, lines: [line(i)] }
     kept.push(batch)
     stream.push(batch)
   }
-  while (!replayed) {
+  while (!state.replayed) {
     await reader.catchUp()
     await new Promise((resolve) => setImmediate(resolve))
   }
