@@ -252,3 +252,36 @@ t.test('an idle stream gets heartbeats past the request timeout; streams are lim
   await one.ended()
   t.pass('closing the instance ended the stream (it did not hold the shutdown)')
 })
+
+t.test('error answers name what is wrong, the same on the search and the stream', async (t) => {
+  const user = await newUser(a)
+  const bad = async (url: string, headers: Record<string, string> = {}) => {
+    const res = await a.inject({ url, headers: { ...user.auth, ...headers } })
+    t.equal(res.statusCode, 400, url)
+    return res.json() as { message: string; details: { path: string[]; message: string }[] }
+  }
+  const long = await bad('/v1/me/events/stream', { 'last-event-id': `${Date.now()}-0:${'1'.repeat(60)}` })
+  t.equal(long.message, 'the Last-Event-ID header is not valid')
+  t.same(long.details, [{ path: ['Last-Event-ID'], message: 'must be at most 64 characters' }])
+  for (const path of ['/v1/me/events', '/v1/me/events/stream', '/v1/me/sessions', '/v1/me/traces', '/v1/me/events/facets']) {
+    for (const [query, name] of [['from=1&from=2', 'from'], ['q=a&q=b', 'q'], ['minCostUsd=1&minCostUsd=2', 'minCostUsd']]) {
+      const twice = await bad(`${path}?${query}`)
+      t.same(twice.details, [{ path: [name], message: 'must be given once' }], `${path}?${query}`)
+    }
+    const hasMeta = await bad(`${path}?${Array.from({ length: 21 }, (_, i) => `hasMeta=k${i}`).join('&')}`)
+    t.same(hasMeta.details.map((d) => d.path), [['hasMeta']], `${path}: 21 hasMeta`)
+    const metas = await bad(`${path}?${Array.from({ length: 21 }, (_, i) => `meta.k${String(i).padStart(2, '0')}=v`).join('&')}`)
+    t.same(metas.details.map((d) => d.path), [['meta.k20']], `${path}: 21 meta.*, the first past the limit named`)
+    const utf8 = await bad(`${path}?q=%ED%A0%80`)
+    t.same(utf8.details, [{ path: ['q'], message: 'must be valid UTF-8 text (percent-encoded)' }], `${path}: q not UTF-8`)
+    const metaUtf8 = await bad(`${path}?meta.env=%FF`)
+    t.same(metaUtf8.details.map((d) => d.path), [['meta.env']])
+    for (const [query, name] of [['meta.env=prod%00', 'meta.env'], ['q=prod%00', 'q'], ['hasMeta=a%01b', 'hasMeta'], ['meta.a%00b=x', 'meta.a\u0000b']]) {
+      const control = await bad(`${path}?${query}`)
+      t.match(control.details, [{ path: [name], message: /control characters/ }], `${path}?${query}`)
+    }
+  }
+  // Encoded the right way, the same characters are plain text.
+  const fine = await a.inject({ url: '/v1/me/events?q=%25ED%25A0%2580&meta.env=a%2Bb+c', headers: user.auth })
+  t.equal(fine.statusCode, 200)
+})
