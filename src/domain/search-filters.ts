@@ -8,7 +8,7 @@
  */
 import { isCuid } from './ids.ts'
 import { parseIsoDateTime } from './date-time.ts'
-import { parseSearchText, type SearchTerm } from './search-text.ts'
+import { parseSearchText, textProblem, type SearchTerm } from './search-text.ts'
 
 export const EVENT_TYPES = ['reasoning', 'tool', 'tx', 'decision', 'action', 'error'] as const
 export const OUTCOMES = ['pending', 'success', 'failed'] as const
@@ -166,8 +166,10 @@ export function parseSearchFilters (query: Record<string, unknown>): ParsedFilte
   }
 
   const metaNames = Object.keys(query).filter((k) => k.startsWith(META_PREFIX)).sort()
-  if (metaNames.length + filters.hasMeta.length > MAX_META_FILTERS) fail('meta', `at most ${MAX_META_FILTERS} metadata filters (meta.* and hasMeta together)`)
-  else {
+  if (metaNames.length + filters.hasMeta.length > MAX_META_FILTERS) {
+    // Named by a parameter the caller gave: hasMeta, else the first meta.* past the limit.
+    fail(filters.hasMeta.length > 0 ? 'hasMeta' : metaNames[MAX_META_FILTERS]!, `at most ${MAX_META_FILTERS} metadata filters (meta.* and hasMeta together)`)
+  } else {
     for (const name of metaNames) {
       const path = name.slice(META_PREFIX.length)
       const problem = metaPathProblem(path)
@@ -175,7 +177,7 @@ export function parseSearchFilters (query: Record<string, unknown>): ParsedFilte
         fail(name, `the metadata path ${problem}`)
         continue
       }
-      const values = list(name, (s) => s.length <= MAX_META_VALUE ? null : `must be at most ${MAX_META_VALUE} characters`)
+      const values = list(name, (s) => s.length <= MAX_META_VALUE ? textProblem(s) : `must be at most ${MAX_META_VALUE} characters`)
       if (values.length > 0) filters.meta.push({ path, values })
     }
   }
@@ -191,11 +193,53 @@ export function parseSearchFilters (query: Record<string, unknown>): ParsedFilte
   return problems.length > 0 ? { ok: false, problems } : { ok: true, filters }
 }
 
+/** The filters that take one value. */
+const SINGLE_PARAMS = ['minCostUsd', 'maxCostUsd', 'minDurationMs', 'maxDurationMs', 'from', 'to', 'q']
+
+const isFilterName = (k: string) => (FILTER_PARAMS as readonly string[]).includes(k) || k.startsWith(META_PREFIX)
+
+/** decodeURIComponent of a query string part (`+` a space), or null when it is not UTF-8. */
+function decoded (part: string): string | null {
+  try {
+    return decodeURIComponent(part.replace(/\+/g, ' '))
+  } catch {
+    return null
+  }
+}
+
+/**
+ * Problems of a filter query that the schema would report without naming them clearly, or a
+ * parser would hide, found before validation from the request's URL: a filter whose
+ * percent-encoding is not UTF-8 (the parser keeps such a value as its raw text, which then matches
+ * nothing), and a single-valued filter given more than once.
+ */
+export function filterQueryProblems (url: string): FilterProblem[] {
+  const problems: FilterProblem[] = []
+  const start = url.indexOf('?')
+  if (start === -1) return problems
+  const seen = new Map<string, number>()
+  for (const part of url.slice(start + 1).split('&')) {
+    if (part === '') continue
+    const eq = part.indexOf('=')
+    const rawName = eq === -1 ? part : part.slice(0, eq)
+    const name = decoded(rawName) ?? rawName
+    if (!isFilterName(name)) continue
+    if (decoded(rawName) === null || (eq !== -1 && decoded(part.slice(eq + 1)) === null)) {
+      problems.push({ path: [name], message: 'must be valid UTF-8 text (percent-encoded)' })
+    }
+    seen.set(name, (seen.get(name) ?? 0) + 1)
+  }
+  for (const name of SINGLE_PARAMS) {
+    if ((seen.get(name) ?? 0) > 1) problems.push({ path: [name], message: 'must be given once' })
+  }
+  return problems
+}
+
 /** What is wrong with a metadata path (dot-separated keys), or null. */
 function metaPathProblem (path: string): string | null {
   if (path.length < 1 || path.length > MAX_META_PATH) return `must be 1 to ${MAX_META_PATH} characters`
   if (path.split('.').some((k) => k === '')) return 'must be keys joined by single dots (no empty key)'
-  return null
+  return textProblem(path)
 }
 
 /** '007.50' → '7.5': the same number as the shortest text (equal bounds compare equal). */

@@ -17,12 +17,22 @@ export interface SearchTerm { text: string; phrase: boolean }
 
 export type ParsedText = { ok: true; terms: SearchTerm[] } | { ok: false; message: string }
 
+/**
+ * What is wrong with a filter's text (`q`, a metadata path or value), or null: a lone surrogate
+ * cannot be matched (and the store holds none), and control characters other than tab and line
+ * breaks are refused rather than silently matching nothing.
+ */
+export function textProblem (s: string): string | null {
+  if (/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s)) return 'must be valid text'
+  if (/\p{Cc}/u.test(s.replace(/[\t\n\r]/g, ' '))) return 'must not contain control characters'
+  return null
+}
+
 /** Splits `q` into its terms; an empty or blank `q` has none (no filter). */
 export function parseSearchText (q: string): ParsedText {
   if (q.length > MAX_Q_CHARS) return { ok: false, message: `must be at most ${MAX_Q_CHARS} characters` }
-  // A lone surrogate cannot be matched (and the store holds none): refused, not silently dropped.
-  if (/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(q)) return { ok: false, message: 'must be valid text' }
-  if (/\p{Cc}/u.test(q.replace(/[\t\n\r]/g, ' '))) return { ok: false, message: 'must not contain control characters' }
+  const problem = textProblem(q)
+  if (problem) return { ok: false, message: problem }
   const text = q.normalize('NFC')
   const terms: SearchTerm[] = []
   const seen = new Set<string>()

@@ -176,15 +176,16 @@ export class LiveHub {
   }
 
   /**
-   * The batches of the user's replay stream after `entry` (that entry included, so that the rest of
-   * it can be sent), oldest first, at most replayBatches; `complete` is false when entries after
-   * `entry` were dropped (the window passed, or more batches came than it keeps).
+   * Up to `count` batches of the user's replay stream after `entry` (with `inclusive`, that entry
+   * too, so that the rest of it can be sent), oldest first: one chunk of a paced replay.
+   * `complete` is false when entries after `entry` were dropped (the window passed, or more batches
+   * came than it keeps).
    */
-  async replay (userId: string, entry: string): Promise<{ batches: LiveBatch[]; complete: boolean }> {
+  async replay (userId: string, entry: string, count: number, inclusive: boolean): Promise<{ batches: LiveBatch[]; complete: boolean }> {
     const key = this.streamKey(userId)
     const [first, rest] = await Promise.all([
       this.publisher.xrange(key, '-', '+', 'COUNT', 1),
-      this.publisher.xrangeBuffer(key, entry, '+', 'COUNT', this.opts.replayBatches + 1),
+      this.publisher.xrangeBuffer(key, inclusive ? entry : `(${entry}`, '+', 'COUNT', count),
     ])
     const batches = rest.map(([id, fields]) => ({ entry: id.toString(), lines: linesOf(fields[1]!) }))
     const oldest = first[0]?.[0]

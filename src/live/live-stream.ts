@@ -12,6 +12,12 @@ export interface LiveStreamOptions {
   heartbeatMs: number
 }
 
+/** One chunk of a user's replay stream after `entry` (`inclusive`: that entry too), oldest first. */
+export type ReplayRead = (entry: string, count: number, inclusive: boolean) => Promise<{ batches: LiveBatch[]; complete: boolean }>
+
+/** Batches read from the replay stream at a time while resuming. */
+const REPLAY_CHUNK = 8
+
 /** Each batch's events decoded once, however many streams of its user this instance holds. */
 const decoded = new WeakMap<LiveBatch, DashboardEvent[]>()
 function eventsOf (batch: LiveBatch): DashboardEvent[] {
@@ -31,10 +37,19 @@ function eventsOf (batch: LiveBatch): DashboardEvent[] {
  * never waits for a stream: a batch is written or counted as missed at once.
  *
  * Until `start` is called (after the replay of a resumed stream), batches are held, then sent in
- * order without those the replay already sent.
+ * order without those the replay already sent. The replay is paced by the reader: read from Redis a
+ * chunk at a time and written only while less than `bufferBytes` is waiting (else it waits for
+ * 'drain'), so a reader that keeps up gets everything still kept, and one that does not holds at most
+ * `bufferBytes` written plus `bufferBytes` of held batches (beyond, the held batches are dropped and
+ * read again from Redis, where every published batch is).
  */
 export class LiveStream {
   private held: LiveBatch[] | null = []
+  private heldBytes = 0
+  /** Counts the times held batches were dropped, so the replay knows to read Redis once more. */
+  private heldDrops = 0
+  /** Wakes a replay waiting for the reader (on 'drain' or close). */
+  private wake: (() => void) | null = null
   /** The newest batch sent (or skipped), so that a batch that came both ways is sent once. */
   private lastEntry: string | null = null
   private missed: { count: number; first: string; last: string } | null = null
@@ -60,15 +75,49 @@ export class LiveStream {
   /** A batch from the hub: held until start, else written now. */
   push (batch: LiveBatch): void {
     if (this.closed) return
-    if (this.held) this.held.push(batch)
-    else this.deliver(batch, 0)
+    if (this.held) {
+      this.held.push(batch)
+      for (const l of batch.lines) this.heldBytes += l.length
+      if (this.heldBytes > this.opts.bufferBytes) {
+        // A replay the reader is slow to take: these are in the replay stream, read from there later.
+        this.held = []
+        this.heldBytes = 0
+        this.heldDrops++
+      }
+    } else {
+      this.deliver(batch, 0)
+    }
   }
 
-  /** Replays what was missed since `after`, then the batches held meanwhile; from then on batches go out as they come. */
-  start (replay: LiveBatch[], after: LiveId | null): void {
-    for (const batch of replay) this.deliver(batch, after && batch.entry === after.entry ? after.index + 1 : 0)
+  /**
+   * Replays what was missed since `after`, a chunk at a time, as fast as the reader takes it, until
+   * the replay stream has no more (call `start` next). Tells a gap (of unknown size) where entries
+   * were dropped from the replay stream before they could be read.
+   */
+  async replay (read: ReplayRead, after: LiveId): Promise<void> {
+    let from = after
+    let inclusive = true
+    for (;;) {
+      const drops = this.heldDrops
+      const chunk = await read(from.entry, REPLAY_CHUNK, inclusive)
+      if (this.closed) return
+      if (!chunk.complete) this.windowPassed(from)
+      for (const batch of chunk.batches) {
+        await this.replayBatch(batch, inclusive && batch.entry === after.entry ? after.index + 1 : 0)
+        if (this.closed) return
+        from = { entry: batch.entry, index: batch.lines.length - 1 }
+        inclusive = false
+      }
+      // Caught up, unless held batches were dropped since this chunk was asked for.
+      if (chunk.batches.length < REPLAY_CHUNK && this.heldDrops === drops) return
+    }
+  }
+
+  /** From now on batches go out as they come, after those held meanwhile (without any the replay sent). */
+  start (): void {
     const held = this.held ?? []
     this.held = null
+    this.heldBytes = 0
     for (const batch of held) this.deliver(batch, 0)
   }
 
@@ -86,6 +135,7 @@ export class LiveStream {
     this.closed = true
     clearInterval(this.heartbeat)
     this.res.end()
+    this.wake?.()
   }
 
   private overBudget (): boolean {
@@ -113,6 +163,28 @@ export class LiveStream {
     this.send(batch, from)
   }
 
+  /** One batch of a replay: every matching event written, waiting for the reader whenever `bufferBytes` is waiting. */
+  private async replayBatch (batch: LiveBatch, from: number): Promise<void> {
+    if (this.lastEntry !== null && compareEntries(batch.entry, this.lastEntry) <= 0) return
+    const events = eventsOf(batch)
+    if (events.some((e) => !this.names.has(e.agentId))) {
+      try {
+        this.names = await this.namesOf()
+      } catch {
+        // Shown by id, as for an agent deleted since.
+      }
+    }
+    this.lastEntry = batch.entry
+    for (let i = from; i < events.length; i++) {
+      const e = events[i]!
+      if (!eventMatches(e, this.filters)) continue
+      while (this.overBudget() && !this.closed) await new Promise<void>((resolve) => { this.wake = resolve })
+      this.wake = null
+      if (this.closed) return
+      this.res.write(`id: ${formatLiveId({ entry: batch.entry, index: i })}\ndata: ${JSON.stringify({ ...e, agent: agentOf(this.names, e.agentId) })}\n\n`)
+    }
+  }
+
   private send (batch: LiveBatch, from: number): void {
     if (this.closed) return
     if (this.lastEntry !== null && compareEntries(batch.entry, this.lastEntry) <= 0) return
@@ -136,6 +208,9 @@ export class LiveStream {
   }
 
   private drained (): void {
+    const wake = this.wake
+    this.wake = null
+    wake?.()
     if (!this.missed || this.closed) return
     const { count, first, last } = this.missed
     this.missed = null

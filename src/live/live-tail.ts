@@ -79,10 +79,10 @@ export class LiveTail {
         stop()
         return
       }
-      const replay = after ? await this.hub.replay(req.userId, after.entry) : { batches: [], complete: true }
       stream.write(`retry: ${this.limits.retryMs}\n\n`)
-      if (after && !replay.complete) stream.windowPassed(after)
-      stream.start(replay.batches, after)
+      if (after) await stream.replay((entry, count, inclusive) => this.hub.replay(req.userId, entry, count, inclusive), after)
+      if (stream.closed) return
+      stream.start()
       // From here on, every event acknowledged on any instance reaches this stream.
       stream.write(': ready\n\n')
     } catch (err) {

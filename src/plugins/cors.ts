@@ -55,7 +55,7 @@ export default fp(async function cors (app, opts: { origins: string[] }) {
     reply
       .code(204)
       .header('access-control-allow-methods', allowMethods)
-      .header('access-control-allow-headers', 'Authorization, Content-Type, Idempotency-Key')
+      .header('access-control-allow-headers', 'Authorization, Content-Type, Idempotency-Key, Last-Event-ID')
       .header('access-control-max-age', String(PREFLIGHT_MAX_AGE_SECONDS))
       .header('content-length', '0')
       .send()

@@ -61,3 +61,12 @@ t.test('stream ids', async (t) => {
   t.ok(compareEntries('10-0', '9-5') > 0)
   t.ok(compareEntries('10-1', '10-2') < 0)
 })
+
+t.test('numbers in metadata as the engine writes them back (clickhouse/018_search.sql)', async (t) => {
+  const leaves = flatLeaves({ n: { a: 1e21, b: 1.7976931348623157e308, c: 5e-324, d: 0.1 + 0.2, e: -1.5, f: 2 ** 53 - 1, g: 1e5, h: 2e-7 } })
+  t.same(leaves, [['n.a', '1e21'], ['n.b', '1.7976931348623157e308'], ['n.c', '5e-324'], ['n.d', '0.30000000000000004'], ['n.e', '-1.5'], ['n.f', '9007199254740991'], ['n.g', '100000'], ['n.h', '2e-7']])
+  // 1e20 is written as 21 digits, which fit no 64-bit integer: the engine reads none of that object.
+  t.same(flatLeaves({ s: 'x', n: { a: 1e20 } }), [])
+  t.same(flatLeaves({ s: 'x', deep: [{ a: -1e19 }] }), [])
+  t.same(flatLeaves({ s: 'x', n: 2 ** 64 - 2048 }), [['s', 'x'], ['n', '18446744073709550000']])
+})

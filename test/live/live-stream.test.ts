@@ -1,7 +1,8 @@
 import t from 'tap'
 import { Writable } from 'node:stream'
 import type { ServerResponse } from 'node:http'
-import { LiveStream } from '../../src/live/live-stream.ts'
+import { LiveStream, type ReplayRead } from '../../src/live/live-stream.ts'
+import { compareEntries } from '../../src/domain/live-events.ts'
 import { parseSearchFilters } from '../../src/domain/search-filters.ts'
 import { eventLine } from '../../src/domain/event-line.ts'
 import { buildEventRow } from '../../src/domain/event-row.ts'
@@ -38,7 +39,7 @@ t.test('a slow reader: events past the buffer are dropped and counted, and a gap
   const reader = slowReader()
   const stream = new LiveStream(reader.res, noFilters, names, async () => names, { bufferBytes: 2000, heartbeatMs: 60_000 })
   t.teardown(() => stream.close())
-  stream.start([], null)
+  stream.start()
   // 10 events of about 900 bytes each: about two fit within 2,000 bytes unread, the rest are dropped.
   stream.push({ entry: '1-0', lines: Array.from({ length: 10 }, (_, i) => line(i)) })
   t.notMatch(reader.text(), /event: gap/, 'no gap told while the reader is still behind')
@@ -61,11 +62,43 @@ t.test('a reader that keeps up misses nothing', async (t) => {
   const reader = slowReader()
   const stream = new LiveStream(reader.res, noFilters, names, async () => names, { bufferBytes: 2000, heartbeatMs: 60_000 })
   t.teardown(() => stream.close())
-  stream.start([], null)
+  stream.start()
   for (let i = 0; i < 10; i++) {
     stream.push({ entry: `${i + 1}-0`, lines: [line(i)] })
     await reader.catchUp()
   }
   t.equal((reader.text().match(/^id: /gm) ?? []).length, 10)
+  t.notMatch(reader.text(), /event: gap/)
+})
+
+t.test('a replay waits for its reader: bounded while it reads nothing, everything in order once it reads', async (t) => {
+  const reader = slowReader()
+  const stream = new LiveStream(reader.res, noFilters, names, async () => names, { bufferBytes: 2000, heartbeatMs: 60_000 })
+  t.teardown(() => stream.close())
+  // What the replay stream keeps (as Redis would): 20 requests missed, more added while replaying.
+  const kept = Array.from({ length: 20 }, (_, i) => ({ entry: `${i + 1}-0`, lines: [line(i)] }))
+  const read: ReplayRead = async (entry, count, inclusive) => {
+    const batches = kept.filter((b) => (inclusive ? compareEntries(b.entry, entry) >= 0 : compareEntries(b.entry, entry) > 0)).slice(0, count)
+    return { batches, complete: true }
+  }
+  const state = { replayed: false }
+  const replay = stream.replay(read, { entry: '1-0', index: 0 }).then(() => { state.replayed = true; stream.start() })
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve))
+  t.ok(reader.text().length < 2000 + 1000, `${reader.text().length} bytes written while the reader read nothing`)
+  t.notOk(state.replayed, 'the replay waits for the reader')
+  // Requests acknowledged meanwhile: more than the buffer holds, so held ones are dropped, then read again.
+  for (let i = 20; i < 40; i++) {
+    const batch = { entry: `${i + 1}-0`, lines: [line(i)] }
+    kept.push(batch)
+    stream.push(batch)
+  }
+  while (!state.replayed) {
+    await reader.catchUp()
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  await replay
+  await reader.catchUp()
+  const ids = [...reader.text().matchAll(/^id: (\d+)-0:0$/gm)].map((m) => Number(m[1]))
+  t.same(ids, Array.from({ length: 39 }, (_, i) => i + 2), 'every request after the resume point, once each, in order')
   t.notMatch(reader.text(), /event: gap/)
 })

@@ -159,6 +159,35 @@ t.test('Last-Event-ID resumes after the last event received, on any instance', a
   t.equal(JSON.parse((await fromMiddle.next()).data).reasoning, 'four')
 })
 
+t.test('a resume missing a backlog far larger than the stream buffer gets all of it, in order, without a gap', async (t) => {
+  const user = await newUser(a, { tier: 'enterprise', burst: 100_000 })
+  const key = await user.createKey()
+  const first = await openStream(baseA, user)
+  await sendEvent(a, key.secret, { agentId: 'backlog-agent', reasoning: 'before' })
+  const before = await first.next()
+  await first.close()
+  // 4 batches of 500 events of about 3.5 KB: about 7 MB missed, 27 times the 256 KiB buffer.
+  const sent: string[] = []
+  for (let b = 0; b < 4; b++) {
+    const res = await sendBatch(a, key.secret, Array.from({ length: 500 }, (_, i) => ({ agentId: 'backlog-agent', reasoning: `${b}-${i} ${'r'.repeat(3500)}` })))
+    t.ok(res.json().results.every((r: { status: number }) => r.status === 202), `batch ${b} accepted`)
+    sent.push(...res.json().results.map((r: { eventId: string }) => r.eventId))
+  }
+  const resumed = await openStream(baseB, user, { lastEventId: before.id! })
+  t.teardown(() => resumed.close())
+  const got: string[] = []
+  const gaps: string[] = []
+  while (got.length < sent.length) {
+    const m = await resumed.next()
+    if (m.event === 'gap') gaps.push(m.data)
+    else got.push(JSON.parse(m.data).eventId)
+    if (gaps.length) break
+  }
+  t.same(gaps, [], 'no gap')
+  t.equal(got.length, sent.length, 'every missed event')
+  t.ok(got.every((id, i) => id === sent[i]), 'in the order they were acknowledged')
+})
+
 t.test('a Last-Event-ID older than the replay window starts with a gap of unknown size', async (t) => {
   const user = await newUser(a, { tier: 'enterprise' })
   const stream = await openStream(baseA, user, { lastEventId: `${Date.now() - 3_600_000}-0:0` })
@@ -210,10 +239,49 @@ t.test('an idle stream gets heartbeats past the request timeout; streams are lim
   const two = await fetch(`${base}/v1/me/events/stream`, { headers: user.auth })
   t.equal(two.status, 429)
   t.equal((await two.json()).reason, 'too_many_streams')
+  // HEAD answers at once and takes no stream: it is answered while the user's one stream is held.
+  t.equal(app.liveTail.open, 1)
+  const head = await fetch(`${base}/v1/me/events/stream`, { method: 'HEAD', headers: user.auth })
+  t.equal(head.status, 200, 'HEAD is not limited as a stream')
+  t.match(head.headers.get('content-type'), /^text\/event-stream/)
+  t.equal(app.liveTail.open, 1, 'HEAD held no stream')
   // Two heartbeats: the stream is open more than twice REQUEST_TIMEOUT_MS after its request.
   await one.waitForComments('heartbeat', 2)
   t.pass('two heartbeats on an idle stream')
   await app.close()
   await one.ended()
   t.pass('closing the instance ended the stream (it did not hold the shutdown)')
+})
+
+t.test('error answers name what is wrong, the same on the search and the stream', async (t) => {
+  const user = await newUser(a)
+  const bad = async (url: string, headers: Record<string, string> = {}) => {
+    const res = await a.inject({ url, headers: { ...user.auth, ...headers } })
+    t.equal(res.statusCode, 400, url)
+    return res.json() as { message: string; details: { path: string[]; message: string }[] }
+  }
+  const long = await bad('/v1/me/events/stream', { 'last-event-id': `${Date.now()}-0:${'1'.repeat(60)}` })
+  t.equal(long.message, 'the Last-Event-ID header is not valid')
+  t.same(long.details, [{ path: ['Last-Event-ID'], message: 'must be at most 64 characters' }])
+  for (const path of ['/v1/me/events', '/v1/me/events/stream', '/v1/me/sessions', '/v1/me/traces', '/v1/me/events/facets']) {
+    for (const [query, name] of [['from=1&from=2', 'from'], ['q=a&q=b', 'q'], ['minCostUsd=1&minCostUsd=2', 'minCostUsd']]) {
+      const twice = await bad(`${path}?${query}`)
+      t.same(twice.details, [{ path: [name], message: 'must be given once' }], `${path}?${query}`)
+    }
+    const hasMeta = await bad(`${path}?${Array.from({ length: 21 }, (_, i) => `hasMeta=k${i}`).join('&')}`)
+    t.same(hasMeta.details.map((d) => d.path), [['hasMeta']], `${path}: 21 hasMeta`)
+    const metas = await bad(`${path}?${Array.from({ length: 21 }, (_, i) => `meta.k${String(i).padStart(2, '0')}=v`).join('&')}`)
+    t.same(metas.details.map((d) => d.path), [['meta.k20']], `${path}: 21 meta.*, the first past the limit named`)
+    const utf8 = await bad(`${path}?q=%ED%A0%80`)
+    t.same(utf8.details, [{ path: ['q'], message: 'must be valid UTF-8 text (percent-encoded)' }], `${path}: q not UTF-8`)
+    const metaUtf8 = await bad(`${path}?meta.env=%FF`)
+    t.same(metaUtf8.details.map((d) => d.path), [['meta.env']])
+    for (const [query, name] of [['meta.env=prod%00', 'meta.env'], ['q=prod%00', 'q'], ['hasMeta=a%01b', 'hasMeta'], ['meta.a%00b=x', 'meta.a\u0000b']]) {
+      const control = await bad(`${path}?${query}`)
+      t.match(control.details, [{ path: [name], message: /control characters/ }], `${path}?${query}`)
+    }
+  }
+  // Encoded the right way, the same characters are plain text.
+  const fine = await a.inject({ url: '/v1/me/events?q=%25ED%25A0%2580&meta.env=a%2Bb+c', headers: user.auth })
+  t.equal(fine.statusCode, 200)
 })

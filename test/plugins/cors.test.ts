@@ -69,3 +69,15 @@ t.test('a request without Origin gets Vary: Origin and no CORS headers; an OPTIO
     t.notOk(res.headers['access-control-allow-methods'])
   }
 })
+
+t.test('the live tail\'s preflight allows Last-Event-ID, so a dashboard on another origin can resume', async (t) => {
+  const res = await app.inject({
+    method: 'OPTIONS',
+    url: '/v1/me/events/stream',
+    headers: { origin: 'https://dash.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization,last-event-id' },
+  })
+  t.equal(res.statusCode, 204)
+  const allowed = String(res.headers['access-control-allow-headers']).split(',').map((h) => h.trim().toLowerCase())
+  t.ok(allowed.includes('last-event-id'), `Last-Event-ID is allowed (${allowed.join(', ')})`)
+  t.ok(allowed.includes('authorization'))
+})

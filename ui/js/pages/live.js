@@ -8,6 +8,12 @@ import { html, ErrorNote, Empty, PrivacyChip, Cost, Time, AgentLink, Name, count
 
 const TYPES = ['decision', 'reasoning', 'tool', 'action', 'tx', 'error']
 const RECONNECT_MS = 2000
+const RECONNECT_MAX_MS = 30000
+
+/** How long to wait before reconnect attempt `failures` (1, 2, …): doubling from 2 s, at most 30 s. */
+export function reconnectDelay (failures) {
+  return Math.min(RECONNECT_MAX_MS, RECONNECT_MS * 2 ** Math.max(0, failures - 1))
+}
 const KEEP = 500
 
 /** Merges a freshly read page (newest first) into what is shown, newest first, without duplicates. */
@@ -69,6 +75,7 @@ export function LivePage ({ names, params }) {
   const [paused, setPaused] = useState(false)
   const [open, setOpen] = useState(null)
   const [error, setError] = useState(null)
+  const [link, setLink] = useState('connecting')
   const shown = useRef([])
   // The page is drawn anew for each search (its URL changes), so the search is fixed here.
   const query = searchQuery(params)
@@ -76,6 +83,7 @@ export function LivePage ({ names, params }) {
   useEffect(() => {
     shown.current = []
     setEvents(null)
+    setLink('connecting')
     if (paused) return
     const stop = new AbortController()
     const add = (list, mark) => {
@@ -94,6 +102,7 @@ export function LivePage ({ names, params }) {
       }
     }
     let lastEventId = null
+    let failures = 0
     ;(async () => {
       while (!stop.signal.aborted) {
         try {
@@ -102,6 +111,8 @@ export function LivePage ({ names, params }) {
             lastEventId,
             signal: stop.signal,
             onReady: () => {
+              failures = 0
+              setLink('live')
               setError(null)
               if (!lastEventId) catchUp(shown.current.length > 0)
             },
@@ -115,9 +126,16 @@ export function LivePage ({ names, params }) {
         } catch (err) {
           if (stop.signal.aborted || err.status === 401) return
           if (err.name !== 'TypeError') setError(err)
+          // A resume point the service refuses would be refused again: start afresh from the latest page.
+          if (err.status === 400) lastEventId = null
         }
-        // The stream ended (the instance restarted, the network dropped): again, from the last event seen.
-        await new Promise((resolve) => setTimeout(resolve, RECONNECT_MS))
+        if (stop.signal.aborted) return
+        // The stream ended (the instance restarted, the network dropped): again, from the last event
+        // seen, waiting longer after each failure in a row, and saying so.
+        failures++
+        const wait = reconnectDelay(failures)
+        setLink(`reconnecting in ${Math.round(wait / 1000)} s (attempt ${failures})`)
+        await new Promise((resolve) => setTimeout(resolve, wait))
       }
     })()
     return () => stop.abort()
@@ -138,7 +156,7 @@ export function LivePage ({ names, params }) {
         ${TYPES.map((t) => html`<option value=${t}>${t}</option>`)}
       </select></label>
       <button type="button" aria-pressed=${paused} onClick=${() => setPaused(!paused)}>${paused ? 'Resume' : 'Pause'}</button>
-      <span class="muted" role="status">${paused ? 'Paused' : html`<span class="live-dot">live</span> streaming as events arrive`}</span>
+      <span class="muted" role="status">${paused ? 'Paused' : link === 'live' ? html`<span class="live-dot">live</span> streaming as events arrive` : link === 'connecting' ? 'Connecting…' : html`<span class="bad">Not connected</span>: ${link}`}</span>
     </form>
     <div class="with-facets">
     <div class="results">

@@ -1,10 +1,22 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
 import { streamEvents } from '../../../../schemas/live-routes.ts'
-import { parseSearchFilters } from '../../../domain/search-filters.ts'
+import { filterQueryProblems, parseSearchFilters } from '../../../domain/search-filters.ts'
 import { HttpError } from '../../../http-error.ts'
+
+/** The longest Last-Event-ID read (an id the stream gives is at most 40 characters). */
+const MAX_LAST_EVENT_ID = 64
 
 /** The caller's live tail (docs/api.md#live-tail). */
 const live: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
+  // Before the schema: its messages would name neither the header nor the repeated parameter.
+  app.addHook('preValidation', async (request) => {
+    const id = request.headers['last-event-id']
+    if (typeof id === 'string' && id.length > MAX_LAST_EVENT_ID) {
+      throw new HttpError(400, 'validation_failed', { message: 'the Last-Event-ID header is not valid', details: [{ path: ['Last-Event-ID'], message: `must be at most ${MAX_LAST_EVENT_ID} characters` }] })
+    }
+    const problems = filterQueryProblems(request.url)
+    if (problems.length > 0) throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details: problems })
+  })
   app.get('/events/stream', { schema: streamEvents }, async (request, reply) => {
     const parsed = parseSearchFilters(request.query as Record<string, unknown>)
     if (!parsed.ok) throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details: parsed.problems })
