@@ -96,7 +96,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(repositories)
   await app.register(queues, { redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker })
   await app.register(notifications, config.notify)
-  await app.register(anomaly, { everyMs: config.anomalyEveryMs })
+  await app.register(anomaly, { everyMs: config.anomalyEveryMs, shipIntervalMs: config.ingest.shipMinIntervalMs })
   await app.register(maintenance, { namesEveryMs: config.namesSyncEveryMs, retention: config.retention })
   await app.register(metrics, { token: config.metricsToken })
   const caches = { cacheTtlMs: config.cacheTtlMs, sharedCacheTtlSeconds: config.sharedCacheTtlSeconds }

@@ -14,7 +14,14 @@ declare module 'fastify' {
   }
 }
 
-interface AnomalyOptions { everyMs: number }
+interface AnomalyOptions {
+  everyMs: number
+  /** INGEST_SHIP_MIN_INTERVAL_MS: an agent check waits this long (plus a second) for its events to be shipped. */
+  shipIntervalMs: number
+}
+
+/** How long a queued agent check waits on this instance's shipper for the user's acknowledged events. */
+const SETTLE_TIMEOUT_MS = 10_000
 
 /**
  * Anomaly detection on the anomaly queue: every role enqueues debounced agent checks; the worker role
@@ -26,7 +33,11 @@ export default fp(async function anomaly (app, opts: AnomalyOptions) {
   const queue = await app.queues.add<AnomalyJobData>({
     name: ANOMALY_QUEUE,
     defaultJobOptions: ANOMALY_JOB_OPTIONS,
-    processor: anomalyProcessor(service),
+    // An agent check reads ClickHouse: where this process acknowledged the user's events, they are
+    // shipped first (as for a /v1/me read), so a busy machine's slow insert does not hide them.
+    processor: anomalyProcessor(service, Date.now, async (userId) => {
+      if (app.hasDecorator('shipper')) await app.shipper.waitForUser(userId, SETTLE_TIMEOUT_MS)
+    }),
     concurrency: 2,
     schedules: [{ id: TICK_SCHEDULER_ID, everyMs: opts.everyMs, name: 'tick', data: { kind: 'tick' } }],
   })
@@ -39,8 +50,8 @@ export default fp(async function anomaly (app, opts: AnomalyOptions) {
     if (now - (lastEnqueued.get(agentId) ?? 0) < AGENT_CHECK_DEBOUNCE_MS) return
     lastEnqueued.set(agentId, now)
     if (lastEnqueued.size > 100_000) lastEnqueued.clear()
-    // A short delay lets the rest of a burst land before the agent is evaluated.
-    queue.add('agent', { kind: 'agent', userId, agentId }, { ...agentCheckOptions(agentId), delay: 1_000 })
+    // The delay lets the rest of a burst land, and be shipped by any instance, before the agent is evaluated.
+    queue.add('agent', { kind: 'agent', userId, agentId }, { ...agentCheckOptions(agentId), delay: opts.shipIntervalMs + 1_000 })
       .catch((err) => app.log.warn({ err, agentId }, 'could not schedule an agent anomaly check; the next tick covers it'))
   }
 
