@@ -81,8 +81,9 @@ async function run () {
     const stored = (await traceScores()).filter((s) => s.name === 'user_feedback')
     t.equal(stored.length, 1, 'one feedback score stored')
     t.match(stored[0], { boolean: false, value: 0, comment: 'missed the second invoice', source: 'human', authorId: user.id, spanId: null })
+    // Shown with the acknowledgement itself, not at the page's next refresh of the trace.
     const row = rows.filter({ hasText: 'missed the second invoice' })
-    await row.waitFor()
+    t.equal(await row.count(), 1, 'the new score is in the table as soon as it is acknowledged')
     t.match(await row.innerText(), /user_feedback\s+👎 down\s+human\s+you/)
     t.equal(await rows.count(), 4)
     t.equal(await page.evaluate(() => performance.getEntriesByType('navigation').length + ':' + String(performance.timeOrigin)), before, 'without a reload')
