@@ -84,7 +84,7 @@ async function run () {
     // Shown with the acknowledgement itself, not at the page's next refresh of the trace.
     const row = rows.filter({ hasText: 'missed the second invoice' })
     t.equal(await row.count(), 1, 'the new score is in the table as soon as it is acknowledged')
-    t.match(await row.innerText(), /user_feedback\s+👎 down\s+human\s+you/)
+    t.match(await row.innerText(), /user_feedback\s+▼ down\s+human\s+you/)
     t.equal(await rows.count(), 4)
     t.equal(await page.evaluate(() => performance.getEntriesByType('navigation').length + ':' + String(performance.timeOrigin)), before, 'without a reload')
   })
@@ -131,6 +131,8 @@ async function run () {
     t.match(await page.locator('table.configs tr[data-config="helpfulness"]').innerText(), /numeric\s+0 to 1\s+how helpful/)
     const res = await app.inject({ method: 'GET', url: '/v1/me/score-configs/helpfulness', headers: user.auth })
     t.match(res.json(), { dataType: 'numeric', min: 0, max: 1 }, 'stored by the API')
+    // UI_SCREENSHOTS=docs: the pictures of docs/ui.md.
+    if (process.env.UI_SCREENSHOTS) await page.locator('main').screenshot({ path: `${process.env.UI_SCREENSHOTS}/scores.png` })
 
     await visit(`#/traces/${traceId}`)
     await section.waitFor()
@@ -143,6 +145,7 @@ async function run () {
     await alert.waitFor()
     t.match(await alert.innerText(), /^Refused by the score config: value: /, 'the reason names the field')
     t.equal((await traceScores()).filter((s) => s.value === 1.5).length, 0, 'nothing stored')
+    if (process.env.UI_SCREENSHOTS) await section.screenshot({ path: `${process.env.UI_SCREENSHOTS}/trace-scores.png` })
     await named.getByLabel(/^Value/).fill('0.9')
     await named.getByRole('button', { name: 'Add score' }).click()
     await named.getByRole('status').filter({ hasText: 'Score helpfulness recorded.' }).waitFor()

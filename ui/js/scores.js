@@ -13,11 +13,11 @@ export const fig = (n) => (n === null || n === undefined ? '—' : decimal.forma
 /** A change against the previous period, signed: "+0.12", "−3", "±0"; "—" when unknown. */
 export const signed = (n) => (n === null || n === undefined ? '—' : n > 0 ? `+${fig(n)}` : n < 0 ? `−${fig(-n)}` : '±0')
 
-/** What a score says: its number, its label, or yes/no for a boolean (👍/👎 for feedback). */
+/** What a score says: its number, its label, or yes/no for a boolean (▲ up / ▼ down for feedback). */
 export function scoreText (s) {
   if (s.dataType === 'boolean' || s.boolean !== null) {
     const yes = s.boolean ?? s.value === 1
-    return s.name === FEEDBACK_NAME ? (yes ? '👍 up' : '👎 down') : (yes ? 'yes' : 'no')
+    return s.name === FEEDBACK_NAME ? (yes ? '▲ up' : '▼ down') : (yes ? 'yes' : 'no')
   }
   if (s.dataType === 'categorical' || s.label !== null) return s.label
   return fig(s.value)
@@ -75,8 +75,8 @@ function Feedback ({ send }) {
     <label for="fb-comment">Comment <span class="muted">(optional)</span></label>
     <textarea id="fb-comment" rows="2" maxlength="4000" value=${comment} onInput=${(e) => setComment(e.target.value)}></textarea>
     <div class="inline">
-      <button type="button" aria-label="Thumbs up" disabled=${action.busy} onClick=${() => thumb(true)}>👍 Good</button>
-      <button type="button" aria-label="Thumbs down" disabled=${action.busy} onClick=${() => thumb(false)}>👎 Bad</button>
+      <button type="button" disabled=${action.busy} onClick=${() => thumb(true)}><span aria-hidden="true">▲</span> Thumbs up</button>
+      <button type="button" disabled=${action.busy} onClick=${() => thumb(false)}><span aria-hidden="true">▼</span> Thumbs down</button>
       <span role="status" class="muted">${done || ''}</span>
     </div>
     <${ErrorNote} error=${refusal(action.error)} />
