@@ -13,6 +13,7 @@ import { SpendPage } from './pages/spend.js'
 import { KeysPage } from './pages/keys.js'
 import { ChannelsPage } from './pages/channels.js'
 import { PricesPage } from './pages/prices.js'
+import { ScoresPage } from './pages/scores.js'
 
 const NAV = [
   ['overview', 'Overview'],
@@ -22,6 +23,7 @@ const NAV = [
   ['traces', 'Traces'],
   ['errors', 'Errors'],
   ['alerts', 'Alerts'],
+  ['scores', 'Scores'],
   ['spend', 'Spend'],
   ['prices', 'Model prices'],
   ['keys', 'API keys'],
@@ -94,6 +96,7 @@ function Page ({ route, names, refreshNames }) {
     case 'traces': return route.id ? html`<${TracePage} ...${props} />` : html`<${TracesPage} ...${props} />`
     case 'errors': return html`<${ErrorsPage} ...${props} />`
     case 'alerts': return html`<${AlertsPage} ...${props} />`
+    case 'scores': return html`<${ScoresPage} ...${props} />`
     case 'spend': return html`<${SpendPage} ...${props} />`
     case 'keys': return html`<${KeysPage} ...${props} />`
     case 'channels': return html`<${ChannelsPage} ...${props} />`
