@@ -96,14 +96,17 @@ async function run () {
   let requested = 0
   let inFlight = 0
   const isApi = (req: { url(): string }) => new URL(req.url()).pathname.startsWith('/v1/')
+  // The live tail stays open while its page is shown: it is never "answered", so it is not counted.
+  const isStream = (req: { url(): string }) => new URL(req.url()).pathname === '/v1/me/events/stream'
   page.on('request', (req) => {
     if (!isApi(req)) return
     apiCalls.add(`${req.method()} ${new URL(req.url()).pathname}`)
+    if (isStream(req)) return
     requested++
     inFlight++
   })
-  page.on('requestfinished', (req) => { if (isApi(req)) inFlight-- })
-  page.on('requestfailed', (req) => { if (isApi(req)) inFlight-- })
+  page.on('requestfinished', (req) => { if (isApi(req) && !isStream(req)) inFlight-- })
+  page.on('requestfailed', (req) => { if (isApi(req) && !isStream(req)) inFlight-- })
   /** Resolves once the page has made an API call since `since` calls, none is under way, and it has drawn a frame since. */
   const answered = async (since: number) => {
     const waiting = () => requested <= since || inFlight > 0
