@@ -19,6 +19,7 @@ async function listScores (user: TestUser, name: string) {
 
 /** Rows written, before ClickHouse merges replaced writes away: a score stored twice shows here. */
 async function rowsWritten (userId: string, name: string): Promise<number> {
+  await shipped(app)
   const rs = await app.clickhouse.query({ query: 'SELECT count() AS n FROM scores WHERE user_id = {u:String} AND name = {n:String}', query_params: { u: userId, n: name }, format: 'JSONEachRow' })
   const [row] = await rs.json<{ n: string }>()
   return Number(row?.n ?? 0)
@@ -96,6 +97,43 @@ t.test('an answer lost on the way back: the retried score batch is stored once',
   const scores = await listScores(user, name)
   t.equal(scores.length, 20)
   t.ok(scores.find((s) => s.scoreId === 'mine-3' && s.value === 3), 'a scoreId given is kept')
+})
+
+t.test('a batch the service no longer knows by its key is sent again: its scores replace themselves, counted once', async (t) => {
+  // The proxy passes the first request on under another Idempotency-Key (as if the service had
+  // forgotten the key by the time of the retry) and cuts the connection instead of answering.
+  let requests = 0
+  const answers: { results: { status: number; id: string; scoreId: string }[] }[] = []
+  const proxy = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', async () => {
+      const n = ++requests
+      const headers = { ...req.headers as Record<string, string>, ...(n === 1 ? { 'idempotency-key': `other-${req.headers['idempotency-key']}` } : {}) }
+      const answer = await fetch(`${baseUrl}${req.url}`, { method: 'POST', headers, body: Buffer.concat(chunks) })
+      const body = await answer.text()
+      answers.push(JSON.parse(body))
+      if (n === 1) return req.socket.destroy()
+      res.writeHead(answer.status, Object.fromEntries(answer.headers)).end(body)
+    })
+  })
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => proxy.close())
+  const user = await newUser(app, { tier: 'enterprise', burst: 100_000 })
+  const key = await user.createKey('client-scores-resent')
+  const client = new AgentTelemetry({ apiKey: key.secret, baseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, retryBaseMs: 10, onError: () => {} })
+  const name = randomId('resent-')
+  for (let i = 0; i < 20; i++) client.score({ traceId: `t-${i}`, name, value: i })
+  await client.flush()
+  t.equal(requests, 2)
+  t.match(client.stats(), { retries: 1, replayed: 0, scores: { sent: 20 } })
+  const [first, second] = answers.map((a) => a.results)
+  t.ok(first!.every((r, i) => r.status === 202 && second![i]!.status === 202 && r.id !== second![i]!.id), 'the service took the batch twice: two writes of each')
+  t.same(first!.map((r) => r.scoreId), second!.map((r) => r.scoreId), 'of the same scoreIds')
+  const scores = await listScores(user, name)
+  t.equal(scores.length, 20, 'but each score counts once: the second write replaced the first')
+  const summary = (await app.inject({ method: 'GET', url: `/v1/me/scores/summary?name=${name}`, headers: user.auth })).json() as { names: { count: number }[] }
+  t.equal(summary.names[0]!.count, 20)
 })
 
 t.test('privacy: the comment is scrubbed at standard and not sent at minimal', async (t) => {
