@@ -4,7 +4,10 @@ import { newIdempotencyKey, newSpanId, newTraceId } from './ids.js'
 import { plainJson, utf8Length } from './json.js'
 import { applyPrivacy, PRIVACY_LEVELS, type PrivacyLevel } from './privacy.js'
 import { ItemQueue, type Item } from './queue.js'
+import { checkScore, type TelemetryScore } from './score.js'
 import { validateEvent, type Problem } from './validate.js'
+
+export type { TelemetryScore } from './score.js'
 
 /** One event, as the service's schema (schemas/event.ts) describes it. */
 export interface TelemetryEvent {
@@ -62,8 +65,10 @@ export const DROP_REASONS: readonly DropReason[] = ['invalid', 'too_large', 'que
 /** What `onError` is told: events dropped (with the reason), or a batch being retried. */
 export interface TelemetryError {
   reason: DropReason | 'retrying'
-  /** how many events this is about */
+  /** how many events (or, with `kind: 'score'`, scores) this is about */
   count: number
+  /** what was dropped or retried: events (the default) or scores */
+  kind?: 'event' | 'score'
   message: string
   /** for `invalid`: what was wrong, by path; for `rejected`: the service's answer for the event */
   details?: Problem[] | ItemResult
@@ -119,7 +124,24 @@ export interface TelemetryStats {
   /** scrubbed values, over all events */
   redactions: number
   dropped: Record<DropReason, number>
+  /** the same counters for scores (`score()`), kept apart from the events' */
+  scores: ScoreStats
 }
+
+/** Counters of scores: queued, in the request under way, acknowledged, rate-limited and queued again, dropped by reason. */
+export interface ScoreStats {
+  queued: number
+  inFlight: number
+  sent: number
+  limited: number
+  dropped: Record<DropReason, number>
+}
+
+type Kind = 'event' | 'score'
+interface KindCounters { sent: number; limited: number; dropped: Record<DropReason, number> }
+/** Events and scores each have a queue, a batch in flight and a batch endpoint; the delivery is shared. */
+interface Channel { kind: Kind; url: string; field: 'events' | 'scores'; queue: ItemQueue; inFlight: Item[]; counters: KindCounters }
+const noDrops = (): Record<DropReason, number> => Object.fromEntries(DROP_REASONS.map((r) => [r, 0])) as Record<DropReason, number>
 
 /** Fields a span's event carries, besides those the span sets itself. */
 export type SpanFields = Omit<TelemetryEvent, 'timestamp' | 'durationMs'>
@@ -144,9 +166,9 @@ const now = (): number => (globalThis.performance?.now ? globalThis.performance.
  */
 export class AgentTelemetry {
   private readonly o: Required<Omit<AgentTelemetryOptions, 'agentId' | 'onError'>> & Pick<AgentTelemetryOptions, 'agentId' | 'onError'>
-  private readonly url: string
-  private readonly queue = new ItemQueue()
-  private inFlight: Item[] = []
+  private readonly events: Channel
+  private readonly scores: Channel
+  private readonly channels: Channel[]
   private seq = 0
   private drainTo = 0
   private closed = false
@@ -160,9 +182,7 @@ export class AgentTelemetry {
   private limitedRounds = 0
   private waiters: { seq: number; resolve: () => void }[] = []
   private readonly warned = new Set<string>()
-  private readonly counters: Omit<TelemetryStats, 'queued' | 'inFlight'> = {
-    sent: 0, retries: 0, limited: 0, replayed: 0, redactions: 0, dropped: Object.fromEntries(DROP_REASONS.map((r) => [r, 0])) as Record<DropReason, number>,
-  }
+  private readonly counters = { retries: 0, replayed: 0, redactions: 0 }
 
   constructor (options: AgentTelemetryOptions) {
     const level = options.privacyLevel ?? 'standard'
@@ -188,7 +208,10 @@ export class AgentTelemetry {
       onError: options.onError,
       fetch: fetchFn.bind(globalThis),
     }
-    this.url = `${options.baseUrl.replace(/\/+$/, '')}/v1/events/batch`
+    const base = options.baseUrl.replace(/\/+$/, '')
+    this.events = { kind: 'event', url: `${base}/v1/events/batch`, field: 'events', queue: new ItemQueue(), inFlight: [], counters: { sent: 0, limited: 0, dropped: noDrops() } }
+    this.scores = { kind: 'score', url: `${base}/v1/scores/batch`, field: 'scores', queue: new ItemQueue(), inFlight: [], counters: { sent: 0, limited: 0, dropped: noDrops() } }
+    this.channels = [this.events, this.scores]
   }
 
   /**
@@ -237,17 +260,55 @@ export class AgentTelemetry {
     }
     const invalid = validateEvent(copy)
     if (invalid.length > 0) return this.drop('invalid', 1, describe(invalid), invalid)
+    return this.push(this.events, copy)
+  }
+
+  /** Queues one checked item's JSON on its channel, dropping the oldest when the queue is full. */
+  private push (ch: Channel, copy: Record<string, unknown>): boolean {
     const json = JSON.stringify(copy)
     const bytes = utf8Length(json)
-    if (bytes + 16 > this.o.maxBatchBytes) return this.drop('too_large', 1, `${bytes} bytes of JSON, over maxBatchBytes (${this.o.maxBatchBytes})`)
-    while (this.queue.length > 0 && (this.queue.length >= this.o.maxQueue || this.queue.bytes + bytes > this.o.maxQueueBytes)) {
-      this.queue.shift()
-      this.drop('queue_full', 1, `the queue is full (${this.o.maxQueue} events or ${this.o.maxQueueBytes} bytes): the oldest event was dropped`)
+    if (bytes + 16 > this.o.maxBatchBytes) return this.drop('too_large', 1, `${bytes} bytes of JSON, over maxBatchBytes (${this.o.maxBatchBytes})`, undefined, ch.kind)
+    const q = ch.queue
+    while (q.length > 0 && (q.length >= this.o.maxQueue || q.bytes + bytes > this.o.maxQueueBytes)) {
+      q.shift()
+      this.drop('queue_full', 1, `the ${ch.kind} queue is full (${this.o.maxQueue} items or ${this.o.maxQueueBytes} bytes): the oldest ${ch.kind} was dropped`, undefined, ch.kind)
     }
-    this.queue.push({ json, bytes, seq: ++this.seq })
-    if (this.queue.length >= this.o.flushAt) this.schedule()
+    q.push({ json, bytes, seq: ++this.seq })
+    if (q.length >= this.o.flushAt) this.schedule()
     else this.armTimer()
     return true
+  }
+
+  /**
+   * Queues one score of a trace (optionally one of its spans), a session or an event; sent in
+   * batches to POST /v1/scores/batch beside the events, with the same retries. Checks the shape
+   * (exactly one target, exactly one of `value`, `label`, `boolean`; a `name`), sets `source` to
+   * `code` and a fresh `scoreId` when absent (so a retried or re-sent score replaces itself rather
+   * than adding one), and applies the privacy level to `comment`. Synchronous, never throws; a
+   * dropped score is counted in `stats().scores.dropped` and reported to `onError`. Returns whether
+   * the score was queued.
+   */
+  score (score: TelemetryScore): boolean {
+    try {
+      if (this.closed) return this.drop('closed', 1, 'scored after shutdown()', undefined, 'score')
+      const budget = { left: this.o.maxBatchBytes }
+      const problems: Problem[] = []
+      const copy = plainJson(score, problems, undefined, 0, budget) as Record<string, unknown>
+      if (budget.left < 0) return this.drop('too_large', 1, `over maxBatchBytes (${this.o.maxBatchBytes}) of JSON`, undefined, 'score')
+      if (problems.length === 0) problems.push(...checkScore(copy, this.o.agentId, this.o.privacyLevel, this.counters))
+      if (problems.length > 0) return this.drop('invalid', 1, describe(problems, '(score)'), problems, 'score')
+      return this.push(this.scores, copy)
+    } catch (err) {
+      return this.drop('invalid', 1, `could not be queued: ${String(err)}`, undefined, 'score')
+    }
+  }
+
+  /** Queues several scores, each as `score()` does; returns how many were queued. */
+  scoreMany (scores: readonly TelemetryScore[]): number {
+    if (!Array.isArray(scores)) { this.drop('invalid', 1, 'scoreMany() takes an array of scores', undefined, 'score'); return 0 }
+    let n = 0
+    for (const s of scores) if (this.score(s)) n++
+    return n
   }
 
   /** Starts the interval timer unless it runs: what is queued now goes within `flushIntervalMs`. */
@@ -334,17 +395,24 @@ export class AgentTelemetry {
 
   /** The counters: queued, in flight, sent, retries, rate-limited events, replayed answers, redactions, drops by reason. */
   stats (): TelemetryStats {
-    return { ...this.counters, dropped: { ...this.counters.dropped }, queued: this.queue.length, inFlight: this.inFlight.length }
+    const e = this.events
+    const s = this.scores
+    return {
+      ...this.counters, sent: e.counters.sent, limited: e.counters.limited, dropped: { ...e.counters.dropped }, queued: e.queue.length, inFlight: e.inFlight.length,
+      scores: { sent: s.counters.sent, limited: s.counters.limited, dropped: { ...s.counters.dropped }, queued: s.queue.length, inFlight: s.inFlight.length },
+    }
   }
 
   /** Gives up on everything queued or in flight (counted as `shutdown`) and stops the sending loop. */
   private abandon (): void {
     this.abandoned = true
     this.stop.abort()
-    const left = this.queue.length + this.inFlight.length
-    while (this.queue.length > 0) this.queue.shift()
-    this.inFlight = []
-    if (left > 0) this.drop('shutdown', left, `${left} events were still queued or unanswered when shutdown() timed out`)
+    for (const ch of this.channels) {
+      const left = ch.queue.length + ch.inFlight.length
+      while (ch.queue.length > 0) ch.queue.shift()
+      ch.inFlight = []
+      if (left > 0) this.drop('shutdown', left, `${left} ${ch.kind}s were still queued or unanswered when shutdown() timed out`, undefined, ch.kind)
+    }
     this.wakeSleep?.()
     this.settle()
   }
@@ -355,22 +423,34 @@ export class AgentTelemetry {
     this.sending = true
     void Promise.resolve().then(() => this.sendLoop()).catch((err: unknown) => {
       // Not expected; but a rejection here would be unhandled in the host process, so it is counted.
-      const lost = this.inFlight.length
-      this.inFlight = []
-      if (lost > 0) this.drop('refused', lost, `the client failed while sending: ${String(err)}`)
+      for (const ch of this.channels) {
+        const lost = ch.inFlight.length
+        ch.inFlight = []
+        if (lost > 0) this.drop('refused', lost, `the client failed while sending: ${String(err)}`, undefined, ch.kind)
+      }
       this.settle()
     }).finally(() => {
       this.sending = false
       if (this.abandoned) return
       if (this.due()) this.schedule()
       // Events queued behind a full batch while no timer ran still leave within flushIntervalMs.
-      else if (this.queue.length > 0) this.armTimer()
+      else if (this.channels.some((ch) => ch.queue.length > 0)) this.armTimer()
     })
   }
 
+  /** The channel with a batch due (the one whose oldest item is older, when both are), if any. */
+  private dueChannel (): Channel | undefined {
+    let pick: Channel | undefined
+    for (const ch of this.channels) {
+      const first = ch.queue.peek()
+      if (first === undefined || !(ch.queue.length >= this.o.flushAt || first.seq <= this.drainTo)) continue
+      if (pick === undefined || first.seq < pick.queue.peek()!.seq) pick = ch
+    }
+    return pick
+  }
+
   private due (): boolean {
-    const first = this.queue.peek()
-    return first !== undefined && (this.queue.length >= this.o.flushAt || first.seq <= this.drainTo)
+    return this.dueChannel() !== undefined
   }
 
   private async sendLoop (): Promise<void> {
@@ -378,32 +458,35 @@ export class AgentTelemetry {
       const wait = this.pausedUntil - Date.now()
       if (wait > 0) await this.sleep(wait)
       if (this.abandoned) return
-      this.inFlight = this.queue.take(MAX_BATCH_EVENTS, this.o.maxBatchBytes)
-      await this.deliver(this.inFlight)
-      this.inFlight = []
+      const ch = this.dueChannel()
+      if (ch === undefined) return
+      ch.inFlight = ch.queue.take(MAX_BATCH_EVENTS, this.o.maxBatchBytes)
+      await this.deliver(ch, ch.inFlight)
+      ch.inFlight = []
       this.settle()
     }
   }
 
   /** Sends one batch until it is answered, refused or out of retries; splits it on a 413. */
-  private async deliver (batch: Item[]): Promise<void> {
-    const body = `{"events":[${batch.map((i) => i.json).join(',')}]}`
+  private async deliver (ch: Channel, batch: Item[]): Promise<void> {
+    const body = `{"${ch.field}":[${batch.map((i) => i.json).join(',')}]}`
+    const k = ch.kind
     const idempotencyKey = newIdempotencyKey()
     for (let attempt = 1; ; attempt++) {
-      const a = await postBatch({ fetch: this.o.fetch, url: this.url, apiKey: this.o.apiKey, body, idempotencyKey, timeoutMs: this.o.requestTimeoutMs, unref: this.waiters.length === 0, signal: this.stop.signal })
+      const a = await postBatch({ fetch: this.o.fetch, url: ch.url, apiKey: this.o.apiKey, body, idempotencyKey, timeoutMs: this.o.requestTimeoutMs, unref: this.waiters.length === 0, signal: this.stop.signal })
       if (this.abandoned) return
       if (a.kind === 'answered' && a.results.length === batch.length) {
         if (a.replayed) this.counters.replayed++
         const limited: Item[] = []
         a.results.forEach((r, i) => {
-          if (r.status >= 200 && r.status < 300) this.counters.sent++
+          if (r.status >= 200 && r.status < 300) ch.counters.sent++
           else if (r.status === 429) limited.push(batch[i]!)
-          else this.drop('rejected', 1, `the service refused an event: ${r.status} ${r.error ?? ''}${r.reason ? ` (${r.reason})` : ''}`, r)
+          else this.drop('rejected', 1, `the service refused ${k === 'score' ? 'a score' : 'an event'}: ${r.status} ${r.error ?? ''}${r.reason ? ` (${r.reason})` : ''}`, r, k)
         })
         if (limited.length > 0) {
           // Over the burst limit: these go first in a new batch (a new key), once the limit allows.
-          this.queue.unshiftAll(limited)
-          this.counters.limited += limited.length
+          ch.queue.unshiftAll(limited)
+          ch.counters.limited += limited.length
           this.limitedRounds++
           this.pausedUntil = Date.now() + backoffMs(this.limitedRounds, this.o.retryBaseMs, this.o.retryMaxMs, a.retryAfterMs ?? 1000)
         } else {
@@ -412,25 +495,25 @@ export class AgentTelemetry {
         return
       }
       if (a.kind === 'too_large') {
-        if (batch.length === 1) { this.drop('too_large', 1, 'the service refused the event as too large (413)'); return }
+        if (batch.length === 1) { this.drop('too_large', 1, `the service refused the ${k} as too large (413)`, undefined, k); return }
         const half = Math.ceil(batch.length / 2)
-        await this.deliver(batch.slice(0, half))
-        if (!this.abandoned) await this.deliver(batch.slice(half))
+        await this.deliver(ch, batch.slice(0, half))
+        if (!this.abandoned) await this.deliver(ch, batch.slice(half))
         return
       }
       if (a.kind === 'refused') {
-        this.drop('refused', batch.length, `the service refused a batch of ${batch.length}: ${a.status} ${a.reason}`)
+        this.drop('refused', batch.length, `the service refused a batch of ${batch.length} ${k}s: ${a.status} ${a.reason}`, undefined, k)
         return
       }
       const reason = a.kind === 'retry' ? a.reason : 'results_mismatch'
       const retryAfterMs = a.kind === 'retry' ? a.retryAfterMs : undefined
       if (attempt > this.o.maxRetries) {
-        this.drop('retries_exhausted', batch.length, `a batch of ${batch.length} failed ${attempt} times (last: ${reason})`)
+        this.drop('retries_exhausted', batch.length, `a batch of ${batch.length} ${k}s failed ${attempt} times (last: ${reason})`, undefined, k)
         return
       }
       const delay = backoffMs(attempt, this.o.retryBaseMs, this.o.retryMaxMs, retryAfterMs)
       this.counters.retries++
-      this.report({ reason: 'retrying', count: batch.length, message: `${reason}: retry ${attempt} of ${this.o.maxRetries} in ${Math.round(delay)} ms` })
+      this.report({ reason: 'retrying', count: batch.length, kind: k, message: `${reason}: retry ${attempt} of ${this.o.maxRetries} in ${Math.round(delay)} ms` })
       await this.sleep(delay)
       if (this.abandoned) return
     }
@@ -447,8 +530,11 @@ export class AgentTelemetry {
 
   /** Every event up to this sequence number is sent or dropped. */
   private settledThrough (): number {
-    let lowest = this.queue.peek()?.seq ?? Infinity
-    for (const item of this.inFlight) lowest = Math.min(lowest, item.seq)
+    let lowest = Infinity
+    for (const ch of this.channels) {
+      lowest = Math.min(lowest, ch.queue.peek()?.seq ?? Infinity)
+      for (const item of ch.inFlight) lowest = Math.min(lowest, item.seq)
+    }
     return lowest === Infinity ? this.seq : lowest - 1
   }
 
@@ -460,9 +546,10 @@ export class AgentTelemetry {
     for (const w of ready) w.resolve()
   }
 
-  private drop (reason: DropReason, count: number, message: string, details?: Problem[] | ItemResult): false {
-    this.counters.dropped[reason] += count
-    this.report({ reason, count, message, details })
+  private drop (reason: DropReason, count: number, message: string, details?: Problem[] | ItemResult, kind: Kind = 'event'): false {
+    const ch = kind === 'score' ? this.scores : this.events
+    ch.counters.dropped[reason] += count
+    this.report({ reason, count, message, details, ...(kind === 'score' ? { kind } : {}) })
     return false
   }
 
@@ -576,6 +663,6 @@ function errorText (err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err)
 }
 
-function describe (problems: Problem[]): string {
-  return problems.slice(0, 3).map((p) => `${p.path.length ? p.path.join('.') : '(event)'} ${p.message}`).join('; ')
+function describe (problems: Problem[], whole = '(event)'): string {
+  return problems.slice(0, 3).map((p) => `${p.path.length ? p.path.join('.') : whole} ${p.message}`).join('; ')
 }
