@@ -6,6 +6,10 @@ import { SWEEP_GRACE_MS } from '../../src/jobs/notify.queue.ts'
 import { buildTestApp, newUser, randomId, shipped, type TestUser } from '../helpers/app.ts'
 import { startReceiver, until } from '../helpers/receiver.ts'
 
+// How long a delivery may take to arrive: a bound, not a speed (a busy machine delays BullMQ jobs by
+// seconds); each wait ends as soon as its delivery is there.
+const DELIVERY_BOUND_MS = 60_000
+
 const DASHBOARD = 'https://dash.example.com'
 const receiver = await startReceiver(t)
 // The receivers listen on this machine's loopback, which channels may reach only with
@@ -51,7 +55,7 @@ const finished = (user: TestUser, channelId: string, n: number) =>
   until(async () => {
     const list = await deliveries(user, channelId)
     return list.length === n && list.every((d: { status: string }) => !['pending', 'retrying'].includes(d.status)) && list
-  }, 15_000, `${n} finished deliveries`)
+  }, DELIVERY_BOUND_MS, `${n} finished deliveries`)
 
 /** An alert event made up for tests that are about delivery, not about what raises alerts. */
 function madeUpEvent () {
@@ -76,7 +80,7 @@ t.test('an error spike reaches a webhook receiver signed and verifiable; each st
   const name = randomId('flaky-')
   const [r] = await batch([...failures(name, 12), ...successes(name, 2)])
   await evaluate(user)
-  await until(() => bodies(path).length >= 2, 15_000, 'the alert and the new cluster')
+  await until(() => bodies(path).length >= 2, DELIVERY_BOUND_MS, 'the alert and the new cluster')
   const webhook = new Webhook(created.secret)
   for (const req of receiver.at(path)) {
     t.same(webhook.verify(req.body, req.headers as Record<string, string>), JSON.parse(req.body), `${JSON.parse(req.body).type} verifies`)
@@ -104,7 +108,7 @@ t.test('an error spike reaches a webhook receiver signed and verifiable; each st
   t.equal((await api(user, 'POST', `/v1/me/alerts/${alertId}/acknowledge`)).statusCode, 200)
   await batch(successes(name, 40))
   await evaluate(user)
-  const resolved = await until(() => bodies(path).find((b) => b.type === 'alert.resolved'), 15_000, 'alert.resolved')
+  const resolved = await until(() => bodies(path).find((b) => b.type === 'alert.resolved'), DELIVERY_BOUND_MS, 'alert.resolved')
   t.match(resolved.data.alert, { id: alertId, status: 'acknowledged', clearedAt: String })
 
   const log = await finished(user, created.id, 3)
@@ -127,14 +131,14 @@ t.test('Slack and PagerDuty receivers get their own formats; a regression re-ope
   const name = randomId('disk-')
   await batch(failures(name, 12, 'disk full on /var/data'))
   await evaluate(user)
-  const message = await until(() => bodies(slackPath)[0], 15_000, 'the Slack message')
+  const message = await until(() => bodies(slackPath)[0], DELIVERY_BOUND_MS, 'the Slack message')
   t.match(message, {
     text: new RegExp(`^\\[critical\\] error_rate on ${name}: 12 of 12 events failed`),
     blocks: [{ type: 'section', text: { type: 'mrkdwn', text: /error_rate/ } }, { type: 'context', elements: [{ type: 'mrkdwn', text: new RegExp(`^agent \\*${name}\\* · `) }] }],
   })
   const context = message.blocks[1].elements[0].text
   for (const part of ['failed 12', 'total 12', `<${DASHBOARD}/#/alerts|Open in the dashboard>`]) t.ok(context.includes(part), `the context has ${part}`)
-  await until(() => paged().length >= 2, 15_000, 'two PagerDuty events')
+  await until(() => paged().length >= 2, DELIVERY_BOUND_MS, 'two PagerDuty events')
   const trigger = paged().find((b) => b.payload?.class === 'alert.triggered')
   const alertId = (await api(user, 'GET', '/v1/me/alerts')).json().alerts[0].id
   t.match(trigger, {
@@ -153,7 +157,7 @@ t.test('Slack and PagerDuty receivers get their own formats; a regression re-ope
   await new Promise((resolve) => setTimeout(resolve, 5))
   await batch(failures(name, 1, 'disk full on /var/data'))
   await evaluate(user)
-  const reopened = await until(() => paged().find((b) => b.payload?.class === 'error_cluster.reopened'), 15_000, 'the re-opening')
+  const reopened = await until(() => paged().find((b) => b.payload?.class === 'error_cluster.reopened'), DELIVERY_BOUND_MS, 'the re-opening')
   const regression = (await api(user, 'GET', '/v1/me/alerts')).json().alerts.find((a: { rule: string }) => a.rule === `regression:${fingerprint}`)
   t.match(reopened, { event_action: 'trigger', dedup_key: regression.id, payload: { summary: new RegExp(`Error cluster ${fingerprint} re-opened on ${name}`) } })
   // Regression: the re-opened cluster's sample message and first event were null.
@@ -163,12 +167,12 @@ t.test('Slack and PagerDuty receivers get their own formats; a regression re-ope
   }, 'the re-opened cluster carries its sample message and first event')
   t.type(created.firstSeen, 'string')
   t.ok(Date.parse(reopened.payload.custom_details.cluster.firstSeen) < Date.parse(reopened.payload.custom_details.cluster.lastSeen), 'first seen before the event that re-opened it')
-  await until(() => bodies(slackPath).find((b) => b.text.startsWith(`Error cluster ${fingerprint} re-opened`)), 15_000, 'the re-opening on Slack')
+  await until(() => bodies(slackPath).find((b) => b.text.startsWith(`Error cluster ${fingerprint} re-opened`)), DELIVERY_BOUND_MS, 'the re-opening on Slack')
 
   // Handled and resolved again: PagerDuty resolves the same incident.
   await api(user, 'POST', `/v1/me/alerts/${regression.id}/acknowledge`)
   await api(user, 'POST', `/v1/me/errors/${fingerprint}/resolve`)
-  t.same(await until(() => paged().find((b) => b.event_action === 'resolve'), 15_000, 'the resolve'), { routing_key: routingKey, event_action: 'resolve', dedup_key: regression.id })
+  t.same(await until(() => paged().find((b) => b.event_action === 'resolve'), DELIVERY_BOUND_MS, 'the resolve'), { routing_key: routingKey, event_action: 'resolve', dedup_key: regression.id })
   await finished(user, slack.id, 2)
   t.same((await deliveries(user, slack.id)).map((d: { event: string }) => d.event).sort(), ['alert.triggered', 'error_cluster.reopened'], 'Slack got only what it subscribed to')
 })
@@ -179,12 +183,12 @@ t.test('a failing receiver is retried with the same webhook-id, and the delivery
   receiver.script(path, [{ status: 500, body: 'upstream down' }, { status: 200, body: 'ok' }])
   const created = await channel({ kind: 'webhook', url: receiver.url(path) })
   const [delivery] = await app.notifications.publish(user.id, madeUpEvent())
-  const retrying = await until(async () => (await deliveries(user, created.id)).find((d: { status: string }) => d.status === 'retrying'), 15_000, 'a retrying delivery')
+  const retrying = await until(async () => (await deliveries(user, created.id)).find((d: { status: string }) => d.status === 'retrying'), DELIVERY_BOUND_MS, 'a retrying delivery')
   t.match(retrying, { id: delivery!.id, attempts: 1, lastStatusCode: 500, lastError: 'HTTP 500', lastResponse: 'upstream down', finishedAt: null })
   t.equal(Date.parse(retrying.nextAttemptAt) - Date.parse(retrying.lastAttemptAt), 15_000, 'the first retry is due 15 s later')
 
   const job = (await app.notifyQueue.getJob(delivery!.id))!
-  await until(async () => (await job.getState()) === 'delayed', 15_000, 'the job waiting for its retry')
+  await until(async () => (await job.getState()) === 'delayed', DELIVERY_BOUND_MS, 'the job waiting for its retry')
   await job.promote()
   const [done] = await finished(user, created.id, 1)
   t.match(done, { status: 'delivered', attempts: 2, lastStatusCode: 200, lastError: null, lastResponse: 'ok' })
@@ -265,7 +269,7 @@ t.test('a test delivery is one attempt, to each kind of channel', async (t) => {
   const routingKey = randomId('routing-')
   const pd = await channel({ kind: 'pagerduty', routingKey })
   await api(user, 'POST', `/v1/me/channels/${pd.id}/test`)
-  const paged = await until(() => bodies('/pagerduty/v2/enqueue').find((b) => b.routing_key === routingKey), 15_000, 'the PagerDuty test')
+  const paged = await until(() => bodies('/pagerduty/v2/enqueue').find((b) => b.routing_key === routingKey), DELIVERY_BOUND_MS, 'the PagerDuty test')
   t.match(paged, { event_action: 'trigger', payload: { severity: 'info', class: 'channel.test' } })
 
   const brokenPath = `/test-broken/${randomId()}`
