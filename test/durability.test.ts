@@ -3,14 +3,11 @@ import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import pg from 'pg'
 import { request } from 'undici'
-import { exited, freePort, startService, waitHealthy } from './helpers/service-process.ts'
+import { enterpriseUserOf, exited, freePort, startService, waitHealthy } from './helpers/service-process.ts'
 import { TEST_CLICKHOUSE_ENV, TEST_CLICKHOUSE_URL, TEST_DATABASE_URL, randomId } from './helpers/app.ts'
-import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { openClickHouse } from '../src/storage/clickhouse-client.ts'
 import { EventsRepository } from '../src/storage/events-repository.ts'
-import { withDefaultUser } from '../src/storage/postgres.ts'
 import { seedClickHouseStore } from './helpers/clickhouse-template.ts'
 
 const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-durability-'))
@@ -81,20 +78,7 @@ let child = start()
 await waitHealthy(child, base)
 
 // A user on the enterprise tier with a burst that load cannot reach, and a key, through the API.
-const subject = randomId('durable-')
-const token = await signLocalToken(await loadLocalSigningKey(dataDir), subject)
-const me = await request(`${base}/v1/me`, { headers: { authorization: `Bearer ${token}` } })
-const userId = ((await me.body.json()) as { id: string }).id
-const db = new pg.Client({ connectionString: withDefaultUser(TEST_DATABASE_URL) })
-await db.connect()
-await db.query('UPDATE users SET tier = \'enterprise\', burst_per_minute = 100000000 WHERE privy_id = $1', [subject])
-await db.end()
-const created = await request(`${base}/v1/me/keys`, {
-  method: 'POST',
-  headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-  body: JSON.stringify({ label: 'durability' }),
-})
-const { secret } = (await created.body.json()) as { secret: string }
+const { userId, secret } = await enterpriseUserOf(base, dataDir, 'durability')
 
 const allAccepted: string[] = []
 

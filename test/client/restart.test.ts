@@ -4,14 +4,11 @@ import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import pg from 'pg'
 import { request } from 'undici'
 import { AgentTelemetry, type TelemetryError } from 'agent-telemetry-client'
-import { exited, freePort, startService, waitHealthy } from '../helpers/service-process.ts'
+import { enterpriseUserOf, exited, freePort, startService, waitHealthy } from '../helpers/service-process.ts'
 import { TEST_CLICKHOUSE_ENV, TEST_CLICKHOUSE_URL, TEST_DATABASE_URL, randomId } from '../helpers/app.ts'
-import { loadLocalSigningKey, signLocalToken } from '../../src/auth/local-signing-key.ts'
 import { openClickHouse } from '../../src/storage/clickhouse-client.ts'
-import { withDefaultUser } from '../../src/storage/postgres.ts'
 
 // The service in a process of its own, SIGKILLed while the client streams events and started again:
 // the client holds its events through the outage and retries each batch under its Idempotency-Key,
@@ -36,20 +33,7 @@ const env = {
 let child: ChildProcess = startService(t, env)
 await waitHealthy(child, baseUrl)
 
-const subject = randomId('client-restart-')
-const token = await signLocalToken(await loadLocalSigningKey(dataDir), subject)
-const me = await request(`${baseUrl}/v1/me`, { headers: { authorization: `Bearer ${token}` } })
-const userId = ((await me.body.json()) as { id: string }).id
-const db = new pg.Client({ connectionString: withDefaultUser(TEST_DATABASE_URL) })
-await db.connect()
-await db.query('UPDATE users SET tier = \'enterprise\', burst_per_minute = 100000000 WHERE privy_id = $1', [subject])
-await db.end()
-const created = await request(`${baseUrl}/v1/me/keys`, {
-  method: 'POST',
-  headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-  body: JSON.stringify({ label: 'client-restart' }),
-})
-const { secret } = (await created.body.json()) as { secret: string }
+const { userId, secret } = await enterpriseUserOf(baseUrl, dataDir, 'client-restart')
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 

@@ -1,7 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
+import pg from 'pg'
 import { request } from 'undici'
+import { loadLocalSigningKey, signLocalToken } from '../../src/auth/local-signing-key.ts'
+import { withDefaultUser } from '../../src/storage/postgres.ts'
+import { TEST_DATABASE_URL, randomId } from './env.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -43,4 +47,26 @@ export async function waitHealthy (child: ChildProcess, base: string, ms = 90_00
 /** Resolves with the exit code and signal of a child process once it exits. */
 export function exited (child: ChildProcess): Promise<{ code: number | null; signal: string | null }> {
   return new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
+}
+
+/**
+ * A user of the service at `base` (signed in with a token of the local key in `dataDir`), on the
+ * enterprise tier with a burst that load cannot reach, and an API key of theirs, made through the API.
+ */
+export async function enterpriseUserOf (base: string, dataDir: string, label: string): Promise<{ userId: string; secret: string }> {
+  const subject = randomId(`${label}-`)
+  const token = await signLocalToken(await loadLocalSigningKey(dataDir), subject)
+  const me = await request(`${base}/v1/me`, { headers: { authorization: `Bearer ${token}` } })
+  const userId = ((await me.body.json()) as { id: string }).id
+  const db = new pg.Client({ connectionString: withDefaultUser(TEST_DATABASE_URL) })
+  await db.connect()
+  await db.query('UPDATE users SET tier = \'enterprise\', burst_per_minute = 100000000 WHERE privy_id = $1', [subject])
+  await db.end()
+  const created = await request(`${base}/v1/me/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ label }),
+  })
+  const { secret } = (await created.body.json()) as { secret: string }
+  return { userId, secret }
 }
