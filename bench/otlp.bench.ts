@@ -10,6 +10,7 @@
  */
 import autocannon from 'autocannon'
 import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir, cpus } from 'node:os'
 import { join } from 'node:path'
@@ -156,7 +157,11 @@ try {
   console.log('µs per event per step (wall time, waits included):'.padEnd(52) + runs.map((r) => `during ${r.name.slice(0, 3)}`.padStart(14)).join(''))
   for (const [step, cells] of stepRows) console.log(`    ${step.padEnd(48)}${cells.map((c) => c.padStart(14)).join('')}`)
 } finally {
-  service?.kill('SIGTERM')
-  await new Promise((resolve) => setTimeout(resolve, 1500))
+  // The data directory goes once the service has stopped writing to it.
+  if (service && service.exitCode === null && service.signalCode === null) {
+    const exit = once(service, 'exit')
+    service.kill('SIGTERM')
+    await exit
+  }
   rmSync(dataDir, { recursive: true, force: true })
 }

@@ -8,6 +8,7 @@
  */
 import autocannon from 'autocannon'
 import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir, cpus } from 'node:os'
 import { join } from 'node:path'
@@ -17,9 +18,9 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { waitForUp } from './bench-support.ts'
+import { benchArgs, freePort, serviceArgs, waitForUp } from './bench-support.ts'
 
-const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '8' }, pairs: { type: 'string', default: '2' } } })
+const { values } = parseArgs({ args: benchArgs(), options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '8' }, pairs: { type: 'string', default: '2' } } })
 const duration = Number(values.duration)
 const connections = Number(values.connections)
 const pairs = Number(values.pairs)
@@ -29,12 +30,6 @@ const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://localhost:5432
 const ITEMS = 500
 
 let service: ChildProcess | undefined
-
-/** The arguments `npm start` gives node (its script may begin with `exec node`). */
-function serviceArgs (): string[] {
-  const start = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }).scripts.start
-  return start.trim().split(/\s+/).filter((a, i) => !(i < 2 && (a === 'exec' || a === 'node')))
-}
 
 function cpuMicros (pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
@@ -50,7 +45,7 @@ const score = (i: number) => {
 }
 
 try {
-  const port = 4200 + Math.floor(Math.random() * 100)
+  const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   service = spawn(process.execPath, serviceArgs(), {
     cwd: root,
@@ -98,7 +93,11 @@ try {
   for (const row of rows) console.log(row)
   for (const ratio of ratios) console.log(ratio)
 } finally {
-  service?.kill('SIGTERM')
-  await new Promise((resolve) => setTimeout(resolve, 1500))
+  // The data directory goes once the service has stopped writing to it.
+  if (service && service.exitCode === null && service.signalCode === null) {
+    const exit = once(service, 'exit')
+    service.kill('SIGTERM')
+    await exit
+  }
   rmSync(dataDir, { recursive: true, force: true })
 }
