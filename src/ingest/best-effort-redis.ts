@@ -20,11 +20,12 @@ export class BestEffortRedis {
   private failing = false
   private skipUntil = 0
 
-  constructor (readonly redis: Redis, private readonly log: OutageLog) {}
+  /** `now` is the clock the pause after a failure is measured on (the tests' own clock, or the process's). */
+  constructor (readonly redis: Redis, private readonly log: OutageLog, private readonly now: () => number = Date.now) {}
 
   /** Runs `command`, or answers undefined when Redis is out of reach or the command failed. */
   async run<R> (command: (redis: Redis) => Promise<R>): Promise<R | undefined> {
-    if (this.redis.status !== 'ready' || Date.now() < this.skipUntil) {
+    if (this.redis.status !== 'ready' || this.now() < this.skipUntil) {
       this.failed(new Error(`Redis connection is ${this.redis.status}`))
       return undefined
     }
@@ -42,7 +43,8 @@ export class BestEffortRedis {
   }
 
   private failed (err: unknown): void {
-    if (Date.now() >= this.skipUntil) this.skipUntil = Date.now() + SKIP_AFTER_FAILURE_MS
+    const now = this.now()
+    if (now >= this.skipUntil) this.skipUntil = now + SKIP_AFTER_FAILURE_MS
     if (this.failing) return
     this.failing = true
     this.log.warn({ err }, 'Redis unreachable: re-sent spans and Idempotency-Key retries are stored again (at least once) until it is back')
