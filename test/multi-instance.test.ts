@@ -19,7 +19,7 @@ import { withDefaultUser } from '../src/storage/postgres.ts'
  * Three instances of the service, each with the api and worker roles and its own ingest log, on one
  * ClickHouse endpoint (the engine behind ClickHouse's HTTP interface), one Postgres database and one
  * Redis prefix: what a deployment behind a load balancer looks like. A key revoked on one instance
- * and refused by another is tested with two apps in one process (test/routes/shared-cache.test.ts),
+ * and refused by another is tested with two apps in one process (test/cache/caches-across-instances.test.ts),
  * which waits for the message on the bus rather than for a time.
  */
 

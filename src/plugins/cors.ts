@@ -19,7 +19,7 @@ const PUBLISHABLE_PATHS = new Set(['/v1/scores', '/v1/scores/batch'])
  * library resolves its options per request (an object spread, a callback, a Vary header merge), about
  * 9 µs a request, 5-6 % of the ingestion thread under load, for requests that, coming from agents and
  * not browsers, mostly carry no Origin at all. Here such a request costs one header.
- * What it answers (tested in test/plugins/cors.test.ts and test/routes/public.test.ts):
+ * What it answers (tested in test/plugins/cors.test.ts and test/routes/v1/registry.test.ts):
  * - every response carries `Vary: Origin` (the CORS headers depend on it, so caches must key on it);
  * - a request from an allowed origin gets `Access-Control-Allow-Origin: <origin>` and
  *   `Access-Control-Expose-Headers: Retry-After`;

@@ -7,7 +7,7 @@ import { FakeChannels, FakeClock, FakeQueue, LEVEL, channelOf, recordingLog } fr
 
 // The publisher against fakes of the channels, alerts and agents repositories and of the queue: which
 // deliveries a change becomes, what is queued, and what the listeners do when something fails. The
-// integration tests (test/routes/channels*.test.ts) run it for real.
+// integration tests (test/routes/v1/me/channels*.test.ts) run it for real.
 
 const DASHBOARD = 'https://dash.example.com'
 

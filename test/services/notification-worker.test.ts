@@ -6,7 +6,7 @@ import type { Channel } from '../../src/storage/channels-repository.ts'
 import { FakeChannels, FakeClock, FakeSender, LEVEL, channelOf, recordingLog } from './notification-fakes.ts'
 
 // The delivery worker against fakes of the channels repository and the sender: what each attempt
-// sends, records and answers. The integration tests (test/routes/channels*.test.ts) run it for real.
+// sends, records and answers. The integration tests (test/routes/v1/me/channels*.test.ts) run it for real.
 
 const PAGERDUTY = 'https://events.example.com/v2/enqueue'
 

@@ -1,7 +1,7 @@
 import t from 'tap'
-import { buildTestApp, newUser, randomId, sendBatch, sendEvent, shipped } from '../helpers/app.ts'
-import { agentRun, REASONING } from '../helpers/agent-run.ts'
-import { TRACE_SPANS_MAX } from '../../schemas/dashboard.ts'
+import { buildTestApp, newUser, randomId, sendBatch, sendEvent, shipped } from '../../../helpers/app.ts'
+import { agentRun, REASONING } from '../../../helpers/agent-run.ts'
+import { TRACE_SPANS_MAX } from '../../../../schemas/dashboard.ts'
 
 const app = await buildTestApp(t)
 

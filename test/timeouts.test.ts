@@ -1,10 +1,10 @@
 import t from 'tap'
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net'
 import { once } from 'node:events'
-import { buildApp } from '../../src/app.ts'
-import { createPool, withDefaultUser } from '../../src/storage/postgres.ts'
-import { loadLocalSigningKey, signLocalToken } from '../../src/auth/local-signing-key.ts'
-import { newUser, randomId, testConfig, TEST_DATA_DIR, TEST_DATABASE_URL } from '../helpers/app.ts'
+import { buildApp } from '../src/app.ts'
+import { createPool, withDefaultUser } from '../src/storage/postgres.ts'
+import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
+import { newUser, randomId, testConfig, TEST_DATA_DIR, TEST_DATABASE_URL } from './helpers/app.ts'
 
 /**
  * A TCP proxy to a real server that can stall: while stalled it accepts connections and holds every

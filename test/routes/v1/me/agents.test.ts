@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap'
-import { buildTestApp, newUser, randomId, sendEvent, shipped } from '../helpers/app.ts'
+import { buildTestApp, newUser, randomId, sendEvent, shipped } from '../../../helpers/app.ts'
 
 const app = await buildTestApp(t)
 

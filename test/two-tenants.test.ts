@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { buildTestApp, newUser, randomId, shipped } from '../helpers/app.ts'
+import { buildTestApp, newUser, randomId, shipped } from './helpers/app.ts'
 
 // One tenant's poisoned events never hurt another tenant's stream: while user A sends events built to
 // break the stores (lone surrogates, overflowing and unsafe numbers, deep nesting, NUL, out-of-range

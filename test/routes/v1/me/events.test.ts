@@ -1,6 +1,6 @@
 import t from 'tap'
-import { buildTestApp, newUser, randomId, sendEvent, type TestUser } from '../helpers/app.ts'
-import { costOf } from '../../src/domain/pricing.ts'
+import { buildTestApp, newUser, randomId, sendEvent, type TestUser } from '../../../helpers/app.ts'
+import { costOf } from '../../../../src/domain/pricing.ts'
 
 const app = await buildTestApp(t)
 const get = (user: TestUser, url: string) => app.inject({ method: 'GET', url, headers: user.auth })

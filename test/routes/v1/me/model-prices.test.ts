@@ -1,9 +1,9 @@
 import t from 'tap'
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
-import { buildTestApp, newUser, randomId, sendBatch, sendEvent, shipped, type TestUser } from '../helpers/app.ts'
-import { costOf } from '../../src/domain/pricing.ts'
-import { MAX_MODEL_PRICES } from '../../schemas/model-price.ts'
+import { buildTestApp, newUser, randomId, sendBatch, sendEvent, shipped, type TestUser } from '../../../helpers/app.ts'
+import { costOf } from '../../../../src/domain/pricing.ts'
+import { MAX_MODEL_PRICES } from '../../../../schemas/model-price.ts'
 
 // Two instances sharing one Redis (same prefix) and one Postgres, as behind a load balancer.
 const prefix = `test:${randomId()}:`

@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { encodeCursor, pageStart } from '../../src/domain/cursor.ts'
-import { buildTestApp, newUser, sendEvent, shipped, type TestUser } from '../helpers/app.ts'
+import { encodeCursor, pageStart } from '../../../../src/domain/cursor.ts'
+import { buildTestApp, newUser, sendEvent, shipped, type TestUser } from '../../../helpers/app.ts'
 
 const DAY = 86_400_000
 

@@ -1,7 +1,7 @@
 import t from 'tap'
-import { buildTestApp, newUser, randomId, type TestUser } from '../helpers/app.ts'
-import { startReceiver, until } from '../helpers/receiver.ts'
-import { alertEvent } from '../../src/domain/notifications.ts'
+import { buildTestApp, newUser, randomId, type TestUser } from '../../../helpers/app.ts'
+import { startReceiver, until } from '../../../helpers/receiver.ts'
+import { alertEvent } from '../../../../src/domain/notifications.ts'
 
 // Without NOTIFY_ALLOW_PRIVATE_NETWORKS, destinations that resolve to non-public addresses are refused:
 // at creation, and at delivery on the address the connection would use. The receiver is a real
@@ -83,7 +83,7 @@ t.test('a delivery (not a test) to a refused destination fails at once with the 
 })
 
 t.test('a destination name that does not resolve in time is not waited on (nor refused: delivery checks again)', async (t) => {
-  const { addressesOf } = await import('../../src/services/notification-sender.ts')
+  const { addressesOf } = await import('../../../../src/services/notification-sender.ts')
   // A resolver that never answers (as a name server that drops queries): the check still ends.
   const silent = () => {}
   t.same(await addressesOf('hangs.example', 50, silent), [])

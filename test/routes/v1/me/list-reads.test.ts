@@ -1,6 +1,6 @@
 import t from 'tap'
-import { buildTestApp, newUser, randomId, sendEvent, type TestUser } from '../helpers/app.ts'
-import { costOf } from '../../src/domain/pricing.ts'
+import { buildTestApp, newUser, randomId, sendEvent, type TestUser } from '../../../helpers/app.ts'
+import { costOf } from '../../../../src/domain/pricing.ts'
 
 // The dashboard lists read rollups (clickhouse/012) where they answer and events only at their
 // edges: a window's first partial hour, a group older than the list's window or received after the

@@ -2,12 +2,12 @@ import t from 'tap'
 import { Writable } from 'node:stream'
 import { Webhook } from 'standardwebhooks'
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../src/app.ts'
-import { alertEvent } from '../../src/domain/notifications.ts'
-import { keyId, newKeyText } from '../../src/domain/secret-box.ts'
-import { newSigningSecret } from '../../src/domain/standard-webhooks.ts'
-import { buildTestApp, newUser, randomId, testConfig, TEST_SECRETS_KEY, type TestUser } from '../helpers/app.ts'
-import { startReceiver, until } from '../helpers/receiver.ts'
+import { buildApp } from '../../../../src/app.ts'
+import { alertEvent } from '../../../../src/domain/notifications.ts'
+import { keyId, newKeyText } from '../../../../src/domain/secret-box.ts'
+import { newSigningSecret } from '../../../../src/domain/standard-webhooks.ts'
+import { buildTestApp, newUser, randomId, testConfig, TEST_SECRETS_KEY, type TestUser } from '../../../helpers/app.ts'
+import { startReceiver, until } from '../../../helpers/receiver.ts'
 
 // Credentials of notification channels are encrypted in Postgres (docs/operations.md#secrets-at-rest).
 // Receivers listen on the loopback, so the instances here allow private networks.

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { createServer, type Server } from 'node:http'
-import { buildTestApp, newUser, randomId, sendEvent, shipped } from '../helpers/app.ts'
+import { buildTestApp, newUser, randomId, sendEvent, shipped } from '../../helpers/app.ts'
 
 // A local x402 upstream whose behaviour each test sets: never the internet.
 let mode: 'ok' | 'slow' | 'fail' | 'malformed' = 'ok'

@@ -1,11 +1,11 @@
 import t from 'tap'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import meHooks from '../../src/routes/v1/me/autohooks.ts'
-import errors from '../../src/plugins/error-handler.ts'
-import { unauthorized } from '../../src/http-error.ts'
-import type { DashboardReader } from '../../src/services/dashboard-service.ts'
-import type { User } from '../../src/storage/users-repository.ts'
+import meHooks from '../../../../src/routes/v1/me/autohooks.ts'
+import errors from '../../../../src/plugins/error-handler.ts'
+import { unauthorized } from '../../../../src/http-error.ts'
+import type { DashboardReader } from '../../../../src/services/dashboard-service.ts'
+import type { User } from '../../../../src/storage/users-repository.ts'
 
 /**
  * The /v1/me folder's hooks over fakes of what they call (the user's authentication, the rate

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { buildTestApp, newUser, randomId, sendEvent } from '../helpers/app.ts'
-import { hashSecret } from '../../src/storage/keys-repository.ts'
+import { buildTestApp, newUser, randomId, sendEvent } from '../../../helpers/app.ts'
+import { hashSecret } from '../../../../src/storage/keys-repository.ts'
 
 const prefix = `test:${randomId()}:`
 const app = await buildTestApp(t, { REDIS_PREFIX: prefix })

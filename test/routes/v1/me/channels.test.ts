@@ -1,10 +1,10 @@
 import t from 'tap'
 import { Webhook } from 'standardwebhooks'
-import { alertEvent, eventKey } from '../../src/domain/notifications.ts'
-import { newMessageId } from '../../src/domain/ids.ts'
-import { SWEEP_GRACE_MS } from '../../src/jobs/notify.queue.ts'
-import { buildTestApp, newUser, randomId, shipped, type TestUser } from '../helpers/app.ts'
-import { startReceiver, until } from '../helpers/receiver.ts'
+import { alertEvent, eventKey } from '../../../../src/domain/notifications.ts'
+import { newMessageId } from '../../../../src/domain/ids.ts'
+import { SWEEP_GRACE_MS } from '../../../../src/jobs/notify.queue.ts'
+import { buildTestApp, newUser, randomId, shipped, type TestUser } from '../../../helpers/app.ts'
+import { startReceiver, until } from '../../../helpers/receiver.ts'
 
 // How long a delivery may take to arrive: a bound, not a speed (a busy machine delays BullMQ jobs by
 // seconds); each wait ends as soon as its delivery is there.

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { createServer, type Server } from 'node:http'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
-import { buildTestApp, newUser, randomId } from '../helpers/app.ts'
+import { buildTestApp, newUser, randomId } from '../../../helpers/app.ts'
 
 const local = await buildTestApp(t)
 
