@@ -1,6 +1,6 @@
 import { lookup, type LookupAddress, type LookupAllOptions } from 'node:dns'
 import { isIP, type LookupFunction } from 'node:net'
-import { Agent, request } from 'undici'
+import type { Agent } from 'undici'
 import { parseDestination } from '../domain/notifications.ts'
 import { addressKind, isPublicAddress } from '../domain/public-address.ts'
 
@@ -105,14 +105,21 @@ export async function destinationProblem (url: URL, allowPrivateNetworks: boolea
  * addresses, checked on the address each connection actually uses.
  */
 export class NotificationSender {
-  private readonly agent: Agent
+  // undici is loaded with the first delivery: most processes (and every test app) never send one.
+  private client?: Promise<{ agent: Agent, request: typeof import('undici').request }>
 
-  constructor (private readonly opts: SenderOptions) {
-    this.agent = new Agent({
-      connect: { timeout: ATTEMPT_TIMEOUT_MS, ...(opts.allowPrivateNetworks ? {} : { lookup: publicOnlyLookup as LookupFunction }) },
-      headersTimeout: ATTEMPT_TIMEOUT_MS,
-      bodyTimeout: ATTEMPT_TIMEOUT_MS,
-    })
+  constructor (private readonly opts: SenderOptions) {}
+
+  private http (): Promise<{ agent: Agent, request: typeof import('undici').request }> {
+    this.client ??= import('undici').then(({ Agent, request }) => ({
+      agent: new Agent({
+        connect: { timeout: ATTEMPT_TIMEOUT_MS, ...(this.opts.allowPrivateNetworks ? {} : { lookup: publicOnlyLookup as LookupFunction }) },
+        headersTimeout: ATTEMPT_TIMEOUT_MS,
+        bodyTimeout: ATTEMPT_TIMEOUT_MS,
+      }),
+      request,
+    }))
+    return this.client
   }
 
   async send (req: OutgoingRequest): Promise<AttemptResult> {
@@ -126,9 +133,10 @@ export class NotificationSender {
       return { ok: false, statusCode: null, error: refusal(host, host).message, response: null, permanent: true }
     }
     try {
+      const { agent, request } = await this.http()
       const res = await request(url, {
         method: 'POST',
-        dispatcher: this.agent,
+        dispatcher: agent,
         headers: { 'content-type': 'application/json', 'user-agent': 'agent-telemetry-notifications', ...req.headers },
         body: req.body,
         signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
@@ -142,7 +150,7 @@ export class NotificationSender {
   }
 
   async close (): Promise<void> {
-    await this.agent.close()
+    if (this.client) await (await this.client).agent.close()
   }
 }
 

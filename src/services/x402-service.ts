@@ -1,7 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { SingleFlight } from '../cache/single-flight.ts'
 import { HttpError } from '../http-error.ts'
-import { request } from 'undici'
 import type { ResponseCache } from '../cache/response-cache.ts'
 
 /** What an upstream must answer: third-party payment data for one chain. */
@@ -76,6 +75,8 @@ export class X402Service {
     if (cached && now - cached.fetchedAt < this.opts.freshSeconds * 1000) return this.present('fresh', cached.fetchedAt, cached.data, now)
     let reason: string
     try {
+      // Loaded on the first upstream call: a process that never serves /v1/x402 never loads it.
+      const { request } = await import('undici')
       const res = await request(this.upstreams[chain]!, {
         headersTimeout: this.opts.timeoutMs,
         bodyTimeout: this.opts.timeoutMs,
