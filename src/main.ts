@@ -1,4 +1,3 @@
-import { buildApp } from './app.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
 import { prettyStream } from './log-format.ts'
 import { checkDataDirFree, describeStartupFailure } from './startup-failure.ts'
@@ -6,6 +5,9 @@ import { checkDataDirFree, describeStartupFailure } from './startup-failure.ts'
 /** Starts the service: reads settings, builds the app, listens, and closes with grace on a signal. */
 async function main (config: Config): Promise<void> {
   if (!config.clickhouseUrl) checkDataDirFree(config.dataDir)
+  // The app's modules are loaded once the settings are known to be good and the data directory free:
+  // a start refused for either answers at once, without loading them.
+  const { buildApp } = await import('./app.ts')
   const app = await buildApp(config, config.logFormat === 'pretty' ? { logger: { level: config.logLevel, stream: prettyStream() } } : {})
   const roles = Object.entries(config.roles).filter(([, on]) => on).map(([role]) => role)
   app.log.info({
