@@ -199,7 +199,11 @@ const settingsSchema = {
       },
       replayBatches: {
         env: 'LIVE_REPLAY_BATCHES', type: 'integer', minimum: 1, maximum: 100000, default: 100,
-        description: 'accepted requests of a watched user kept in Redis for `Last-Event-ID` resumption (the newest)',
+        description: 'batches of a watched user\'s accepted requests (one per publishing window) kept in Redis for `Last-Event-ID` resumption (the newest)',
+      },
+      publishWindowMs: {
+        env: 'LIVE_PUBLISH_WINDOW_MS', type: 'integer', minimum: 0, maximum: 1000, default: 5,
+        description: 'a watched user\'s accepted requests gathered this long go to the live tails in one Redis call (0: those of one event-loop turn); adds up to this much to delivery, saves the instance CPU under load',
       },
       replaySeconds: {
         env: 'LIVE_REPLAY_SECONDS', type: 'integer', minimum: 1, maximum: 3600, default: 60,

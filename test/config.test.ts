@@ -76,6 +76,7 @@ const EVERY_SETTING = {
   LIVE_MAX_STREAMS_PER_USER: '11',
   LIVE_REPLAY_BATCHES: '101',
   LIVE_REPLAY_SECONDS: '61',
+  LIVE_PUBLISH_WINDOW_MS: '6',
 }
 
 t.test('defaults: every setting unset', async (t) => {
@@ -121,7 +122,7 @@ t.test('defaults: every setting unset', async (t) => {
     anomalyEveryMs: 60000,
     activityFlushMs: 1000,
     notify: { dashboardUrl: 'http://127.0.0.1:3000', pagerdutyEventsUrl: 'https://events.pagerduty.com/v2/enqueue', allowPrivateNetworks: false },
-    live: { heartbeatMs: 15000, bufferBytes: 262144, maxStreams: 1000, maxStreamsPerUser: 10, replayBatches: 100, replaySeconds: 60 },
+    live: { heartbeatMs: 15000, bufferBytes: 262144, maxStreams: 1000, maxStreamsPerUser: 10, replayBatches: 100, publishWindowMs: 5, replaySeconds: 60 },
     secrets: { previousKeys: [] },
     namesSyncEveryMs: 60000,
     retention: { events: 90, rollups: 0, alerts: 90, waitlist: 730 },
@@ -177,7 +178,7 @@ t.test('every setting lands in its place', async (t) => {
     anomalyEveryMs: 60001,
     activityFlushMs: 1003,
     notify: { dashboardUrl: 'https://dash.example', pagerdutyEventsUrl: 'https://pd.example/v2/enqueue', allowPrivateNetworks: true },
-    live: { heartbeatMs: 15001, bufferBytes: 262145, maxStreams: 1001, maxStreamsPerUser: 11, replayBatches: 101, replaySeconds: 61 },
+    live: { heartbeatMs: 15001, bufferBytes: 262145, maxStreams: 1001, maxStreamsPerUser: 11, replayBatches: 101, publishWindowMs: 6, replaySeconds: 61 },
     secrets: { key: 'ZGV2ZWxvcG1lbnQtb25seS1kby1ub3QtdXNlLWtleSE=', previousKeys: ['YWdlbnQtdGVsZW1ldHJ5LXRlc3RzLW9ubHkta2V5ISE=', 'ZGV2ZWxvcG1lbnQtb25seS1kby1ub3QtdXNlLWtleSE='] },
     metricsToken: 'a-metrics-token-of-32-characters',
     namesSyncEveryMs: 60002,

@@ -18,6 +18,12 @@ export interface LiveHubOptions {
   replayMs: number
   /** How long an opening stream waits for every instance to know its user is watched (ms). */
   handshakeMs: number
+  /**
+   * How long a watched user's acknowledged requests are gathered before they go out in one call
+   * (ms); 0: those of one turn of the event loop. Each call costs the instance about as much as tens
+   * of events' own ingestion, so under load a window of a few ms is most of what a stream costs.
+   */
+  publishWindowMs?: number
 }
 
 /**
@@ -68,8 +74,9 @@ export class LiveHub {
   /** Subscriptions under way, so that a second stream of a user waits for the first's. */
   private readonly subscribing = new Map<string, Promise<unknown>>()
   private readonly handshakes = new Map<string, { acks: number; expected: number; done: () => void }>()
-  /** Requests' rows waiting for the end of this turn, per user. */
+  /** Requests' rows waiting for the end of this turn or publishing window, per user. */
   private readonly outgoing = new Map<string, Buffer[]>()
+  private flushTimer: NodeJS.Timeout | undefined
   private readonly renewal: NodeJS.Timeout
   private closed = false
 
@@ -104,6 +111,8 @@ export class LiveHub {
   close (): void {
     this.closed = true
     clearInterval(this.renewal)
+    // What the window still holds goes out now: the streams are ended after this.
+    this.flush()
     for (const h of this.handshakes.values()) h.done()
   }
 
@@ -118,8 +127,8 @@ export class LiveHub {
 
   /**
    * Called once per accepted request after its rows are in the log: publishes them if the user is
-   * watched, at the end of the current turn with the user's other requests acknowledged in it. Never
-   * waits and never throws.
+   * watched, at the end of the current turn (or of the publishing window) with the user's other
+   * requests acknowledged in it. Never waits and never throws.
    */
   acknowledged (userId: string, rows: RowBytes): void {
     if (rows.rows === 0 || !this.isWatched(userId)) return
@@ -131,10 +140,19 @@ export class LiveHub {
       return
     }
     this.outgoing.set(userId, [rows.bytes])
-    if (this.outgoing.size === 1) queueMicrotask(() => this.flush())
+    if (this.outgoing.size > 1) return
+    const windowMs = this.opts.publishWindowMs ?? 0
+    if (windowMs === 0) {
+      queueMicrotask(() => this.flush())
+    } else {
+      this.flushTimer = setTimeout(() => this.flush(), windowMs)
+      this.flushTimer.unref()
+    }
   }
 
   private flush (): void {
+    clearTimeout(this.flushTimer)
+    this.flushTimer = undefined
     for (const [userId, parts] of this.outgoing) {
       const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts.flatMap((p, i) => (i === 0 ? [p] : [NEWLINE, p])))
       this.publisher.liveAppend(this.streamKey(userId), this.channel(userId), bytes, this.opts.replayBatches, this.opts.replayMs)

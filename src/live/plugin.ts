@@ -26,7 +26,7 @@ export default fp(async function live (app, opts: { redisUrl: string; live: Conf
   await subscriber.connect()
   connected = true
   const replayMs = opts.live.replaySeconds * 1000
-  const hub = new LiveHub(app.redis, subscriber, app.redisPrefix, { replayBatches: opts.live.replayBatches, replayMs, handshakeMs: HANDSHAKE_MS }, app.log)
+  const hub = new LiveHub(app.redis, subscriber, app.redisPrefix, { replayBatches: opts.live.replayBatches, replayMs, handshakeMs: HANDSHAKE_MS, publishWindowMs: opts.live.publishWindowMs }, app.log)
   await hub.start()
   app.ingestion.onAcknowledged((userId, rows) => hub.acknowledged(userId, rows))
   const tail = new LiveTail(hub, { ...opts.live, retryMs: 2000 }, app.log)

@@ -1,0 +1,69 @@
+import t, { type Test } from 'tap'
+import { Redis } from 'ioredis'
+import { LiveHub, type LiveBatch } from '../../src/live/live-hub.ts'
+import { rowBytes } from '../../src/ingest/log/entry-codec.ts'
+import { randomId } from '../helpers/env.ts'
+
+const REDIS_URL = 'redis://127.0.0.1:6379'
+const silent = { warn () {}, error () {}, info () {}, debug () {} } as never
+
+/** A hub on its own connections, with a stream of `user` listening; its batches land in `batches`. */
+async function watchedHub (t: Test, user: string, publishWindowMs: number) {
+  const publisher = new Redis(REDIS_URL)
+  const subscriber = new Redis(REDIS_URL)
+  const hub = new LiveHub(publisher, subscriber, `test:${randomId()}:`, { replayBatches: 100, replayMs: 60_000, handshakeMs: 1000, publishWindowMs }, silent)
+  t.teardown(() => {
+    hub.close()
+    publisher.disconnect()
+    subscriber.disconnect()
+  })
+  await hub.start()
+  const batches: LiveBatch[] = []
+  await hub.listen(user, (batch) => batches.push(batch))
+  t.ok(hub.isWatched(user), 'the stream made its user watched')
+  return { hub, batches }
+}
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
+
+async function until (check: () => boolean, what: string): Promise<void> {
+  for (const deadline = Date.now() + 10_000; !check();) {
+    if (Date.now() > deadline) throw new Error(`waited 10 s for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+}
+
+t.test('a publishing window sends the requests of several turns in one batch, in order', async (t) => {
+  const user = randomId('u-')
+  const { hub, batches } = await watchedHub(t, user, 200)
+  hub.acknowledged(user, rowBytes(['a1', 'a2']))
+  await nextTurn()
+  hub.acknowledged(user, rowBytes(['b1']))
+  await nextTurn()
+  hub.acknowledged(user, rowBytes(['c1']))
+  await until(() => batches.length > 0, 'the window to close')
+  // Settle: nothing else may follow.
+  await new Promise((resolve) => setTimeout(resolve, 250))
+  t.equal(batches.length, 1, 'one call for the window')
+  t.same(batches[0]!.lines, ['a1', 'a2', 'b1', 'c1'])
+})
+
+t.test('with no window, each turn goes out on its own', async (t) => {
+  const user = randomId('u-')
+  const { hub, batches } = await watchedHub(t, user, 0)
+  hub.acknowledged(user, rowBytes(['a1']))
+  hub.acknowledged(user, rowBytes(['a2']))
+  await nextTurn()
+  hub.acknowledged(user, rowBytes(['b1']))
+  await until(() => batches.length >= 2, 'two batches')
+  t.same(batches.map((b) => b.lines), [['a1', 'a2'], ['b1']], 'the requests of one turn together, the next turn apart')
+})
+
+t.test('closing the hub sends what its window still holds', async (t) => {
+  const user = randomId('u-')
+  const { hub, batches } = await watchedHub(t, user, 1000)
+  hub.acknowledged(user, rowBytes(['late']))
+  hub.close()
+  await until(() => batches.length > 0, 'the held batch')
+  t.same(batches[0]!.lines, ['late'])
+})
