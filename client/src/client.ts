@@ -143,6 +143,9 @@ interface KindCounters { sent: number; limited: number; dropped: Record<DropReas
 interface Channel { kind: Kind; url: string; field: 'events' | 'scores'; queue: ItemQueue; inFlight: Item[]; counters: KindCounters }
 const noDrops = (): Record<DropReason, number> => Object.fromEntries(DROP_REASONS.map((r) => [r, 0])) as Record<DropReason, number>
 
+/** A score given to `span.score()`: its target is the span (its trace and span ids). */
+export type SpanScore = Omit<TelemetryScore, 'traceId' | 'spanId' | 'sessionId' | 'eventId'>
+
 /** Fields a span's event carries, besides those the span sets itself. */
 export type SpanFields = Omit<TelemetryEvent, 'timestamp' | 'durationMs'>
 
@@ -599,6 +602,14 @@ export class Span implements SpanContext {
   /** Tracks an event inside this span (its trace, this span as the parent). */
   track (event: TelemetryEvent): boolean {
     return this.client.track({ ...event, metadata: { traceId: this.traceId, parentSpanId: this.spanId, spanId: newSpanId(), ...event.metadata } })
+  }
+
+  /**
+   * Queues a score of this span: `traceId` and `spanId` are the span's, the rest is `score()`'s
+   * (checked, filled in and sent the same way). Returns whether the score was queued.
+   */
+  score (score: SpanScore): boolean {
+    return this.client.score({ ...score, traceId: this.traceId, spanId: this.spanId })
   }
 
   /** Runs `fn` as a child span of this one. */
