@@ -1,5 +1,5 @@
 // The client's cost and throughput. Needs `npm run build` first.
-//   node --expose-gc --import tsx bench/client.bench.ts [--runs track,fleet] [--events 100000]
+//   node --expose-gc --import tsx bench/client.bench.ts [--runs track,fleet (default track)] [--events 100000]
 //     [--duration 10] [--rounds 2] [--procs 4] [--agents 4] [--flush-at N] [--max-in-flight N]
 // track: CPU per track() (against JSON.stringify of the same event, the least any hand-written loop
 // pays, measured in the same run), the longest stall of the event loop while it sends, and its
@@ -140,6 +140,45 @@ async function trackCost (): Promise<void> {
     console.log('\n# the defaults (flushAt 100, flushIntervalMs 1000) at steady rates, 3 s each')
     console.log('  tracked  requests/s  events/request  wait p50  wait p99  wait max (ms, track() to arrival)')
     for (const row of rates) console.log(row)
+  }
+
+  // One busy client against a service 50 ms away (an upstream in a worker thread that answers after
+  // 50 ms, as a remote service's round trip): events/s by maxInFlight, in the same run.
+  {
+    const RTT_MS = 50
+    const worker = new Worker(`
+      const { createServer } = require('node:http')
+      const { parentPort } = require('node:worker_threads')
+      const server = createServer((req, res) => {
+        let body = ''
+        req.setEncoding('utf8')
+        req.on('data', (c) => { body += c })
+        req.on('end', () => {
+          const count = JSON.parse(body).events.length
+          setTimeout(() => res.writeHead(207, { 'content-type': 'application/json' }).end(JSON.stringify({ results: Array.from({ length: count }, (_, i) => ({ status: 202, eventId: 'evt_' + i })) })), ${RTT_MS})
+        })
+      })
+      server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port))
+    `, { eval: true })
+    const port = await new Promise<number>((resolve) => worker.once('message', resolve))
+    const n = Math.min(N, 50_000)
+    const rows: string[] = []
+    const rates = new Map<number, number[]>()
+    for (let round = 0; round < 3; round++) {
+      for (const maxInFlight of [1, 2, 4, 8]) {
+        const client = new AgentTelemetry({ apiKey: 'vk_bench', baseUrl: `http://127.0.0.1:${port}`, agentId: 'bench', maxInFlight, maxQueue: n + 1, maxQueueBytes: 2 ** 31, onError: () => {} })
+        const start = performance.now()
+        for (let i = 0; i < n; i++) client.track(small(i))
+        await client.flush()
+        rates.set(maxInFlight, [...(rates.get(maxInFlight) ?? []), client.stats().sent / (performance.now() - start) * 1000])
+      }
+    }
+    await worker.terminate()
+    const base = median(rates.get(1)!)
+    for (const [maxInFlight, xs] of rates) rows.push(`${String(maxInFlight).padStart(11)}  ${median(xs).toFixed(0).padStart(8)}  ${(median(xs) / base).toFixed(2).padStart(5)}×`)
+    console.log(`\n# one client, ${n} events tracked at once then flush(), to an upstream answering after ${RTT_MS} ms (median of 3 rounds, alternated)`)
+    console.log('maxInFlight  events/s  ratio')
+    for (const row of rows) console.log(row)
   }
 
   // Memory under a stalled service: the queue is bounded, so the heap stops growing at maxQueue.
@@ -421,7 +460,7 @@ const child = process.argv.indexOf('--fleet-child')
 if (child !== -1) {
   await fleetChild(JSON.parse(process.argv[child + 1]!) as FleetChildConfig)
 } else {
-  const runs = new Set(textArg('runs', 'track,fleet').split(','))
+  const runs = new Set(textArg('runs', 'track').split(','))
   if (runs.has('track')) await trackCost()
   if (runs.has('fleet')) await fleetRun()
 }
