@@ -113,7 +113,7 @@ export interface AgentTelemetryOptions {
 export interface TelemetryStats {
   /** events accepted by `track()` and not yet sent, dropped or in a request */
   queued: number
-  /** events in the request under way */
+  /** events in the requests under way */
   inFlight: number
   /** events the service acknowledged (202 in the 207) */
   sent: number
@@ -130,7 +130,7 @@ export interface TelemetryStats {
   scores: ScoreStats
 }
 
-/** Counters of scores: queued, in the request under way, acknowledged, rate-limited and queued again, dropped by reason. */
+/** Counters of scores: queued, in the requests under way, acknowledged, rate-limited and queued again, dropped by reason. */
 export interface ScoreStats {
   queued: number
   inFlight: number
@@ -168,8 +168,9 @@ const now = (): number => (globalThis.performance?.now ? globalThis.performance.
 
 /**
  * The client: `track()` checks, scrubs and queues an event synchronously and never throws; batches
- * go to POST /v1/events/batch by size (`flushAt`) and time (`flushIntervalMs`), one request at a time,
- * each with an Idempotency-Key kept across its retries, so a retried batch is stored once.
+ * go to POST /v1/events/batch by size (`flushAt`) and time (`flushIntervalMs`), one request at a time
+ * (up to `maxInFlight`), each with an Idempotency-Key kept across its retries, so a retried batch is
+ * stored once.
  */
 export class AgentTelemetry {
   private readonly o: Required<Omit<AgentTelemetryOptions, 'agentId' | 'onError'>> & Pick<AgentTelemetryOptions, 'agentId' | 'onError'>
