@@ -93,6 +93,8 @@ export interface AgentTelemetryOptions {
   maxQueueBytes?: number
   /** Bytes of JSON in one request (default 4 MiB, under the service's 5 MiB batch limit). */
   maxBatchBytes?: number
+  /** Requests under way at once (default 1: events arrive in order; 1 to 16). More take a busy client's batches to the service side by side. */
+  maxInFlight?: number
   /** Retries of one batch before its events are dropped (default 10). */
   maxRetries?: number
   /** First retry delay in ms, doubled each retry, with jitter (default 500). */
@@ -111,7 +113,7 @@ export interface AgentTelemetryOptions {
 export interface TelemetryStats {
   /** events accepted by `track()` and not yet sent, dropped or in a request */
   queued: number
-  /** events in the request under way */
+  /** events in the requests under way */
   inFlight: number
   /** events the service acknowledged (202 in the 207) */
   sent: number
@@ -128,7 +130,7 @@ export interface TelemetryStats {
   scores: ScoreStats
 }
 
-/** Counters of scores: queued, in the request under way, acknowledged, rate-limited and queued again, dropped by reason. */
+/** Counters of scores: queued, in the requests under way, acknowledged, rate-limited and queued again, dropped by reason. */
 export interface ScoreStats {
   queued: number
   inFlight: number
@@ -140,13 +142,18 @@ export interface ScoreStats {
 type Kind = 'event' | 'score'
 interface KindCounters { sent: number; limited: number; dropped: Record<DropReason, number> }
 /** Events and scores each have a queue, a batch in flight and a batch endpoint; the delivery is shared. */
-interface Channel { kind: Kind; url: string; field: 'events' | 'scores'; queue: ItemQueue; inFlight: Item[]; counters: KindCounters }
+interface Channel { kind: Kind; url: string; field: 'events' | 'scores'; queue: ItemQueue; inFlight: Set<Item[]>; counters: KindCounters }
+const inFlightCount = (ch: Channel): number => { let n = 0; for (const batch of ch.inFlight) n += batch.length; return n }
 const noDrops = (): Record<DropReason, number> => Object.fromEntries(DROP_REASONS.map((r) => [r, 0])) as Record<DropReason, number>
+
+/** A score given to `span.score()`: its target is the span (its trace and span ids). */
+export type SpanScore = Omit<TelemetryScore, 'traceId' | 'spanId' | 'sessionId' | 'eventId'>
 
 /** Fields a span's event carries, besides those the span sets itself. */
 export type SpanFields = Omit<TelemetryEvent, 'timestamp' | 'durationMs'>
 
 const MAX_BATCH_EVENTS = 500
+const MAX_IN_FLIGHT = 16
 const STRICTNESS: Record<PrivacyLevel, number> = { minimal: 0, standard: 1, full: 2 }
 
 type Timer = ReturnType<typeof setTimeout>
@@ -161,8 +168,9 @@ const now = (): number => (globalThis.performance?.now ? globalThis.performance.
 
 /**
  * The client: `track()` checks, scrubs and queues an event synchronously and never throws; batches
- * go to POST /v1/events/batch by size (`flushAt`) and time (`flushIntervalMs`), one request at a time,
- * each with an Idempotency-Key kept across its retries, so a retried batch is stored once.
+ * go to POST /v1/events/batch by size (`flushAt`) and time (`flushIntervalMs`), one request at a time
+ * (up to `maxInFlight`), each with an Idempotency-Key kept across its retries, so a retried batch is
+ * stored once.
  */
 export class AgentTelemetry {
   private readonly o: Required<Omit<AgentTelemetryOptions, 'agentId' | 'onError'>> & Pick<AgentTelemetryOptions, 'agentId' | 'onError'>
@@ -174,10 +182,10 @@ export class AgentTelemetry {
   private closed = false
   private abandoned = false
   private readonly stop = new AbortController()
-  private sending = false
+  /** sending loops running: at most maxInFlight, each with one request under way at a time */
+  private senders = 0
   private intervalTimer: Timer | undefined
-  private sleepTimer: Timer | undefined
-  private wakeSleep: (() => void) | undefined
+  private readonly sleepers = new Set<{ timer: Timer | undefined; wake: () => void }>()
   private pausedUntil = 0
   private limitedRounds = 0
   private waiters: { seq: number; resolve: () => void }[] = []
@@ -201,6 +209,7 @@ export class AgentTelemetry {
       maxQueue: Math.max(1, options.maxQueue ?? 10_000),
       maxQueueBytes: Math.max(1024, options.maxQueueBytes ?? 16 * 1024 * 1024),
       maxBatchBytes: clamp(options.maxBatchBytes ?? 4 * 1024 * 1024, 1024, 5 * 1024 * 1024 - 1024),
+      maxInFlight: clamp(options.maxInFlight ?? 1, 1, MAX_IN_FLIGHT),
       maxRetries: Math.max(0, options.maxRetries ?? 10),
       retryBaseMs: Math.max(1, options.retryBaseMs ?? 500),
       retryMaxMs: Math.max(1, options.retryMaxMs ?? 30_000),
@@ -209,8 +218,8 @@ export class AgentTelemetry {
       fetch: fetchFn.bind(globalThis),
     }
     const base = options.baseUrl.replace(/\/+$/, '')
-    this.events = { kind: 'event', url: `${base}/v1/events/batch`, field: 'events', queue: new ItemQueue(), inFlight: [], counters: { sent: 0, limited: 0, dropped: noDrops() } }
-    this.scores = { kind: 'score', url: `${base}/v1/scores/batch`, field: 'scores', queue: new ItemQueue(), inFlight: [], counters: { sent: 0, limited: 0, dropped: noDrops() } }
+    this.events = { kind: 'event', url: `${base}/v1/events/batch`, field: 'events', queue: new ItemQueue(), inFlight: new Set(), counters: { sent: 0, limited: 0, dropped: noDrops() } }
+    this.scores = { kind: 'score', url: `${base}/v1/scores/batch`, field: 'scores', queue: new ItemQueue(), inFlight: new Set(), counters: { sent: 0, limited: 0, dropped: noDrops() } }
     this.channels = [this.events, this.scores]
   }
 
@@ -372,7 +381,7 @@ export class AgentTelemetry {
     this.drainTo = Math.max(this.drainTo, target)
     if (this.settledThrough() >= target) return Promise.resolve()
     // While someone waits, the timers of a retry keep a Node process alive; otherwise they do not.
-    ref(this.sleepTimer)
+    for (const sleeper of this.sleepers) ref(sleeper.timer)
     const done = new Promise<void>((resolve) => this.waiters.push({ seq: target, resolve }))
     this.schedule()
     return done
@@ -398,8 +407,8 @@ export class AgentTelemetry {
     const e = this.events
     const s = this.scores
     return {
-      ...this.counters, sent: e.counters.sent, limited: e.counters.limited, dropped: { ...e.counters.dropped }, queued: e.queue.length, inFlight: e.inFlight.length,
-      scores: { sent: s.counters.sent, limited: s.counters.limited, dropped: { ...s.counters.dropped }, queued: s.queue.length, inFlight: s.inFlight.length },
+      ...this.counters, sent: e.counters.sent, limited: e.counters.limited, dropped: { ...e.counters.dropped }, queued: e.queue.length, inFlight: inFlightCount(e),
+      scores: { sent: s.counters.sent, limited: s.counters.limited, dropped: { ...s.counters.dropped }, queued: s.queue.length, inFlight: inFlightCount(s) },
     }
   }
 
@@ -408,29 +417,31 @@ export class AgentTelemetry {
     this.abandoned = true
     this.stop.abort()
     for (const ch of this.channels) {
-      const left = ch.queue.length + ch.inFlight.length
+      const left = ch.queue.length + inFlightCount(ch)
       while (ch.queue.length > 0) ch.queue.shift()
-      ch.inFlight = []
+      ch.inFlight.clear()
       if (left > 0) this.drop('shutdown', left, `${left} ${ch.kind}s were still queued or unanswered when shutdown() timed out`, undefined, ch.kind)
     }
-    this.wakeSleep?.()
+    for (const sleeper of [...this.sleepers]) sleeper.wake()
     this.settle()
   }
 
-  /** Starts the sending loop soon (not inside `track()`), unless it runs. */
+  /**
+   * Starts a sending loop soon (not inside `track()`), unless one runs; with `maxInFlight` above 1,
+   * another one while fewer run and a batch is due that no running loop has taken yet.
+   */
   private schedule (): void {
-    if (this.sending || this.abandoned) return
-    this.sending = true
-    void Promise.resolve().then(() => this.sendLoop()).catch((err: unknown) => {
+    if (this.abandoned || this.senders >= this.o.maxInFlight) return
+    if (this.senders > 0 && !this.due()) return
+    this.senders++
+    const current: { ch?: Channel; batch?: Item[] } = {}
+    void Promise.resolve().then(() => this.sendLoop(current)).catch((err: unknown) => {
       // Not expected; but a rejection here would be unhandled in the host process, so it is counted.
-      for (const ch of this.channels) {
-        const lost = ch.inFlight.length
-        ch.inFlight = []
-        if (lost > 0) this.drop('refused', lost, `the client failed while sending: ${String(err)}`, undefined, ch.kind)
-      }
+      const { ch, batch } = current
+      if (ch && batch && ch.inFlight.delete(batch)) this.drop('refused', batch.length, `the client failed while sending: ${String(err)}`, undefined, ch.kind)
       this.settle()
     }).finally(() => {
-      this.sending = false
+      this.senders--
       if (this.abandoned) return
       if (this.due()) this.schedule()
       // Events queued behind a full batch while no timer ran still leave within flushIntervalMs.
@@ -453,16 +464,22 @@ export class AgentTelemetry {
     return this.dueChannel() !== undefined
   }
 
-  private async sendLoop (): Promise<void> {
+  private async sendLoop (current: { ch?: Channel; batch?: Item[] }): Promise<void> {
     while (!this.abandoned && this.due()) {
       const wait = this.pausedUntil - Date.now()
       if (wait > 0) await this.sleep(wait)
       if (this.abandoned) return
       const ch = this.dueChannel()
       if (ch === undefined) return
-      ch.inFlight = ch.queue.take(MAX_BATCH_EVENTS, this.o.maxBatchBytes)
-      await this.deliver(ch, ch.inFlight)
-      ch.inFlight = []
+      const batch = ch.queue.take(MAX_BATCH_EVENTS, this.o.maxBatchBytes)
+      current.ch = ch
+      current.batch = batch
+      ch.inFlight.add(batch)
+      // Another loop, when allowed, for what is due behind this batch.
+      this.schedule()
+      await this.deliver(ch, batch)
+      ch.inFlight.delete(batch)
+      current.batch = undefined
       this.settle()
     }
   }
@@ -522,9 +539,10 @@ export class AgentTelemetry {
   /** Waits `ms`; the timer holds a Node process open only while flush() or shutdown() waits. */
   private sleep (ms: number): Promise<void> {
     return new Promise((resolve) => {
-      this.wakeSleep = () => { clearTimeout(this.sleepTimer); this.sleepTimer = undefined; this.wakeSleep = undefined; resolve() }
-      this.sleepTimer = setTimeout(() => this.wakeSleep?.(), ms)
-      if (this.waiters.length === 0) unref(this.sleepTimer)
+      const sleeper = { timer: undefined as Timer | undefined, wake: () => { clearTimeout(sleeper.timer); this.sleepers.delete(sleeper); resolve() } }
+      sleeper.timer = setTimeout(sleeper.wake, ms)
+      if (this.waiters.length === 0) unref(sleeper.timer)
+      this.sleepers.add(sleeper)
     })
   }
 
@@ -533,7 +551,7 @@ export class AgentTelemetry {
     let lowest = Infinity
     for (const ch of this.channels) {
       lowest = Math.min(lowest, ch.queue.peek()?.seq ?? Infinity)
-      for (const item of ch.inFlight) lowest = Math.min(lowest, item.seq)
+      for (const batch of ch.inFlight) for (const item of batch) lowest = Math.min(lowest, item.seq)
     }
     return lowest === Infinity ? this.seq : lowest - 1
   }
@@ -599,6 +617,14 @@ export class Span implements SpanContext {
   /** Tracks an event inside this span (its trace, this span as the parent). */
   track (event: TelemetryEvent): boolean {
     return this.client.track({ ...event, metadata: { traceId: this.traceId, parentSpanId: this.spanId, spanId: newSpanId(), ...event.metadata } })
+  }
+
+  /**
+   * Queues a score of this span: `traceId` and `spanId` are the span's, the rest is `score()`'s
+   * (checked, filled in and sent the same way). Returns whether the score was queued.
+   */
+  score (score: SpanScore): boolean {
+    return this.client.score({ ...score, traceId: this.traceId, spanId: this.spanId })
   }
 
   /** Runs `fn` as a child span of this one. */

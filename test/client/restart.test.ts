@@ -4,15 +4,21 @@ import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { request } from 'undici'
 import { AgentTelemetry, type TelemetryError } from 'agent-telemetry-client'
 import { enterpriseUserOf, exited, freePort, startService, waitHealthy } from '../helpers/service-process.ts'
 import { TEST_CLICKHOUSE_ENV, TEST_CLICKHOUSE_URL, TEST_DATABASE_URL, randomId } from '../helpers/app.ts'
 import { openClickHouse } from '../../src/storage/clickhouse-client.ts'
 
-// The service in a process of its own, SIGKILLed while the client streams events and started again:
-// the client holds its events through the outage and retries each batch under its Idempotency-Key,
-// so every event is stored, once.
+// The service in a process of its own, SIGKILLed while the client streams events and started again.
+// A proxy between the client and the service kills the service at the worst moment for the client:
+// just after it answered a batch (its events are in the service's log and its answer recorded under
+// the batch's Idempotency-Key) and before the client got the answer, which is lost. The client holds
+// its events through the outage and retries each batch under its key, so the batch whose answer was
+// lost is answered from its record after the restart, and every event is stored, once. A client that
+// sent a new key with each retry would store that batch twice.
 
 const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-client-restart-'))
 process.once('exit', () => rmSync(dataDir, { recursive: true, force: true }))
@@ -37,10 +43,49 @@ const { userId, secret } = await enterpriseUserOf(baseUrl, dataDir, 'client-rest
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-t.test('the service SIGKILLed and restarted mid-stream: nothing lost, nothing twice', async (t) => {
+/**
+ * The proxy: passes each request on to the service. Once `killAfterNextAnswer` is called, the next
+ * batch the service answers 207 is not relayed: the service is SIGKILLed first, then the client's
+ * connection is cut. While the service is down, requests are cut as they come (a refused connection).
+ */
+let killing: ((key: string) => void) | undefined
+const forwarded: { key: string; status: number; replayed: boolean }[] = []
+const proxy = createServer((req, res) => {
+  const chunks: Buffer[] = []
+  req.on('data', (c: Buffer) => chunks.push(c))
+  req.on('end', async () => {
+    const key = String(req.headers['idempotency-key'])
+    let answer: Response
+    let body: string
+    try {
+      const headers = { authorization: String(req.headers.authorization), 'content-type': 'application/json', 'idempotency-key': key }
+      answer = await fetch(`${baseUrl}${req.url}`, { method: 'POST', headers, body: Buffer.concat(chunks) })
+      body = await answer.text()
+    } catch {
+      return req.socket.destroy()
+    }
+    forwarded.push({ key, status: answer.status, replayed: answer.headers.get('idempotent-replayed') === 'true' })
+    if (killing && answer.status === 207) {
+      const kill = killing
+      killing = undefined
+      const gone = exited(child)
+      child.kill('SIGKILL')
+      await gone
+      req.socket.destroy()
+      return kill(key)
+    }
+    res.writeHead(answer.status, { 'content-type': 'application/json', ...(answer.headers.get('idempotent-replayed') ? { 'idempotent-replayed': 'true' } : {}) }).end(body)
+  })
+})
+await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+t.teardown(() => { proxy.closeAllConnections(); proxy.close() })
+const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
+const killAfterNextAnswer = () => new Promise<string>((resolve) => { killing = resolve })
+
+t.test('the service SIGKILLed after answering a batch, before the client got the answer: nothing lost, nothing twice', async (t) => {
   const errors: TelemetryError[] = []
   const client = new AgentTelemetry({
-    apiKey: secret, baseUrl, agentId: 'restart-agent', flushAt: 50, flushIntervalMs: 50, maxQueue: 200_000, maxRetries: 1000, retryMaxMs: 1000, requestTimeoutMs: 5000,
+    apiKey: secret, baseUrl: proxyUrl, agentId: 'restart-agent', flushAt: 50, flushIntervalMs: 50, maxQueue: 200_000, maxRetries: 1000, retryMaxMs: 1000, requestTimeoutMs: 5000,
     onError: (e) => errors.push(e),
   })
   const marker = randomId('r-')
@@ -55,10 +100,9 @@ t.test('the service SIGKILLed and restarted mid-stream: nothing lost, nothing tw
   })()
 
   await sleep(1500)
+  const lostKey = await killAfterNextAnswer()
+  t.equal(child.signalCode, 'SIGKILL')
   const sentBeforeKill = client.stats().sent
-  const gone = exited(child)
-  child.kill('SIGKILL')
-  t.equal((await gone).signal, 'SIGKILL')
   await sleep(500)
   child = startService(t, env)
   await waitHealthy(child, baseUrl)
@@ -70,6 +114,9 @@ t.test('the service SIGKILLed and restarted mid-stream: nothing lost, nothing tw
   const stats = client.stats()
   t.ok(sentBeforeKill > 0, `events were sent before the kill (${sentBeforeKill})`)
   t.ok(stats.retries > 0, `batches were retried through the outage (${stats.retries})`)
+  const again = forwarded.filter((f) => f.key === lostKey)
+  t.same(again.map((f) => [f.status, f.replayed]), [[207, false], [207, true]], 'the batch whose answer was lost went again under its key and was answered from its record')
+  t.equal(stats.replayed, 1, 'the client was told so')
   t.equal(stats.sent, tracked, `all ${tracked} acknowledged`)
   t.same(Object.entries(stats.dropped).filter(([, n]) => n > 0), [], 'nothing dropped')
   t.same(errors.filter((e) => e.reason !== 'retrying'), [])

@@ -185,3 +185,58 @@ t.test('events left behind a full batch still leave within flushIntervalMs, with
   t.equal(client.stats().sent, 519)
   t.same(up.got.map((g) => g.events.length), [10, 500, 9])
 })
+
+t.test('maxInFlight: batches go side by side, each under its own key kept across its retries; every event once', async (t) => {
+  let release: () => void = () => {}
+  const allIn = new Promise<void>((resolve) => { release = resolve })
+  let open = 0
+  let most = 0
+  const up = await upstream(t, (_req, res, g, n) => {
+    if (n === 1 || n > 4) return accept(res, g)
+    open++
+    most = Math.max(most, open)
+    if (n === 4) release()
+    void allIn.then(() => {
+      open--
+      // The first of the three fails: it is retried under its key while the others are answered.
+      if (n === 2) res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":"unavailable"}')
+      else accept(res, g)
+    })
+  })
+  const client = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: up.baseUrl, ...fast, flushIntervalMs: 60_000, flushAt: 10, maxInFlight: 3, onError: () => {} })
+  for (const e of events(40)) client.track(e)
+  // 40 queued at once: the first loop takes them all (a batch carries up to 500), so none is left for a second.
+  await client.flush()
+  t.equal(up.got.length, 1, 'one batch for what was queued at once')
+  for (const e of events(30, 'b')) {
+    client.track(e)
+    // Each track() lets the loops run, so each batch of flushAt goes as soon as it is queued.
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  t.equal(client.stats().inFlight, 30, 'three batches under way together')
+  await client.flush()
+  t.equal(most, 3, 'three requests were open at once')
+  const second = up.got.slice(1)
+  t.same(second.map((g) => g.events.length), [10, 10, 10, 10], 'three batches of flushAt and one retry')
+  const byKey = new Map<string, Set<string>>()
+  for (const g of second) byKey.set(g.key!, (byKey.get(g.key!) ?? new Set()).add(g.body))
+  t.equal(byKey.size, 3, 'a key per batch')
+  t.ok([...byKey.values()].every((bodies) => bodies.size === 1), 'the retry sent the same body under the same key')
+  const delivered = up.got.filter((_g, i) => i !== 1).flatMap((g) => g.events.map((e) => e.reasoning))
+  t.same([...delivered].sort(), [...events(40), ...events(30, 'b')].map((e) => e.reasoning).sort(), 'every event acknowledged once')
+  t.match(client.stats(), { sent: 70, retries: 1, queued: 0, inFlight: 0 })
+})
+
+t.test('maxInFlight: shutdown() at its timeout gives up on every batch under way, counted once', async (t) => {
+  const up = await upstream(t, () => { /* never answers */ })
+  const client = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: up.baseUrl, flushAt: 5, maxInFlight: 4, onError: () => {} })
+  for (const e of events(20)) {
+    client.track(e)
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  for (const deadline = Date.now() + 10_000; up.got.length < 4 && Date.now() < deadline;) await new Promise((resolve) => setTimeout(resolve, 10))
+  t.equal(up.got.length, 4, 'four requests under way')
+  t.match(client.stats(), { inFlight: 20, queued: 0 })
+  await client.shutdown(300)
+  t.match(client.stats(), { sent: 0, queued: 0, inFlight: 0, dropped: { shutdown: 20 } })
+})

@@ -156,3 +156,35 @@ t.test('privacy: the comment is scrubbed at standard and not sent at minimal', a
   t.equal(byId.minimal!.comment, null)
   t.same(byId.minimal!.metadata, {})
 })
+
+t.test('span.score(): a score of the span, stored with its trace and span ids beside the span\'s event', async (t) => {
+  const user = await newUser(app, { tier: 'enterprise', burst: 100_000 })
+  const key = await user.createKey('client-span-scores')
+  const errors: TelemetryError[] = []
+  const client = new AgentTelemetry({ apiKey: key.secret, baseUrl, agentId: randomId('client-'), onError: (e) => errors.push(e) })
+  const name = randomId('span-score-')
+  let ids: { traceId: string; root: string; child: string } | undefined
+  await client.trace('answer', async (root) => {
+    await client.span('search', async (span) => {
+      t.ok(span.score({ name, value: 0.25, comment: 'weak sources' }), 'queued')
+      ids = { traceId: span.traceId, root: root.spanId, child: span.spanId }
+    }, { type: 'tool' })
+    t.ok(root.score({ name, label: 'correct', source: 'llm' }))
+    // A target given anyway is refused as score() refuses two targets, not silently replaced.
+    t.notOk(root.score({ name, value: 1, sessionId: 's' } as never), 'a second target is refused')
+  })
+  await client.shutdown()
+  t.match(client.stats(), { sent: 2, scores: { sent: 2, dropped: { invalid: 1 } } })
+  t.same(errors.map((e) => [e.reason, e.kind]), [['invalid', 'score']])
+  await shipped(app)
+
+  const res = await app.inject({ method: 'GET', url: `/v1/me/traces/${encodeURIComponent(ids!.traceId)}/scores`, headers: user.auth })
+  t.equal(res.statusCode, 200, 'the trace\'s scores are listed')
+  const scores = (res.json() as { scores: Record<string, any>[] }).scores.filter((s) => s.name === name)
+  t.equal(scores.length, 2)
+  t.match(scores.find((s) => s.spanId === ids!.child), { traceId: ids!.traceId, value: 0.25, comment: 'weak sources', source: 'code' }, 'the child span\'s score')
+  t.match(scores.find((s) => s.spanId === ids!.root), { traceId: ids!.traceId, label: 'correct', source: 'llm' }, 'the root span\'s score')
+  // The ids are those of the spans' own events, as the service stored them.
+  const rs = await app.clickhouse.query({ query: 'SELECT span_id FROM events WHERE user_id = {u:String} AND trace_id = {tr:String} ORDER BY span_id', query_params: { u: user.id, tr: ids!.traceId }, format: 'JSONEachRow' })
+  t.same((await rs.json<{ span_id: string }>()).map((r) => r.span_id), [ids!.root, ids!.child].sort())
+})
