@@ -149,7 +149,7 @@ t.test('score filters answer what a brute-force filter over the latest writes do
   ]
   const expectEvents = (f: Filters) => (e: Ev) => matches(e, f) && scoreMatches(e, f, scores)
   let nonEmpty = 0
-  for (let i = 0; i < 30; i++) {
+  for (let i = 0; i < 16; i++) {
     const f: Filters = r() < 0.5 ? {} : randomFilters(r, stored)
     delete f.from
     delete f.to
@@ -159,14 +159,14 @@ t.test('score filters answer what a brute-force filter over the latest writes do
     const got = (await walk(app, alice, `/v1/me/events?limit=40&${query(f)}`, 'events')).map((e) => e.eventId)
     t.same(got, expected, `events ${query(f)} (${expected.length})`)
     if (expected.length > 0) nonEmpty++
-    const traces = (await walk(app, alice, `/v1/me/traces?since=all&limit=4&${query(f)}`, 'traces')).map((x) => `${x.traceId}:${x.eventCount}`)
+    const traces = (await walk(app, alice, `/v1/me/traces?since=all&limit=8&${query(f)}`, 'traces')).map((x) => `${x.traceId}:${x.eventCount}`)
     t.same(traces, groupsOf(stored, 'traceId', match), `traces ${query(f)}`)
-    const sessions = (await walk(app, alice, `/v1/me/sessions?limit=3&${query(f)}`, 'sessions')).map((x) => `${x.sessionId}:${x.eventCount}`)
+    const sessions = (await walk(app, alice, `/v1/me/sessions?limit=6&${query(f)}`, 'sessions')).map((x) => `${x.sessionId}:${x.eventCount}`)
     t.same(sessions, groupsOf(stored, 'sessionId', match), `sessions ${query(f)}`)
     const facets = await app.inject({ url: `/v1/me/events/facets?${query(f)}`, headers: alice.auth })
     t.equal(facets.json().total, expected.length, `facets ${query(f)}`)
   }
-  t.ok(nonEmpty >= 12, `most combinations match something (${nonEmpty} of 30)`)
+  t.ok(nonEmpty >= 7, `most combinations match something (${nonEmpty} of 16)`)
 
   // Each kind of target alone: a score of an event, a span, a whole trace, a session.
   for (const [kind, of] of [['event', (s: Score) => s.eventId], ['span', (s: Score) => s.spanId], ['trace', (s: Score) => s.traceId && !s.spanId], ['session', (s: Score) => s.sessionId]] as const) {
