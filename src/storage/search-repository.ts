@@ -107,10 +107,12 @@ export function searchWhere (r: Reader, w: SearchWindow, f: SearchFilters): { wh
     // What each matching score (its latest write) is of, as (kind, id, span), asked of the event's
     // four targets: an event has the scores of itself, its span, its whole trace and its session
     // (docs/api.md#scores-in-the-search). An empty id is never a score's target, so an event without
-    // a span, trace or session matches none through it.
+    // a span, trace or session matches none through it. Scores are read as they are now, not as of
+    // the walk's instant: a write replaced after that instant is gone once the parts merge, so a
+    // snapshot would drop the score altogether (test/routes/search-scores.test.ts shows it).
     const targets = `SELECT multiIf(event_id != '', 'e', session_id != '', 's', span_id != '', 'p', 't') AS kind,
         multiIf(kind = 'e', event_id, kind = 's', session_id, trace_id) AS target, if(kind = 'p', span_id, '') AS span
-      FROM (${latestWrites(`name = {sn${i}:String}`)})
+      FROM (${latestWrites(`name = {sn${i}:String}`, false)})
       WHERE name = {sn${i}:String} AND agent_id NOT IN {hidden:Array(String)} AND (${values.join(' OR ')})`
     conds.push(`(('e', event_id, '') IN (${targets}) OR ('p', trace_id, span_id) IN (${targets})
       OR ('t', trace_id, '') IN (${targets}) OR ('s', session_id, '') IN (${targets}))`)

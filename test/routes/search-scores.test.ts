@@ -194,6 +194,9 @@ t.test('score filters answer what a brute-force filter over the latest writes do
 
 t.test('a replaced score matches on its latest write only: a new value, a new target, a new name', async (t) => {
   const app = small
+  // The older writes stay stored while the test reads (a merge would leave only the latest).
+  await app.clickhouse.command({ query: 'SYSTEM STOP MERGES scores' })
+  t.teardown(() => app.clickhouse.command({ query: 'SYSTEM START MERGES scores' }))
   const carol: TestUser = await newUser(app)
   const key = (await carol.createKey()).secret
   const sent = await sendBatch(app, key, ['r-1', 'r-2', 'r-3', 'r-4'].map((traceId) => ({ agentId: 'replacer', type: 'tool', metadata: { traceId } })))
@@ -219,6 +222,47 @@ t.test('a replaced score matches on its latest write only: a new value, a new ta
   t.same(await traces('score.tone=polite'), ['r-3'], 'the new name matches')
   const events = await walk(app, carol, '/v1/me/events?score.quality=0.9', 'events')
   t.same(events.map((e) => e.traceId), ['r-1'], 'an exact value, on the events list')
+})
+
+t.test('a score-filtered walk while scores arrive, change and merge: each match at most once, every one still matching, then the scores as they are', async (t) => {
+  const app = small
+  const dave = await newUser(app, { burst: 1_000_000 })
+  const key = (await dave.createKey()).secret
+  const now = Date.now()
+  const sent = await sendBatch(app, key, Array.from({ length: 40 }, (_, i) => ({ agentId: 'pager', type: 'tool', timestamp: new Date(now - HOUR - (i % 10) * 1000).toISOString(), metadata: { traceId: `p-${i}` } })))
+  const ids: string[] = sent.json().results.map((x: Ev) => x.eventId as string)
+  await postScores(app, key, Array.from({ length: 20 }, (_, i) => ({ scoreId: `s-${i}`, traceId: `p-${i}`, name: 'm', value: 1 })))
+  await shipped(app)
+  const latest = new Map<string, number>(Array.from({ length: 20 }, (_, i) => [`p-${i}`, 1]))
+  // Between two pages, from the oldest (the last pages) on: p-i re-scored out of the range,
+  // p-(10+i) re-scored still in it, p-(20+i) newly in it (p-30..p-39 never are); then the parts
+  // merged, as the engine does in the background.
+  const change = async (n: number) => {
+    const i = 9 - n
+    await postScores(app, key, [
+      { scoreId: `s-${i}`, traceId: `p-${i}`, name: 'm', value: 0 },
+      { scoreId: `s-${10 + i}`, traceId: `p-${10 + i}`, name: 'm', value: 0.8 },
+      { scoreId: `n-${i}`, traceId: `p-${20 + i}`, name: 'm', value: 1 },
+    ])
+    for (const [trace, v] of [[`p-${i}`, 0], [`p-${10 + i}`, 0.8], [`p-${20 + i}`, 1]] as const) latest.set(trace, v)
+    await shipped(app)
+    await app.clickhouse.command({ query: 'OPTIMIZE TABLE scores FINAL' })
+  }
+  const got: string[] = []
+  let cursor: string | null = null
+  let changes = 0
+  do {
+    const res: { json(): any } = await app.inject({ url: `/v1/me/events?score.m=0.5..&limit=3${cursor ? `&cursor=${cursor}` : ''}`, headers: dave.auth })
+    got.push(...res.json().events.map((e: Ev) => e.eventId as string))
+    cursor = res.json().nextCursor
+    if (cursor && changes < 10) await change(changes++)
+  } while (cursor)
+  t.ok(changes >= 3, `scores changed between pages (${changes} times)`)
+  t.equal(new Set(got).size, got.length, 'no event twice')
+  t.same(ids.slice(10, 20).filter((id) => !got.includes(id)), [], 'every event whose score matched all along, re-sent or not')
+  t.ok(got.every((id) => ids.indexOf(id) < 30), 'none that never had a matching score')
+  const again = (await walk(app, dave, '/v1/me/events?score.m=0.5..&limit=3', 'events')).map((e) => e.eventId as string)
+  t.same([...again].sort(), ids.filter((_, i) => (latest.get(`p-${i}`) ?? 0) >= 0.5).sort(), 'the next walk: the scores as they are now')
 })
 
 t.test('a malformed score filter is a 400 naming it, on every list', async (t) => {
