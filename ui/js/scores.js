@@ -217,8 +217,13 @@ export function TraceScores ({ traceId, initial, spans, names }) {
   return html`<${ScoresCard} className="trace-scores" scores=${scores} spans=${spans} names=${names} targets=${targets} reread=${reread} traceId=${traceId} />`
 }
 
-/** The traces of a session whose scores its page reads (one request each) and offers to score. */
-export const SESSION_TRACES_MAX = 50
+/**
+ * The traces of a session whose scores its page reads (one request each, again every
+ * SESSION_TRACES_REFRESH_MS) and offers to score: 20 traces are 40 reads a minute, well inside the
+ * per-user limit of `/v1/me` reads.
+ */
+export const SESSION_TRACES_MAX = 20
+const SESSION_TRACES_REFRESH_MS = 30_000
 
 /**
  * The scores of a session: its own (as its detail carries them) and those of its traces (whole and
@@ -231,8 +236,8 @@ export function SessionScores ({ sessionId, initial, events, names }) {
   const traceIds = [...new Set(events.map((e) => e.traceId).filter(Boolean))].slice(0, SESSION_TRACES_MAX)
   const tracePath = (id) => `/v1/me/traces/${encodeURIComponent(id)}/scores`
   const path = `/v1/me/sessions/${encodeURIComponent(sessionId)}/scores`
-  // Read again with the detail (every 10 s), so a trace's new scores show here too.
-  const ofTraces = useData(async () => (await Promise.all(traceIds.map((id) => api(tracePath(id))))).flatMap((x) => x.scores), [sessionId, traceIds.join('\n')], 10_000)
+  // Read again now and then, so a trace's new scores show here too.
+  const ofTraces = useData(async () => (await Promise.all(traceIds.map((id) => api(tracePath(id))))).flatMap((x) => x.scores), [sessionId, traceIds.join('\n')], SESSION_TRACES_REFRESH_MS)
   const targets = [
     { key: '', label: 'the whole session', path, extra: {} },
     ...traceIds.map((id) => ({ key: `trace:${id}`, label: `trace ${id}`, path: tracePath(id), extra: {} })),
