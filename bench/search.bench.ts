@@ -15,6 +15,9 @@
  *     one session and one trace);
  *   - a common-term search's first page: p95 ≤ 2 × the unfiltered list's;
  *   - the facets over 30 days: p95 ≤ 4 × a point read's.
+ * Each trace also has one numeric score `accuracy` (a spread of values, 1 trace in 100 at 0.99 or
+ * more): `score.accuracy=0.99..1` on the events and traces lists is timed and its ratio to the
+ * unfiltered list printed (no target yet).
  * Each answer is checked against what was loaded (how many events hold the term or the value).
  * --keep leaves the store and its database for a later --data-dir run (it says where).
  */
@@ -63,6 +66,9 @@ const CUSTOMER = (1000 * 7919) % CUSTOMERS
  */
 const customerOf = (k: number) => (Math.floor(k / 25) * 7919) % CUSTOMERS
 const rareAt = (k: number) => k % 100_000 === 77
+/** Trace t's accuracy score: 0 to 0.999, 1 trace in 100 at 0.99 or more. */
+const accuracyOf = (trace: number) => ((trace * 7919) % 1000) / 1000
+const SCORE_RANGE = '0.99..1'
 
 /** Loads `total` events for the user into the store (the service must not be running on it). */
 async function load (total: number): Promise<{ seconds: number; settleSeconds: number }> {
@@ -143,6 +149,21 @@ async function load (total: number): Promise<{ seconds: number; settleSeconds: n
       process.stderr.write(`\r${written.toLocaleString()} / ${total.toLocaleString()} events, ${Math.round(written / Math.max(1, (Date.now() - started) / 1000)).toLocaleString()}/s `)
     }
     process.stderr.write('\n')
+    // One accuracy score per trace (traces are 8 events: k / 8), of no agent, received now.
+    const { buildScoreRow, newScoreRowId } = await import('../src/domain/score-row.ts')
+    const { ScoresRepository } = await import('../src/storage/scores-repository.ts')
+    const scores = new ScoresRepository(handle.client)
+    const traces = Math.ceil(total / 8)
+    for (let written = 0; written < traces;) {
+      const n = Math.min(50_000, traces - written)
+      const rows = []
+      for (let t = written; t < written + n; t++) {
+        rows.push(buildScoreRow({ traceId: `search-t-${t}`, name: 'accuracy', value: accuracyOf(t), source: 'llm' }, { rowId: newScoreRowId(), userId: owner.id, agentId: null, receivedAt: now }))
+      }
+      await scores.insert(rows)
+      written += n
+    }
+    process.stderr.write(`${traces.toLocaleString()} scores\n`)
     const seconds = (Date.now() - started) / 1000
     await agentsRepo.recordActivity(new Map(agentIds.map((id) => [id, { lastSeenAt: now, framework: 'bench' }])))
     // Merged as OPTIMIZE TABLE (not FINAL) leaves it, until a round changes nothing (at most 15 minutes):
@@ -192,7 +213,10 @@ function startService (port: number) {
   }
 }
 
-const READS = ['one session', 'one trace', 'events (unfiltered)', `q=${RARE} (rare term)`, `meta.customer=cust-${CUSTOMER} (selective)`, `q=${COMMON} (common term)`, 'facets, 30 days'] as const
+const READS = [
+  'one session', 'one trace', 'events (unfiltered)', `q=${RARE} (rare term)`, `meta.customer=cust-${CUSTOMER} (selective)`, `q=${COMMON} (common term)`, 'facets, 30 days',
+  'traces, 30 days (unfiltered)', `events score.accuracy=${SCORE_RANGE}`, `traces score.accuracy=${SCORE_RANGE}`,
+] as const
 type Read = typeof READS[number]
 
 let service: ReturnType<typeof startService> | undefined
@@ -232,6 +256,9 @@ try {
     [`meta.customer=cust-${CUSTOMER} (selective)`]: `/v1/me/events?meta.customer=cust-${CUSTOMER}`,
     [`q=${COMMON} (common term)`]: `/v1/me/events?q=${COMMON}`,
     'facets, 30 days': '/v1/me/events/facets?since=30d',
+    'traces, 30 days (unfiltered)': '/v1/me/traces?since=30d',
+    [`events score.accuracy=${SCORE_RANGE}`]: `/v1/me/events?score.accuracy=${SCORE_RANGE}`,
+    [`traces score.accuracy=${SCORE_RANGE}`]: `/v1/me/traces?since=30d&score.accuracy=${SCORE_RANGE}`,
   } as Record<Read, string>
 
   // The answers against what was loaded: every matching event is in the first page, or the page is full.
@@ -251,6 +278,11 @@ try {
   await check(`q=${RARE} (rare term)`, rare, (e) => e.reasoning.includes(RARE))
   await check(`meta.customer=cust-${CUSTOMER} (selective)`, customer, (e) => e.metadata.customer === `cust-${CUSTOMER}`)
   await check(`q=${COMMON} (common term)`, n, (e) => e.reasoning.includes(COMMON))
+  const traceNumber = (id: string) => Number(id.slice('search-t-'.length))
+  const scoredTraces = (await json(paths[`traces score.accuracy=${SCORE_RANGE}`])).traces as any[]
+  if (scoredTraces.length !== 50 || !scoredTraces.every((x) => accuracyOf(traceNumber(x.traceId)) >= 0.99)) throw new Error('traces by score: not a full page of traces scored 0.99 or more')
+  const scoredEvents = (await json(paths[`events score.accuracy=${SCORE_RANGE}`])).events as any[]
+  if (scoredEvents.length !== 50 || !scoredEvents.every((e) => accuracyOf(traceNumber(e.traceId)) >= 0.99)) throw new Error('events by score: not a full page of events of traces scored 0.99 or more')
   console.error(`${stored.toLocaleString()} events in the last 30 days; ${rare} hold "${RARE}", ${customer} have customer cust-${CUSTOMER}`)
 
   const timed = async (path: string) => {
@@ -306,3 +338,7 @@ for (const [read, base, limit, against] of targets) {
   console.log(`${read.padEnd(40)}${`${ratio.toFixed(2)} ×`.padStart(10)} ${against} (target ≤ ${limit})  ${verdict(ratio <= limit)}`)
 }
 console.log(pass ? 'every search read within its target' : 'some search read misses its target')
+console.log('\nscore filters, p95 against the same list unfiltered (no target yet)')
+for (const [read, base] of [[`events score.accuracy=${SCORE_RANGE}`, 'events (unfiltered)'], [`traces score.accuracy=${SCORE_RANGE}`, 'traces, 30 days (unfiltered)']] as [Read, Read][]) {
+  console.log(`${read.padEnd(40)}${`${(p95(read) / p95(base)).toFixed(2)} ×`.padStart(10)} ${base}`)
+}

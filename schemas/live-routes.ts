@@ -19,7 +19,7 @@ export const streamEvents = {
   },
   querystring: {
     type: 'object',
-    description: `The filters of GET /v1/me/events (since, limit and cursor do not apply). ${metaParamsDescription}`,
+    description: `The filters of GET /v1/me/events (since, limit and cursor do not apply). ${metaParamsDescription} \`score.<name>\` filters are refused (400): a score arrives after its event.`,
     properties: { agentId: agentIdsParam, ...searchFilterParams },
   },
   response: {

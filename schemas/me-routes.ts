@@ -5,7 +5,7 @@ import { apiKey, createdApiKey } from './api-key.ts'
 import { eventAck } from './event-ack.ts'
 import { user } from './user.ts'
 import { cursorParam, dashboardAuth, errorResponses, nextCursor, noContent } from './common.ts'
-import { agentIdsParam, eventFacets, metaParamsDescription, searchFilterParams } from './search.ts'
+import { agentIdsParam, eventFacets, metaParamsDescription, scoreParamsDescription, searchFilterParams } from './search.ts'
 
 const me = { tags: ['dashboard'], security: dashboardAuth } as const
 const readErrors = errorResponses(400, 401, 429, 503)
@@ -112,7 +112,7 @@ export const listEvents = {
   summary: 'The caller\'s events, newest first',
   querystring: {
     type: 'object',
-    description: metaParamsDescription,
+    description: `${metaParamsDescription} ${scoreParamsDescription}`,
     properties: {
       limit: lenientLimit(1, 1000, 50),
       since: since('all'),
@@ -129,7 +129,7 @@ export const listSessions = {
   summary: 'Sessions by latest activity',
   querystring: {
     type: 'object',
-    description: `A session matches when any of its events matches the filters. ${metaParamsDescription}`,
+    description: `A session matches when any of its events matches the filters. ${metaParamsDescription} ${scoreParamsDescription}`,
     properties: { limit: lenientLimit(1, 100, 20), since: since('all'), cursor: cursorParam, agentId: agentIdsParam, ...searchFilterParams },
   },
   response: { 200: { type: 'object', required: ['sessions', 'nextCursor'], properties: { sessions: { type: 'array', items: sessionSummary }, nextCursor } }, ...readErrors },
@@ -144,7 +144,7 @@ export const listTraces = {
   summary: 'Traces by latest activity',
   querystring: {
     type: 'object',
-    description: `A trace matches when any of its events matches the filters; giving \`from\` lifts the default \`since\` of 7d. ${metaParamsDescription}`,
+    description: `A trace matches when any of its events matches the filters; giving \`from\` lifts the default \`since\` of 7d. ${metaParamsDescription} ${scoreParamsDescription}`,
     properties: { limit: lenientLimit(1, 200, 50), since: since('7d'), cursor: cursorParam, agentId: agentIdsParam, ...searchFilterParams },
   },
   response: { 200: { type: 'object', required: ['traces', 'nextCursor'], properties: { traces: { type: 'array', items: traceSummary }, nextCursor } }, ...readErrors },
@@ -155,7 +155,7 @@ export const listEventFacets = {
   summary: 'Counts of the caller\'s events matching the filters, per type, outcome, model, tool, agent, cost status and metadata path',
   querystring: {
     type: 'object',
-    description: metaParamsDescription,
+    description: `${metaParamsDescription} ${scoreParamsDescription}`,
     properties: { since: since('all'), agentId: agentIdsParam, ...searchFilterParams },
   },
   response: { 200: eventFacets, ...readErrors },

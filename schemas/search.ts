@@ -39,6 +39,9 @@ export const agentIdsParam = repeatable(text, 'only this agent\'s events; a valu
 
 export const metaParamsDescription = 'Also `meta.<path>=<value>`: metadata has this value at this dotted path (`meta.git.branch=main`; strings as sent, numbers and booleans as JSON text; repeat for any of several values, several paths must all match).'
 
+/** The score filters, which the lists and facets take and the live tail refuses. */
+export const scoreParamsDescription = 'And `score.<name>=<value>`: the event, its span, its trace or its session has a score of this name (its latest write) whose label is the value (`score.tone=polite`, `score.thumbs=true`) or whose value lies in it (`score.accuracy=0.8..1`, `0.8..`, `..0.2`, or a number; booleans as 1 and 0); repeat for any of several values, several names must all match (docs/api.md#scores-in-the-search).'
+
 const facetValue = {
   type: 'object',
   required: ['value', 'count'],

@@ -26,6 +26,22 @@ export const MAX_TEXT_VALUE = 200
 /** A metadata filter: the path's value is one of `values` (OR). */
 export interface MetaFilter { path: string; values: string[] }
 
+/** At most this many score names filtered on at once (each is a read of the scores). */
+export const MAX_SCORE_FILTERS = 10
+/** Longest score name and value (a label is at most 200 characters). */
+export const MAX_SCORE_TEXT = 200
+
+/** A numeric range of a score filter, both ends inclusive; an end left out is open. */
+export interface ScoreRange { min?: number | undefined; max?: number | undefined }
+
+/**
+ * A score filter (`score.<name>=<value>`, repeatable): a score of this name whose label is one of
+ * `labels` (a boolean's label is `true` or `false`) or whose value (a boolean's is 1 or 0) lies in
+ * one of `ranges`. Every value given is in `labels` as written; those that read as a number or a
+ * range are in `ranges` as well.
+ */
+export interface ScoreFilter { name: string; labels: string[]; ranges: ScoreRange[] }
+
 /**
  * What an event must satisfy: every present field (AND across fields), any value of a field (OR
  * within one). Empty arrays and undefined bounds do not filter.
@@ -56,6 +72,8 @@ export interface SearchFilters {
   hasMeta: string[]
   /** Full-text terms (q), all required. */
   terms: SearchTerm[]
+  /** Score filters (score.<name>), every name required (AND), any value of one (OR). */
+  scores: ScoreFilter[]
 }
 
 /** One malformed parameter: its name and what is wrong, as the service's other 400s say it. */
@@ -76,6 +94,8 @@ export const FILTER_PARAMS = [
 ] as const
 
 const META_PREFIX = 'meta.'
+export const SCORE_PREFIX = 'score.'
+const isPrefixed = (k: string) => k.startsWith(META_PREFIX) || k.startsWith(SCORE_PREFIX)
 
 function valuesOf (v: unknown): unknown[] {
   if (v === undefined) return []
@@ -84,7 +104,7 @@ function valuesOf (v: unknown): unknown[] {
 
 /** True when the query names any filter (a new one, or agentId), i.e. the plain list does not answer it. */
 export function hasFilters (query: Record<string, unknown>): boolean {
-  return Object.keys(query).some((k) => query[k] !== undefined && ((FILTER_PARAMS as readonly string[]).includes(k) || k.startsWith(META_PREFIX)))
+  return Object.keys(query).some((k) => query[k] !== undefined && ((FILTER_PARAMS as readonly string[]).includes(k) || isPrefixed(k)))
 }
 
 /**
@@ -154,6 +174,7 @@ export function parseSearchFilters (query: Record<string, unknown>): ParsedFilte
     meta: [],
     hasMeta: list('hasMeta', metaPathProblem),
     terms: [],
+    scores: [],
   }
   if (filters.minCostUsd !== undefined && filters.maxCostUsd !== undefined && compareDecimals(filters.minCostUsd, filters.maxCostUsd) > 0) {
     fail('minCostUsd', 'must not be greater than maxCostUsd')
@@ -182,6 +203,21 @@ export function parseSearchFilters (query: Record<string, unknown>): ParsedFilte
     }
   }
 
+  const scoreNames = Object.keys(query).filter((k) => k.startsWith(SCORE_PREFIX)).sort()
+  if (scoreNames.length > MAX_SCORE_FILTERS) fail(scoreNames[MAX_SCORE_FILTERS]!, `at most ${MAX_SCORE_FILTERS} score filters`)
+  else {
+    for (const param of scoreNames) {
+      const name = param.slice(SCORE_PREFIX.length)
+      const problem = name.length < 1 || name.length > MAX_SCORE_TEXT ? `must be 1 to ${MAX_SCORE_TEXT} characters` : textProblem(name)
+      if (problem) {
+        fail(param, `the score name ${problem}`)
+        continue
+      }
+      const values = list(param, (s) => s.length < 1 || s.length > MAX_SCORE_TEXT ? `must be 1 to ${MAX_SCORE_TEXT} characters` : textProblem(s) ?? rangeProblem(s))
+      if (values.length > 0) filters.scores.push({ name, labels: values, ranges: values.map(scoreRange).filter((x): x is ScoreRange => x !== null) })
+    }
+  }
+
   const q = valuesOf(query.q)
   if (q.length > 1) fail('q', 'must be given once')
   else if (q.length === 1) {
@@ -196,7 +232,7 @@ export function parseSearchFilters (query: Record<string, unknown>): ParsedFilte
 /** The filters that take one value. */
 const SINGLE_PARAMS = ['minCostUsd', 'maxCostUsd', 'minDurationMs', 'maxDurationMs', 'from', 'to', 'q']
 
-const isFilterName = (k: string) => (FILTER_PARAMS as readonly string[]).includes(k) || k.startsWith(META_PREFIX)
+const isFilterName = (k: string) => (FILTER_PARAMS as readonly string[]).includes(k) || isPrefixed(k)
 
 /** decodeURIComponent of a query string part (`+` a space), or null when it is not UTF-8. */
 function decoded (part: string): string | null {
@@ -240,6 +276,40 @@ function metaPathProblem (path: string): string | null {
   if (path.length < 1 || path.length > MAX_META_PATH) return `must be 1 to ${MAX_META_PATH} characters`
   if (path.split('.').some((k) => k === '')) return 'must be keys joined by single dots (no empty key)'
   return textProblem(path)
+}
+
+const NUMBER = /^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/
+
+/** A finite number written as a decimal (exponent allowed), or null. */
+function numberOf (s: string): number | null {
+  if (!NUMBER.test(s)) return null
+  const n = Number(s)
+  return Number.isFinite(n) ? n : null
+}
+
+/**
+ * The numeric range a score filter's value reads as: `0.8..1` (both inclusive), `0.8..` (at least),
+ * `..0.2` (at most), or a number alone (exactly it); null when it reads as none (a label only).
+ */
+export function scoreRange (s: string): ScoreRange | null {
+  const dots = s.indexOf('..')
+  if (dots === -1) {
+    const n = numberOf(s)
+    return n === null ? null : { min: n, max: n }
+  }
+  const lo = s.slice(0, dots)
+  const hi = s.slice(dots + 2)
+  if (lo === '' && hi === '') return null
+  const min = lo === '' ? undefined : numberOf(lo)
+  const max = hi === '' ? undefined : numberOf(hi)
+  if (min === null || max === null) return null
+  return { min, max }
+}
+
+/** A range whose low end is above its high end. */
+function rangeProblem (s: string): string | null {
+  const r = scoreRange(s)
+  return r !== null && r.min !== undefined && r.max !== undefined && r.min > r.max ? 'the range\'s low end must not be above its high end' : null
 }
 
 /** '007.50' → '7.5': the same number as the shortest text (equal bounds compare equal). */

@@ -78,6 +78,20 @@ function toScore (r: Record<string, any>): StoredScore {
 }
 
 /**
+ * The rows of the latest write of each score id of the user `{u:String}` (with `asOf`, of those
+ * received by `{asOf:Int64}`, unix ms), among the score ids whose writes `prefilter` (a condition on
+ * the table's columns, '' for all) finds: a write that moved a score elsewhere, or renamed it, still
+ * replaces it. The store is not merged on read, so every read of scores goes through this (or
+ * FINAL). A merge keeps only a score's latest write, so `asOf` cannot bring back a write replaced
+ * after it once the parts have merged: the score then has no write by `asOf` at all.
+ */
+export function latestWrites (prefilter: string, asOf = true): string {
+  const also = prefilter ? `AND score_id IN (SELECT score_id FROM scores WHERE user_id = {u:String} AND ${prefilter})` : ''
+  return `SELECT * FROM scores WHERE user_id = {u:String} ${asOf ? 'AND received_at <= fromUnixTimestamp64Milli({asOf:Int64})' : ''} ${also}
+      ORDER BY version DESC LIMIT 1 BY score_id`
+}
+
+/**
  * The latest write of each of the reader's score ids received by `asOf` (a fixed history for a walk
  * over pages), restricted to the score ids that `prefilter` finds among the writes: a write that
  * moved a score elsewhere still replaces it. A score of a trace that names no agent is of the agent
@@ -85,9 +99,7 @@ function toScore (r: Record<string, any>): StoredScore {
  */
 function latest (prefilter: string): string {
   const also = prefilter ? `AND score_id IN (SELECT score_id FROM scores WHERE user_id = {u:String} AND ${prefilter})` : ''
-  return `SELECT s.* REPLACE (if(s.agent_id != '', s.agent_id, t.trace_agent) AS agent_id) FROM (
-      SELECT * FROM scores WHERE user_id = {u:String} AND received_at <= fromUnixTimestamp64Milli({asOf:Int64}) ${also}
-      ORDER BY version DESC LIMIT 1 BY score_id) AS s
+  return `SELECT s.* REPLACE (if(s.agent_id != '', s.agent_id, t.trace_agent) AS agent_id) FROM (${latestWrites(prefilter)}) AS s
     LEFT JOIN (
       SELECT trace_id, any(agent_id) AS trace_agent FROM events
       WHERE user_id = {u:String} AND trace_id IN (SELECT trace_id FROM scores WHERE user_id = {u:String} AND agent_id = '' AND trace_id != '' ${also})

@@ -2,6 +2,7 @@ import type { ClickHouseClient } from '@clickhouse/client'
 import { pageOf, type Page, type PageStart } from '../domain/cursor.ts'
 import type { SearchFilters } from '../domain/search-filters.ts'
 import { likePattern } from '../domain/search-text.ts'
+import { latestWrites } from './scores-repository.ts'
 import { isoFromMs as iso } from './timestamps.ts'
 import { EVENT_COLUMNS, SPAN_END, orNull, toEvent, tokensOf } from './event-rows.ts'
 import { type DashboardEvent, type Reader, type SessionSummary, type TraceSummary } from './dashboard-repository.ts'
@@ -91,6 +92,30 @@ export function searchWhere (r: Reader, w: SearchWindow, f: SearchFilters): { wh
   f.terms.forEach((term, i) => {
     params[`qt${i}`] = likePattern(term.text)
     conds.push(`search_text LIKE lowerUTF8({qt${i}:String})`)
+  })
+  f.scores.forEach((score, i) => {
+    params[`sn${i}`] = score.name
+    params[`sl${i}`] = score.labels
+    const values = [`label IN {sl${i}:Array(String)}`]
+    // The bounds as the numbers' shortest texts, which read back as the same doubles.
+    score.ranges.forEach((range, j) => {
+      const ends: string[] = []
+      if (range.min !== undefined) { params[`slo${i}_${j}`] = String(range.min); ends.push(`value >= {slo${i}_${j}:Float64}`) }
+      if (range.max !== undefined) { params[`shi${i}_${j}`] = String(range.max); ends.push(`value <= {shi${i}_${j}:Float64}`) }
+      values.push(`(${ends.join(' AND ')})`)
+    })
+    // What each matching score (its latest write) is of, as (kind, id, span), asked of the event's
+    // four targets: an event has the scores of itself, its span, its whole trace and its session
+    // (docs/api.md#scores-in-the-search). An empty id is never a score's target, so an event without
+    // a span, trace or session matches none through it. Scores are read as they are now, not as of
+    // the walk's instant: a write replaced after that instant is gone once the parts merge, so a
+    // snapshot would drop the score altogether (test/routes/search-scores.test.ts shows it).
+    const targets = `SELECT multiIf(event_id != '', 'e', session_id != '', 's', span_id != '', 'p', 't') AS kind,
+        multiIf(kind = 'e', event_id, kind = 's', session_id, trace_id) AS target, if(kind = 'p', span_id, '') AS span
+      FROM (${latestWrites(`name = {sn${i}:String}`, false)})
+      WHERE name = {sn${i}:String} AND agent_id NOT IN {hidden:Array(String)} AND (${values.join(' OR ')})`
+    conds.push(`(('e', event_id, '') IN (${targets}) OR ('p', trace_id, span_id) IN (${targets})
+      OR ('t', trace_id, '') IN (${targets}) OR ('s', session_id, '') IN (${targets}))`)
   })
   return { where: conds.join('\n AND '), params }
 }

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { compareDecimals, hasFilters, parseSearchFilters } from '../../src/domain/search-filters.ts'
+import { compareDecimals, hasFilters, parseSearchFilters, scoreRange } from '../../src/domain/search-filters.ts'
 import { likePattern, parseSearchText } from '../../src/domain/search-text.ts'
 
 t.test('q: terms split on whitespace, quoted phrases whole, NFC, duplicates once', async (t) => {
@@ -62,4 +62,30 @@ t.test('filters: repeatable values, strict new filters, lenient agentId', async 
   t.notOk(hasFilters({ q: undefined }))
   t.equal(compareDecimals('0.1', '0.10'), 0)
   t.equal(compareDecimals('0.000000001', '0'), 1)
+})
+
+t.test('score filters: a range, a number or a label; OR within a name, AND across names', async (t) => {
+  const parsed = parseSearchFilters({ 'score.accuracy': ['0.8..1', '..0.1'], 'score.thumbs': 'true', 'score.a.b': ['5', '1e-3..', 'x..y'], limit: '5' })
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.problems))
+  t.same(parsed.filters.scores, [
+    { name: 'a.b', labels: ['5', '1e-3..', 'x..y'], ranges: [{ min: 5, max: 5 }, { min: 0.001, max: undefined }] },
+    { name: 'accuracy', labels: ['0.8..1', '..0.1'], ranges: [{ min: 0.8, max: 1 }, { min: undefined, max: 0.1 }] },
+    { name: 'thumbs', labels: ['true'], ranges: [] },
+  ], 'every value is a label; those that read as numbers are ranges too')
+  t.same(scoreRange('-1.5..-0.5'), { min: -1.5, max: -0.5 })
+  t.same(scoreRange('0.8..0.8'), { min: 0.8, max: 0.8 })
+  t.equal(scoreRange('..'), null, 'two open ends: a label')
+  t.equal(scoreRange('1..x'), null)
+  t.equal(scoreRange('0x10'), null, 'decimals only')
+  t.equal(scoreRange('1e999'), null, 'finite only')
+  const problems = (q: Record<string, unknown>) => {
+    const p = parseSearchFilters(q)
+    return p.ok ? [] : p.problems.map((x) => x.path[0])
+  }
+  t.same(problems({ 'score.x': '2..1' }), ['score.x'], 'low end above high end')
+  t.same(problems({ 'score.x': '' }), ['score.x'])
+  t.same(problems({ 'score.': '1' }), ['score.'])
+  t.same(problems({ 'score.x': 'a\u0000' }), ['score.x'])
+  t.same(problems(Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`score.n${i}`, '1']))), ['score.n9'], 'at most 10 names (sorted: n0, n1, n10, ...)')
+  t.ok(hasFilters({ 'score.x': '1' }), 'a score filter is a filter')
 })

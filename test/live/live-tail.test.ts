@@ -230,6 +230,21 @@ t.test('a bad filter is a 400 naming it; no token is a 401; HEAD opens no stream
   t.match(head.headers['content-type'], /^text\/event-stream/)
 })
 
+t.test('score filters are refused on the live tail, naming each, while the search takes them', async (t) => {
+  const user = await newUser(a)
+  const res = await a.inject({ url: '/v1/me/events/stream?type=tool&score.accuracy=0.8..1&score.tone=polite', headers: user.auth })
+  t.equal(res.statusCode, 400)
+  t.same(res.json().details.map((d: { path: string[] }) => d.path[0]), ['score.accuracy', 'score.tone'], 'each score filter named')
+  t.match(res.json().details[0].message, /not available on the live tail/)
+  const head = await a.inject({ method: 'HEAD', url: '/v1/me/events/stream?score.accuracy=1', headers: user.auth })
+  t.equal(head.statusCode, 400, 'HEAD says what a GET would answer')
+  const malformed = await a.inject({ url: '/v1/me/events/stream?score.accuracy=2..1', headers: user.auth })
+  t.equal(malformed.statusCode, 400)
+  t.match(malformed.json().details[0], { path: ['score.accuracy'], message: /low end/ }, 'a malformed value says what is wrong with it')
+  const search = await a.inject({ url: '/v1/me/events?type=tool&score.accuracy=0.8..1&score.tone=polite', headers: user.auth })
+  t.equal(search.statusCode, 200, 'the same filters on the search')
+})
+
 t.test('an idle stream gets heartbeats past the request timeout; streams are limited per user; closing the instance ends them', async (t) => {
   const app = await buildTestApp(t, { LIVE_MAX_STREAMS_PER_USER: '1', REQUEST_TIMEOUT_MS: '1000', LIVE_HEARTBEAT_MS: '1000' })
   const base = await baseOf(app)

@@ -215,6 +215,27 @@ t.test('people score traces and sessions from the dashboard as themselves; trace
   t.equal(humans.scores.length, 2)
 })
 
+t.test('a score updated during a walk and merged away is never listed twice; the next walk has its new value', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const traceId = randomId('walked-')
+  for (const id of ['a', 'b', 'c']) {
+    t.equal((await postScore(app, key.secret, { scoreId: id, traceId, name: 'walked', value: 1 })).statusCode, 202)
+    await shipped(app)
+  }
+  const first = await listScores(app, user, '?limit=1')
+  t.same(first.scores.map((s) => s.scoreId), ['c'])
+  // 'a', not yet handed out, is updated, and the parts merge: only its latest write is kept.
+  t.equal((await postScore(app, key.secret, { scoreId: 'a', traceId, name: 'walked', value: 2 })).statusCode, 202)
+  await shipped(app)
+  await app.clickhouse.command({ query: 'OPTIMIZE TABLE scores FINAL' })
+  const rest = await listScores(app, user, `?limit=10&cursor=${first.nextCursor}`)
+  const walked = [...first.scores, ...rest.scores].map((s) => s.scoreId)
+  t.equal(new Set(walked).size, walked.length, 'no score twice')
+  t.ok(walked.includes('b'), 'an untouched score is listed')
+  t.same((await listScores(app, user)).scores.map((s) => [s.scoreId, s.value]), [['a', 2], ['c', 1], ['b', 1]], 'the next walk: the update first, with its value')
+})
+
 t.test('the list pages with the cursor and filters by name, source, agent and range', async (t) => {
   const user = await newUser(app)
   const key = await user.createKey()

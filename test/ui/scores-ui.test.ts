@@ -169,4 +169,64 @@ async function run () {
     t.equal((await app.inject({ method: 'GET', url: '/v1/me/score-configs/helpfulness', headers: user.auth })).statusCode, 404)
     t.same(pageErrors, [], 'no script errors')
   })
+
+  t.test('a session page shows the scores of the session and of its traces as the API has them, and adds one of each', async (t) => {
+    const sessionId = randomId('session-')
+    const [first, second] = [randomId('s-trace-'), randomId('s-trace-')]
+    const events = await sendBatch(app, key.secret, [
+      { agentId: agent, type: 'decision', timestamp: now - 2000, metadata: { sessionId, traceId: first, spanId: 'plan' } },
+      { agentId: agent, type: 'tool', toolExecuted: 'lookup', timestamp: now - 1500, metadata: { sessionId, traceId: first, spanId: 'look', parentSpanId: 'plan' } },
+      { agentId: agent, type: 'decision', timestamp: now - 1000, metadata: { sessionId, traceId: second } },
+    ])
+    if (events.statusCode !== 207) throw new Error(events.body)
+    await score({ sessionId, name: 'resolved', boolean: true, source: 'code' })
+    await score({ traceId: first, name: 'helpfulness', value: 0.4, source: 'llm', comment: 'too short' })
+    await score({ traceId: first, spanId: 'look', name: 'relevance', label: 'high', source: 'llm' })
+    await score({ traceId: second, name: 'tone', label: 'polite', source: 'code' })
+    await score({ sessionId: randomId('other-session-'), name: 'resolved', boolean: false })
+    await shipped(app)
+    const scoresOf = async (path: string) => ((await app.inject({ method: 'GET', url: path, headers: user.auth })).json() as { scores: (StoredScore & { traceId: string | null })[] }).scores
+    const fromApi = async () => [
+      ...await scoresOf(`/v1/me/sessions/${sessionId}/scores`),
+      ...await scoresOf(`/v1/me/traces/${first}/scores`),
+      ...await scoresOf(`/v1/me/traces/${second}/scores`),
+    ]
+    const expected = await fromApi()
+    t.equal(expected.length, 4, 'the API has the session\'s score and its traces\' three')
+
+    await visit(`#/sessions/${sessionId}`)
+    await page.getByRole('heading', { level: 1, name: `Session ${sessionId}` }).waitFor()
+    const card = page.locator('section.session-scores')
+    const cardRows = card.locator('table.scores tbody tr')
+    await card.getByRole('heading', { name: /Scores · 4 scores/ }).waitFor()
+    t.equal(await cardRows.count(), expected.length, 'a row per score')
+    // What each row must say, from the API's scores (ui/js/scores.js writes a boolean as yes/no).
+    const said = (s: StoredScore & { traceId: string | null }) => s.boolean !== null ? (s.boolean ? 'yes' : 'no') : s.label ?? fig(s.value)
+    const of = (s: StoredScore & { traceId: string | null }) => !s.traceId ? 'whole session' : s.spanId ? `trace ${s.traceId}, span lookup` : `trace ${s.traceId}`
+    for (const s of expected) {
+      const text = await card.locator(`tr[data-score-id="${s.scoreId}"]`).innerText()
+      t.ok(text.startsWith(of(s)), `${s.name}: of ${of(s)} (${JSON.stringify(text)})`)
+      t.match(text, `${s.name}\t${said(s)}\t${s.source}`, `${s.name}: its value and source`)
+    }
+    t.equal(await card.locator(`a[href="#/traces/${first}"]`).count(), 2, 'the trace scores link to their trace')
+
+    await card.getByRole('button', { name: 'Thumbs up' }).click()
+    await card.getByRole('status').filter({ hasText: 'thumbs up recorded' }).waitFor()
+    const feedback = (await scoresOf(`/v1/me/sessions/${sessionId}/scores`)).filter((s) => s.name === 'user_feedback')
+    t.match(feedback, [{ boolean: true, source: 'human', authorId: user.id, traceId: null }], 'stored as the session\'s, the user as author')
+    await cardRows.filter({ hasText: 'user_feedback' }).waitFor()
+    t.match(await cardRows.filter({ hasText: 'user_feedback' }).innerText(), /^whole session\s+user_feedback\s+▲ up\s+human\s+you/)
+
+    await card.locator('select[name="target"]').selectOption(`trace:${second}`)
+    const named = card.getByRole('form', { name: 'Add a named score' })
+    await named.getByLabel('Name').fill('depth')
+    await named.getByLabel(/^Value/).fill('3')
+    await named.getByRole('button', { name: 'Add score' }).click()
+    await named.getByRole('status').filter({ hasText: 'Score depth recorded.' }).waitFor()
+    t.match((await scoresOf(`/v1/me/traces/${second}/scores`)).filter((s) => s.name === 'depth'), [{ value: 3, source: 'human', authorId: user.id, spanId: null }], 'stored as the chosen trace\'s')
+    await cardRows.filter({ hasText: 'depth' }).waitFor()
+    t.match(await cardRows.filter({ hasText: 'depth' }).innerText(), new RegExp(`^trace ${second}\\s+depth\\s+3\\s+human`))
+    t.equal(await cardRows.count(), (await fromApi()).length, 'the table holds every score the API has')
+    t.same(pageErrors, [], 'no script errors')
+  })
 }

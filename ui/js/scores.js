@@ -1,4 +1,4 @@
-// Scores in the UI: how a score reads, the scores of a trace with "add a score" (thumbs up or down
+// Scores in the UI: how a score reads, the scores of a trace or a session with "add a score" (thumbs up or down
 // with a comment, and a named score following the user's score configs), and a small trend line.
 import { useEffect, useState } from 'preact/hooks'
 import { api, agentOf } from './api.js'
@@ -41,17 +41,37 @@ function useMe () {
   return me
 }
 
-/** The scores of a trace, whole and per span, oldest first. */
-export function ScoreTable ({ scores, spans, names, me }) {
+/** A span's key among the spans of a trace or a session (span ids are unique within a trace). */
+const spanKey = (traceId, spanId) => `${traceId || ''}/${spanId}`
+const traceLink = (traceId) => html`trace <a href=${`#/traces/${encodeURIComponent(traceId)}`}>${traceId}</a>`
+
+/**
+ * What a score is of, as a row says it: on a trace's page "whole trace" or its span; on a session's
+ * page (`session`) "whole session", or the trace (and span) with a link to the trace.
+ */
+function ScoreTarget ({ s, bySpan, session, traceId }) {
+  if (s.spanId) {
+    const span = bySpan.get(spanKey(s.traceId || traceId, s.spanId))
+    const name = html`span <span title=${s.spanId}>${span ? spanName(span) : html`<code>${s.spanId}</code>`}</span>`
+    return session ? html`${traceLink(s.traceId)}, ${name}` : name
+  }
+  if (s.traceId) return session ? traceLink(s.traceId) : 'whole trace'
+  if (s.sessionId) return 'whole session'
+  return html`event <code>${s.eventId}</code>`
+}
+
+/**
+ * The scores of a trace (whole and per span) or of a session (whole, and of its traces and their
+ * spans), in the order given.
+ */
+export function ScoreTable ({ scores, spans, names, me, session = false, traceId = null }) {
   if (!scores.length) return html`<${Empty}>No scores yet.</${Empty}>`
-  const bySpan = new Map(spans.filter((s) => s.spanId).map((s) => [s.spanId, s]))
+  const bySpan = new Map(spans.filter((s) => s.spanId).map((s) => [spanKey(s.traceId || traceId, s.spanId), s]))
   return html`<div class="table-wrap"><table class="scores">
     <thead><tr><th scope="col">Of</th><th scope="col">Name</th><th scope="col">Score</th><th scope="col">Source</th>
       <th scope="col">Author</th><th scope="col">Agent</th><th scope="col">Comment</th><th scope="col">When</th></tr></thead>
-    <tbody>${scores.map((s) => {
-      const span = s.spanId ? bySpan.get(s.spanId) : null
-      return html`<tr key=${s.scoreId} data-score-id=${s.scoreId}>
-        <td>${s.spanId ? html`span <span title=${s.spanId}>${span ? spanName(span) : html`<code>${s.spanId}</code>`}</span>` : 'whole trace'}</td>
+    <tbody>${scores.map((s) => html`<tr key=${s.scoreId} data-score-id=${s.scoreId}>
+        <td><${ScoreTarget} s=${s} bySpan=${bySpan} session=${session} traceId=${traceId} /></td>
         <th scope="row">${s.name}</th>
         <td class="score-value">${scoreText(s)}</td>
         <td><${Badge} tone=${s.source === 'human' ? 'ok' : 'plain'}>${s.source}</${Badge}></td>
@@ -59,8 +79,7 @@ export function ScoreTable ({ scores, spans, names, me }) {
         <td><${AgentLink} agent=${agentOf(s, names)} /></td>
         <td class="score-comment">${s.comment || html`<span class="muted">—</span>`}</td>
         <td><${Time} iso=${s.createdAt} /></td>
-      </tr>`
-    })}</tbody>
+      </tr>`)}</tbody>
   </table></div>`
 }
 
@@ -149,39 +168,86 @@ function NamedScore ({ send, configs }) {
 }
 
 /**
- * The scores of a trace (as its detail carries them, then as read again after a score is added) and
- * the forms that add one as the signed-in user, of the whole trace or of one of its spans.
+ * A card of scores with the forms that add one as the signed-in user. `targets` are what a score may
+ * be of, the first being the page's whole trace or session: `{ key, label, path, extra }`, `path`
+ * the route the score is posted to and `extra` what the body adds (a span's id). After a score is
+ * acknowledged, `reread()` reads the scores again (the table shows it at once).
  */
-export function TraceScores ({ traceId, initial, spans, names }) {
+function ScoresCard ({ className, scores, spans, names, targets, reread, session = false, traceId = null, error = null }) {
   const me = useMe()
-  const [scores, setScores] = useState(initial || [])
-  const [spanId, setSpanId] = useState('')
-  // The detail is read again every few seconds: its scores then replace these.
-  useEffect(() => { if (initial) setScores(initial) }, [initial])
+  const [key, setKey] = useState('')
   const { data: configData } = useData(() => api('/v1/me/score-configs'), [])
   const configs = configData?.configs || []
-  const path = `/v1/me/traces/${encodeURIComponent(traceId)}/scores`
+  const target = targets.find((x) => x.key === key) || targets[0]
   const send = async (body) => {
-    const ack = await api(path, { method: 'POST', body: spanId ? { ...body, spanId } : body })
-    const { scores: fresh } = await api(path)
-    setScores(fresh)
+    const ack = await api(target.path, { method: 'POST', body: { ...body, ...target.extra } })
+    await reread()
     return ack
   }
-  const spanOptions = spans.filter((s) => s.spanId).slice(0, 1000)
   const human = scores.filter((s) => s.source === 'human').length
-  return html`<section class="card wide trace-scores" aria-labelledby="scores-h">
+  return html`<section class=${`card wide ${className}`} aria-labelledby="scores-h">
     <h2 id="scores-h">Scores <span class="muted">· ${plural(scores.length, 'score')}${human ? `, ${human} by people` : ''}</span></h2>
-    <${ScoreTable} scores=${scores} spans=${spans} names=${names} me=${me} />
-    ${spanOptions.length
-      ? html`<p class="inline"><label>Score <select name="target" value=${spanId} onChange=${(e) => setSpanId(e.target.value)}>
-          <option value="">the whole trace</option>
-          ${spanOptions.map((s) => html`<option value=${s.spanId}>span ${spanName(s)} (${s.spanId})</option>`)}</select></label></p>`
+    <${ErrorNote} error=${error} />
+    <${ScoreTable} scores=${scores} spans=${spans} names=${names} me=${me} session=${session} traceId=${traceId} />
+    ${targets.length > 1
+      ? html`<p class="inline"><label>Score <select name="target" value=${key} onChange=${(e) => setKey(e.target.value)}>
+          ${targets.map((x) => html`<option value=${x.key}>${x.label}</option>`)}</select></label></p>`
       : null}
     <div class="grid score-forms">
       <${Feedback} send=${send} />
       <${NamedScore} send=${send} configs=${configs} />
     </div>
   </section>`
+}
+
+/**
+ * The scores of a trace (as its detail carries them, then as read again after a score is added) and
+ * the forms that add one as the signed-in user, of the whole trace or of one of its spans.
+ */
+export function TraceScores ({ traceId, initial, spans, names }) {
+  const [scores, setScores] = useState(initial || [])
+  // The detail is read again every few seconds: its scores then replace these.
+  useEffect(() => { if (initial) setScores(initial) }, [initial])
+  const path = `/v1/me/traces/${encodeURIComponent(traceId)}/scores`
+  const targets = [
+    { key: '', label: 'the whole trace', path, extra: {} },
+    ...spans.filter((s) => s.spanId).slice(0, 1000).map((s) => ({ key: s.spanId, label: `span ${spanName(s)} (${s.spanId})`, path, extra: { spanId: s.spanId } })),
+  ]
+  const reread = async () => setScores((await api(path)).scores)
+  return html`<${ScoresCard} className="trace-scores" scores=${scores} spans=${spans} names=${names} targets=${targets} reread=${reread} traceId=${traceId} />`
+}
+
+/**
+ * The traces of a session whose scores its page reads (one request each, again every
+ * SESSION_TRACES_REFRESH_MS) and offers to score: 20 traces are 40 reads a minute, well inside the
+ * per-user limit of `/v1/me` reads.
+ */
+export const SESSION_TRACES_MAX = 20
+const SESSION_TRACES_REFRESH_MS = 30_000
+
+/**
+ * The scores of a session: its own (as its detail carries them) and those of its traces (whole and
+ * per span, read from each trace's scores, for the first SESSION_TRACES_MAX traces), with the forms
+ * that add one as the signed-in user, of the whole session or of one of its traces.
+ */
+export function SessionScores ({ sessionId, initial, events, names }) {
+  const [own, setOwn] = useState(initial || [])
+  useEffect(() => { if (initial) setOwn(initial) }, [initial])
+  const traceIds = [...new Set(events.map((e) => e.traceId).filter(Boolean))].slice(0, SESSION_TRACES_MAX)
+  const tracePath = (id) => `/v1/me/traces/${encodeURIComponent(id)}/scores`
+  const path = `/v1/me/sessions/${encodeURIComponent(sessionId)}/scores`
+  // Read again now and then, so a trace's new scores show here too.
+  const ofTraces = useData(async () => (await Promise.all(traceIds.map((id) => api(tracePath(id))))).flatMap((x) => x.scores), [sessionId, traceIds.join('\n')], SESSION_TRACES_REFRESH_MS)
+  const targets = [
+    { key: '', label: 'the whole session', path, extra: {} },
+    ...traceIds.map((id) => ({ key: `trace:${id}`, label: `trace ${id}`, path: tracePath(id), extra: {} })),
+  ]
+  const reread = async () => {
+    const [fresh] = await Promise.all([api(path), ofTraces.reload()])
+    setOwn(fresh.scores)
+  }
+  const scores = [...own, ...(ofTraces.data || [])].sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0))
+  return html`<${ScoresCard} className="session-scores" scores=${scores} spans=${events} names=${names} targets=${targets} reread=${reread} session=${true} error=${ofTraces.error} />`
 }
 
 /**

@@ -4,7 +4,7 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { api, agentOf, agentsOf } from '../api.js'
 import { SearchBar, Facets, NoMatch, go, searchQuery, searching } from '../search.js'
-import { TraceScores } from '../scores.js'
+import { SessionScores, TraceScores } from '../scores.js'
 import { html, useData, ErrorNote, Loading, Empty, Kpi, PrivacyChip, Cost, Time, AgentLink, count, money, duration, plural, dotted, spanName, spanFacts } from '../ui.js'
 
 /** Levels of indentation; deeper rows line up at the cap and show their depth. */
@@ -236,7 +236,9 @@ function Detail ({ kind, item, names }) {
     )}</p>
     <${Git} git=${item.git} cwd=${item.cwd} />
     <section class="card wide" aria-labelledby="tl"><h2 id="tl">Timeline</h2><${SpanTree} roots=${roots} spans=${spans} names=${names} /></section>
-    ${kind === 'trace' ? html`<${TraceScores} traceId=${item.traceId} initial=${item.scores} spans=${spans} names=${names} />` : null}
+    ${kind === 'trace'
+      ? html`<${TraceScores} traceId=${item.traceId} initial=${item.scores} spans=${spans} names=${names} />`
+      : html`<${SessionScores} sessionId=${item.sessionId} initial=${item.scores} events=${item.events || []} names=${names} />`}
     ${kind === 'trace' ? null : html`<p class="muted">Traces in this session: ${[...new Set(spans.map((e) => e.traceId).filter(Boolean))].map((t, i) => html`${i ? ', ' : ''}<a href=${`#/traces/${encodeURIComponent(t)}`}>${t}</a>`)}</p>`}`
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
 import { streamEvents } from '../../../../schemas/live-routes.ts'
-import { filterQueryProblems, parseSearchFilters } from '../../../domain/search-filters.ts'
+import { filterQueryProblems, parseSearchFilters, SCORE_PREFIX } from '../../../domain/search-filters.ts'
 import { HttpError } from '../../../http-error.ts'
 
 /** The longest Last-Event-ID read (an id the stream gives is at most 40 characters). */
@@ -20,6 +20,11 @@ const live: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
   app.get('/events/stream', { schema: streamEvents }, async (request, reply) => {
     const parsed = parseSearchFilters(request.query as Record<string, unknown>)
     if (!parsed.ok) throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details: parsed.problems })
+    // A score mostly arrives after its event (evaluators run later): a tail cannot know it yet.
+    if (parsed.filters.scores.length > 0) {
+      const details = parsed.filters.scores.map((s) => ({ path: [`${SCORE_PREFIX}${s.name}`], message: 'score filters are not available on the live tail (a score arrives after its event): search GET /v1/me/events' }))
+      throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details })
+    }
     // HEAD (answered for every GET route) says what a GET would open, without holding a stream.
     if (request.method === 'HEAD') return reply.code(200).type('text/event-stream; charset=utf-8').send('')
     const reader = await request.reader
