@@ -2,7 +2,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions
 import type { Config } from './config.ts'
 import { prepareDataDir } from './data-dir.ts'
 import { sharedSchemas } from './validation.ts'
-import errors, { frameworkErrors } from './plugins/error-handler.ts'
+import errors, { clientErrorHandler, frameworkErrors } from './plugins/error-handler.ts'
 import jsonBody from './plugins/json-body.ts'
 import postgres from './plugins/postgres.ts'
 import secrets from './plugins/secrets.ts'
@@ -59,6 +59,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // Fastify's 10 s would end such a start; the stores' own connect timeouts still fail a dead one.
     pluginTimeout: PLUGIN_START_TIMEOUT_MS,
     frameworkErrors,
+    clientErrorHandler,
     // A client must send its whole request (headers and body) within requestTimeout, else 408 and
     // close, so slow or stalled uploads neither pile up nor hold a graceful shutdown.
     requestTimeout: config.requestTimeoutMs,

@@ -136,7 +136,7 @@ t.test('a stalled Redis answers 503 + Retry-After within REDIS_COMMAND_TIMEOUT_M
 })
 
 /** Sends raw bytes on a real socket and resolves with what the server sent back and when it closed. */
-async function rawRequest (port: number, bytes: string): Promise<{ answer: string; ms: number }> {
+async function rawRequest (port: number, bytes: string | Buffer): Promise<{ answer: string; ms: number }> {
   const socket = connect(port, '127.0.0.1')
   const started = Date.now()
   let answer = ''
@@ -157,6 +157,25 @@ t.test('a client that sends part of its request gets 408 and a closed connection
   const headers = await rawRequest(port, 'GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ')
   t.match(headers.answer, /^HTTP\/1\.1 408 /, 'half the headers')
   t.ok(headers.ms < REQUEST_TIMEOUT_MS + 1500, `closed after ${headers.ms} ms`)
+  t.same(bodyOf(body.answer), { error: 'request_timeout', message: 'the whole request did not arrive in time' }, 'the one error body')
+})
+
+/** The JSON body of a raw HTTP answer. */
+const bodyOf = (answer: string) => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as Record<string, unknown>
+
+t.test('a request Node cannot parse gets the one error body, not the framework\'s', async (t) => {
+  const port = (app.server.address() as AddressInfo).port
+  // Raw UTF-8 in the request line (what curl sends for an unencoded ?q=支), a control character in a header.
+  const raw = await rawRequest(port, Buffer.concat([Buffer.from('GET /v1/me/events?q='), Buffer.from('支', 'utf8'), Buffer.from(' HTTP/1.1\r\nHost: x\r\n\r\n')]))
+  t.match(raw.answer, /^HTTP\/1\.1 400 /)
+  t.match(bodyOf(raw.answer), { error: 'bad_request', message: /percent-encoded/ })
+  t.notOk('statusCode' in bodyOf(raw.answer), 'no key outside the documented body')
+  const control = await rawRequest(port, 'GET /health HTTP/1.1\r\nHost: x\r\nX-Bad: a\u0001b\r\n\r\n')
+  t.match(control.answer, /^HTTP\/1\.1 400 /)
+  t.match(bodyOf(control.answer), { error: 'bad_request' })
+  const big = await rawRequest(port, `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)
+  t.match(big.answer, /^HTTP\/1\.1 431 /)
+  t.same(bodyOf(big.answer), { error: 'headers_too_large', message: 'the request headers are too large' })
 })
 
 t.test('a graceful close does not wait long for a client stuck in its body', async (t) => {

@@ -1,5 +1,7 @@
 import fp from 'fastify-plugin'
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { STATUS_CODES } from 'node:http'
+import type { Duplex } from 'node:stream'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { HttpError } from '../http-error.ts'
 import { IngestLogRefused } from '../ingest/log/ingest-log.ts'
 import { compileRouteValidator, toDetails } from '../validation.ts'
@@ -43,6 +45,27 @@ export function frameworkErrors (err: FastifyError, request: FastifyRequest, rep
       request.log.error({ err }, 'framework error')
       reply.code(500).send({ error: 'internal_error', requestId: request.id })
   }
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (the `clientErrorHandler` server
+ * option): a request line or header that is not HTTP (raw non-ASCII in the URL, a control character
+ * in a header), headers too large, or a request not received within REQUEST_TIMEOUT_MS. Our JSON body
+ * instead of Fastify's, which carries a `statusCode` key; the connection is closed either way.
+ */
+export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return
+  const [status, body] = err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+    ? [408, { error: 'request_timeout', message: 'the whole request did not arrive in time' }]
+    : err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, { error: 'headers_too_large', message: 'the request headers are too large' }]
+      : [400, { error: 'bad_request', message: 'the request is not valid HTTP: characters outside ASCII in the URL must be percent-encoded, and headers cannot hold control characters' }]
+  this.log.debug({ err }, 'client error')
+  if (socket.writable) {
+    const text = JSON.stringify(body)
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${text}`)
+  }
+  socket.destroy(err)
 }
 
 /**

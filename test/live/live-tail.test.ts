@@ -278,6 +278,10 @@ t.test('error answers name what is wrong, the same on the search and the stream'
   const long = await bad('/v1/me/events/stream', { 'last-event-id': `${Date.now()}-0:${'1'.repeat(60)}` })
   t.equal(long.message, 'the Last-Event-ID header is not valid')
   t.same(long.details, [{ path: ['Last-Event-ID'], message: 'must be at most 64 characters' }])
+  for (const id of ['abc', '0', `${Date.now()}-0`, `${Date.now()}-0:x`]) {
+    const never = await bad('/v1/me/events/stream', { 'last-event-id': id })
+    t.same(never.details, [{ path: ['Last-Event-ID'], message: 'must be an id this stream gave, like 1764250000000-0:3' }], `Last-Event-ID: ${id}`)
+  }
   for (const path of ['/v1/me/events', '/v1/me/events/stream', '/v1/me/sessions', '/v1/me/traces', '/v1/me/events/facets']) {
     for (const [query, name] of [['from=1&from=2', 'from'], ['q=a&q=b', 'q'], ['minCostUsd=1&minCostUsd=2', 'minCostUsd']]) {
       const twice = await bad(`${path}?${query}`)

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
 import { streamEvents } from '../../../../schemas/live-routes.ts'
+import { parseLiveId } from '../../../domain/live-events.ts'
 import { filterQueryProblems, parseSearchFilters, SCORE_PREFIX } from '../../../domain/search-filters.ts'
 import { HttpError } from '../../../http-error.ts'
 
@@ -13,6 +14,11 @@ const live: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
     const id = request.headers['last-event-id']
     if (typeof id === 'string' && id.length > MAX_LAST_EVENT_ID) {
       throw new HttpError(400, 'validation_failed', { message: 'the Last-Event-ID header is not valid', details: [{ path: ['Last-Event-ID'], message: `must be at most ${MAX_LAST_EVENT_ID} characters` }] })
+    }
+    // An id the stream never gave would resume from nowhere, silently: refused. Empty is no id (what
+    // EventSource sends after an event whose id was empty).
+    if (typeof id === 'string' && id.trim() !== '' && parseLiveId(id) === null) {
+      throw new HttpError(400, 'validation_failed', { message: 'the Last-Event-ID header is not valid', details: [{ path: ['Last-Event-ID'], message: 'must be an id this stream gave, like 1764250000000-0:3' }] })
     }
     const problems = filterQueryProblems(request.url)
     if (problems.length > 0) throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details: problems })
