@@ -83,7 +83,6 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
   const leased = opts.burstLeaseMs > 0 ? new LeasedLimiter(app.rateLimiter, { leaseMs: opts.burstLeaseMs, maxShare: 0.05 }) : null
   const rows = new RowThread({
     minEvents: opts.ingest.rowThreadMinEvents,
-    textJobsOnly: true,
     onFailure: (err) => app.log.error({ err }, 'the row thread failed; rows are built on the main thread until it restarts'),
   })
   const service = new IngestionService({

@@ -68,14 +68,6 @@ export function rowBytesOf (job: RowJob): RowBytes {
 export interface RowThreadOptions {
   /** Jobs with fewer events are built on the calling thread (a hand-off costs more than it saves). */
   minEvents: number
-  /**
-   * Only jobs that come with the text their events were parsed from (`parsedFrom`: a batch) go to the
-   * thread; jobs of event objects (OTLP spans) are built on the calling thread. Objects are copied to
-   * the thread one value at a time, which for a mapped span costs about as much as building its row
-   * (about 9.5 µs a span to copy there and back, all threads): the service's CPU per span is about a
-   * tenth lower without the hand-off, where a text costs one string copy and a JSON.parse.
-   */
-  textJobsOnly?: boolean
   /** Told when the thread fails; its jobs are then built on the calling thread. */
   onFailure?: (err: unknown) => void
   /**
@@ -133,7 +125,6 @@ export class RowThread {
   /** The rows of the job's events, built on the thread when the job is large and the thread is up. */
   rows (job: RowJob): RowBytes | Promise<RowBytes> {
     if (this.opts.minEvents <= 0 || job.events.length < this.opts.minEvents || this.closed) return rowBytesOf(job)
-    if (this.opts.textJobsOnly && !job.parsedFrom) return rowBytesOf(job)
     if (!this.ready) {
       this.start()
       return rowBytesOf(job)

@@ -84,21 +84,6 @@ t.test('a job sent as the text its events were parsed from is built as the event
   t.equal(thread.sentAsText, 20, 'sent as text')
 })
 
-t.test('with textJobsOnly, a job of event objects is built on the calling thread and a job of text on the thread', async (t) => {
-  const thread = new RowThread({ minEvents: 2, textJobsOnly: true })
-  t.teardown(() => thread.close())
-  await thread.whenReady()
-  const objects = jobOf(variedEvents(8))
-  const here = thread.rows(objects)
-  t.notOk(here instanceof Promise, 'the objects are not handed to the thread')
-  t.same(text(here), rowLines(objects), 'their lines')
-  const job = textJob(variedEvents(8), [0, 1, 2, 3, 4, 5, 6, 7])
-  const built = await thread.rows(job)
-  t.ok(built.bytes.equals(rowBytesOf(job).bytes), 'the text job is built as its events would be')
-  t.equal(thread.builtOnThread, 8, 'only the text job was built on the thread')
-  t.equal(thread.sentAsText, 8)
-})
-
 t.test('a job whose text does not hold its events is built from its events on the calling thread', async (t) => {
   const thread = new RowThread({ minEvents: 2 })
   t.teardown(() => thread.close())
