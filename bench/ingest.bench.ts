@@ -33,7 +33,8 @@ const connections = Number(values.connections)
 const batchConnections = Number(values['batch-connections'])
 const root = fileURLToPath(new URL('..', import.meta.url))
 const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-bench-'))
-const databaseUrl = benchDatabaseUrl('agent_telemetry_bench')
+// BENCH_DATABASE_URL gives a run a database of its own (another benchmark on the machine drops the shared one when it ends).
+const databaseUrl = process.env.BENCH_DATABASE_URL ?? benchDatabaseUrl('agent_telemetry_bench')
 const redisPrefix = `bench:${randomBytes(4).toString('hex')}:`
 const children: ChildProcess[] = []
 
