@@ -33,7 +33,8 @@ const connections = Number(values.connections)
 const batchConnections = Number(values['batch-connections'])
 const root = fileURLToPath(new URL('..', import.meta.url))
 const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-bench-'))
-const databaseUrl = benchDatabaseUrl('agent_telemetry_bench')
+// BENCH_DATABASE_URL gives a run a database of its own (another benchmark on the machine drops the shared one when it ends).
+const databaseUrl = process.env.BENCH_DATABASE_URL ?? benchDatabaseUrl('agent_telemetry_bench')
 const redisPrefix = `bench:${randomBytes(4).toString('hex')}:`
 const children: ChildProcess[] = []
 
@@ -209,18 +210,24 @@ try {
 
   // Earlier rounds: the ratios only.
   const ratios: { b: number[]; c: number[]; ck: number[] } = { b: [], c: [], ck: [] }
+  // The service's CPU per event over the bare server's, per round: the steadier figure on a shared machine.
+  const cpuRatios: { b: number[]; c: number[] } = { b: [], c: [] }
   for (let round = 1; round < rounds; round++) {
     if (runs.has('a') && runs.has('b')) {
       const a = await measure(`(a) round ${round}`, bare, load.a)
       const b = await measure(`(b) round ${round}`, service, load.b)
       ratios.b.push(b.rps / a.rps)
-      console.error(`round ${round}: (a) ${a.rps.toFixed(0)} req/s, (b) ${b.rps.toFixed(0)} req/s, p99 ${b.p99} ms`)
+      cpuRatios.b.push(b.cpuUsPerEvent / a.cpuUsPerEvent)
+      console.error(`round ${round}: (a) ${a.rps.toFixed(0)} req/s ${a.cpuUsPerEvent.toFixed(1)} µs/event, (b) ${b.rps.toFixed(0)} req/s ${b.cpuUsPerEvent.toFixed(1)} µs/event, p99 ${b.p99} ms`)
     }
     if (runs.has('c0') && runs.has('c')) {
       const c0 = await measure(`(c0) round ${round}`, bare, load.c0, 500)
       const c = await measure(`(c) round ${round}`, service, load.c, 500)
       ratios.c.push(c.eventsPerSec! / c0.eventsPerSec!)
-      console.error(`round ${round}: (c0) ${c0.eventsPerSec!.toFixed(0)} events/s, (c) ${c.eventsPerSec!.toFixed(0)} events/s`)
+      cpuRatios.c.push(c.cpuUsPerEvent / c0.cpuUsPerEvent)
+      console.error(`round ${round}: (c0) ${c0.eventsPerSec!.toFixed(0)} events/s ${c0.cpuUsPerEvent.toFixed(1)} µs/event, (c) ${c.eventsPerSec!.toFixed(0)} events/s ${c.cpuUsPerEvent.toFixed(1)} µs/event`)
+      // What (c) left in the log ships before the next run: its engine work belongs to (c), not to the next one.
+      await untilShipped()
       if (runs.has('ck')) {
         const ck = await measure(`(ck) round ${round}`, service, load.ck, 500)
         ratios.ck.push(ck.eventsPerSec! / c0.eventsPerSec!)
@@ -325,11 +332,16 @@ try {
   if (rounds > 1) {
     if (a && b) ratios.b.push(b.rps / a.rps)
     if (c0 && c) ratios.c.push(c.eventsPerSec! / c0.eventsPerSec!)
+    if (a && b) cpuRatios.b.push(b.cpuUsPerEvent / a.cpuUsPerEvent)
+    if (c0 && c) cpuRatios.c.push(c.cpuUsPerEvent / c0.cpuUsPerEvent)
     if (c0 && results.ck) ratios.ck.push(results.ck.eventsPerSec! / c0.eventsPerSec!)
     const show = (xs: number[]) => `${xs.map((x) => (x * 100).toFixed(1)).join(', ')} %; median ${(median(xs) * 100).toFixed(1)} %`
     if (ratios.b.length) console.log(`(b)/(a) over ${ratios.b.length} rounds: ${show(ratios.b)}`)
     if (ratios.c.length) console.log(`(c)/(c0) over ${ratios.c.length} rounds: ${show(ratios.c)}`)
     if (ratios.ck.length) console.log(`(ck)/(c0) over ${ratios.ck.length} rounds: ${show(ratios.ck)}`)
+    const times = (xs: number[]) => `${xs.map((x) => x.toFixed(2)).join(', ')} ×; median ${median(xs).toFixed(2)} ×`
+    if (cpuRatios.b.length) console.log(`CPU per event (b)/(a) over ${cpuRatios.b.length} rounds: ${times(cpuRatios.b)}  (target ≤ 3 ×)`)
+    if (cpuRatios.c.length) console.log(`CPU per event (c)/(c0) over ${cpuRatios.c.length} rounds: ${times(cpuRatios.c)}  (target ≤ 6 ×)`)
   }
   if (b) {
     if (probeFailure) console.log(`(d) the probe stopped early: ${probeFailure}`)

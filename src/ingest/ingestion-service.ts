@@ -10,7 +10,7 @@ import type { Outcome, PipelineRunner } from './pipeline.ts'
 import { ReadYourWrites } from './read-your-writes.ts'
 import { rowBytesOf } from './row-thread.ts'
 import { burstStep, type BurstLimiter } from './steps/burst.ts'
-import type { BatchText, EventAck, IngestCaller, IngestionStep, IngestItem, IngestRequest, ProblemsOf } from './steps/ingest-run.ts'
+import type { BatchText, EventAck, IngestCaller, IngestionStep, IngestItem, IngestRequest, IngestRun, ProblemsOf } from './steps/ingest-run.ts'
 import { logStep, type AcknowledgedRows } from './steps/log.ts'
 import { NO_USER_PRICES, pricesStep, type UserPrices } from './steps/prices.ts'
 import { resolveStep } from './steps/resolve.ts'
@@ -120,7 +120,19 @@ export class IngestionService {
     const receivedAt = this.inFlight.receive()
     try {
       const items = events.map((event, index): IngestItem => ({ index, event, agent: null, eventId: '' }))
-      return await this.pipeline.run(this.steps, { ...request, receivedAt, rows: null, prices: null }, items)
+      // Spelled out, not spread: every run has the same shape whatever its entry point, so the steps
+      // reading it stay monomorphic.
+      const run: IngestRun = {
+        caller: request.caller,
+        source: request.source,
+        invalid: request.invalid,
+        inputProblemsOf: request.inputProblemsOf,
+        parsedFrom: request.parsedFrom,
+        receivedAt,
+        rows: null,
+        prices: null,
+      }
+      return await this.pipeline.run(this.steps, run, items)
     } finally {
       this.inFlight.answered(receivedAt)
     }

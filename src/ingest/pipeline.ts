@@ -43,6 +43,12 @@ export const STEP_STALL_MS = 1000
 /** A step under way that had to wait, as the stall watch sees it. */
 interface Running { readonly name: IngestStep; readonly events: number; readonly started: number; warned: boolean }
 
+/** Whether any verdict settles its item (a loop: no closure per step and request). */
+function settlesAny (verdicts: readonly unknown[]): boolean {
+  for (let i = 0; i < verdicts.length; i++) if (verdicts[i] !== undefined) return true
+  return false
+}
+
 /** The verdicts of a step that hands every item on. */
 export function passAll<A> (items: readonly unknown[]): Verdict<A>[] {
   return new Array<Verdict<A>>(items.length).fill(undefined)
@@ -72,7 +78,8 @@ export class PipelineRunner {
   async run<C, I, A> (steps: readonly Step<C, I, A>[], context: C, items: I[]): Promise<Outcome<A>[]> {
     const outcomes = new Array<Outcome<A>>(items.length)
     let alive = items
-    let positions = items.map((_, i) => i)
+    // Where each item still alive stands in `items`; null while none has been settled (the same place).
+    let positions: number[] | null = null
     for (const step of steps) {
       if (alive.length === 0) return outcomes
       const started = performance.now()
@@ -89,16 +96,18 @@ export class PipelineRunner {
         this.finish(step.name, alive.length, started, running)
       }
       if (verdicts.length !== alive.length) throw new Error(`step ${step.name} answered ${verdicts.length} verdicts for ${alive.length} items`)
-      if (!verdicts.some((v) => v !== undefined)) continue
+      if (!settlesAny(verdicts)) continue
       const stillAlive: I[] = []
       const stillAt: number[] = []
-      verdicts.forEach((verdict, i) => {
-        if (verdict !== undefined) outcomes[positions[i]!] = verdict
+      for (let i = 0; i < verdicts.length; i++) {
+        const verdict = verdicts[i]
+        const at = positions === null ? i : positions[i]!
+        if (verdict !== undefined) outcomes[at] = verdict
         else {
           stillAlive.push(alive[i]!)
-          stillAt.push(positions[i]!)
+          stillAt.push(at)
         }
-      })
+      }
       alive = stillAlive
       positions = stillAt
     }
@@ -130,20 +139,26 @@ export class PipelineRunner {
   hook<R> (name: IngestStep, check: (request: R) => void | Promise<void>): (request: R, reply: unknown, done: (err?: Error) => void) => void {
     return (request, _reply, done) => {
       const started = performance.now()
-      let running: Running | null = null
-      const finish = (err?: unknown) => {
-        this.finish(name, 1, started, running)
-        done(err as Error | undefined)
-      }
       let pending: void | Promise<void>
       try {
         pending = check(request)
       } catch (err) {
-        return finish(err)
+        this.finish(name, 1, started)
+        return done(err as Error)
       }
-      if (pending === undefined) return finish()
-      running = this.waitingOn(name, 1, started)
-      pending.then(() => finish(), finish)
+      if (pending === undefined) {
+        this.finish(name, 1, started)
+        return done()
+      }
+      // Closures only for a check that waits: the usual request makes none.
+      const running = this.waitingOn(name, 1, started)
+      pending.then(() => {
+        this.finish(name, 1, started, running)
+        done()
+      }, (err: unknown) => {
+        this.finish(name, 1, started, running)
+        done(err as Error)
+      })
     }
   }
 

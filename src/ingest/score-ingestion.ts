@@ -227,7 +227,19 @@ export class ScoreIngestionService {
     const receivedAt = this.parts.inFlight.receive()
     try {
       const items = scores.map((event, index): IngestItem => ({ index, event, agent: null, eventId: '' }))
-      return await this.parts.pipeline.run(this.steps, { ...request, receivedAt, rows: null, prices: null }, items)
+      // Spelled out, not spread, as in IngestionService: one shape for every run.
+      const run: ScoreRun = {
+        caller: request.caller,
+        source: request.source,
+        invalid: request.invalid,
+        inputProblemsOf: request.inputProblemsOf,
+        parsedFrom: request.parsedFrom,
+        authorId: request.authorId,
+        receivedAt,
+        rows: null,
+        prices: null,
+      }
+      return await this.parts.pipeline.run(this.steps, run, items)
     } finally {
       this.parts.inFlight.answered(receivedAt)
     }

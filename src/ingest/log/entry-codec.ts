@@ -21,6 +21,10 @@ export interface RowBytes { rows: number; bytes: Buffer }
 
 /** Lines as RowBytes (lines never hold a raw newline: JSON escapes it). */
 export function rowBytes (lines: string[]): RowBytes {
+  // One line (a single event): Buffer.from encodes a short text into a slice of Node's shared pool,
+  // where encodeLines allocates memory of its own, needed only to move it to another thread (the
+  // row thread uses encodeLines). 0.4 against 1.2 µs for a 530-character line, and less for GC.
+  if (lines.length === 1) return { rows: 1, bytes: Buffer.from(lines[0]!, 'utf8') }
   const bytes = encodeLines(lines)
   return { rows: lines.length, bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) }
 }

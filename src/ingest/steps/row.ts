@@ -27,11 +27,15 @@ export function rowStep (parts: { rows: RowBuilder }): IngestionStep {
       }
       if (run.parsedFrom) job.parsedFrom = { ...run.parsedFrom, indices: items.map((item) => item.index) }
       const rows = builder.rows(job)
-      const keep = (built: RowBytes) => {
-        run.rows = built
-        return passAll<EventAck>(items)
+      // No closure unless the rows come from the row thread: a request builds none it need not.
+      if (rows instanceof Promise) {
+        return rows.then((built: RowBytes) => {
+          run.rows = built
+          return passAll<EventAck>(items)
+        })
       }
-      return rows instanceof Promise ? rows.then(keep) : keep(rows)
+      run.rows = rows
+      return passAll<EventAck>(items)
     },
   }
 }
