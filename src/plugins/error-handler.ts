@@ -87,7 +87,7 @@ export default fp(async function errors (app) {
       return reply.code(503).headers({ 'retry-after': String(err.retryAfterSeconds) }).send({ error: 'unavailable', reason: err.reason, message: err.message })
     }
     if (err.validation) {
-      return reply.code(400).send({ error: 'validation_failed', message: `the ${err.validationContext ?? 'request'} is not valid`, details: toDetails(err.validation as never) })
+      return reply.code(400).send({ error: 'validation_failed', message: validationMessage(err.validationContext), details: toDetails(err.validation as never) })
     }
     switch (err.code) {
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
@@ -122,3 +122,13 @@ export default fp(async function errors (app) {
 
   app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: 'not_found' }))
 }, { name: 'errors' })
+
+/** What a schema failure's message says of where it was: each part named so that the sentence reads. */
+function validationMessage (context: string | undefined): string {
+  switch (context) {
+    case 'headers': return 'the headers are not valid'
+    case 'params': return 'the path parameters are not valid'
+    case undefined: return 'the request is not valid'
+    default: return `the ${context} is not valid`
+  }
+}

@@ -167,3 +167,12 @@ t.test('Postgres refusing connections (55000, 53300, 3D000) answers 503 with Ret
     t.equal(res.json().error, 'unavailable', name)
   }
 })
+
+t.test('a schema failure names the part of the request in a sentence that reads', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const res = await app.inject({ method: 'POST', url: '/v1/events', headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json', 'idempotency-key': 'x'.repeat(300) }, payload: { agentId: randomId('a-') } })
+  t.equal(res.statusCode, 400)
+  t.equal(res.json().message, 'the headers are not valid')
+  t.match(res.json().details, [{ path: ['idempotency-key'] }])
+})
