@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildTestApp, newUser, randomId, sendEvent, shipped } from '../helpers/app.ts'
+import { buildTestApp, newUser, randomId, sendEvent, shipped } from '../../helpers/app.ts'
 
 const prefix = `test:${randomId()}:`
 const app = await buildTestApp(t, { REDIS_PREFIX: prefix })

@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { buildTestApp, newUser, randomId, sendEvent, shipped } from '../helpers/app.ts'
-import { MAX_DEPTH } from '../../src/domain/input-rules.ts'
+import { buildTestApp, newUser, randomId, sendEvent, shipped } from '../../helpers/app.ts'
+import { MAX_DEPTH } from '../../../src/domain/input-rules.ts'
 
 const app = await buildTestApp(t)
 

@@ -6,11 +6,11 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type Re
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto'
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer'
-import { buildApp } from '../../src/app.ts'
-import { newCuid } from '../../src/domain/ids.ts'
-import { decodeStatus } from '../../src/domain/otlp-codec.ts'
-import { buildTestApp, newUser, randomId, sendBatch, sendEvent, shipped, testConfig, TEST_DATA_DIR } from '../helpers/app.ts'
-import { storedCounts } from '../helpers/stored-events.ts'
+import { buildApp } from '../../../src/app.ts'
+import { newCuid } from '../../../src/domain/ids.ts'
+import { decodeStatus } from '../../../src/domain/otlp-codec.ts'
+import { buildTestApp, newUser, randomId, sendBatch, sendEvent, shipped, testConfig, TEST_DATA_DIR } from '../../helpers/app.ts'
+import { storedCounts } from '../../helpers/stored-events.ts'
 
 // Two instances behind one load balancer: one Redis (the same REDIS_PREFIX), one ClickHouse (the
 // embedded engine is one per process, as instances share a server), each with its own ingest log.

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { buildTestApp, newUser, randomId, sendBatch, sendEvent, shipped } from '../helpers/app.ts'
-import { contentHash } from '../../src/domain/canonical-json.ts'
+import { buildTestApp, newUser, randomId, sendBatch, sendEvent, shipped } from '../../helpers/app.ts'
+import { contentHash } from '../../../src/domain/canonical-json.ts'
 
 const app = await buildTestApp(t)
 

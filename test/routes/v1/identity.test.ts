@@ -1,6 +1,6 @@
 import t from 'tap'
-import { buildTestApp, newUser, randomId, sendEvent } from '../helpers/app.ts'
-import { newCuid } from '../../src/domain/ids.ts'
+import { buildTestApp, newUser, randomId, sendEvent } from '../../helpers/app.ts'
+import { newCuid } from '../../../src/domain/ids.ts'
 
 // No periodic flush during these tests: they flush by hand to see what was coalesced.
 const app = await buildTestApp(t, { ACTIVITY_FLUSH_MS: '60000' })

@@ -7,8 +7,8 @@ import { resourceFromAttributes } from '@opentelemetry/resources'
 import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto'
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { ProtobufTraceSerializer, JsonTraceSerializer } from '@opentelemetry/otlp-transformer'
-import { decodeResponse, decodeStatus } from '../../src/domain/otlp-codec.ts'
-import { buildTestApp, newUser, randomId, type TestUser } from '../helpers/app.ts'
+import { decodeResponse, decodeStatus } from '../../../src/domain/otlp-codec.ts'
+import { buildTestApp, newUser, randomId, type TestUser } from '../../helpers/app.ts'
 
 // Expected costs come from the providers' published list prices ($/Mtok; $1/Mtok = 1,000 nano-dollars a token).
 const NANO_PER_MTOK = 1000

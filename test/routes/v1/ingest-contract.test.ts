@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { buildTestApp, newUser, randomId, sendEvent, shipped, type TestUser } from '../helpers/app.ts'
+import { buildTestApp, newUser, randomId, sendEvent, shipped, type TestUser } from '../../helpers/app.ts'
 
 // The ingest contract (README "Ingestion"): a 202 means the event is synced to the instance's ingest
 // log; the shipper puts it in ClickHouse exactly once, whether ClickHouse is up or not.
