@@ -4,6 +4,7 @@ import { parseSearchFilters, type SearchFilters } from '../domain/search-filters
 import { likePattern } from '../domain/search-text.ts'
 import { isoFromMs as iso } from './timestamps.ts'
 import { EVENT_COLUMNS, SPAN_END, orNull, toEvent, tokensOf } from './event-rows.ts'
+import { BY_SKIP_INDEX } from './clickhouse-client.ts'
 import { type DashboardEvent, type Reader, type SessionSummary, type TraceSummary } from './dashboard-repository.ts'
 
 /**
@@ -108,7 +109,10 @@ export class SearchRepository {
    * pages. Looked for first in the hour below the page's start: that read is served by `events_feed`
    * (clickhouse/021, sorted by user and time) and reads a granule or two when matches are common;
    * when the hour holds a page of matches they are the newest below the start, the page. Otherwise
-   * the whole window is read, where the skip indexes of `events` find rare matches.
+   * the whole window is read, where the skip indexes of `events` find rare matches. That read (and
+   * the filtered reads below) say BY_SKIP_INDEX: with the search columns in `events_feed` the engine
+   * weighs the projection for them, and that weighing alone took 2-7 s at 10 million events for a
+   * rare term or metadata value (150-300 ms without it), for a plan that then reads `events`.
    */
   async events (r: Reader, w: SearchWindow, f: SearchFilters, opts: { limit: number; start: PageStart }): Promise<Page<DashboardEvent>> {
     const { where, params } = searchWhere(r, w, f)
@@ -122,7 +126,8 @@ export class SearchRepository {
          WHERE ${where}
            AND ts >= fromUnixTimestamp64Milli({from:Int64})
            ${after ? 'AND (ts, event_id) < (fromUnixTimestamp64Milli({afterMs:Int64}), {afterId:String})' : ''}
-         ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32}`,
+         ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32}
+         ${window === Infinity ? BY_SKIP_INDEX : ''}`,
         { ...params, from, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', limit: opts.limit + 1 },
       )
       if (rows.length > opts.limit || from === w.sinceMs) break
@@ -155,7 +160,7 @@ export class SearchRepository {
          ${f.toMs !== undefined ? 'AND ts < fromUnixTimestamp64Milli({toMs:Int64})' : ''}
          AND ${column} IN (SELECT ${column} FROM events WHERE ${matching.where} AND ${column} != '')
        GROUP BY id ${below}
-       ORDER BY max(ts) DESC, id LIMIT {limit:UInt32}`,
+       ORDER BY max(ts) DESC, id LIMIT {limit:UInt32} ${BY_SKIP_INDEX}`,
       { ...matching.params, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', limit: opts.limit + 1 },
     )
     const page = pageOf(name, w.asOf, rows, opts.limit, (x) => ({ ms: Number(x.last_ms), id: x.id as string }))
@@ -195,7 +200,7 @@ export class SearchRepository {
    * give the same answer.
    */
   async facets (r: Reader, w: SearchWindow, f: SearchFilters): Promise<Facets> {
-    const rows = rollupServes(r, w, f) ? await this.facetRowsByHour(r, w, f) : await this.facetRowsScanned(r, w, f)
+    const rows = rollupServes(r, w, f) ? await this.facetRowsByHour(r, w, f) : await this.facetRowsScanned(r, w, f, BY_SKIP_INDEX)
     const out: Facets = { total: 0, facets: { type: [], outcome: [], model: [], tool: [], agentId: [], costStatus: [] }, metadata: [] }
     const keys: { key: string; count: number; values: FacetValue[] }[] = []
     for (const x of rows) {
@@ -211,11 +216,11 @@ export class SearchRepository {
   }
 
   /** Every matching event counted (any filter). */
-  private async facetRowsScanned (r: Reader, w: SearchWindow, f: SearchFilters) {
+  private async facetRowsScanned (r: Reader, w: SearchWindow, f: SearchFilters, settings = '') {
     const { where, params } = searchWhere(r, w, f)
     return this.rows<FacetRow>(
       `/* svc:search_facets */ ${FACETS_TOP(`(SELECT f.1 AS facet, f.2 AS key, f.3 AS value, toInt64(count()) AS n
-         FROM events ARRAY JOIN ${FACET_TUPLES} AS f WHERE ${where} GROUP BY facet, key, value)`)}`,
+         FROM events ARRAY JOIN ${FACET_TUPLES} AS f WHERE ${where} GROUP BY facet, key, value)`)} ${settings}`,
       { ...params, ...FACET_LIMITS },
     )
   }
