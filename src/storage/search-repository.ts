@@ -1,10 +1,11 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { pageOf, type Page, type PageStart } from '../domain/cursor.ts'
-import type { SearchFilters } from '../domain/search-filters.ts'
+import { parseSearchFilters, type SearchFilters } from '../domain/search-filters.ts'
 import { likePattern } from '../domain/search-text.ts'
 import { latestWrites } from './scores-repository.ts'
 import { isoFromMs as iso } from './timestamps.ts'
 import { EVENT_COLUMNS, SPAN_END, orNull, toEvent, tokensOf } from './event-rows.ts'
+import { BY_SKIP_INDEX } from './clickhouse-client.ts'
 import { type DashboardEvent, type Reader, type SessionSummary, type TraceSummary } from './dashboard-repository.ts'
 
 /**
@@ -128,17 +129,34 @@ export class SearchRepository {
     return rs.json<T>()
   }
 
-  /** A page of the matching events, newest first (time, then id, descending), as GET /v1/me/events pages. */
+  /**
+   * A page of the matching events, newest first (time, then id, descending), as GET /v1/me/events
+   * pages. Looked for first in the hour below the page's start: that read is served by `events_feed`
+   * (clickhouse/021, sorted by user and time) and reads a granule or two when matches are common;
+   * when the hour holds a page of matches they are the newest below the start, the page. Otherwise
+   * the whole window is read, where the skip indexes of `events` find rare matches. That read (and
+   * the filtered reads below) say BY_SKIP_INDEX: with the search columns in `events_feed` the engine
+   * weighs the projection for them, and that weighing alone took 2-7 s at 10 million events for a
+   * rare term or metadata value (150-300 ms without it), for a plan that then reads `events`.
+   */
   async events (r: Reader, w: SearchWindow, f: SearchFilters, opts: { limit: number; start: PageStart }): Promise<Page<DashboardEvent>> {
     const { where, params } = searchWhere(r, w, f)
     const { after } = opts.start
-    const rows = await this.rows(
-      `/* svc:search_events */ SELECT ${EVENT_COLUMNS} FROM events
-       WHERE ${where}
-         ${after ? 'AND (ts, event_id) < (fromUnixTimestamp64Milli({afterMs:Int64}), {afterId:String})' : ''}
-       ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32}`,
-      { ...params, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', limit: opts.limit + 1 },
-    )
+    const top = after ? after.ms : w.asOf
+    let rows: Record<string, any>[] = []
+    for (const window of [FIRST_WINDOW_MS, Infinity]) {
+      const from = window === Infinity ? w.sinceMs : Math.max(w.sinceMs, top - window)
+      rows = await this.rows(
+        `/* svc:search_events */ SELECT ${EVENT_COLUMNS} FROM events
+         WHERE ${where}
+           AND ts >= fromUnixTimestamp64Milli({from:Int64})
+           ${after ? 'AND (ts, event_id) < (fromUnixTimestamp64Milli({afterMs:Int64}), {afterId:String})' : ''}
+         ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32}
+         ${window === Infinity ? BY_SKIP_INDEX : ''}`,
+        { ...params, from, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', limit: opts.limit + 1 },
+      )
+      if (rows.length > opts.limit || from === w.sinceMs) break
+    }
     return pageOf('events', w.asOf, rows.map(toEvent), opts.limit, (e) => ({ ms: Date.parse(e.timestamp), id: e.eventId }))
   }
 
@@ -167,7 +185,7 @@ export class SearchRepository {
          ${f.toMs !== undefined ? 'AND ts < fromUnixTimestamp64Milli({toMs:Int64})' : ''}
          AND ${column} IN (SELECT ${column} FROM events WHERE ${matching.where} AND ${column} != '')
        GROUP BY id ${below}
-       ORDER BY max(ts) DESC, id LIMIT {limit:UInt32}`,
+       ORDER BY max(ts) DESC, id LIMIT {limit:UInt32} ${BY_SKIP_INDEX}`,
       { ...matching.params, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', limit: opts.limit + 1 },
     )
     const page = pageOf(name, w.asOf, rows, opts.limit, (x) => ({ ms: Number(x.last_ms), id: x.id as string }))
@@ -199,53 +217,134 @@ export class SearchRepository {
    * Counts of the matching events: the total, per value of each facet (the FACET_TOP most frequent,
    * then by value), and the FACET_META_KEYS most frequent metadata keys (an event counts once per
    * key) with their FACET_META_VALUES most frequent values.
+   *
+   * Without a filter other than the window (and from/to), the whole hours of the window are read
+   * from `search_facets_hourly` (clickhouse/021) and only the partial hours at its ends, the hours
+   * that got an event after the snapshot instant and the events of the reader's hidden agents (taken
+   * off) from `events`; with any other filter, every matching event is counted from `events`. Both
+   * give the same answer.
    */
   async facets (r: Reader, w: SearchWindow, f: SearchFilters): Promise<Facets> {
-    const { where, params } = searchWhere(r, w, f)
-    // A key is left out when its first segment is a hidden key: the key itself or one under it.
-    const shown = "mapFilter((k, v) -> extract(k, '^[^.]*') NOT IN {hiddenKeys:Array(String)}, metadata_flat)"
-    // Two reads side by side, each one pass over the matching events: the plain facets, and the
-    // metadata paths with their values (a path's count is the sum of its values' counts: an event
-    // holds one value per path).
-    const [plain, meta] = await Promise.all([
-      this.rows(
-        `/* svc:search_facets */ SELECT
-           multiIf(grouping(type) = 0, 'type', grouping(outcome) = 0, 'outcome', grouping(model) = 0, 'model',
-                   grouping(tool_executed) = 0, 'tool', grouping(agent_id) = 0, 'agentId', grouping(cost_status) = 0, 'costStatus', 'total') AS facet,
-           toString(multiIf(grouping(type) = 0, toString(type), grouping(outcome) = 0, toString(outcome), grouping(model) = 0, toString(model),
-                   grouping(tool_executed) = 0, toString(tool_executed), grouping(agent_id) = 0, agent_id, grouping(cost_status) = 0, toString(cost_status), '')) AS value,
-           count() AS n
-         FROM events WHERE ${where}
-         GROUP BY GROUPING SETS ((), (type), (outcome), (model), (tool_executed), (agent_id), (cost_status))
-         ORDER BY facet, n DESC, value
-         LIMIT ${FACET_TOP} BY facet`,
-        params,
-      ),
-      this.rows<{ k: string; kn: string; v: string; n: string }>(
-        `/* svc:search_facet_metadata */ SELECT k, kn, v, n FROM (
-           SELECT k, v, n, sum(n) OVER (PARTITION BY k) AS kn FROM (
-             SELECT kv.1 AS k, kv.2 AS v, count() AS n
-             FROM (SELECT ${shown} AS shown FROM events WHERE ${where})
-             ARRAY JOIN arrayDistinct(arrayZip(shown.keys, shown.values)) AS kv
-             GROUP BY k, v))
-         ORDER BY kn DESC, k, n DESC, v
-         LIMIT ${FACET_META_VALUES} BY k
-         LIMIT ${FACET_META_KEYS * FACET_META_VALUES}`,
-        { ...params, hiddenKeys: FACET_HIDDEN_KEYS },
-      ),
-    ])
-    const keys = [...new Map(meta.map((x) => [x.k, x.kn])).entries()].slice(0, FACET_META_KEYS).map(([k, n]) => ({ k, n }))
-    const values = meta
+    const rows = rollupServes(r, w, f) ? await this.facetRowsByHour(r, w, f) : await this.facetRowsScanned(r, w, f, BY_SKIP_INDEX)
     const out: Facets = { total: 0, facets: { type: [], outcome: [], model: [], tool: [], agentId: [], costStatus: [] }, metadata: [] }
-    for (const x of plain) {
+    const keys: { key: string; count: number; values: FacetValue[] }[] = []
+    for (const x of rows) {
       if (x.facet === 'total') out.total = Number(x.n)
-      else out.facets[x.facet as FacetName].push({ value: orNull(x.value), count: Number(x.n) })
+      else if (x.facet !== 'meta') out.facets[x.facet as FacetName].push({ value: orNull(x.value), count: Number(x.n) })
+      else {
+        if (keys.at(-1)?.key !== x.key) keys.push({ key: x.key, count: Number(x.kn), values: [] })
+        keys.at(-1)!.values.push({ value: x.value, count: Number(x.n) })
+      }
     }
-    out.metadata = keys.map((x) => ({
-      key: x.k,
-      count: Number(x.n),
-      values: values.filter((v) => v.k === x.k).map((v) => ({ value: v.v, count: Number(v.n) })),
-    }))
+    out.metadata = keys
     return out
   }
+
+  /** Every matching event counted (any filter). */
+  private async facetRowsScanned (r: Reader, w: SearchWindow, f: SearchFilters, settings = '') {
+    const { where, params } = searchWhere(r, w, f)
+    return this.rows<FacetRow>(
+      `/* svc:search_facets */ ${FACETS_TOP(`(SELECT f.1 AS facet, f.2 AS key, f.3 AS value, toInt64(count()) AS n
+         FROM events ARRAY JOIN ${FACET_TUPLES} AS f WHERE ${where} GROUP BY facet, key, value)`)} ${settings}`,
+      { ...params, ...FACET_LIMITS },
+    )
+  }
+
+  /**
+   * The window's whole hours from the hourly counts, the rest from `events`: the window's partial
+   * first hour and everything from the last whole hour on (the current hour, events timed ahead), the
+   * hours with an event received after the snapshot instant, and minus the events of hidden agents.
+   */
+  private async facetRowsByHour (r: Reader, w: SearchWindow, f: SearchFilters) {
+    const from = Math.max(w.sinceMs, f.fromMs ?? 0)
+    const first = Math.ceil(from / HOUR_MS) * HOUR_MS
+    const end = Math.floor(Math.min(f.toMs ?? w.asOf, w.asOf) / HOUR_MS) * HOUR_MS
+    if (end - first < 2 * HOUR_MS) return this.facetRowsScanned(r, w, f)
+    const hours = { u: r.userId, hFirst: first / 1000, hEnd: end / 1000, asOf: w.asOf }
+    const late = (await this.rows<{ h: string }>(
+      `/* svc:search_facets_late */ SELECT toUnixTimestamp(hour) AS h FROM search_facets_hourly
+       WHERE user_id = {u:String} AND facet = 'total' AND hour >= toDateTime({hFirst:UInt32}, 'UTC') AND hour < toDateTime({hEnd:UInt32}, 'UTC')
+       GROUP BY hour HAVING max(last_received) > fromUnixTimestamp64Milli({asOf:Int64})`,
+      hours,
+    )).map((x) => Number(x.h))
+    if (late.length > 24) return this.facetRowsScanned(r, w, f)
+    const { where, params } = searchWhere(r, w, f)
+    // The events counted from `events`: outside [first, end) or in a late hour (time ranges, so the
+    // sort order by time of events_feed finds them).
+    const lateRanges = late.map((_, i) => `OR (ts >= toDateTime({late${i}:UInt32}, 'UTC') AND ts < toDateTime({late${i}:UInt32} + 3600, 'UTC'))`).join(' ')
+    const lateParams = Object.fromEntries(late.map((h, i) => [`late${i}`, h]))
+    const hidden = r.hidden.length === 0
+      ? ''
+      : `UNION ALL
+         SELECT f.1 AS facet, f.2 AS key, f.3 AS value, -toInt64(count()) AS n
+         FROM events ARRAY JOIN ${FACET_TUPLES} AS f
+         WHERE user_id = {u:String} AND agent_id IN {hidden:Array(String)}
+           AND ts >= toDateTime({hFirst:UInt32}, 'UTC') AND ts < toDateTime({hEnd:UInt32}, 'UTC')
+           AND toUnixTimestamp(toStartOfHour(ts)) NOT IN {late:Array(UInt32)}
+         GROUP BY facet, key, value`
+    return this.rows<FacetRow>(
+      `/* svc:search_facets_hourly */ ${FACETS_TOP(`(SELECT facet, key, value, sum(n) AS n FROM (
+         SELECT facet, key, value, toInt64(sum(events)) AS n FROM search_facets_hourly
+         WHERE user_id = {u:String} AND hour >= toDateTime({hFirst:UInt32}, 'UTC') AND hour < toDateTime({hEnd:UInt32}, 'UTC')
+           AND toUnixTimestamp(hour) NOT IN {late:Array(UInt32)}
+         GROUP BY facet, key, value
+         UNION ALL
+         SELECT f.1 AS facet, f.2 AS key, f.3 AS value, toInt64(count()) AS n
+         FROM events ARRAY JOIN ${FACET_TUPLES} AS f
+         WHERE ${where}
+           AND (ts < toDateTime({hFirst:UInt32}, 'UTC') OR ts >= toDateTime({hEnd:UInt32}, 'UTC') ${lateRanges})
+         GROUP BY facet, key, value
+         ${hidden})
+       GROUP BY facet, key, value HAVING n > 0)`)}`,
+      { ...params, ...hours, ...lateParams, late, ...FACET_LIMITS },
+    )
+  }
+}
+
+type FacetRow = { facet: string; key: string; value: string; n: string; kn: string }
+
+const HOUR_MS = 3_600_000
+
+/** The first window a page of events is looked for in, below its start. */
+const FIRST_WINDOW_MS = HOUR_MS
+
+/** How many rows of the facets the queries return (FACET_TOP, FACET_META_KEYS, FACET_META_VALUES). */
+const FACET_LIMITS = { top: FACET_TOP, metaKeys: FACET_META_KEYS, metaValues: FACET_META_VALUES }
+
+/**
+ * What an event counts in the facets, as (facet, key, value) tuples: once in the total and each
+ * plain facet, and once per distinct (path, value) of its shown metadata (a path whose first segment
+ * is a hidden key is left out). The same expression feeds `search_facets_hourly`
+ * (clickhouse/021_search_feed_and_facets.sql): a change here is a new migration there.
+ */
+export const FACET_TUPLES = `arrayConcat(
+    [('total', '', ''), ('type', '', toString(type)), ('outcome', '', toString(outcome)), ('model', '', toString(model)),
+     ('tool', '', toString(tool_executed)), ('agentId', '', agent_id), ('costStatus', '', toString(cost_status))],
+    arrayMap(kv -> ('meta', kv.1, kv.2), arrayDistinct(arrayFilter(kv -> extract(kv.1, '^[^.]*') NOT IN
+      (${FACET_HIDDEN_KEYS.map((k) => `'${k}'`).join(', ')}),
+      arrayZip(metadata_flat.keys, metadata_flat.values)))))`
+
+/**
+ * The answer's rows from counts (facet, key, value, n): the total; the FACET_TOP most frequent
+ * values of each plain facet (then by value); the FACET_META_KEYS metadata keys with the most events
+ * (the sum of their values' counts: an event holds one value per path; then by key), each with its
+ * FACET_META_VALUES most frequent values. Ordered by facet, the keys by rank, the values by count.
+ */
+const FACETS_TOP = (counts: string) => `SELECT facet, key, value, n, kn FROM (
+    SELECT facet, key, value, n, kn, vr, dense_rank() OVER (PARTITION BY facet ORDER BY kn DESC, key) AS kr FROM (
+      SELECT facet, key, value, n, sum(n) OVER (PARTITION BY facet, key) AS kn,
+             row_number() OVER (PARTITION BY facet, key ORDER BY n DESC, value) AS vr
+      FROM ${counts}))
+  WHERE (facet = 'meta' AND kr <= {metaKeys:UInt32} AND vr <= {metaValues:UInt32}) OR (facet != 'meta' AND vr <= {top:UInt32})
+  ORDER BY facet, kr, vr`
+
+const NO_FILTERS = parseSearchFilters({})
+
+/**
+ * Whether the hourly counts can answer: no filter but the window and from/to (whatever filter
+ * searchWhere knows, now or later, makes its WHERE differ from that of no filter).
+ */
+function rollupServes (r: Reader, w: SearchWindow, f: SearchFilters): boolean {
+  if (!NO_FILTERS.ok) return false
+  return searchWhere(r, w, { ...f, fromMs: undefined, toMs: undefined }).where === searchWhere(r, w, NO_FILTERS.filters).where
 }

@@ -1,0 +1,101 @@
+import t from 'tap'
+import { migrateClickHouse } from '../../src/storage/clickhouse-client.ts'
+import { EventsRepository } from '../../src/storage/events-repository.ts'
+import { SearchRepository, type SearchWindow } from '../../src/storage/search-repository.ts'
+import { COST_STATUSES, parseSearchFilters, type SearchFilters } from '../../src/domain/search-filters.ts'
+import { buildEventRow, type EventRow } from '../../src/domain/event-row.ts'
+import { newEventId } from '../../src/domain/ids.ts'
+import { openEmptyTestClickHouse, randomId } from '../helpers/app.ts'
+
+// The facets without a filter are read from the hourly counts (clickhouse/021) and the edges of the
+// window from `events`; they must equal the facets counted from `events` alone (any filter takes that
+// path: here one that every event meets), whatever the window's edges, the reader's hidden agents and
+// events received after the snapshot instant in an hour the counts already hold.
+const handle = await openEmptyTestClickHouse()
+t.teardown(() => handle.release())
+const ch = handle.client
+await migrateClickHouse(ch)
+const events = new EventsRepository(ch)
+const search = new SearchRepository(ch)
+const HOUR = 3_600_000
+
+const noFilter = (): SearchFilters => {
+  const parsed = parseSearchFilters({})
+  if (!parsed.ok) throw new Error('filters')
+  return parsed.filters
+}
+
+function row (userId: string, i: number, ts: number, receivedAt: number, agentId = `agent-${i % 4}`): EventRow {
+  return buildEventRow({
+    agentId,
+    type: (['tool', 'decision', 'error', 'reasoning'] as const)[i % 4]!,
+    timestamp: ts,
+    model: ['gpt-4o', 'claude-sonnet-4', undefined][i % 3],
+    toolExecuted: ['bash', 'search', undefined][i % 3],
+    outcome: i % 5 === 0 ? 'failed' : 'success',
+    metadata: {
+      traceId: `tr-${i % 7}`,
+      env: ['prod', 'staging'][i % 2],
+      customer: `c-${i % 11}`,
+      ...(i % 3 === 0 ? { git: { branch: ['main', 'dev'][i % 2] } } : {}),
+    },
+  }, { eventId: newEventId(receivedAt), userId, agentId, receivedAt })
+}
+
+t.test('facets from the hourly counts equal those counted from events', async (t) => {
+  const userId = randomId('facets-')
+  const asOf = Date.parse('2026-06-10T12:34:56.789Z')
+  // Events over two days before asOf, some ahead of it, with odd minutes (the window's edges cut hours).
+  const stored: EventRow[] = []
+  for (let i = 0; i < 400; i++) {
+    const ts = asOf - 50 * HOUR + i * 8 * 60_000 + (i % 13) * 1000
+    stored.push(row(userId, i, ts, Math.min(ts, asOf) + 100))
+  }
+  await events.insert(stored)
+  const all = [...COST_STATUSES]
+  const scanned = async (w: SearchWindow, f: SearchFilters, hidden: string[] = []) =>
+    search.facets({ userId, hidden }, w, { ...f, costStatuses: all })
+  const byHour = async (w: SearchWindow, f: SearchFilters, hidden: string[] = []) => search.facets({ userId, hidden }, w, f)
+
+  for (const [name, w, f] of [
+    ['all time', { sinceMs: 0, asOf }, noFilter()],
+    ['since a cut hour', { sinceMs: asOf - 30 * HOUR - 17 * 60_000, asOf }, noFilter()],
+    ['from/to cutting hours', { sinceMs: 0, asOf }, { ...noFilter(), fromMs: asOf - 40 * HOUR + 5 * 60_000, toMs: asOf - 3 * HOUR - 1234 }],
+    ['to ahead of asOf', { sinceMs: 0, asOf }, { ...noFilter(), toMs: asOf + 5 * HOUR }],
+    ['a short window', { sinceMs: asOf - 90 * 60_000, asOf }, noFilter()],
+  ] as [string, SearchWindow, SearchFilters][]) {
+    const want = await scanned(w, f)
+    t.ok(want.total > 0, `${name}: some events`)
+    t.same(await byHour(w, f), want, `${name}: the same facets`)
+    t.same(await byHour(w, f, ['agent-1', 'agent-2']), await scanned(w, f, ['agent-1', 'agent-2']), `${name}, two agents hidden: the same facets`)
+  }
+
+  // Old events received after the snapshot instant: the hours holding them are counted from events.
+  const late = [0, 1, 2].map((i) => row(userId, 1000 + i, asOf - 20 * HOUR + i * 60_000, asOf + 5_000, 'agent-late'))
+  await events.insert(late)
+  const w = { sinceMs: 0, asOf }
+  const want = await scanned(w, noFilter())
+  t.equal(want.total, stored.filter((e) => Number(e.received_at) <= asOf).length, 'events received after the snapshot are not counted')
+  t.same(await byHour(w, noFilter()), want, 'nor from the hourly counts')
+  t.equal((await byHour({ sinceMs: 0, asOf: asOf + 10_000 }, noFilter())).total, stored.length + late.length, 'a later snapshot counts them')
+
+  const other = await search.facets({ userId: randomId('nobody-'), hidden: [] }, w, noFilter())
+  t.same(other, { total: 0, facets: { type: [], outcome: [], model: [], tool: [], agentId: [], costStatus: [] }, metadata: [] }, 'another user: zeros')
+})
+
+t.test('the hourly counts are backfilled once, however often the migration runs', async (t) => {
+  const userId = randomId('facets-backfill-')
+  const asOf = Date.parse('2026-07-01T10:00:00Z')
+  await events.insert(Array.from({ length: 60 }, (_, i) => row(userId, i, asOf - 30 * HOUR + i * 20 * 60_000, asOf - HOUR)))
+  const count = async () => Number((await (await ch.query({
+    query: "SELECT sum(events) AS n FROM search_facets_hourly WHERE user_id = {u:String} AND facet = 'total'",
+    query_params: { u: userId },
+    format: 'JSONEachRow',
+  })).json<{ n: string }>())[0]!.n)
+  t.equal(await count(), 60, 'fed by the view')
+  await ch.command({ query: 'ALTER TABLE schema_migrations DELETE WHERE version = 21 SETTINGS mutations_sync = 2' })
+  t.same(await migrateClickHouse(ch), ['021_search_feed_and_facets.sql'], 'the migration runs again')
+  t.equal(await count(), 60, 'each event counted once after the backfill ran again')
+  const f = noFilter()
+  t.same(await search.facets({ userId, hidden: [] }, { sinceMs: 0, asOf }, f), await search.facets({ userId, hidden: [] }, { sinceMs: 0, asOf }, { ...f, costStatuses: [...COST_STATUSES] }), 'and the facets agree')
+})
