@@ -110,7 +110,7 @@ export function searchWhere (r: Reader, w: SearchWindow, f: SearchFilters): { wh
     // (docs/api.md#scores-in-the-search). An empty id is never a score's target, so an event without
     // a span, trace or session matches none through it. Scores are read as they are now, not as of
     // the walk's instant: a write replaced after that instant is gone once the parts merge, so a
-    // snapshot would drop the score altogether (test/routes/search-scores.test.ts shows it).
+    // snapshot would drop the score altogether (test/routes/v1/me/search-scores.test.ts shows it).
     const targets = `SELECT multiIf(event_id != '', 'e', session_id != '', 's', span_id != '', 'p', 't') AS kind,
         multiIf(kind = 'e', event_id, kind = 's', session_id, trace_id) AS target, if(kind = 'p', span_id, '') AS span
       FROM (${latestWrites(`name = {sn${i}:String}`, false)})

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { buildTestApp, newUser, sendBatch, shipped, type TestUser } from '../helpers/app.ts'
-import { ScoresRepository } from '../../src/storage/scores-repository.ts'
+import { buildTestApp, newUser, sendBatch, shipped, type TestUser } from '../../../helpers/app.ts'
+import { ScoresRepository } from '../../../../src/storage/scores-repository.ts'
 import { HOUR, matches, newestFirst, query, randomFilters, rng, setUp, walk, type Ev, type Filters } from './search-fixture.ts'
 
 // The score filters of the search (docs/api.md#scores-in-the-search): events, traces, sessions and

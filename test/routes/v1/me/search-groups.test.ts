@@ -1,5 +1,5 @@
 import t from 'tap'
-import { newUser } from '../helpers/app.ts'
+import { newUser } from '../../../helpers/app.ts'
 import { flatten, matches, query, randomFilters, rng, setUp, walk, type Ev, type Filters } from './search-fixture.ts'
 
 // Traces, sessions and facets under search filters (docs/api.md#search), compared with a brute-force

@@ -1,6 +1,6 @@
 import type { Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { buildTestApp, newUser, sendBatch, shipped, type TestUser } from '../helpers/app.ts'
+import { buildTestApp, newUser, sendBatch, shipped, type TestUser } from '../../../helpers/app.ts'
 
 // Events to search and a brute-force filter over them in JavaScript: the search tests
 // (test/routes/search*.test.ts) compare every answer of the API with it (docs/api.md#search).

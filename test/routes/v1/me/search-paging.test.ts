@@ -1,8 +1,8 @@
 import t from 'tap'
-import { buildTestApp, newUser, sendBatch, sendEvent, shipped } from '../helpers/app.ts'
+import { buildTestApp, newUser, sendBatch, sendEvent, shipped } from '../../../helpers/app.ts'
 import { HOUR, walk, type Ev } from './search-fixture.ts'
-import { parseSearchFilters } from '../../src/domain/search-filters.ts'
-import { searchWhere } from '../../src/storage/search-repository.ts'
+import { parseSearchFilters } from '../../../../src/domain/search-filters.ts'
+import { searchWhere } from '../../../../src/storage/search-repository.ts'
 
 // Paging under search filters while events stream in, and the 400s of malformed filters.
 
