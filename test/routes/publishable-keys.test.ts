@@ -1,12 +1,13 @@
 import t from 'tap'
 import { buildTestApp, newUser, randomId, sendEvent } from '../helpers/app.ts'
 import { PUBLISHABLE_PER_MINUTE } from '../../src/routes/v1/scores.ts'
+import { PUBLISHABLE_BATCH_MAX, PUBLISHABLE_SCORES_PER_MINUTE } from '../../src/ingest/score-ingestion.ts'
 
 const app = await buildTestApp(t, { CORS_ORIGINS: 'https://dash.example' })
 const PAGE = 'https://shop.example'
 
-async function publishableKey () {
-  const user = await newUser(app)
+async function publishableKey (opts: { burst?: number } = {}) {
+  const user = await newUser(app, opts)
   const res = await app.inject({ method: 'POST', url: '/v1/me/keys', headers: user.auth, payload: { label: 'feedback widget', kind: 'publishable', allowedOrigins: [PAGE] } })
   if (res.statusCode !== 201) throw new Error(`${res.statusCode} ${res.body}`)
   return { user, key: res.json() as { id: string; secret: string; kind: string; allowedOrigins: string[] } }
@@ -73,4 +74,33 @@ t.test('rate-limited per key and client address', async (t) => {
   t.equal(limited.statusCode, 429)
   t.ok(Number(limited.headers['retry-after']) >= 1)
   t.equal((await send(key.secret, score, PAGE, '/v1/scores', '203.0.113.8')).statusCode, 202, 'another address has its own limit')
+})
+
+t.test('a publishable key\'s batch holds at most PUBLISHABLE_BATCH_MAX scores', async (t) => {
+  const { key } = await publishableKey()
+  const score = { traceId: randomId('trace-'), name: 'thumbs', boolean: true, source: 'human' }
+  const tooMany = await send(key.secret, { scores: Array.from({ length: PUBLISHABLE_BATCH_MAX + 1 }, () => score) }, PAGE, '/v1/scores/batch')
+  t.equal(tooMany.statusCode, 400)
+  t.same(tooMany.json().details?.[0]?.path, ['scores'])
+  t.equal(tooMany.headers['access-control-allow-origin'], PAGE, 'the page can read why')
+  const full = await send(key.secret, { scores: Array.from({ length: PUBLISHABLE_BATCH_MAX }, () => score) }, PAGE, '/v1/scores/batch')
+  t.equal(full.statusCode, 207)
+})
+
+t.test('a publishable key spends a budget of its own, never the owner\'s scores burst', async (t) => {
+  // The owner's scores bucket is smaller than the key's budget: were the key to draw from it, the owner would be starved.
+  const { user, key } = await publishableKey({ burst: 50 })
+  const traceId = randomId('trace-')
+  const score = { traceId, name: 'thumbs', boolean: true, source: 'human' }
+  let accepted = 0
+  for (let i = 0; accepted < PUBLISHABLE_SCORES_PER_MINUTE && i < 20; i++) {
+    const res = await send(key.secret, { scores: Array.from({ length: PUBLISHABLE_BATCH_MAX }, () => score) }, PAGE, '/v1/scores/batch', `203.0.113.${100 + i}`)
+    accepted += res.json().results.filter((r: { status: number }) => r.status === 202).length
+  }
+  t.equal(accepted, PUBLISHABLE_SCORES_PER_MINUTE)
+  const over = await send(key.secret, { scores: [score] }, PAGE, '/v1/scores/batch', '203.0.113.99')
+  t.same(over.json().results.map((r: { status: number }) => r.status), [429], 'the key\'s budget is spent')
+  const owner = await user.createKey()
+  const own = await send(owner.secret, { scores: Array.from({ length: 40 }, () => ({ traceId, name: 'helpfulness', value: 1 })) }, null, '/v1/scores/batch')
+  t.same(own.json().results.map((r: { status: number }) => r.status), Array(40).fill(202), 'the owner\'s evaluators still score')
 })
