@@ -1,5 +1,5 @@
 import { configMismatch, type ScoreConfig } from '../domain/score-config.ts'
-import { buildScoreRow, newScoreRowId, scoreLine, scoreShapeProblems, type IncomingScore } from '../domain/score-row.ts'
+import { buildScoreRow, newScoreRowId, publishableScoreProblems, scoreLine, scoreShapeProblems, type IncomingScore } from '../domain/score-row.ts'
 import { HttpError, forbidden, validationFailed } from '../http-error.ts'
 import { bodyAjv, toDetails, type ErrorDetail } from '../validation.ts'
 import { incomingScore } from '../../schemas/score.ts'
@@ -97,7 +97,11 @@ function scoreSchemaStep (): ScoreStep {
       if (!validateScore(item.event)) return { kind: 'refused', error: run.invalid(toDetails(validateScore.errors)) }
       const shape = scoreShapeProblems(item.event as IncomingScore)
       if (shape.length > 0) return { kind: 'refused', error: run.invalid(shape) }
-      if (run.caller.publishable && (item.event as IncomingScore).source !== 'human') return { kind: 'refused', error: forbidden('publishable_key_human_scores_only') }
+      if (run.caller.publishable) {
+        if ((item.event as IncomingScore).source !== 'human') return { kind: 'refused', error: forbidden('publishable_key_human_scores_only') }
+        const limits = publishableScoreProblems(item.event as IncomingScore)
+        if (limits.length > 0) return { kind: 'refused', error: run.invalid(limits) }
+      }
       return undefined
     }),
   }
