@@ -137,3 +137,37 @@ t.test('a publishable key names no agent and sends short texts only', async (t) 
   const owner = await user.createKey()
   t.equal((await send(owner.secret, { ...score, source: 'api', agentId: randomId('agent-'), comment: 'x'.repeat(PUBLISHABLE_COMMENT_MAX + 1) }, null)).statusCode, 202, 'a secret key may')
 })
+
+t.test('a publishable key\'s Idempotency-Keys and the owner\'s do not meet', async (t) => {
+  const { user, key } = await publishableKey()
+  const owner = await user.createKey()
+  const traceId = randomId('trace-')
+  const withKey = (secret: string, idem: string, payload: unknown, origin: string | null) =>
+    app.inject({ method: 'POST', url: '/v1/scores', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json', 'idempotency-key': idem, ...(origin !== null ? { origin } : {}) }, payload: JSON.stringify(payload) })
+  const same = { traceId, name: 'thumbs', boolean: true, source: 'human' }
+  const shared = randomId('idem-')
+  const page = await withKey(key.secret, shared, same, PAGE)
+  const own = await withKey(owner.secret, shared, same, null)
+  t.equal(page.statusCode, 202)
+  t.equal(own.statusCode, 202)
+  t.notOk(own.headers['idempotent-replayed'], 'the owner\'s request is not answered with the page\'s')
+  t.not(own.json().id, page.json().id)
+
+  // The page takes a key first: the owner's request with it still runs, and the other way round.
+  const preClaimed = randomId('idem-')
+  t.equal((await withKey(key.secret, preClaimed, { ...same, boolean: false }, PAGE)).statusCode, 202)
+  const ownAfter = await withKey(owner.secret, preClaimed, { traceId, name: 'helpfulness', value: 0.5 }, null)
+  t.equal(ownAfter.statusCode, 202, ownAfter.body)
+  t.notOk(ownAfter.headers['idempotent-replayed'])
+  const ownFirst = randomId('idem-')
+  t.equal((await withKey(owner.secret, ownFirst, { traceId, name: 'helpfulness', value: 0.9 }, null)).statusCode, 202)
+  const pageAfter = await withKey(key.secret, ownFirst, { ...same, comment: 'nice' }, PAGE)
+  t.equal(pageAfter.statusCode, 202, pageAfter.body)
+
+  const retried = await withKey(key.secret, shared, same, PAGE)
+  t.equal(retried.headers['idempotent-replayed'], 'true', 'the page\'s own retry is replayed')
+  t.equal(retried.json().id, page.json().id)
+
+  const scores = (await app.inject({ method: 'GET', url: `/v1/me/traces/${traceId}/scores`, headers: user.auth })).json().scores
+  t.equal(scores.length, 6, 'each request stored its score')
+})
