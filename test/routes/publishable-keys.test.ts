@@ -171,3 +171,21 @@ t.test('a publishable key\'s Idempotency-Keys and the owner\'s do not meet', asy
   const scores = (await app.inject({ method: 'GET', url: `/v1/me/traces/${traceId}/scores`, headers: user.auth })).json().scores
   t.equal(scores.length, 6, 'each request stored its score')
 })
+
+t.test('allowedOrigins are stored as browsers send them, or refused', async (t) => {
+  const user = await newUser(app)
+  const create = (allowedOrigins: string[]) => app.inject({ method: 'POST', url: '/v1/me/keys', headers: user.auth, payload: { label: 'widget', kind: 'publishable', allowedOrigins } })
+  const created = await create(['https://Shop.Example.COM', 'https://x.example:443', 'http://y.example:80', 'http://y.example', 'https://z.example:8443'])
+  t.equal(created.statusCode, 201, created.body)
+  t.same(created.json().allowedOrigins, ['https://shop.example.com', 'https://x.example', 'http://y.example', 'https://z.example:8443'])
+  const secret = created.json().secret
+  t.equal((await send(secret, { traceId: randomId('trace-'), name: 'thumbs', boolean: true, source: 'human' }, 'https://shop.example.com')).statusCode, 202, 'the page\'s Origin as a browser sends it')
+  t.equal((await send(secret, { traceId: randomId('trace-'), name: 'thumbs', boolean: true, source: 'human' }, 'https://x.example')).statusCode, 202)
+
+  for (const origin of ['https://x.example:0', 'https://x.example:99999', 'https://x.example:080']) {
+    const refused = await create([PAGE, origin])
+    t.equal(refused.statusCode, 400, origin)
+    t.same(refused.json().details?.[0]?.path, ['allowedOrigins', 1], origin)
+    t.match(refused.json().details?.[0]?.message, /port/, origin)
+  }
+})
