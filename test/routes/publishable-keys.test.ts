@@ -189,3 +189,16 @@ t.test('allowedOrigins are stored as browsers send them, or refused', async (t) 
     t.match(refused.json().details?.[0]?.message, /port/, origin)
   }
 })
+
+t.test('a page reads the refusals of its own origin, not another origin\'s', async (t) => {
+  const { key } = await publishableKey()
+  const wrongType = await app.inject({ method: 'POST', url: '/v1/scores', headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'text/plain', origin: PAGE }, payload: 'thumbs up' })
+  t.equal(wrongType.statusCode, 415)
+  t.equal(wrongType.headers['access-control-allow-origin'], PAGE)
+  const badJson = await app.inject({ method: 'POST', url: '/v1/scores', headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json', origin: PAGE }, payload: '{"name":' })
+  t.equal(badJson.statusCode, 400)
+  t.equal(badJson.headers['access-control-allow-origin'], PAGE)
+  const elsewhere = await app.inject({ method: 'POST', url: '/v1/scores', headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'text/plain', origin: 'https://evil.example' }, payload: 'x' })
+  t.equal(elsewhere.statusCode, 403)
+  t.equal(elsewhere.headers['access-control-allow-origin'], undefined, 'no CORS headers for another origin')
+})
