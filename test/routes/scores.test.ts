@@ -396,3 +396,21 @@ t.test('the summary\'s figures match a brute-force computation over the scores s
   t.equal(later.names[0].previous.count, sent.filter((s) => s.name === 'accuracy').length)
   t.equal(later.names[0].change.count, -later.names[0].previous.count)
 })
+
+t.test('a name that looks like another is refused, so it cannot slip past the other\'s config', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const traceId = randomId('trace-')
+  const put = (name: string) => app.inject({ method: 'PUT', url: `/v1/me/score-configs/${encodeURIComponent(name)}`, headers: user.auth, payload: { dataType: 'numeric', min: 0, max: 1 } })
+  t.equal((await put('acc')).statusCode, 200)
+  for (const name of ['acc ', ' acc', '   ', 'acc\u200b', 'a\u202ecc', '\u00a0acc', 'acc\u0085']) {
+    const score = await postScore(app, key.secret, { traceId, name, value: 5 })
+    t.equal(score.statusCode, 400, JSON.stringify(name))
+    t.same(score.json().details?.map((d: { path: string[] }) => d.path[0]), ['name'], JSON.stringify(name))
+    const config = await put(name)
+    t.equal(config.statusCode, 400, `config ${JSON.stringify(name)}`)
+    t.match(config.body, /name/)
+  }
+  t.equal((await postScore(app, key.secret, { traceId, name: 'acc', value: 5 })).statusCode, 400, 'the config of acc holds')
+  t.equal((await postScore(app, key.secret, { traceId, name: 'très bien', value: 5 })).statusCode, 202, 'inner spaces and letters beyond ASCII are fine')
+})
