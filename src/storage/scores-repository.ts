@@ -95,13 +95,14 @@ export function latestWrites (prefilter: string, asOf = true): string {
  * The latest write of each of the reader's score ids received by `asOf` (a fixed history for a walk
  * over pages), restricted to the score ids that `prefilter` finds among the writes: a write that
  * moved a score elsewhere still replaces it. A score of a trace that names no agent is of the agent
- * of the trace's events (the first found when a trace has several).
+ * of the trace's earliest event among its live agents (ties by agent id, so every read agrees); of a
+ * deleted one only when every agent of the trace is deleted (the score is then hidden with them).
  */
 function latest (prefilter: string): string {
   const also = prefilter ? `AND score_id IN (SELECT score_id FROM scores WHERE user_id = {u:String} AND ${prefilter})` : ''
   return `SELECT s.* REPLACE (if(s.agent_id != '', s.agent_id, t.trace_agent) AS agent_id) FROM (${latestWrites(prefilter)}) AS s
     LEFT JOIN (
-      SELECT trace_id, any(agent_id) AS trace_agent FROM events
+      SELECT trace_id, argMin(agent_id, (agent_id IN {hidden:Array(String)}, ts, agent_id)) AS trace_agent FROM events
       WHERE user_id = {u:String} AND trace_id IN (SELECT trace_id FROM scores WHERE user_id = {u:String} AND agent_id = '' AND trace_id != '' ${also})
       GROUP BY trace_id) AS t ON s.trace_id = t.trace_id`
 }

@@ -414,3 +414,30 @@ t.test('a name that looks like another is refused, so it cannot slip past the ot
   t.equal((await postScore(app, key.secret, { traceId, name: 'acc', value: 5 })).statusCode, 400, 'the config of acc holds')
   t.equal((await postScore(app, key.secret, { traceId, name: 'très bien', value: 5 })).statusCode, 202, 'inner spaces and letters beyond ASCII are fine')
 })
+
+t.test('a trace\'s score is of its earliest live agent, not of a deleted agent of the trace', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const traceIds = [1, 2, 3, 4].map(() => randomId('trace-'))
+  const agentOf = async (name: string, traceId: string, timestamp: string) => {
+    const res = await sendEvent(app, key.secret, { agentId: name, timestamp, metadata: { traceId } })
+    t.equal(res.statusCode, 202, res.body)
+    return res.json().agentId as string
+  }
+  let gone = ''
+  let live = ''
+  for (const traceId of traceIds) {
+    gone = await agentOf('gone-bot', traceId, '2026-01-01T00:00:00.000Z')
+    live = await agentOf('live-bot', traceId, '2026-01-01T00:00:01.000Z')
+    await agentOf('later-bot', traceId, '2026-01-01T00:00:02.000Z')
+  }
+  await shipped(app)
+  t.equal((await app.inject({ method: 'DELETE', url: `/v1/me/agents/${gone}`, headers: user.auth })).statusCode, 204)
+  for (const traceId of traceIds) t.equal((await postScore(app, key.secret, { traceId, name: 'helpfulness', value: 1 })).statusCode, 202)
+  await shipped(app)
+  const { scores } = await listScores(app, user, '?limit=100')
+  t.equal(scores.length, traceIds.length, 'every score is visible')
+  t.same(scores.map((s) => s.agent?.id), traceIds.map(() => live), 'of the earliest live agent')
+  const { scores: ofLive } = await listScores(app, user, `?agentId=${live}`)
+  t.equal(ofLive.length, traceIds.length)
+})
