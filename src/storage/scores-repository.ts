@@ -128,9 +128,18 @@ function params (r: ScoreReader, f: ScoreFilter, asOf: number): Record<string, u
   }
 }
 
+/**
+ * The mean of `value` where `condition`: avgIf, unless its sum overflows (values near the largest
+ * double), when it is taken of the values scaled down by 1e300 and scaled back (exact to an ulp),
+ * never infinity, which ClickHouse's JSON writes as null (read as 0).
+ */
+function meanIf (condition: string): string {
+  return `if(isFinite(avgIf(value, ${condition})), avgIf(value, ${condition}), avgIf(value / 1e300, ${condition}) * 1e300)`
+}
+
 /** The figures of one group: count, mean and percentiles of values, labels' counts. */
 const FIGURES = `count() AS n,
-  avgIf(value, data_type != 'categorical') AS mean,
+  ${meanIf("data_type != 'categorical'")} AS mean,
   quantileExactIf(0.5)(value, data_type != 'categorical') AS p50,
   quantileExactIf(0.9)(value, data_type != 'categorical') AS p90,
   countIf(data_type != 'categorical') AS numeric_n,
@@ -215,9 +224,9 @@ export class ScoresRepository {
   async windows (r: ScoreReader, name: string, span: { baselineFromMs: number; windowFromMs: number; nowMs: number }): Promise<ScoreWindow[]> {
     const rows = await this.rows(
       `/* svc:score_alert_windows */ SELECT agent_id,
-         avgIf(value, received_at >= fromUnixTimestamp64Milli({windowFrom:Int64})) AS window_mean,
+         ${meanIf('received_at >= fromUnixTimestamp64Milli({windowFrom:Int64})')} AS window_mean,
          countIf(received_at >= fromUnixTimestamp64Milli({windowFrom:Int64})) AS window_n,
-         avgIf(value, received_at < fromUnixTimestamp64Milli({windowFrom:Int64})) AS baseline_mean,
+         ${meanIf('received_at < fromUnixTimestamp64Milli({windowFrom:Int64})')} AS baseline_mean,
          countIf(received_at < fromUnixTimestamp64Milli({windowFrom:Int64})) AS baseline_n
        FROM (${latest('name = {name:String} AND received_at >= fromUnixTimestamp64Milli({baselineFrom:Int64})')})
        WHERE name = {name:String} AND agent_id != '' AND agent_id NOT IN {hidden:Array(String)} AND data_type != 'categorical'

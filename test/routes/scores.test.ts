@@ -441,3 +441,18 @@ t.test('a trace\'s score is of its earliest live agent, not of a deleted agent o
   const { scores: ofLive } = await listScores(app, user, `?agentId=${live}`)
   t.equal(ofLive.length, traceIds.length)
 })
+
+t.test('the summary\'s mean of values near the largest double is theirs, not 0', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const traceId = randomId('trace-')
+  const big = 1.5e308
+  for (const value of [big, big, big / 3]) t.equal((await postScore(app, key.secret, { traceId, name: 'huge', value })).statusCode, 202)
+  t.equal((await postScore(app, key.secret, { traceId, name: 'small', value: 0.25 })).statusCode, 202)
+  await shipped(app)
+  const summary = (await app.inject({ method: 'GET', url: '/v1/me/scores/summary', headers: user.auth })).json()
+  const huge = summary.names.find((n: { name: string }) => n.name === 'huge')
+  const expected = big / 9 * 7 // (2 big + big / 3) / 3, without overflowing here
+  t.ok(Math.abs(huge.numeric.mean - expected) / expected < 1e-12, `mean ${huge.numeric.mean} ≈ ${expected}`)
+  t.equal(summary.names.find((n: { name: string }) => n.name === 'small').numeric.mean, 0.25, 'small values keep their exact mean')
+})
