@@ -62,7 +62,7 @@ export const createKey = {
         maxItems: 20,
         uniqueItems: true,
         items: { type: 'string', maxLength: 300, pattern: '^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$' },
-        description: 'publishable keys only: the origins (`https://app.example.com`, no path) whose pages may use the key',
+        description: 'publishable keys only: the origins (`https://app.example.com`, no path) whose pages may use the key; stored as browsers send them (scheme and host in lower case, no default port); a port must be 1-65535 without leading zeros',
       },
     },
   },

@@ -18,8 +18,10 @@ export const scoreName = {
   type: 'string',
   minLength: 1,
   maxLength: SCORE_NAME_MAX,
-  pattern: '^[^\\x00-\\x1F\\x7F]+$',
-  description: `what is scored (\`helpfulness\`, \`thumbs\`, \`faithfulness\`): 1-${SCORE_NAME_MAX} characters, no control characters; a score config of this name validates it`,
+  // No control (Cc) nor format (Cf: zero-width, bidi) characters, no whitespace at either end: a name
+  // that looks like another (`acc `, `acc\u200b`) would otherwise slip past the config of `acc`.
+  pattern: '^[^\\p{Cc}\\p{Cf}\\s](?:[^\\p{Cc}\\p{Cf}]*[^\\p{Cc}\\p{Cf}\\s])?$',
+  description: `what is scored (\`helpfulness\`, \`thumbs\`, \`faithfulness\`): 1-${SCORE_NAME_MAX} characters, no control nor invisible format characters (zero-width, bidi), no whitespace at the start or end; a score config of this name validates it`,
   examples: ['helpfulness'],
 } as const
 

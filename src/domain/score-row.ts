@@ -108,6 +108,27 @@ export function scoreShapeProblems (score: IncomingScore): ErrorDetail[] {
   return problems
 }
 
+/** What a publishable key (a page's, public) may send at most: a comment's characters, the serialized metadata's bytes. */
+export const PUBLISHABLE_COMMENT_MAX = 1000
+export const PUBLISHABLE_METADATA_MAX_BYTES = 2048
+
+/**
+ * The rules a score from a publishable key must also keep (docs/api.md#publishable-keys): it names no
+ * agent (it would create agents in the owner's account or pin feedback on any of them; the score is
+ * of its target's agent), and its texts are short.
+ */
+export function publishableScoreProblems (score: IncomingScore): ErrorDetail[] {
+  const problems: ErrorDetail[] = []
+  if (score.agentId !== undefined) problems.push({ path: ['agentId'], message: 'is not allowed with a publishable key: the score is of the agent of its target' })
+  if (score.comment !== undefined && score.comment.length > PUBLISHABLE_COMMENT_MAX && [...score.comment].length > PUBLISHABLE_COMMENT_MAX) {
+    problems.push({ path: ['comment'], message: `must have at most ${PUBLISHABLE_COMMENT_MAX} characters with a publishable key` })
+  }
+  if (score.metadata !== undefined && Buffer.byteLength(JSON.stringify(score.metadata)) > PUBLISHABLE_METADATA_MAX_BYTES) {
+    problems.push({ path: ['metadata'], message: `must be at most ${PUBLISHABLE_METADATA_MAX_BYTES} bytes as JSON with a publishable key` })
+  }
+  return problems
+}
+
 export interface ScoreRowContext {
   rowId: string
   userId: string

@@ -5,6 +5,7 @@ import type { FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'f
 import type { Result } from 'ioredis'
 import { HttpError } from '../http-error.ts'
 import type { BestEffortRedis } from './best-effort-redis.ts'
+import type { KeyIdentity } from '../storage/keys-repository.ts'
 
 /** The request header (IETF httpapi draft "The Idempotency-Key HTTP Header Field", as Stripe uses it). */
 const IDEMPOTENCY_KEY_HEADER = 'idempotency-key'
@@ -73,7 +74,7 @@ export class IdempotencyStore {
     redis.redis.defineCommand('idempotencyFinish', { numberOfKeys: 1, lua: FINISH })
   }
 
-  /** Takes `key` for a request of `userId` whose fingerprint is `fingerprint`; throws 409 or 422 (see the class). */
+  /** Takes `key` for a request of `userId` (or a publishable key's scope, see scopeOf) whose fingerprint is `fingerprint`; throws 409 or 422 (see the class). */
   async begin (userId: string, key: string, fingerprint: string): Promise<Begun> {
     const token = randomBytes(9).toString('base64url')
     const held = await this.redis.run((redis) => redis.setBuffer(this.keyOf(userId, key), inFlightRecord(fingerprint, token), 'PX', this.opts.inFlightMs, 'NX', 'GET'))
@@ -161,6 +162,15 @@ function fingerprintOf (request: FastifyRequest): string {
 }
 
 /**
+ * Whose records a key's Idempotency-Keys are among: its user's, except a publishable key's, which
+ * has records of its own (`<user>:pk:<key id>`): a page holds its key in the open, so its holder
+ * must neither probe nor take the keys of the owner's other requests.
+ */
+function scopeOf (key: KeyIdentity): string {
+  return key.kind === 'publishable' ? `${key.userId}:pk:${key.keyId}` : key.userId
+}
+
+/**
  * The route hooks of Idempotency-Key: `preHandler` answers a retry from its record, or takes the
  * key; `onSend` records the answer as sent (status and serialized body). A request without the
  * header costs one header lookup in each: no Redis command, no promise.
@@ -171,7 +181,7 @@ export function idempotencyHooks (store: IdempotencyStore): { preHandler: preHan
     preHandler (request, reply, done) {
       const key = request.headers[IDEMPOTENCY_KEY_HEADER]
       if (typeof key !== 'string') return done()
-      const userId = request.apiKey.userId
+      const userId = scopeOf(request.apiKey)
       const fingerprint = fingerprintOf(request)
       store.begin(userId, key, fingerprint).then((begun) => {
         if (begun.kind === 'run') {

@@ -1,5 +1,5 @@
 import { configMismatch, type ScoreConfig } from '../domain/score-config.ts'
-import { buildScoreRow, newScoreRowId, scoreLine, scoreShapeProblems, type IncomingScore } from '../domain/score-row.ts'
+import { buildScoreRow, newScoreRowId, publishableScoreProblems, scoreLine, scoreShapeProblems, type IncomingScore } from '../domain/score-row.ts'
 import { HttpError, forbidden, validationFailed } from '../http-error.ts'
 import { bodyAjv, toDetails, type ErrorDetail } from '../validation.ts'
 import { incomingScore } from '../../schemas/score.ts'
@@ -11,6 +11,7 @@ import { rowBytes } from './log/entry-codec.ts'
 import { passAll, type Outcome, type PipelineRunner, type Step, type Verdict } from './pipeline.ts'
 import type { EventShipper } from './shipper.ts'
 import { burstStep, type BurstLimiter } from './steps/burst.ts'
+import { burstLimit } from '../domain/tiers.ts'
 import type { IngestCaller, IngestItem, IngestRun, ProblemsOf } from './steps/ingest-run.ts'
 import { resolveStep } from './steps/resolve.ts'
 import type { AgentResolver } from '../cache/agent-resolver.ts'
@@ -18,6 +19,20 @@ import type { ReadYourWrites } from './read-your-writes.ts'
 
 /** A score's body as sent, checked once by the `schema` step (the route compiles no validator for it). */
 const validateScore = bodyAjv.compile(incomingScore)
+
+/**
+ * A publishable key's own budget (docs/api.md#publishable-keys): at most PUBLISHABLE_BATCH_MAX scores
+ * a batch and PUBLISHABLE_SCORES_PER_MINUTE scores a minute per key, from a bucket of the key's that
+ * never touches the user's scores bucket, so a page (or whoever copies its key) cannot starve the
+ * owner's evaluators.
+ */
+export const PUBLISHABLE_BATCH_MAX = 20
+export const PUBLISHABLE_SCORES_PER_MINUTE = 120
+
+/** The burst bucket of a caller's scores: the key's own for a publishable key, else the user's scores bucket. */
+function scoreBucketOf (caller: IngestCaller): string {
+  return caller.publishable && caller.source.kind === 'api_key' ? `scores:pk:${caller.source.keyId}` : `scores:${caller.userId}`
+}
 
 /** The acknowledgement of an accepted score. */
 export type ScoreAck = { id: string; accepted: true; scoreId: string }
@@ -82,7 +97,11 @@ function scoreSchemaStep (): ScoreStep {
       if (!validateScore(item.event)) return { kind: 'refused', error: run.invalid(toDetails(validateScore.errors)) }
       const shape = scoreShapeProblems(item.event as IncomingScore)
       if (shape.length > 0) return { kind: 'refused', error: run.invalid(shape) }
-      if (run.caller.publishable && (item.event as IncomingScore).source !== 'human') return { kind: 'refused', error: forbidden('publishable_key_human_scores_only') }
+      if (run.caller.publishable) {
+        if ((item.event as IncomingScore).source !== 'human') return { kind: 'refused', error: forbidden('publishable_key_human_scores_only') }
+        const limits = publishableScoreProblems(item.event as IncomingScore)
+        if (limits.length > 0) return { kind: 'refused', error: run.invalid(limits) }
+      }
       return undefined
     }),
   }
@@ -197,7 +216,11 @@ export class ScoreIngestionService {
   constructor (private readonly parts: ScoreIngestionParts) {
     this.steps = [
       scoreSchemaStep(),
-      burstStep<ScoreAck>({ limiter: parts.limiter, bucketOf: (caller) => `scores:${caller.userId}` }),
+      burstStep<ScoreAck>({
+        limiter: parts.limiter,
+        bucketOf: scoreBucketOf,
+        limitOf: (caller) => (caller.publishable ? PUBLISHABLE_SCORES_PER_MINUTE : burstLimit(caller)),
+      }),
       scoreResolveStep(parts.agents),
       configsStep(parts.configs),
       scoreRowStep(),
@@ -212,8 +235,11 @@ export class ScoreIngestionService {
     return outcome!.ack
   }
 
-  /** Up to SCORE_BATCH_MAX scores; each gets the result it would have got alone. */
+  /** Up to SCORE_BATCH_MAX scores (PUBLISHABLE_BATCH_MAX from a publishable key, else 400); each gets the result it would have got alone. */
   async ingestBatch (caller: IngestCaller, scores: unknown[], inputProblemsOf: ProblemsOf = noInputProblems): Promise<{ results: ScoreBatchResult[]; retryAfter: string | null }> {
+    if (caller.publishable && scores.length > PUBLISHABLE_BATCH_MAX) {
+      throw validationFailed([{ path: ['scores'], message: `must have at most ${PUBLISHABLE_BATCH_MAX} items with a publishable key` }])
+    }
     const outcomes = await this.ingest({ caller, source: 'events', invalid: validationFailed, inputProblemsOf }, scores)
     return { results: outcomes.map(batchResult), retryAfter: longestRetryAfter(outcomes) }
   }

@@ -95,13 +95,14 @@ export function latestWrites (prefilter: string, asOf = true): string {
  * The latest write of each of the reader's score ids received by `asOf` (a fixed history for a walk
  * over pages), restricted to the score ids that `prefilter` finds among the writes: a write that
  * moved a score elsewhere still replaces it. A score of a trace that names no agent is of the agent
- * of the trace's events (the first found when a trace has several).
+ * of the trace's earliest event among its live agents (ties by agent id, so every read agrees); of a
+ * deleted one only when every agent of the trace is deleted (the score is then hidden with them).
  */
 function latest (prefilter: string): string {
   const also = prefilter ? `AND score_id IN (SELECT score_id FROM scores WHERE user_id = {u:String} AND ${prefilter})` : ''
   return `SELECT s.* REPLACE (if(s.agent_id != '', s.agent_id, t.trace_agent) AS agent_id) FROM (${latestWrites(prefilter)}) AS s
     LEFT JOIN (
-      SELECT trace_id, any(agent_id) AS trace_agent FROM events
+      SELECT trace_id, argMin(agent_id, (agent_id IN {hidden:Array(String)}, ts, agent_id)) AS trace_agent FROM events
       WHERE user_id = {u:String} AND trace_id IN (SELECT trace_id FROM scores WHERE user_id = {u:String} AND agent_id = '' AND trace_id != '' ${also})
       GROUP BY trace_id) AS t ON s.trace_id = t.trace_id`
 }
@@ -127,9 +128,18 @@ function params (r: ScoreReader, f: ScoreFilter, asOf: number): Record<string, u
   }
 }
 
+/**
+ * The mean of `value` where `condition`: avgIf, unless its sum overflows (values near the largest
+ * double), when it is taken of the values scaled down by 1e300 and scaled back (exact to an ulp),
+ * never infinity, which ClickHouse's JSON writes as null (read as 0).
+ */
+function meanIf (condition: string): string {
+  return `if(isFinite(avgIf(value, ${condition})), avgIf(value, ${condition}), avgIf(value / 1e300, ${condition}) * 1e300)`
+}
+
 /** The figures of one group: count, mean and percentiles of values, labels' counts. */
 const FIGURES = `count() AS n,
-  avgIf(value, data_type != 'categorical') AS mean,
+  ${meanIf("data_type != 'categorical'")} AS mean,
   quantileExactIf(0.5)(value, data_type != 'categorical') AS p50,
   quantileExactIf(0.9)(value, data_type != 'categorical') AS p90,
   countIf(data_type != 'categorical') AS numeric_n,
@@ -214,9 +224,9 @@ export class ScoresRepository {
   async windows (r: ScoreReader, name: string, span: { baselineFromMs: number; windowFromMs: number; nowMs: number }): Promise<ScoreWindow[]> {
     const rows = await this.rows(
       `/* svc:score_alert_windows */ SELECT agent_id,
-         avgIf(value, received_at >= fromUnixTimestamp64Milli({windowFrom:Int64})) AS window_mean,
+         ${meanIf('received_at >= fromUnixTimestamp64Milli({windowFrom:Int64})')} AS window_mean,
          countIf(received_at >= fromUnixTimestamp64Milli({windowFrom:Int64})) AS window_n,
-         avgIf(value, received_at < fromUnixTimestamp64Milli({windowFrom:Int64})) AS baseline_mean,
+         ${meanIf('received_at < fromUnixTimestamp64Milli({windowFrom:Int64})')} AS baseline_mean,
          countIf(received_at < fromUnixTimestamp64Milli({windowFrom:Int64})) AS baseline_n
        FROM (${latest('name = {name:String} AND received_at >= fromUnixTimestamp64Milli({baselineFrom:Int64})')})
        WHERE name = {name:String} AND agent_id != '' AND agent_id NOT IN {hidden:Array(String)} AND data_type != 'categorical'

@@ -396,3 +396,63 @@ t.test('the summary\'s figures match a brute-force computation over the scores s
   t.equal(later.names[0].previous.count, sent.filter((s) => s.name === 'accuracy').length)
   t.equal(later.names[0].change.count, -later.names[0].previous.count)
 })
+
+t.test('a name that looks like another is refused, so it cannot slip past the other\'s config', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const traceId = randomId('trace-')
+  const put = (name: string) => app.inject({ method: 'PUT', url: `/v1/me/score-configs/${encodeURIComponent(name)}`, headers: user.auth, payload: { dataType: 'numeric', min: 0, max: 1 } })
+  t.equal((await put('acc')).statusCode, 200)
+  for (const name of ['acc ', ' acc', '   ', 'acc\u200b', 'a\u202ecc', '\u00a0acc', 'acc\u0085']) {
+    const score = await postScore(app, key.secret, { traceId, name, value: 5 })
+    t.equal(score.statusCode, 400, JSON.stringify(name))
+    t.same(score.json().details?.map((d: { path: string[] }) => d.path[0]), ['name'], JSON.stringify(name))
+    const config = await put(name)
+    t.equal(config.statusCode, 400, `config ${JSON.stringify(name)}`)
+    t.match(config.body, /name/)
+  }
+  t.equal((await postScore(app, key.secret, { traceId, name: 'acc', value: 5 })).statusCode, 400, 'the config of acc holds')
+  t.equal((await postScore(app, key.secret, { traceId, name: 'très bien', value: 5 })).statusCode, 202, 'inner spaces and letters beyond ASCII are fine')
+})
+
+t.test('a trace\'s score is of its earliest live agent, not of a deleted agent of the trace', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const traceIds = [1, 2, 3, 4].map(() => randomId('trace-'))
+  const agentOf = async (name: string, traceId: string, timestamp: string) => {
+    const res = await sendEvent(app, key.secret, { agentId: name, timestamp, metadata: { traceId } })
+    t.equal(res.statusCode, 202, res.body)
+    return res.json().agentId as string
+  }
+  let gone = ''
+  let live = ''
+  for (const traceId of traceIds) {
+    gone = await agentOf('gone-bot', traceId, '2026-01-01T00:00:00.000Z')
+    live = await agentOf('live-bot', traceId, '2026-01-01T00:00:01.000Z')
+    await agentOf('later-bot', traceId, '2026-01-01T00:00:02.000Z')
+  }
+  await shipped(app)
+  t.equal((await app.inject({ method: 'DELETE', url: `/v1/me/agents/${gone}`, headers: user.auth })).statusCode, 204)
+  for (const traceId of traceIds) t.equal((await postScore(app, key.secret, { traceId, name: 'helpfulness', value: 1 })).statusCode, 202)
+  await shipped(app)
+  const { scores } = await listScores(app, user, '?limit=100')
+  t.equal(scores.length, traceIds.length, 'every score is visible')
+  t.same(scores.map((s) => s.agent?.id), traceIds.map(() => live), 'of the earliest live agent')
+  const { scores: ofLive } = await listScores(app, user, `?agentId=${live}`)
+  t.equal(ofLive.length, traceIds.length)
+})
+
+t.test('the summary\'s mean of values near the largest double is theirs, not 0', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const traceId = randomId('trace-')
+  const big = 1.5e308
+  for (const value of [big, big, big / 3]) t.equal((await postScore(app, key.secret, { traceId, name: 'huge', value })).statusCode, 202)
+  t.equal((await postScore(app, key.secret, { traceId, name: 'small', value: 0.25 })).statusCode, 202)
+  await shipped(app)
+  const summary = (await app.inject({ method: 'GET', url: '/v1/me/scores/summary', headers: user.auth })).json()
+  const huge = summary.names.find((n: { name: string }) => n.name === 'huge')
+  const expected = big / 9 * 7 // (2 big + big / 3) / 3, without overflowing here
+  t.ok(Math.abs(huge.numeric.mean - expected) / expected < 1e-12, `mean ${huge.numeric.mean} ≈ ${expected}`)
+  t.equal(summary.names.find((n: { name: string }) => n.name === 'small').numeric.mean, 0.25, 'small values keep their exact mean')
+})

@@ -17,14 +17,20 @@ export interface BurstLimiter {
  * are refused with 429 and the wait the limiter gave. Events take from the bucket `user:<id>`; scores
  * have a bucket of their own (`bucketOf`), so that scoring never spends the events' limit.
  */
-export function burstStep<A = EventAck> (parts: { limiter: BurstLimiter; bucketOf?: (caller: IngestCaller) => string }): Step<IngestRun, IngestItem, A> {
+export function burstStep<A = EventAck> (parts: {
+  limiter: BurstLimiter
+  bucketOf?: (caller: IngestCaller) => string
+  /** The bucket's limit a minute; by default the user's (src/domain/tiers.ts). */
+  limitOf?: (caller: IngestCaller) => number
+}): Step<IngestRun, IngestItem, A> {
   const { limiter } = parts
   const bucketOf = parts.bucketOf ?? ((caller: IngestCaller) => `user:${caller.userId}`)
+  const limitOf = parts.limitOf ?? burstLimit
   return {
     name: 'burst',
     run: ({ caller }, items) => {
       const bucket = bucketOf(caller)
-      const limit = burstLimit(caller)
+      const limit = limitOf(caller)
       const held = limiter.tryTake?.(bucket, limit, items.length)
       if (held) return admit<A>(items, held)
       return limiter.take(bucket, limit, items.length).then((admission) => admit<A>(items, admission))

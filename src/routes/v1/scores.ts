@@ -21,7 +21,9 @@ const scores: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
   /**
    * A publishable key is used from a page of one of its origins (the Origin header, which browsers
    * set and pages cannot), at most PUBLISHABLE_PER_MINUTE requests a minute per client address; the
-   * answer then carries CORS headers for that origin. Before the Idempotency-Key, so a replay is checked too.
+   * answer then carries CORS headers for that origin. Run right after the key is checked, before the
+   * body is parsed, so that the page can read every later refusal (a 415, a 400, a 429), and before
+   * the Idempotency-Key, so a replay is checked too.
    */
   async function publishable (request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const key = request.apiKey
@@ -32,16 +34,16 @@ const scores: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
     const admission = await app.rateLimiter.take(`pk:${key.keyId}:${request.ip}`, PUBLISHABLE_PER_MINUTE)
     if (admission.admitted < 1) throw rateLimited(admission.retryAfterMs / 1000)
   }
-  const hooks = { preHandler: [publishable, idempotency], onSend, config: { publishableKeys: true } }
+  const onRequest = [authenticate, publishable]
+  const hooks = { onRequest, preHandler: idempotency, onSend, config: { publishableKeys: true } }
 
-  app.post('/scores', { bodyLimit, onRequest: authenticate, ...hooks, schema: postScore }, async (request, reply) => {
+  app.post('/scores', { bodyLimit, ...hooks, schema: postScore }, async (request, reply) => {
     const ack = await app.scoreIngestion.ingestOne(callerOfKey(request.apiKey), request.body)
     return reply.code(202).send(ack)
   })
 
   app.post('/scores/batch', {
     bodyLimit: batchBodyLimit,
-    onRequest: authenticate,
     ...hooks,
     config: { jsonItems: 'scores', publishableKeys: true },
     schema: postScoreBatch,

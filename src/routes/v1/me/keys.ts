@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
 import { notFound, validationFailed } from '../../../http-error.ts'
 import { createKey, listKeys, revokeKey } from '../../../../schemas/me-routes.ts'
+import { normalizeAllowedOrigins } from '../../../domain/allowed-origin.ts'
 
 /** API keys: create (secret shown once), list (never the secret), revoke. */
 const keys: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
@@ -12,8 +13,10 @@ const keys: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
     if (publishable !== (allowedOrigins !== undefined)) {
       throw validationFailed([{ path: ['allowedOrigins'], message: publishable ? 'is required for a publishable key' : 'is allowed only for a publishable key' }])
     }
+    const origins = publishable ? normalizeAllowedOrigins(allowedOrigins!) : null
+    if (origins !== null && 'problems' in origins) throw validationFailed(origins.problems)
     if (agentId !== undefined && !(await app.agents.getOwned(request.user.id, agentId))) throw notFound()
-    return reply.code(201).send(await app.keys.create(request.user.id, label, agentId ?? null, publishable ? { allowedOrigins: allowedOrigins! } : null))
+    return reply.code(201).send(await app.keys.create(request.user.id, label, agentId ?? null, origins ? { allowedOrigins: origins.origins } : null))
   })
 
   app.delete('/keys/:id', { schema: revokeKey }, async (request, reply) => {
