@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildTestApp, newUser, randomId, shipped } from '../helpers/app.ts'
+import { buildTestApp, newUser, randomId, shipped } from '../../helpers/app.ts'
 
 // Two instances sharing one Redis (same prefix), one Postgres and one ClickHouse, as behind a load balancer.
 const prefix = `test:${randomId()}:`

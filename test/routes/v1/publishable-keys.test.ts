@@ -1,8 +1,8 @@
 import t from 'tap'
-import { buildTestApp, newUser, randomId, sendEvent } from '../helpers/app.ts'
-import { PUBLISHABLE_PER_MINUTE } from '../../src/routes/v1/scores.ts'
-import { PUBLISHABLE_BATCH_MAX, PUBLISHABLE_SCORES_PER_MINUTE } from '../../src/ingest/score-ingestion.ts'
-import { PUBLISHABLE_COMMENT_MAX, PUBLISHABLE_METADATA_MAX_BYTES } from '../../src/domain/score-row.ts'
+import { buildTestApp, newUser, randomId, sendEvent } from '../../helpers/app.ts'
+import { PUBLISHABLE_PER_MINUTE } from '../../../src/routes/v1/scores.ts'
+import { PUBLISHABLE_BATCH_MAX, PUBLISHABLE_SCORES_PER_MINUTE } from '../../../src/ingest/score-ingestion.ts'
+import { PUBLISHABLE_COMMENT_MAX, PUBLISHABLE_METADATA_MAX_BYTES } from '../../../src/domain/score-row.ts'
 
 const app = await buildTestApp(t, { CORS_ORIGINS: 'https://dash.example' })
 const PAGE = 'https://shop.example'

@@ -1,8 +1,8 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { randomBytes } from 'node:crypto'
-import { buildTestApp, newUser, randomId, sendEvent, shipped, type TestUser } from '../helpers/app.ts'
-import { ScoresRepository } from '../../src/storage/scores-repository.ts'
+import { buildTestApp, newUser, randomId, sendEvent, shipped, type TestUser } from '../../helpers/app.ts'
+import { ScoresRepository } from '../../../src/storage/scores-repository.ts'
 
 const app = await buildTestApp(t)
 const stored = new ScoresRepository(app.clickhouse)
