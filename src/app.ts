@@ -3,6 +3,7 @@ import type { Config } from './config.ts'
 import { prepareDataDir } from './data-dir.ts'
 import { sharedSchemas } from './validation.ts'
 import errors, { clientErrorHandler, frameworkErrors } from './plugins/error-handler.ts'
+import { lazySerializers } from './lazy-serializers.ts'
 import jsonBody from './plugins/json-body.ts'
 import postgres from './plugins/postgres.ts'
 import secrets from './plugins/secrets.ts'
@@ -60,6 +61,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     pluginTimeout: PLUGIN_START_TIMEOUT_MS,
     frameworkErrors,
     clientErrorHandler,
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers } },
     // A client must send its whole request (headers and body) within requestTimeout, else 408 and
     // close, so slow or stalled uploads neither pile up nor hold a graceful shutdown.
     requestTimeout: config.requestTimeoutMs,
