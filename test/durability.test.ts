@@ -1,33 +1,15 @@
 import t from 'tap'
 import type { ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { request } from 'undici'
-import { enterpriseUserOf, exited, freePort, startService, waitHealthy } from './helpers/service-process.ts'
-import { TEST_CLICKHOUSE_ENV, TEST_CLICKHOUSE_URL, TEST_DATABASE_URL, randomId } from './helpers/app.ts'
+import { enterpriseUserOf, exited, startService, waitHealthy, serviceSetup } from './helpers/service-process.ts'
+import { TEST_CLICKHOUSE_ENV, TEST_CLICKHOUSE_URL } from './helpers/app.ts'
 import { openClickHouse } from '../src/storage/clickhouse-client.ts'
 import { EventsRepository } from '../src/storage/events-repository.ts'
 import { seedClickHouseStore } from './helpers/clickhouse-template.ts'
 
-const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-durability-'))
-process.once('exit', () => rmSync(dataDir, { recursive: true, force: true }))
+const { dataDir, base, env } = await serviceSetup('durability', TEST_CLICKHOUSE_ENV)
 // The embedded store starts migrated, as each test app's does (server mode: the file's endpoint is).
 if (!TEST_CLICKHOUSE_URL) seedClickHouseStore(dataDir)
-
-const port = await freePort()
-const base = `http://127.0.0.1:${port}`
-const env = {
-  ...process.env,
-  PORT: String(port),
-  DATA_DIR: dataDir,
-  DATABASE_URL: TEST_DATABASE_URL,
-  REDIS_PREFIX: `test:${randomId()}:`,
-  LOG_LEVEL: 'warn',
-  // No analysts' port: the default one (8123) may be taken on a shared machine.
-  ANALYTICS_PORT: 'off',
-  ...TEST_CLICKHOUSE_ENV,
-}
 
 function start (): ChildProcess {
   return startService(t, env)

@@ -1,32 +1,15 @@
 import t from 'tap'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { request } from 'undici'
-import { enterpriseUserOf, exited, freePort, startService, waitHealthy } from './helpers/service-process.ts'
-import { TEST_CLICKHOUSE_ENV, TEST_CLICKHOUSE_URL, TEST_DATABASE_URL, randomId } from './helpers/app.ts'
+import { enterpriseUserOf, exited, startService, waitHealthy, serviceSetup } from './helpers/service-process.ts'
+import { TEST_CLICKHOUSE_ENV, TEST_CLICKHOUSE_URL, randomId } from './helpers/app.ts'
 import { openClickHouse } from '../src/storage/clickhouse-client.ts'
 import { seedClickHouseStore } from './helpers/clickhouse-template.ts'
 
 // Scores acknowledged (synced to the ingest log) but not yet shipped when the service is SIGKILLed
 // are shipped at the next start, each write stored once, and read as the latest write of each id.
 
-const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-score-durability-'))
-process.once('exit', () => rmSync(dataDir, { recursive: true, force: true }))
+const { dataDir, base, env } = await serviceSetup('score-durability', TEST_CLICKHOUSE_ENV)
 if (!TEST_CLICKHOUSE_URL) seedClickHouseStore(dataDir)
-
-const port = await freePort()
-const base = `http://127.0.0.1:${port}`
-const env = {
-  ...process.env,
-  PORT: String(port),
-  DATA_DIR: dataDir,
-  DATABASE_URL: TEST_DATABASE_URL,
-  REDIS_PREFIX: `test:${randomId()}:`,
-  LOG_LEVEL: 'warn',
-  ANALYTICS_PORT: 'off',
-  ...TEST_CLICKHOUSE_ENV,
-}
 
 async function post (path: string, secret: string, body: unknown): Promise<{ status: number; body: any }> {
   const res = await request(`${base}${path}`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })

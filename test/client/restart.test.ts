@@ -1,15 +1,12 @@
 import './built-client.ts'
 import t from 'tap'
 import type { ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { request } from 'undici'
 import { AgentTelemetry, type TelemetryError } from 'agent-telemetry-client'
-import { enterpriseUserOf, exited, freePort, startService, waitHealthy } from '../helpers/service-process.ts'
-import { TEST_CLICKHOUSE_ENV, TEST_CLICKHOUSE_URL, TEST_DATABASE_URL, randomId } from '../helpers/app.ts'
+import { enterpriseUserOf, exited, startService, waitHealthy, serviceSetup } from '../helpers/service-process.ts'
+import { TEST_CLICKHOUSE_ENV, TEST_CLICKHOUSE_URL, randomId } from '../helpers/app.ts'
 import { openClickHouse } from '../../src/storage/clickhouse-client.ts'
 
 // The service in a process of its own, SIGKILLed while the client streams events and started again.
@@ -20,21 +17,7 @@ import { openClickHouse } from '../../src/storage/clickhouse-client.ts'
 // lost is answered from its record after the restart, and every event is stored, once. A client that
 // sent a new key with each retry would store that batch twice.
 
-const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-client-restart-'))
-process.once('exit', () => rmSync(dataDir, { recursive: true, force: true }))
-
-const port = await freePort()
-const baseUrl = `http://127.0.0.1:${port}`
-const env = {
-  ...process.env,
-  PORT: String(port),
-  DATA_DIR: dataDir,
-  DATABASE_URL: TEST_DATABASE_URL,
-  REDIS_PREFIX: `test:${randomId()}:`,
-  LOG_LEVEL: 'warn',
-  ANALYTICS_PORT: 'off',
-  ...TEST_CLICKHOUSE_ENV,
-}
+const { dataDir, base: baseUrl, env } = await serviceSetup('client-restart', TEST_CLICKHOUSE_ENV)
 
 let child: ChildProcess = startService(t, env)
 await waitHealthy(child, baseUrl)

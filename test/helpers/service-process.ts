@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { createServer } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
@@ -10,6 +13,29 @@ import { TEST_DATABASE_URL, randomId } from './env.ts'
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
 interface Teardown { teardown(fn: () => unknown): void }
+
+/**
+ * What a test needs to run the service in a process of its own: a data directory (removed when the
+ * test process exits), a free port and its URL, and the settings: the test database, a Redis prefix
+ * of its own, warnings only, no analysts' port (the default one may be taken on a shared machine).
+ * `storeEnv` reaches this file's ClickHouse (TEST_CLICKHOUSE_ENV of app.ts).
+ */
+export async function serviceSetup (label: string, storeEnv: Record<string, string>): Promise<{ dataDir: string; port: number; base: string; env: Record<string, string | undefined> }> {
+  const dataDir = mkdtempSync(join(tmpdir(), `agent-telemetry-${label}-`))
+  process.once('exit', () => rmSync(dataDir, { recursive: true, force: true }))
+  const port = await freePort()
+  const env = {
+    ...process.env,
+    PORT: String(port),
+    DATA_DIR: dataDir,
+    DATABASE_URL: TEST_DATABASE_URL,
+    REDIS_PREFIX: `test:${randomId()}:`,
+    LOG_LEVEL: 'warn',
+    ANALYTICS_PORT: 'off',
+    ...storeEnv,
+  }
+  return { dataDir, port, base: `http://127.0.0.1:${port}`, env }
+}
 
 /** A port nothing listens on now (the service is then started on it). */
 export async function freePort (): Promise<number> {
