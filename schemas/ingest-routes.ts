@@ -28,13 +28,13 @@ const idempotencyHeaders = {
   },
 } as const
 
-/** Response headers of an answer that may be a replay. */
-const replayHeaders = {
+/** Response headers of an answer that may be a replay (events and scores). */
+export const replayHeaders = {
   'idempotent-replayed': { type: 'string', enum: ['true'], description: 'present when this is the answer of an earlier request with the same Idempotency-Key, replayed' },
 } as const
 
-/** 409 and 422 of a request with an Idempotency-Key. */
-const idempotencyErrors = {
+/** 409 and 422 of a request with an Idempotency-Key (events and scores). */
+export const idempotencyErrors = {
   409: { ...errorFields, description: 'A request with the same Idempotency-Key is still under way (`conflict`, reason `idempotency_key_in_flight`); retry once it is answered' },
   422: { ...errorFields, description: 'The Idempotency-Key was used for a request with another body or path within the window (`idempotency_key_reused`)' },
 } as const

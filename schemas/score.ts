@@ -3,6 +3,7 @@
  * (POST /v1/scores, /v1/scores/batch, OTLP `gen_ai.evaluation.result` span events, the dashboard),
  * score configs (`/v1/me/score-configs/:name`) and the reads of scores (`/v1/me/scores`, its summary).
  */
+import { idempotencyErrors, replayHeaders } from './ingest-routes.ts'
 import { agentRef, apiKeyAuth, cursorParam, dashboardAuth, day, errorBody, errorResponses, instant, nextCursor, noContent, nullableString } from './common.ts'
 
 /** The most scores one batch may carry, and the most score configs one user may set. */
@@ -80,13 +81,6 @@ const idempotencyHeaders = {
       description: 'Optional, as on POST /v1/events: a retry with the key of an answered request gets that answer again and stores nothing.',
     },
   },
-} as const
-const replayHeaders = {
-  'idempotent-replayed': { type: 'string', enum: ['true'], description: 'present when this is the answer of an earlier request with the same Idempotency-Key, replayed' },
-} as const
-const idempotencyErrors = {
-  409: { ...errorShape, description: 'A request with the same Idempotency-Key is still under way (`conflict`, reason `idempotency_key_in_flight`)' },
-  422: { ...errorShape, description: 'The Idempotency-Key was used for a request with another body or path within the window (`idempotency_key_reused`)' },
 } as const
 
 export const postScore = {
