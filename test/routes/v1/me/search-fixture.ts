@@ -140,7 +140,8 @@ export function query (f: Filters): string {
   return p.toString()
 }
 
-export async function walk (app: FastifyInstance, user: TestUser, path: string, key: string): Promise<Ev[]> {
+/** Walks a list's pages from the first; `afterFirstPage` runs once the first page (the walk's snapshot) is answered. */
+export async function walk (app: FastifyInstance, user: TestUser, path: string, key: string, afterFirstPage?: () => void): Promise<Ev[]> {
   const out: Ev[] = []
   let cursor: string | null = null
   let pages = 0
@@ -150,6 +151,7 @@ export async function walk (app: FastifyInstance, user: TestUser, path: string, 
     if (res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode} ${res.body}`)
     out.push(...res.json()[key])
     cursor = res.json().nextCursor
+    if (pages === 0) afterFirstPage?.()
     if (++pages > 500) throw new Error('the walk does not end')
   } while (cursor)
   return out

@@ -18,19 +18,27 @@ t.test('a filtered walk hands out every match once while matching events stream 
   const ids = (await sendBatch(app, secret, base)).json().results.map((x: Ev) => x.eventId as string)
   await shipped(app)
   const expected = ids.filter((_: string, i: number) => i % 2 === 1 && i % 3 !== 0)
+  // Matching events stream in from the moment the walk's first page (its snapshot) is answered: an
+  // event acknowledged before that page belongs to the snapshot, and the walk rightly lists it.
   let streaming = true
-  const stream = (async () => {
-    // eslint-disable-next-line no-unmodified-loop-condition -- another task changes it
-    for (let i = 0; streaming; i++) {
-      const res = await sendEvent(app, secret, { agentId: 'walker', type: 'tool', reasoning: '支付失败', timestamp: new Date(now - HOUR - (i % 30) * 1000).toISOString(), metadata: { traceId: `w-${i % 17}` } })
-      if (res.statusCode !== 202) throw new Error(res.body)
-    }
-  })()
-  const got = (await walk(app, user, '/v1/me/events?type=tool&q=%E6%94%AF%E4%BB%98%E5%A4%B1%E8%B4%A5&limit=9', 'events')).map((e) => e.eventId)
+  let streamed = 0
+  let stream: Promise<void> = Promise.resolve()
+  const startStreaming = () => {
+    stream = (async () => {
+      // eslint-disable-next-line no-unmodified-loop-condition -- another task changes it
+      for (let i = 0; streaming; i++) {
+        const res = await sendEvent(app, secret, { agentId: 'walker', type: 'tool', reasoning: '支付失败', timestamp: new Date(now - HOUR - (i % 30) * 1000).toISOString(), metadata: { traceId: `w-${i % 17}` } })
+        if (res.statusCode !== 202) throw new Error(res.body)
+        streamed++
+      }
+    })()
+  }
+  const got = (await walk(app, user, '/v1/me/events?type=tool&q=%E6%94%AF%E4%BB%98%E5%A4%B1%E8%B4%A5&limit=9', 'events', startStreaming)).map((e) => e.eventId)
   const traces = (await walk(app, user, '/v1/me/traces?type=tool&q=%E6%94%AF%E4%BB%98&limit=2', 'traces')).map((x) => x.traceId)
   streaming = false
   await stream
   t.same([...got].sort(), [...expected].sort(), 'each match of the snapshot once, none of the streamed ones')
+  t.ok(streamed > 0, `matching events streamed in during the walk (${streamed})`)
 
   // The bigram index is offered the term (it may skip granules; the LIKE decides).
   const parsed = parseSearchFilters({ q: '支付失败' })
