@@ -234,25 +234,42 @@ export const storedScore = {
   },
 } as const
 
+/**
+ * The filters of the reads, each given at most once. They are read as the search reads its own
+ * (docs/api.md#search): unknown parameters are ignored, a filter given twice or not UTF-8 is a 400
+ * naming it (src/routes/v1/me/scores.ts), `from` and `to` are the search's instants and `from` must
+ * be earlier than `to` (src/services/score-service.ts).
+ */
 const scoreFilters = {
   name: { ...scoreName, description: 'only scores of this name' },
   source: { enum: SCORE_SOURCES, description: 'only scores from this source' },
   agentId: { type: 'string', maxLength: 120, description: 'only scores of this agent (cuid)' },
-  from: { type: 'string', format: 'date-time', description: 'only scores received at or after this instant' },
-  to: { type: 'string', format: 'date-time', description: 'only scores received before this instant' },
+  from: { type: 'string', description: 'only scores received at or after this instant (ISO 8601 date-time or unix milliseconds)', examples: ['2026-11-01T00:00:00Z'] },
+  to: { type: 'string', description: 'only scores received before this instant (exclusive; ISO 8601 date-time or unix milliseconds); later than `from`', examples: ['2026-11-27T00:00:00Z'] },
 } as const
+
+/** The names of the filters, for the check of the query string before its schema. */
+export const SCORE_LIST_FILTERS = [...Object.keys(scoreFilters), 'traceId', 'sessionId'] as const
+export const SCORE_SUMMARY_FILTERS = Object.keys(scoreFilters)
+
+/** The list's `limit`: clamped as the search lists' is, never refused. */
+export const SCORE_LIST_LIMIT = { min: 1, max: 500, fallback: 50 } as const
 
 export const listScores = {
   ...me,
   summary: 'The caller\'s scores, newest first',
   querystring: {
     type: 'object',
-    additionalProperties: false,
+    description: 'Unknown parameters are ignored.',
     properties: {
       ...scoreFilters,
       traceId: { type: 'string', maxLength: 200, description: 'only scores of this trace' },
       sessionId: { type: 'string', maxLength: 200, description: 'only scores of this session' },
-      limit: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
+      limit: {
+        type: 'string',
+        description: `clamped to ${SCORE_LIST_LIMIT.min}..${SCORE_LIST_LIMIT.max}; default ${SCORE_LIST_LIMIT.fallback} (also for a value that is not a number)`,
+        examples: [String(SCORE_LIST_LIMIT.fallback)],
+      },
       cursor: cursorParam,
     },
   },
@@ -284,8 +301,12 @@ export const scoresSummary = {
   summary: 'Per score name: how many, mean and percentiles or the labels\' distribution, per day and per agent, against the previous period',
   querystring: {
     type: 'object',
-    additionalProperties: false,
-    properties: { ...scoreFilters, from: { ...scoreFilters.from, description: 'start of the period (default: 7 days before `to`)' }, to: { ...scoreFilters.to, description: 'end of the period (default: now)' } },
+    description: 'Unknown parameters are ignored.',
+    properties: {
+      ...scoreFilters,
+      from: { ...scoreFilters.from, description: 'start of the period (default: 7 days before `to`; ISO 8601 date-time or unix milliseconds)' },
+      to: { ...scoreFilters.to, description: 'end of the period (default: now; ISO 8601 date-time or unix milliseconds); later than `from`' },
+    },
   },
   response: {
     200: {

@@ -243,13 +243,21 @@ function decoded (part: string): string | null {
   }
 }
 
+/** Which parameters of a query string are filters, and which of them take one value. */
+export interface FilterParams { isFilter: (name: string) => boolean; single: readonly string[] }
+
+/** The search's: FILTER_PARAMS, `meta.*` and `score.*`. */
+const SEARCH_PARAMS: FilterParams = { isFilter: isFilterName, single: SINGLE_PARAMS }
+
 /**
  * Problems of a filter query that the schema would report without naming them clearly, or a
  * parser would hide, found before validation from the request's URL: a filter whose
  * percent-encoding is not UTF-8 (the parser keeps such a value as its raw text, which then matches
- * nothing), and a single-valued filter given more than once.
+ * nothing), and a single-valued filter given more than once. The filters are the search's unless
+ * `params` names others (the reads of scores take theirs the same way).
  */
-export function filterQueryProblems (url: string): FilterProblem[] {
+export function filterQueryProblems (url: string, params: FilterParams = SEARCH_PARAMS): FilterProblem[] {
+  const { isFilter, single } = params
   const problems: FilterProblem[] = []
   const start = url.indexOf('?')
   if (start === -1) return problems
@@ -259,13 +267,13 @@ export function filterQueryProblems (url: string): FilterProblem[] {
     const eq = part.indexOf('=')
     const rawName = eq === -1 ? part : part.slice(0, eq)
     const name = decoded(rawName) ?? rawName
-    if (!isFilterName(name)) continue
+    if (!isFilter(name)) continue
     if (decoded(rawName) === null || (eq !== -1 && decoded(part.slice(eq + 1)) === null)) {
       problems.push({ path: [name], message: 'must be valid UTF-8 text (percent-encoded)' })
     }
     seen.set(name, (seen.get(name) ?? 0) + 1)
   }
-  for (const name of SINGLE_PARAMS) {
+  for (const name of single) {
     if ((seen.get(name) ?? 0) > 1) problems.push({ path: [name], message: 'must be given once' })
   }
   return problems

@@ -12,7 +12,9 @@ import type { User } from '../storage/users-repository.ts'
 import type { ScoreAck, ScoreIngestionService } from '../ingest/score-ingestion.ts'
 import type { DashboardReader } from './dashboard-service.ts'
 import { startOf } from './dashboard-service.ts'
-import { MAX_SCORE_CONFIGS } from '../../schemas/score.ts'
+import { MAX_SCORE_CONFIGS, SCORE_LIST_LIMIT } from '../../schemas/score.ts'
+import { clampInt } from '../domain/query-params.ts'
+import { parseSearchFilters } from '../domain/search-filters.ts'
 
 /** The query of the score reads, as validated by their schemas. */
 export interface ScoreQuery {
@@ -23,14 +25,27 @@ export interface ScoreQuery {
   to?: string | undefined
   traceId?: string | undefined
   sessionId?: string | undefined
-  limit?: number | undefined
+  /** Lenient: clamped to SCORE_LIST_LIMIT, never refused. */
+  limit?: string | undefined
   cursor?: string | undefined
 }
 
 /** The longest period a summary covers (and so the previous one too). */
 const SUMMARY_MAX_DAYS = 366
 
-const instantOf = (s: string | undefined): number | undefined => (s === undefined ? undefined : Date.parse(s))
+/** A 400 of the querystring, as the search lists answer theirs. */
+const querystringInvalid = (details: { path: (string | number)[]; message: string }[]) =>
+  new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details })
+
+/**
+ * `from` and `to` in unix ms, read as the search reads its own (an ISO 8601 date-time or unix
+ * milliseconds; `from` earlier than `to` when both are given), else the search's 400 naming them.
+ */
+function periodOf (q: ScoreQuery): { fromMs?: number | undefined; toMs?: number | undefined } {
+  const parsed = parseSearchFilters({ from: q.from, to: q.to })
+  if (!parsed.ok) throw querystringInvalid(parsed.problems)
+  return { fromMs: parsed.filters.fromMs, toMs: parsed.filters.toMs }
+}
 
 /**
  * Score configs, the reads of scores (lists, per trace and session, the summary) and the scores
@@ -67,7 +82,8 @@ export class ScoreService {
   /** A page of the reader's scores, newest first. */
   async list (r: DashboardReader, q: ScoreQuery) {
     const start = startOf('scores', q.cursor, r.settledAt)
-    const page = await this.scores.list(r, this.filterOf(q), { limit: q.limit ?? 50, start })
+    const { min, max, fallback } = SCORE_LIST_LIMIT
+    const page = await this.scores.list(r, this.filterOf(q, periodOf(q)), { limit: clampInt(q.limit, min, max, fallback), start })
     return { scores: page.items.map((s) => this.view(r, s)), nextCursor: page.nextCursor }
   }
 
@@ -81,12 +97,14 @@ export class ScoreService {
    * before it: the figures, per UTC day and per agent.
    */
   async summary (r: DashboardReader, q: ScoreQuery) {
-    const toMs = instantOf(q.to) ?? r.settledAt
-    const fromMs = instantOf(q.from) ?? toMs - 7 * DAY_MS
-    if (fromMs >= toMs) throw validationFailed([{ path: ['from'], message: 'must be before to' }])
-    if (toMs - fromMs > SUMMARY_MAX_DAYS * DAY_MS) throw validationFailed([{ path: ['from'], message: `must be at most ${SUMMARY_MAX_DAYS} days before to` }])
+    const given = periodOf(q)
+    const toMs = given.toMs ?? r.settledAt
+    const fromMs = given.fromMs ?? toMs - 7 * DAY_MS
+    // Also when `to` is left out: a `from` from now on has no period.
+    if (fromMs >= toMs) throw querystringInvalid([{ path: ['from'], message: 'must be earlier than to' }])
+    if (toMs - fromMs > SUMMARY_MAX_DAYS * DAY_MS) throw querystringInvalid([{ path: ['from'], message: `must be at most ${SUMMARY_MAX_DAYS} days before to` }])
     const span = { previousFromMs: fromMs - (toMs - fromMs), fromMs, toMs }
-    const f = { ...this.filterOf(q), fromMs: undefined, toMs: undefined }
+    const f = this.filterOf(q, {})
     const [period, days, agents] = await Promise.all([
       this.scores.figures(r, f, 'period', span, r.settledAt),
       this.scores.figures(r, f, 'day', span, r.settledAt),
@@ -120,8 +138,8 @@ export class ScoreService {
     )
   }
 
-  private filterOf (q: ScoreQuery): ScoreFilter {
-    return { name: q.name, source: q.source, agentId: q.agentId, traceId: q.traceId, sessionId: q.sessionId, fromMs: instantOf(q.from), toMs: instantOf(q.to) }
+  private filterOf (q: ScoreQuery, period: { fromMs?: number | undefined; toMs?: number | undefined }): ScoreFilter {
+    return { name: q.name, source: q.source, agentId: q.agentId, traceId: q.traceId, sessionId: q.sessionId, fromMs: period.fromMs, toMs: period.toMs }
   }
 
   private view (r: DashboardReader, s: StoredScore) {

@@ -456,3 +456,89 @@ t.test('the summary\'s mean of values near the largest double is theirs, not 0',
   t.ok(Math.abs(huge.numeric.mean - expected) / expected < 1e-12, `mean ${huge.numeric.mean} ≈ ${expected}`)
   t.equal(summary.names.find((n: { name: string }) => n.name === 'small').numeric.mean, 0.25, 'small values keep their exact mean')
 })
+
+// The reads of scores take their query as the search lists do (docs/api.md#reading-scores).
+const READS = ['/v1/me/scores', '/v1/me/scores/summary']
+function read (user: TestUser, url: string) {
+  return app.inject({ method: 'GET', url, headers: user.auth })
+}
+
+t.test('limit is clamped to 1..500 as on the search lists; a value that is not a number is the default', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const traceId = randomId('trace-')
+  for (let i = 0; i < 3; i++) t.equal((await postScore(app, key.secret, { traceId, name: 'clamped', value: i })).statusCode, 202)
+  const one = await listScores(app, user, '?limit=0')
+  t.same(one.scores.map((s) => s.value), [2], 'limit=0 is 1')
+  t.type(one.nextCursor, 'string')
+  t.same((await listScores(app, user, '?limit=-5')).scores.length, 1, 'a negative limit is 1')
+  t.same((await listScores(app, user, '?limit=9999')).scores.length, 3, 'above 500 is 500')
+  t.same((await listScores(app, user, '?limit=abc')).scores.length, 3, 'not a number: the default, 50')
+})
+
+t.test('from not before to is a 400 naming from, on the list and the summary', async (t) => {
+  const user = await newUser(app)
+  for (const path of READS) {
+    for (const [from, to] of [['2026-11-02T00:00:00Z', '2026-11-01T00:00:00Z'], ['2026-11-01T00:00:00Z', '2026-11-01T00:00:00Z']]) {
+      const res = await read(user, `${path}?from=${from}&to=${to}`)
+      t.equal(res.statusCode, 400, `${path} ${from} ${to}`)
+      t.same(res.json(), { error: 'validation_failed', message: 'the querystring is not valid', details: [{ path: ['from'], message: 'must be earlier than to' }] })
+    }
+  }
+})
+
+t.test('from and to take an ISO 8601 date-time or unix milliseconds, as on the search lists', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  t.equal((await postScore(app, key.secret, { traceId: randomId('trace-'), name: 'timed', value: 1 })).statusCode, 202)
+  const now = Date.now()
+  t.equal((await listScores(app, user, `?from=${now - 60_000}&to=${now + 60_000}`)).scores.length, 1)
+  t.equal((await listScores(app, user, `?from=${now + 60_000}`)).scores.length, 0)
+  const summary = await read(user, `/v1/me/scores/summary?from=${now - 60_000}&to=${now + 60_000}`)
+  t.equal(summary.statusCode, 200, summary.body)
+  t.equal(summary.json().names[0].count, 1)
+  for (const path of READS) {
+    const bad = await read(user, `${path}?to=yesterday`)
+    t.equal(bad.statusCode, 400)
+    t.same(bad.json().details, [{ path: ['to'], message: 'must be an ISO 8601 date-time (e.g. 2026-11-27T09:00:00Z) or unix milliseconds' }])
+  }
+})
+
+t.test('unknown parameters are ignored, on the list and the summary', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  t.equal((await postScore(app, key.secret, { traceId: randomId('trace-'), name: 'kept', value: 1 })).statusCode, 202)
+  t.equal((await listScores(app, user, '?bogus=1&q=x&name=kept')).scores.length, 1)
+  const summary = await read(user, '/v1/me/scores/summary?bogus=1&limit=0&cursor=x&name=kept')
+  t.equal(summary.statusCode, 200, summary.body)
+  t.equal(summary.json().names[0].count, 1)
+})
+
+t.test('a filter that is not valid text is a 400 naming it, as the search\'s text filters', async (t) => {
+  const user = await newUser(app)
+  for (const path of READS) {
+    for (const param of ['name', 'traceId', 'sessionId', 'agentId', 'from']) {
+      if (path.endsWith('summary') && (param === 'traceId' || param === 'sessionId')) continue
+      const res = await read(user, `${path}?${param}=%ED%A0%80`)
+      t.equal(res.statusCode, 400, `${path} ${param}`)
+      t.same(res.json().details, [{ path: [param], message: 'must be valid UTF-8 text (percent-encoded)' }], `${path} ${param}`)
+    }
+    for (const name of ['a%01b', '%7F', 'a%C2%85']) {
+      const res = await read(user, `${path}?name=${name}`)
+      t.equal(res.statusCode, 400, `${path} name=${name}`)
+      t.same(res.json().details.map((d: { path: string[] }) => d.path), [['name']], `${path} name=${name}`)
+    }
+  }
+})
+
+t.test('a filter given twice is a 400 saying it must be given once', async (t) => {
+  const user = await newUser(app)
+  for (const path of READS) {
+    for (const param of ['name', 'source', 'from']) {
+      const value = param === 'source' ? 'api' : param === 'from' ? '2026-11-01T00:00:00Z' : 'x'
+      const res = await read(user, `${path}?${param}=${value}&${param}=${value}`)
+      t.equal(res.statusCode, 400, `${path} ${param}`)
+      t.same(res.json().details, [{ path: [param], message: 'must be given once' }], `${path} ${param}`)
+    }
+  }
+})

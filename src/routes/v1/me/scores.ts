@@ -1,7 +1,23 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
+import type { FastifyRequest } from 'fastify'
 import {
   annotateSession, annotateTrace, deleteScoreConfig, getScoreConfig, listScoreConfigs, listScores, putScoreConfig, scoresSummary, sessionScores, traceScores,
+  SCORE_LIST_FILTERS, SCORE_SUMMARY_FILTERS,
 } from '../../../../schemas/score.ts'
+import { filterQueryProblems } from '../../../domain/search-filters.ts'
+import { HttpError } from '../../../http-error.ts'
+
+/**
+ * Before the schema, as the search lists check theirs (src/routes/v1/me/events.ts): a filter given
+ * twice, or whose percent-encoding is not UTF-8 (which would otherwise match nothing), is a 400 naming it.
+ */
+function filterQuery (names: readonly string[]) {
+  const params = { isFilter: (name: string) => names.includes(name), single: names }
+  return async (request: FastifyRequest) => {
+    const problems = filterQueryProblems(request.url, params)
+    if (problems.length > 0) throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details: problems })
+  }
+}
 
 /** The caller's score configs, their scores (list, summary) and the scores they give from the dashboard. */
 const scores: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
@@ -18,9 +34,9 @@ const scores: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
     return reply.code(204).send(null)
   })
 
-  app.get('/scores', { schema: listScores }, async (request) => service.list(await request.reader, request.query))
+  app.get('/scores', { schema: listScores, preValidation: filterQuery(SCORE_LIST_FILTERS) }, async (request) => service.list(await request.reader, request.query))
 
-  app.get('/scores/summary', { schema: scoresSummary }, async (request) => service.summary(await request.reader, request.query))
+  app.get('/scores/summary', { schema: scoresSummary, preValidation: filterQuery(SCORE_SUMMARY_FILTERS) }, async (request) => service.summary(await request.reader, request.query))
 
   app.get('/traces/:id/scores', { schema: traceScores }, async (request) =>
     ({ scores: await service.of(await request.reader, { traceId: request.params.id }) }))
