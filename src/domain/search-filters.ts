@@ -83,7 +83,8 @@ export interface FilterProblem { path: (string | number)[]; message: string }
 export type ParsedFilters = { ok: true; filters: SearchFilters } | { ok: false; problems: FilterProblem[] }
 
 const FINGERPRINT = /^[0-9a-f]{16}$/
-const DECIMAL = /^\d{1,9}(?:\.\d{1,9})?$/
+const DECIMAL = /^0*\d{1,9}(?:\.\d{1,9})?$/
+const COST_MESSAGE = 'must be a decimal number from 0 to 999999999.999999999 with at most 9 decimals (e.g. 0.25)'
 const INTEGER = /^\d{1,15}$/
 const UNIX_MS = /^\d{1,13}$/
 
@@ -146,6 +147,19 @@ export function parseSearchFilters (query: Record<string, unknown>): ParsedFilte
     return parsed ?? undefined
   }
 
+  /**
+   * The spec's rule for agentId: a value that is not a cuid is dropped, not refused. The limit on
+   * values holds apart from it: more than MAX_VALUES cuids is a 400 (the dropped values do not count).
+   */
+  function agentIdsOf (v: unknown): string[] {
+    const cuids = valuesOf(v).filter((x): x is string => typeof x === 'string' && isCuid(x))
+    if (cuids.length > MAX_VALUES) {
+      fail('agentId', `at most ${MAX_VALUES} values`)
+      return []
+    }
+    return cuids.filter((x, i, a) => a.indexOf(x) === i)
+  }
+
   const instant = (s: string): number | null => {
     if (UNIX_MS.test(s)) return Number(s)
     const ms = parseIsoDateTime(s)
@@ -158,15 +172,14 @@ export function parseSearchFilters (query: Record<string, unknown>): ParsedFilte
     outcomes: list('outcome', oneOf(OUTCOMES)),
     models: list('model', text(MAX_TEXT_VALUE)),
     tools: list('tool', text(MAX_TEXT_VALUE)),
-    // The spec's rule for agentId: a value that is not a cuid is dropped, not refused.
-    agentIds: valuesOf(query.agentId).filter((v): v is string => typeof v === 'string' && isCuid(v)).filter((v, i, a) => a.indexOf(v) === i).slice(0, MAX_VALUES),
+    agentIds: agentIdsOf(query.agentId),
     sessionIds: list('sessionId', text(MAX_TEXT_VALUE)),
     traceIds: list('traceId', text(MAX_TEXT_VALUE)),
     fingerprints: list('fingerprint', (s) => FINGERPRINT.test(s) ? null : 'must be 16 lower-case hex characters'),
     privacyLevels: list('privacyLevel', oneOf(PRIVACY_LEVELS)),
     costStatuses: list('costStatus', oneOf(COST_STATUSES)),
-    minCostUsd: single('minCostUsd', (s) => DECIMAL.test(s) ? normaliseDecimal(s) : null, 'must be a non-negative decimal number with at most 9 decimals (e.g. 0.25)'),
-    maxCostUsd: single('maxCostUsd', (s) => DECIMAL.test(s) ? normaliseDecimal(s) : null, 'must be a non-negative decimal number with at most 9 decimals (e.g. 0.25)'),
+    minCostUsd: single('minCostUsd', (s) => DECIMAL.test(s) ? normaliseDecimal(s) : null, COST_MESSAGE),
+    maxCostUsd: single('maxCostUsd', (s) => DECIMAL.test(s) ? normaliseDecimal(s) : null, COST_MESSAGE),
     minDurationMs: single('minDurationMs', (s) => INTEGER.test(s) ? Number(s) : null, 'must be a non-negative integer of milliseconds'),
     maxDurationMs: single('maxDurationMs', (s) => INTEGER.test(s) ? Number(s) : null, 'must be a non-negative integer of milliseconds'),
     fromMs: single('from', instant, instantMessage),
@@ -186,10 +199,13 @@ export function parseSearchFilters (query: Record<string, unknown>): ParsedFilte
     fail('from', 'must be earlier than to')
   }
 
-  const metaNames = Object.keys(query).filter((k) => k.startsWith(META_PREFIX)).sort()
+  // Object.keys keeps the query string's order (no key here reads as an integer index), which names
+  // the first past a limit; the filters themselves are read sorted.
+  const metaGiven = Object.keys(query).filter((k) => k.startsWith(META_PREFIX))
+  const metaNames = [...metaGiven].sort()
   if (metaNames.length + filters.hasMeta.length > MAX_META_FILTERS) {
     // Named by a parameter the caller gave: hasMeta, else the first meta.* past the limit.
-    fail(filters.hasMeta.length > 0 ? 'hasMeta' : metaNames[MAX_META_FILTERS]!, `at most ${MAX_META_FILTERS} metadata filters (meta.* and hasMeta together)`)
+    fail(filters.hasMeta.length > 0 ? 'hasMeta' : metaGiven[MAX_META_FILTERS]!, `at most ${MAX_META_FILTERS} metadata filters (meta.* and hasMeta together)`)
   } else {
     for (const name of metaNames) {
       const path = name.slice(META_PREFIX.length)
@@ -203,8 +219,9 @@ export function parseSearchFilters (query: Record<string, unknown>): ParsedFilte
     }
   }
 
-  const scoreNames = Object.keys(query).filter((k) => k.startsWith(SCORE_PREFIX)).sort()
-  if (scoreNames.length > MAX_SCORE_FILTERS) fail(scoreNames[MAX_SCORE_FILTERS]!, `at most ${MAX_SCORE_FILTERS} score filters`)
+  const scoreGiven = Object.keys(query).filter((k) => k.startsWith(SCORE_PREFIX))
+  const scoreNames = [...scoreGiven].sort()
+  if (scoreNames.length > MAX_SCORE_FILTERS) fail(scoreGiven[MAX_SCORE_FILTERS]!, `at most ${MAX_SCORE_FILTERS} score filters`)
   else {
     for (const param of scoreNames) {
       const name = param.slice(SCORE_PREFIX.length)

@@ -10,8 +10,18 @@ type Query = Record<string, unknown>
 /** The filtered reads the service composes (SearchRepository is the one implementation). */
 export type EventSearch = Pick<SearchRepository, 'events' | 'sessions' | 'traces' | 'facets'>
 
-/** The first value of a lenient parameter that Fastify may have parsed as a list. */
-const first = (v: unknown): string | undefined => (Array.isArray(v) ? v[0] : v) as string | undefined
+/**
+ * The plain lists' own parameters. `limit` and `since` are lenient (a value they cannot read is the
+ * default, the spec's rule), and a repeated one is such a value; `cursor` is strict: given twice is a
+ * 400 naming it, as for the single-valued filters.
+ */
+function plainOf (q: Query): { limit: string | undefined; since: string | undefined; cursor: string | undefined } {
+  if (Array.isArray(q.cursor)) throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details: [{ path: ['cursor'], message: 'must be given once' }] })
+  return { limit: once(q.limit), since: once(q.since), cursor: q.cursor as string | undefined }
+}
+
+/** A lenient parameter's value, or undefined when it was given more than once. */
+const once = (v: unknown): string | undefined => Array.isArray(v) ? undefined : v as string | undefined
 
 function filtersOf (query: Query): SearchFilters {
   const parsed = parseSearchFilters(query)
@@ -29,7 +39,7 @@ export class SearchService {
 
   /** limit 1..1000 (default 50); since 24h | 7d | 30d | all (default all); a repeated agentId is a filter. */
   async events (r: DashboardReader, q: Query) {
-    const plain = { limit: first(q.limit), since: first(q.since), cursor: first(q.cursor) }
+    const plain = plainOf(q)
     const agentIds = Array.isArray(q.agentId) ? q.agentId : q.agentId === undefined ? [] : [q.agentId]
     if (!hasFilters({ ...q, agentId: undefined }) && agentIds.length <= 1) return this.dashboard.events(r, { ...plain, agentId: agentIds[0] as string | undefined })
     const f = filtersOf(q)
@@ -40,7 +50,7 @@ export class SearchService {
 
   /** limit 1..100 (default 20); since (default all) and any filter. */
   async sessions (r: DashboardReader, q: Query) {
-    const plain = { limit: first(q.limit), since: first(q.since), cursor: first(q.cursor) }
+    const plain = plainOf(q)
     if (!hasFilters(q) && plain.since === undefined) return this.dashboard.sessions(r, plain)
     const f = filtersOf(q)
     const start = startOf('sessions', plain.cursor, r.settledAt)
@@ -50,7 +60,7 @@ export class SearchService {
 
   /** limit 1..200 (default 50); since (default 7d, none when `from` is given) and any filter. */
   async traces (r: DashboardReader, q: Query) {
-    const plain = { limit: first(q.limit), since: first(q.since), cursor: first(q.cursor) }
+    const plain = plainOf(q)
     if (!hasFilters(q)) return this.dashboard.traces(r, plain)
     const f = filtersOf(q)
     const start = startOf('traces', plain.cursor, r.settledAt)
@@ -62,7 +72,7 @@ export class SearchService {
   /** Counts of the matching events per facet; since (default all) and any filter. */
   async facets (r: DashboardReader, q: Query) {
     const f = filtersOf(q)
-    const facets = await this.search.facets(r, { sinceMs: sinceBound(first(q.since), r.settledAt), asOf: r.settledAt }, f)
+    const facets = await this.search.facets(r, { sinceMs: sinceBound(once(q.since), r.settledAt), asOf: r.settledAt }, f)
     return {
       ...facets,
       facets: {

@@ -86,6 +86,33 @@ t.test('score filters: a range, a number or a label; OR within a name, AND acros
   t.same(problems({ 'score.x': '' }), ['score.x'])
   t.same(problems({ 'score.': '1' }), ['score.'])
   t.same(problems({ 'score.x': 'a\u0000' }), ['score.x'])
-  t.same(problems(Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`score.n${i}`, '1']))), ['score.n9'], 'at most 10 names (sorted: n0, n1, n10, ...)')
+  t.same(problems(Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`score.n${i}`, '1']))), ['score.n10'], 'at most 10 names')
   t.ok(hasFilters({ 'score.x': '1' }), 'a score filter is a filter')
+})
+
+t.test('too many score or metadata filters: named by the first past the limit in the order given, not sorted', async (t) => {
+  const problems = (q: Record<string, unknown>) => {
+    const p = parseSearchFilters(q)
+    return p.ok ? [] : p.problems
+  }
+  // Given z0..z9 then a10: sorted, a10 comes first and z9 would be named.
+  const scores = Object.fromEntries([...Array.from({ length: 10 }, (_, i) => [`score.z${i}`, '1']), ['score.a10', '1']])
+  t.same(problems(scores), [{ path: ['score.a10'], message: 'at most 10 score filters' }])
+  const meta = Object.fromEntries([...Array.from({ length: 20 }, (_, i) => [`meta.z${i}`, 'v']), ['meta.a20', 'v'], ['meta.a21', 'v']])
+  t.same(problems(meta), [{ path: ['meta.a20'], message: 'at most 20 metadata filters (meta.* and hasMeta together)' }])
+})
+
+t.test('more than 50 agentId cuids is a 400 naming agentId; values that are not cuids are still dropped and do not count', async (t) => {
+  const cuid = (i: number) => 'c' + String(i).padStart(24, '0')
+  const p = parseSearchFilters({ agentId: Array.from({ length: 51 }, (_, i) => cuid(i)) })
+  t.same(p.ok ? [] : p.problems, [{ path: ['agentId'], message: 'at most 50 values' }])
+  const q = parseSearchFilters({ agentId: [...Array.from({ length: 50 }, (_, i) => cuid(i)), ...Array.from({ length: 30 }, () => 'not-a-cuid')] })
+  t.ok(q.ok && q.filters.agentIds.length === 50, '50 cuids and 30 dropped values')
+})
+
+t.test('a cost bound past the largest one says the limit', async (t) => {
+  const p = parseSearchFilters({ minCostUsd: '1000000000' })
+  t.match(p.ok ? '' : p.problems[0]!.message, /999999999\.999999999/)
+  const q = parseSearchFilters({ minCostUsd: '999999999.999999999', maxCostUsd: '0000000999999999.999999999' })
+  t.ok(q.ok && q.filters.maxCostUsd === '999999999.999999999', 'the largest is taken, with leading zeros too')
 })

@@ -75,3 +75,33 @@ t.test('a malformed filter is a 400 naming it; since and agentId keep dropping b
     t.equal(res.statusCode, 200, `${qs}: ignored as before`)
   }
 })
+
+t.test('more than 50 agentId values is a 400 naming agentId on every list, not a silent empty answer', async (t) => {
+  const app = await buildTestApp(t)
+  const user = await newUser(app)
+  const cuids = Array.from({ length: 51 }, (_, i) => `agentId=c${String(i).padStart(24, '0')}`).join('&')
+  for (const path of ['/v1/me/events', '/v1/me/traces', '/v1/me/sessions', '/v1/me/events/facets']) {
+    const res = await app.inject({ method: 'GET', url: `${path}?${cuids}`, headers: user.auth })
+    t.equal(res.statusCode, 400, path)
+    t.same(res.json().details, [{ path: ['agentId'], message: 'at most 50 values' }], path)
+    const dropped = await app.inject({ method: 'GET', url: `${path}?${cuids.split('&').slice(1).join('&')}&${Array.from({ length: 10 }, () => 'agentId=nope').join('&')}`, headers: user.auth })
+    t.equal(dropped.statusCode, 200, `${path}: 50 cuids and values that are not cuids (dropped, not counted)`)
+  }
+})
+
+t.test('a repeated limit or since is the default, a repeated cursor must be given once, on every list', async (t) => {
+  const app = await buildTestApp(t)
+  const user = await newUser(app)
+  for (const path of ['/v1/me/events', '/v1/me/traces', '/v1/me/sessions', '/v1/me/events/facets']) {
+    for (const filter of ['', '&type=tool']) {
+      const since = await app.inject({ method: 'GET', url: `${path}?since=24h&since=7d${filter}`, headers: user.auth })
+      t.equal(since.statusCode, 200, `${path}: since twice${filter}`)
+      if (path.endsWith('facets')) continue
+      const limit = await app.inject({ method: 'GET', url: `${path}?limit=1&limit=2${filter}`, headers: user.auth })
+      t.equal(limit.statusCode, 200, `${path}: limit twice${filter}`)
+      const cursor = await app.inject({ method: 'GET', url: `${path}?cursor=a&cursor=b${filter}`, headers: user.auth })
+      t.equal(cursor.statusCode, 400, `${path}: cursor twice${filter}`)
+      t.same(cursor.json().details, [{ path: ['cursor'], message: 'must be given once' }])
+    }
+  }
+})
