@@ -214,7 +214,7 @@ export function parseSearchFilters (query: Record<string, unknown>): ParsedFilte
         fail(name, `the metadata path ${problem}`)
         continue
       }
-      const values = list(name, (s) => s.length <= MAX_META_VALUE ? textProblem(s) : `must be at most ${MAX_META_VALUE} characters`)
+      const values = list(name, metaValueProblem)
       if (values.length > 0) filters.meta.push({ path, values })
     }
   }
@@ -296,8 +296,13 @@ export function filterQueryProblems (url: string, params: FilterParams = SEARCH_
   return problems
 }
 
+/** What is wrong with a `meta.<path>` filter's value, or null. */
+export function metaValueProblem (value: string): string | null {
+  return value.length <= MAX_META_VALUE ? textProblem(value) : `must be at most ${MAX_META_VALUE} characters`
+}
+
 /** What is wrong with a metadata path (dot-separated keys), or null. */
-function metaPathProblem (path: string): string | null {
+export function metaPathProblem (path: string): string | null {
   if (path.length < 1 || path.length > MAX_META_PATH) return `must be 1 to ${MAX_META_PATH} characters`
   if (path.split('.').some((k) => k === '')) return 'must be keys joined by single dots (no empty key)'
   return textProblem(path)

@@ -1,6 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { pageOf, type Page, type PageStart } from '../domain/cursor.ts'
-import { parseSearchFilters, type SearchFilters } from '../domain/search-filters.ts'
+import { MAX_META_PATH, MAX_META_VALUE, metaPathProblem, metaValueProblem, parseSearchFilters, type SearchFilters } from '../domain/search-filters.ts'
 import { likePattern } from '../domain/search-text.ts'
 import { latestWrites } from './scores-repository.ts'
 import { isoFromMs as iso } from './timestamps.ts'
@@ -232,8 +232,11 @@ export class SearchRepository {
       if (x.facet === 'total') out.total = Number(x.n)
       else if (x.facet !== 'meta') out.facets[x.facet as FacetName].push({ value: orNull(x.value), count: Number(x.n) })
       else {
+        // FACETS_TOP leaves out what the filters refuse as far as SQL can tell; this says it exactly
+        // (lengths in UTF-16 units, as the filters count them).
+        if (metaPathProblem(x.key) !== null) continue
         if (keys.at(-1)?.key !== x.key) keys.push({ key: x.key, count: Number(x.kn), values: [] })
-        keys.at(-1)!.values.push({ value: x.value, count: Number(x.n) })
+        if (metaValueProblem(x.value) === null) keys.at(-1)!.values.push({ value: x.value, count: Number(x.n) })
       }
     }
     out.metadata = keys
@@ -324,17 +327,30 @@ export const FACET_TUPLES = `arrayConcat(
       (${FACET_HIDDEN_KEYS.map((k) => `'${k}'`).join(', ')}),
       arrayZip(metadata_flat.keys, metadata_flat.values)))))`
 
+/** Control characters the filters refuse (all of Unicode's Cc but tab and line breaks). */
+const CONTROL = String.raw`'[\\x{0}-\\x{8}\\x{B}\\x{C}\\x{E}-\\x{1F}\\x{7F}-\\x{9F}]'`
+/**
+ * A metadata path a `meta.<path>` or `hasMeta` filter can name (search-filters.ts metaPathProblem):
+ * 1 to MAX_META_PATH characters (counted here in code points; the read's caller checks exactly), no
+ * empty key, no control character.
+ */
+const PATH_FILTERABLE = `lengthUTF8(key) BETWEEN 1 AND ${MAX_META_PATH} AND NOT has(splitByChar('.', key), '') AND NOT match(key, ${CONTROL})`
+/** A value a `meta.<path>` filter can take (search-filters.ts metaValueProblem), as far as SQL tells. */
+const VALUE_FILTERABLE = `lengthUTF8(value) <= ${MAX_META_VALUE} AND NOT match(value, ${CONTROL})`
+
 /**
  * The answer's rows from counts (facet, key, value, n): the total; the FACET_TOP most frequent
  * values of each plain facet (then by value); the FACET_META_KEYS metadata keys with the most events
  * (the sum of their values' counts: an event holds one value per path; then by key), each with its
  * FACET_META_VALUES most frequent values. Ordered by facet, the keys by rank, the values by count.
+ * Paths the filters cannot name are left out, and values they cannot take come after every value
+ * they can (the caller drops them), so a key's count still counts its events with such a value.
  */
 const FACETS_TOP = (counts: string) => `SELECT facet, key, value, n, kn FROM (
     SELECT facet, key, value, n, kn, vr, dense_rank() OVER (PARTITION BY facet ORDER BY kn DESC, key) AS kr FROM (
       SELECT facet, key, value, n, sum(n) OVER (PARTITION BY facet, key) AS kn,
-             row_number() OVER (PARTITION BY facet, key ORDER BY n DESC, value) AS vr
-      FROM ${counts}))
+             row_number() OVER (PARTITION BY facet, key ORDER BY facet = 'meta' AND NOT (${VALUE_FILTERABLE}), n DESC, value) AS vr
+      FROM ${counts} WHERE facet != 'meta' OR (${PATH_FILTERABLE})))
   WHERE (facet = 'meta' AND kr <= {metaKeys:UInt32} AND vr <= {metaValues:UInt32}) OR (facet != 'meta' AND vr <= {top:UInt32})
   ORDER BY facet, kr, vr`
 

@@ -1,0 +1,38 @@
+import t from 'tap'
+import { buildTestApp, newUser, sendBatch, shipped } from '../../../helpers/app.ts'
+import { HOUR, type Ev } from './search-fixture.ts'
+
+// The metadata of GET /v1/me/events/facets (docs/api.md#get-v1meeventsfacets) against the filters it
+// offers: served from the hourly counts (no filter) and from the events (a filter), alike.
+
+t.test('facets offer only metadata paths and values a filter can take, and each narrows the list to its count', async (t) => {
+  const app = await buildTestApp(t)
+  const user = await newUser(app, { burst: 1_000_000 })
+  const { secret } = await user.createKey()
+  const timestamp = new Date(Date.now() - 5 * HOUR).toISOString()
+  const refused = { '': 'empty key', 'dot.': 'x', ['k'.repeat(201)]: 'long key', 'c\u0001': 'a control character in the key', d: { '': 'an empty nested key' } }
+  const events = [
+    ...Array.from({ length: 3 }, () => ({ ...refused, long: 'v'.repeat(1001), ok: 'fine', ctl: 'a\u0007b' })),
+    ...Array.from({ length: 2 }, () => ({ long: 'short', ok: 'fine', ctl: 'plain' })),
+  ].map((metadata) => ({ agentId: 'facets', type: 'tool', timestamp, metadata }))
+  t.equal((await sendBatch(app, secret, events)).statusCode, 207)
+  await shipped(app)
+  for (const filter of ['', '&type=tool']) {
+    const res = await app.inject({ method: 'GET', url: `/v1/me/events/facets?since=all${filter}`, headers: user.auth })
+    t.equal(res.statusCode, 200)
+    const metadata = res.json().metadata as Ev[]
+    t.same(metadata.map((m) => [m.key, m.count]).sort(), [['ctl', 5], ['long', 5], ['ok', 5]], `only the paths a filter names (${filter || 'hourly counts'})`)
+    t.same(metadata.find((m) => m.key === 'long')!.values, [{ value: 'short', count: 2 }], 'a value over 1,000 characters is left out; the path still counts its events')
+    t.same(metadata.find((m) => m.key === 'ctl')!.values, [{ value: 'plain', count: 2 }], 'a value with a control character is left out')
+    for (const m of metadata) {
+      const has = await app.inject({ method: 'GET', url: `/v1/me/events?limit=1000&hasMeta=${encodeURIComponent(m.key)}${filter}`, headers: user.auth })
+      t.equal(has.statusCode, 200, `hasMeta=${m.key}`)
+      t.equal(has.json().events.length, m.count, `hasMeta=${m.key} lists the path's count`)
+      for (const v of m.values) {
+        const one = await app.inject({ method: 'GET', url: `/v1/me/events?limit=1000&meta.${encodeURIComponent(m.key)}=${encodeURIComponent(v.value)}${filter}`, headers: user.auth })
+        t.equal(one.statusCode, 200, `meta.${m.key}=${v.value}`)
+        t.equal(one.json().events.length, v.count, `meta.${m.key}=${v.value} lists the value's count`)
+      }
+    }
+  }
+})
