@@ -161,6 +161,36 @@ async function run () {
     t.equal(hashParams().get('q'), 'refund parcel zebra')
   })
 
+  t.test('a search the service refuses shows its error once: no retries, nothing left loading', async (t) => {
+    const calls: string[] = []
+    const onRequest = (req: { url: () => string }) => { calls.push(new URL(req.url()).pathname) }
+    page.on('request', onRequest)
+    t.teardown(() => { page.off('request', onRequest) })
+    const results = page.locator('.results')
+    const refused = /minCostUsd: must be a decimal number/
+
+    await visit('#/live?minCostUsd=abc')
+    await heading('Live events').waitFor()
+    await results.getByRole('alert').filter({ hasText: refused }).waitFor()
+    await facets.getByRole('alert').filter({ hasText: refused }).waitFor()
+    await page.waitForTimeout(5_000) // past the first two reconnects' backoff (2 s, 4 s)
+    t.equal(calls.filter((p) => p === '/v1/me/events/stream').length, 1, 'the stream is not reopened after a 400')
+    t.equal(calls.filter((p) => p === '/v1/me/events/facets').length, 1, 'the facets are not asked again')
+    t.match(await page.getByRole('status').filter({ hasText: 'Not connected' }).innerText(), /the service refused this search/)
+    t.equal(await results.getByText('Loading…').count(), 0, 'the list does not say it is loading')
+    t.equal(await facets.getByText('Counting…').count(), 0, 'the facets do not say they are counting')
+
+    calls.length = 0
+    await visit('#/traces?minCostUsd=abc')
+    await heading('Traces').waitFor()
+    await results.getByRole('alert').filter({ hasText: refused }).waitFor()
+    await page.waitForTimeout(16_000) // past the list's 10 s refresh and the facets' 15 s
+    t.equal(calls.filter((p) => p === '/v1/me/traces').length, 1, 'the list is not asked again every 10 s')
+    t.equal(calls.filter((p) => p === '/v1/me/events/facets').length, 1, 'nor the facets every 15 s')
+    t.equal(await results.getByText('Loading…').count(), 0, 'the list does not say it is loading')
+    t.equal(await facets.getByText('Counting…').count(), 0, 'the facets do not say they are counting')
+  })
+
   t.test('the search calls only operations of the published API contract, without script errors', async (t) => {
     const doc = await (await fetch(`${base}/openapi.json`)).json() as { paths: Record<string, Record<string, unknown>> }
     const operations = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => ({

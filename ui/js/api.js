@@ -36,6 +36,14 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * Whether a failure would be the same if asked again: a 4xx other than 401 (signs out) and 429
+ * (retried after a wait), such as a 400 for a search the service refuses. Shown, never retried.
+ */
+export function isPermanent (err) {
+  return err?.status >= 400 && err.status < 500 && err.status !== 401 && err.status !== 429
+}
+
 function describe (status, body) {
   const code = body && (body.reason || body.error)
   if (status === 429) return 'Too many requests; retrying shortly.'

@@ -131,7 +131,7 @@ export function Facets ({ page, params, names, since, window: windowLabel }) {
     <h2>Matching events</h2>
     <${ErrorNote} error=${error} />
     ${!data
-      ? html`<p class="muted" aria-busy="true">Counting…</p>`
+      ? error ? null : html`<p class="muted" aria-busy="true">Counting…</p>`
       : html`<p class="facet-total"><strong>${plural(data.total, 'event')}</strong> <span class="muted">${windowLabel}</span></p>
         ${data.total === 0
           ? null

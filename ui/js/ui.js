@@ -1,6 +1,7 @@
 // Small shared pieces: formatting, polling, chips, KPI cards, confirmations, and the uPlot wrapper.
 import { html } from 'htm/preact'
 import { useEffect, useRef, useState, useCallback } from 'preact/hooks'
+import { isPermanent } from './api.js'
 
 export { html }
 
@@ -52,7 +53,8 @@ export const Time = ({ iso }) => html`<time datetime=${iso} title=${iso}>${when(
 
 /**
  * Loads `load()` now and every `everyMs` (when given) while the page is visible; keeps the last
- * good data when a refresh fails. Returns { data, error, reload }.
+ * good data when a refresh fails, and stops refreshing after a permanent refusal (isPermanent).
+ * Returns { data, error, reload }.
  */
 export function useData (load, deps, everyMs) {
   const [state, setState] = useState({ data: undefined, error: null })
@@ -62,16 +64,19 @@ export function useData (load, deps, everyMs) {
     try {
       const data = await latest.current()
       setState({ data, error: null })
+      return true
     } catch (error) {
       if (error.status !== 401) setState((s) => ({ data: s.data, error }))
+      return !isPermanent(error)
     }
   }, [])
   useEffect(() => {
     let stopped = false
     let timer
+    // A refusal that asking again would repeat (a 400 for the search in the URL) ends the refresh.
     const tick = async () => {
-      await reload()
-      if (!stopped && everyMs) timer = setTimeout(tick, document.hidden ? everyMs * 5 : everyMs)
+      const again = await reload()
+      if (!stopped && everyMs && again) timer = setTimeout(tick, document.hidden ? everyMs * 5 : everyMs)
     }
     setState({ data: undefined, error: null })
     tick()

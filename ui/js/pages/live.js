@@ -2,7 +2,7 @@
 // top; searched and filtered by the search in the URL (search.js), which the stream applies too, with
 // the facets of the matching events beside the list.
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { api, agentOf, readStream } from '../api.js'
+import { api, agentOf, isPermanent, readStream } from '../api.js'
 import { SearchBar, Facets, NoMatch, go, searchQuery, searching } from '../search.js'
 import { html, ErrorNote, Empty, PrivacyChip, Cost, Time, AgentLink, Name, count, duration, dotted, spanName, spanFacts, firstWords } from '../ui.js'
 
@@ -127,7 +127,12 @@ export function LivePage ({ names, params }) {
           if (stop.signal.aborted || err.status === 401) return
           if (err.name !== 'TypeError') setError(err)
           // A resume point the service refuses would be refused again: start afresh from the latest page.
-          if (err.status === 400) lastEventId = null
+          if (err.status === 400 && lastEventId) lastEventId = null
+          else if (isPermanent(err)) {
+            // The search itself is refused (a 400 naming a filter): asking again would be refused too.
+            setLink('refused')
+            return
+          }
         }
         if (stop.signal.aborted) return
         // The stream ended (the instance restarted, the network dropped): again, from the last event
@@ -156,12 +161,12 @@ export function LivePage ({ names, params }) {
         ${TYPES.map((t) => html`<option value=${t}>${t}</option>`)}
       </select></label>
       <button type="button" aria-pressed=${paused} onClick=${() => setPaused(!paused)}>${paused ? 'Resume' : 'Pause'}</button>
-      <span class="muted" role="status">${paused ? 'Paused' : link === 'live' ? html`<span class="live-dot">live</span> streaming as events arrive` : link === 'connecting' ? 'Connecting…' : html`<span class="bad">Not connected</span>: ${link}`}</span>
+      <span class="muted" role="status">${paused ? 'Paused' : link === 'live' ? html`<span class="live-dot">live</span> streaming as events arrive` : link === 'connecting' ? 'Connecting…' : html`<span class="bad">Not connected</span>: ${link === 'refused' ? 'the service refused this search' : link}`}</span>
     </form>
     <div class="with-facets">
     <div class="results">
     <${ErrorNote} error=${error} />
-    ${events === null && !paused ? html`<p class="muted">Loading…</p>` : null}
+    ${events === null && !paused && link !== 'refused' ? html`<p class="muted">Loading…</p>` : null}
     ${events && events.length === 0
       ? isSearch
         ? html`<${NoMatch} page="live" params=${params} what="events" />`

@@ -280,7 +280,7 @@ function List ({ kind, names, params }) {
     <div class="results">
     <${ErrorNote} error=${error || more} />
     ${!data
-? html`<${Loading} />`
+? error ? null : html`<${Loading} />`
 : rows.length === 0
 ? isSearch
   ? html`<${NoMatch} page=${key} params=${params} what=${key} />`
