@@ -314,18 +314,26 @@ const FIRST_WINDOW_MS = HOUR_MS
 /** How many rows of the facets the queries return (FACET_TOP, FACET_META_KEYS, FACET_META_VALUES). */
 const FACET_LIMITS = { top: FACET_TOP, metaKeys: FACET_META_KEYS, metaValues: FACET_META_VALUES }
 
+/** The distinct (path, value) pairs of an event's metadata the facets show (first segment not hidden). */
+const SHOWN_PAIRS = `arrayDistinct(arrayFilter(kv -> extract(kv.1, '^[^.]*') NOT IN
+      (${FACET_HIDDEN_KEYS.map((k) => `'${k}'`).join(', ')}),
+      arrayZip(metadata_flat.keys, metadata_flat.values)))`
+
 /**
  * What an event counts in the facets, as (facet, key, value) tuples: once in the total and each
- * plain facet, and once per distinct (path, value) of its shown metadata (a path whose first segment
- * is a hidden key is left out). The same expression feeds `search_facets_hourly`
- * (clickhouse/021_search_feed_and_facets.sql): a change here is a new migration there.
+ * plain facet, once per distinct (path, value) of its shown metadata (a path whose first segment
+ * is a hidden key is left out), and once as `metadup` (key: the path) per value beyond its first at
+ * a path (`{"git.branch": "a", "git": {"branch": "b"}}` holds two at `git.branch`), so a path's
+ * events are its values' counts less its `metadup` count. The same tuples feed `search_facets_hourly`
+ * (clickhouse/021_search_feed_and_facets.sql, and 022 the `metadup` ones): a change here is a new
+ * migration there.
  */
 export const FACET_TUPLES = `arrayConcat(
     [('total', '', ''), ('type', '', toString(type)), ('outcome', '', toString(outcome)), ('model', '', toString(model)),
      ('tool', '', toString(tool_executed)), ('agentId', '', agent_id), ('costStatus', '', toString(cost_status))],
-    arrayMap(kv -> ('meta', kv.1, kv.2), arrayDistinct(arrayFilter(kv -> extract(kv.1, '^[^.]*') NOT IN
-      (${FACET_HIDDEN_KEYS.map((k) => `'${k}'`).join(', ')}),
-      arrayZip(metadata_flat.keys, metadata_flat.values)))))`
+    arrayMap(kv -> ('meta', kv.1, kv.2), ${SHOWN_PAIRS}),
+    arrayMap(k -> ('metadup', k, ''), arrayFilter((p, i) -> indexOf(shown_paths, p) < i,
+      arrayMap(kv -> kv.1, ${SHOWN_PAIRS}) AS shown_paths, arrayEnumerate(shown_paths))))`
 
 /** Control characters the filters refuse (all of Unicode's Cc but tab and line breaks). */
 const CONTROL = String.raw`'[\\x{0}-\\x{8}\\x{B}\\x{C}\\x{E}-\\x{1F}\\x{7F}-\\x{9F}]'`
@@ -341,16 +349,18 @@ const VALUE_FILTERABLE = `lengthUTF8(value) <= ${MAX_META_VALUE} AND NOT match(v
 /**
  * The answer's rows from counts (facet, key, value, n): the total; the FACET_TOP most frequent
  * values of each plain facet (then by value); the FACET_META_KEYS metadata keys with the most events
- * (the sum of their values' counts: an event holds one value per path; then by key), each with its
+ * (their values' counts less their `metadup` count, FACET_TUPLES; then by key), each with its
  * FACET_META_VALUES most frequent values. Ordered by facet, the keys by rank, the values by count.
  * Paths the filters cannot name are left out, and values they cannot take come after every value
  * they can (the caller drops them), so a key's count still counts its events with such a value.
  */
 const FACETS_TOP = (counts: string) => `SELECT facet, key, value, n, kn FROM (
     SELECT facet, key, value, n, kn, vr, dense_rank() OVER (PARTITION BY facet ORDER BY kn DESC, key) AS kr FROM (
-      SELECT facet, key, value, n, sum(n) OVER (PARTITION BY facet, key) AS kn,
+      SELECT facet, key, value, n,
+             sum(if(facet = 'metadup', -n, n)) OVER (PARTITION BY if(facet = 'metadup', 'meta', facet), key) AS kn,
              row_number() OVER (PARTITION BY facet, key ORDER BY facet = 'meta' AND NOT (${VALUE_FILTERABLE}), n DESC, value) AS vr
-      FROM ${counts} WHERE facet != 'meta' OR (${PATH_FILTERABLE})))
+      FROM ${counts} WHERE facet NOT IN ('meta', 'metadup') OR (${PATH_FILTERABLE}))
+    WHERE facet != 'metadup')
   WHERE (facet = 'meta' AND kr <= {metaKeys:UInt32} AND vr <= {metaValues:UInt32}) OR (facet != 'meta' AND vr <= {top:UInt32})
   ORDER BY facet, kr, vr`
 

@@ -36,3 +36,25 @@ t.test('facets offer only metadata paths and values a filter can take, and each 
     }
   }
 })
+
+t.test('an event holding two values at one path (a dotted key and a nesting) counts once for the path', async (t) => {
+  const app = await buildTestApp(t)
+  const user = await newUser(app, { burst: 1_000_000 })
+  const { secret } = await user.createKey()
+  const timestamp = new Date(Date.now() - 5 * HOUR).toISOString()
+  const events = [
+    ...Array.from({ length: 3 }, () => ({ 'git.branch': 'a', git: { branch: 'b' } })),
+    ...Array.from({ length: 2 }, () => ({ git: { branch: 'a' } })),
+    { 'x.y.z': 1, x: { 'y.z': 2, y: { z: 3 } } },
+  ].map((metadata) => ({ agentId: 'facets', type: 'tool', timestamp, metadata }))
+  t.equal((await sendBatch(app, secret, events)).statusCode, 207)
+  await shipped(app)
+  for (const filter of ['', '&type=tool']) {
+    const metadata = (await app.inject({ method: 'GET', url: `/v1/me/events/facets?since=all${filter}`, headers: user.auth })).json().metadata as Ev[]
+    const label = filter || 'hourly counts'
+    t.same(metadata.find((m) => m.key === 'git.branch'), { key: 'git.branch', count: 5, values: [{ value: 'a', count: 5 }, { value: 'b', count: 3 }] }, `git.branch: 5 events, a in 5, b in 3 (${label})`)
+    t.same(metadata.find((m) => m.key === 'x.y.z'), { key: 'x.y.z', count: 1, values: [{ value: '1', count: 1 }, { value: '2', count: 1 }, { value: '3', count: 1 }] }, `three values at one path: one event (${label})`)
+    const has = await app.inject({ method: 'GET', url: `/v1/me/events?limit=1000&hasMeta=git.branch${filter}`, headers: user.auth })
+    t.equal(has.json().events.length, 5, 'hasMeta lists the path\'s count')
+  }
+})
