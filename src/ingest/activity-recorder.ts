@@ -44,25 +44,10 @@ export class ActivityRecorder {
   }
 
   eventsAccepted (userId: string, at: number, n: number): void {
-    const month = this.monthAt(at)
-    let byMonth = this.usage.get(userId)
-    if (byMonth === undefined) {
-      byMonth = new Map<string, number>()
-      this.usage.set(userId, byMonth)
-    }
+    const month = monthOf(at)
+    const byMonth = this.usage.get(userId) ?? new Map<string, number>()
     byMonth.set(month, (byMonth.get(month) ?? 0) + n)
-  }
-
-  /** The month of the last time asked, and the range of times in it (a Date and a string a request saved). */
-  private month = { from: 0, to: 0, name: '' }
-
-  /** monthOf(at), computed once per month rather than per request. */
-  private monthAt (at: number): string {
-    const m = this.month
-    if (at >= m.from && at < m.to) return m.name
-    const d = new Date(at)
-    this.month = { from: Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1), to: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1), name: monthOf(at) }
-    return this.month.name
+    this.usage.set(userId, byMonth)
   }
 
   /** Writes what has gathered; concurrent calls queue behind each other. */

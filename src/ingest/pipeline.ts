@@ -51,11 +51,8 @@ function settlesAny (verdicts: readonly unknown[]): boolean {
 
 /** The verdicts of a step that hands every item on. */
 export function passAll<A> (items: readonly unknown[]): Verdict<A>[] {
-  // A single event's (the usual request): one array for all, which the runner only reads.
-  if (items.length === 1) return PASS_ONE as Verdict<A>[]
   return new Array<Verdict<A>>(items.length).fill(undefined)
 }
-const PASS_ONE: readonly undefined[] = [undefined]
 
 /**
  * Runs the named steps of ingestion (PostHog's EventPipelineRunner): each step over the items still
@@ -83,11 +80,9 @@ export class PipelineRunner {
     let alive = items
     // Where each item still alive stands in `items`; null while none has been settled (the same place).
     let positions: number[] | null = null
-    // One clock read per step: a step's end is the next one's start (the runner's own work between
-    // them, a loop over the verdicts, counts to the next step).
-    let started = performance.now()
     for (const step of steps) {
       if (alive.length === 0) return outcomes
+      const started = performance.now()
       let verdicts: Verdict<A>[] | Promise<Verdict<A>[]>
       let running: Running | null = null
       try {
@@ -98,7 +93,7 @@ export class PipelineRunner {
           verdicts = await verdicts
         }
       } finally {
-        started = this.finish(step.name, alive.length, started, running)
+        this.finish(step.name, alive.length, started, running)
       }
       if (verdicts.length !== alive.length) throw new Error(`step ${step.name} answered ${verdicts.length} verdicts for ${alive.length} items`)
       if (!settlesAny(verdicts)) continue
@@ -196,15 +191,12 @@ export class PipelineRunner {
     }
   }
 
-  /** Records a step that ended now; answers now (performance.now()). */
-  private finish (name: IngestStep, events: number, started: number, running: Running | null = null): number {
-    const now = performance.now()
-    const ms = now - started
+  private finish (name: IngestStep, events: number, started: number, running: Running | null = null): void {
+    const ms = performance.now() - started
     this.timings.record(name, events, ms)
     if (running) this.waiting.delete(running)
     // A step the watch has not reported: one that held the thread, or ended between two looks.
     if (ms > this.stallMs && !running?.warned) this.stalled(name, events, ms, false)
-    return now
   }
 
   private stalled (step: IngestStep, events: number, ms: number, running: boolean): void {

@@ -46,24 +46,8 @@ export default fp(async function apiKeyAuth (app, opts: { cacheTtlMs: number; sh
   const keys = new KeyResolver(app.keys, { ...app.sharedCacheBase, localTtlMs: opts.cacheTtlMs, sharedTtlSeconds: opts.sharedCacheTtlSeconds })
 
   app.decorateRequest('apiKey', null as unknown as KeyIdentity)
-  // The hash of the secret a connection last sent: a client sends the same key on every request of a
-  // keep-alive connection, and the header's parse and SHA-256 were about 2 % of the main thread under
-  // load. Only the hash is reused: the identity is still looked up by it on every request, so a
-  // revocation applies at once. The connection's own buffers held the header anyway.
-  const connectionKeys = new WeakMap<object, { header: string; secretHash: string }>()
-  const secretHashOf = (request: FastifyRequest): string => {
-    const header = request.headers.authorization
-    const socket = request.raw.socket as object | null | undefined
-    if (!socket) return hashSecret(bearerSecret(header))
-    const known = connectionKeys.get(socket)
-    if (known !== undefined && known.header === header) return known.secretHash
-    const secretHash = hashSecret(bearerSecret(header))
-    connectionKeys.set(socket, { header: header!, secretHash })
-    return secretHash
-  }
-
   app.decorate('authenticateKey', function authenticateKey (request: FastifyRequest): void | Promise<void> {
-    const secretHash = secretHashOf(request)
+    const secretHash = hashSecret(bearerSecret(request.headers.authorization))
     const held = keys.peek(secretHash)
     if (held !== undefined) return accept(request, held)
     return keys.find(secretHash).then((identity) => accept(request, identity))

@@ -25,7 +25,6 @@ export function resolveStep (parts: { agents: Agents }): IngestionStep {
 
 /** The resolution of each item's agent reference if this process holds it, else undefined. */
 function heldResolutions (agents: Agents, caller: IngestCaller, items: IngestItem[]): (Resolution | undefined)[] {
-  if (items.length === 1) return [agents.peek(caller.userId, agentRef(caller, items[0]!))]
   // A batch names few agents: each reference is looked up once per request.
   const seen = new Map<string, Resolution | undefined>()
   return items.map((item) => {
