@@ -1,4 +1,5 @@
 import t from 'tap'
+import http from 'node:http'
 import { buildTestApp, newUser, randomId, sendBatch, sendEvent, shipped } from '../../helpers/app.ts'
 import { contentHash } from '../../../src/domain/canonical-json.ts'
 
@@ -122,6 +123,44 @@ t.test('error events get a fingerprint that groups the same failure', async (t) 
   t.match(ra!.error_fingerprint, /^[0-9a-f]{16}$/)
   t.equal(ra!.error_fingerprint, rb!.error_fingerprint)
   t.not(ra!.error_fingerprint, rc!.error_fingerprint, 'another tool is another cluster')
+})
+
+t.test('one keep-alive connection: each request is checked by its own key, and a revocation applies at once', async (t) => {
+  const address = await app.listen({ port: 0, host: '127.0.0.1' })
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  t.teardown(() => agent.destroy())
+  const post = (authorization: string, body: unknown) => new Promise<{ status: number; json: Record<string, unknown>; port: number }>((resolve, reject) => {
+    const req = http.request(`${address}/v1/events`, { method: 'POST', agent, headers: { authorization, 'content-type': 'application/json' } }, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => { text += chunk })
+      res.on('end', () => resolve({ status: res.statusCode!, json: JSON.parse(text), port: req.socket!.localPort! }))
+    })
+    req.on('error', reject)
+    req.end(JSON.stringify(body))
+  })
+  const alice = await newUser(app)
+  const bob = await newUser(app)
+  const aliceKey = await alice.createKey()
+  const bobKey = await bob.createKey()
+  const name = randomId('agent-')
+  const first = await post(`Bearer ${aliceKey.secret}`, { agentId: name })
+  t.equal(first.status, 202)
+  const again = await post(`Bearer ${aliceKey.secret}`, { agentId: name })
+  t.equal(again.json.agentId, first.json.agentId, 'the same key, the same agent')
+  const other = await post(`Bearer ${bobKey.secret}`, { agentId: name })
+  t.equal(other.status, 202)
+  t.not(other.json.agentId, first.json.agentId, 'another key on the connection sends for its own user')
+  const bogus = await post('Bearer vk_' + 'x'.repeat(43), { agentId: name })
+  t.same([bogus.status, bogus.json.reason], [401, 'invalid_key'])
+  const basic = await post('Basic abc', { agentId: name })
+  t.same([basic.status, basic.json.reason], [401, 'missing_bearer'])
+  t.equal((await post(`Bearer ${aliceKey.secret}`, { agentId: name })).status, 202)
+  const del = await app.inject({ method: 'DELETE', url: `/v1/me/keys/${aliceKey.id}`, headers: alice.auth })
+  t.equal(del.statusCode, 204)
+  const revoked = await post(`Bearer ${aliceKey.secret}`, { agentId: name })
+  t.same([revoked.status, revoked.json.reason], [401, 'revoked_key'])
+  t.equal(new Set([first, again, other, bogus, basic, revoked].map((r) => r.port)).size, 1, 'every request went over one connection')
 })
 
 t.test('401 reasons: missing bearer, unknown key, revoked key', async (t) => {
