@@ -108,7 +108,11 @@ t.test('an error spike reaches a webhook receiver signed and verifiable; each st
   t.equal((await api(user, 'POST', `/v1/me/alerts/${alertId}/acknowledge`)).statusCode, 200)
   await batch(successes(name, 40))
   await evaluate(user)
-  const resolved = await until(() => bodies(path).find((b) => b.type === 'alert.resolved'), DELIVERY_BOUND_MS, 'alert.resolved')
+  const resolved = await until(() => bodies(path).find((b) => b.type === 'alert.resolved'), DELIVERY_BOUND_MS, 'alert.resolved').catch(async (err) => {
+    // Says where it stopped: the alert not cleared, or cleared and its delivery not made.
+    const alert = (await api(user, 'GET', '/v1/me/alerts?status=all')).json().alerts.find((a: { id: string }) => a.id === alertId)
+    throw new Error(`${(err as Error).message}; alert: ${JSON.stringify(alert)}; deliveries: ${JSON.stringify(await deliveries(user, created.id))}`)
+  })
   t.match(resolved.data.alert, { id: alertId, status: 'acknowledged', clearedAt: String })
 
   const log = await finished(user, created.id, 3)
@@ -212,7 +216,11 @@ t.test('a run of failures disables the channel with the reason; enabling it clea
   const [failed] = await finished(user, created.id, 1)
   t.match(failed, { status: 'failed', attempts: 8, lastStatusCode: 503, lastError: 'HTTP 503', nextAttemptAt: null })
   t.equal(receiver.at(path).length, 8)
-  const [disabled] = (await api(user, 'GET', '/v1/me/channels')).json().channels
+  // The worker records the last attempt, then disables the channel: wait for the second write.
+  const disabled = await until(async () => {
+    const [c] = (await api(user, 'GET', '/v1/me/channels')).json().channels
+    return c.enabled === false && c
+  }, DELIVERY_BOUND_MS, 'the channel disabled')
   t.match(disabled, { enabled: false, disabledAt: String, disabledReason: /failed \(8 attempts; last: HTTP 503\)/ })
 
   t.same(await app.notifications.publish(user.id, madeUpEvent()), [], 'a disabled channel gets nothing')
