@@ -135,24 +135,39 @@ export function benchInsertBlock (rows: number, first = 0): string {
   return lines.join('\n') + '\n'
 }
 
-/** CPU time per thread name of a process, in microseconds (the main JS thread is named after the binary). */
-export function cpuByThread (pid: number): Map<string, number> {
-  const out = new Map<string, number>()
+/** One thread's CPU time so far, in microseconds, and its name as last seen (the main JS thread: 'main JS thread'). */
+export interface ThreadCpu { name: string; us: number }
+
+/**
+ * CPU time of each thread of a process, by thread id. By id, not by name: the engine's pool threads
+ * rename themselves for each task, so a thread's time read under one name before and another after
+ * would be counted whole under the second.
+ */
+export function cpuByThread (pid: number): Map<string, ThreadCpu> {
+  const out = new Map<string, ThreadCpu>()
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
       const name = tid === String(pid) ? 'main JS thread' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[-_:]?\d+$/, '')
-      const fields = stat.split(') ')[1]!.split(' ')
-      out.set(name, (out.get(name) ?? 0) + ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100)
+      const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ')
+      out.set(tid, { name, us: ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100 })
     } catch { /* the thread ended */ }
   }
   return out
 }
 
-/** CPU µs per event by thread between two cpuByThread readings, largest first (threads under 1 µs left out). */
-export function byThread (before: Map<string, number>, after: Map<string, number>, events: number): string {
-  return [...after]
-    .map(([name, us]) => [name, (us - (before.get(name) ?? 0)) / Math.max(1, events)] as const)
+/** A process's CPU time in microseconds from a cpuByThread reading (the threads alive at the reading). */
+export const totalCpu = (threads: Map<string, ThreadCpu>): number => [...threads.values()].reduce((sum, t) => sum + t.us, 0)
+
+/**
+ * CPU µs per event by thread name between two cpuByThread readings, largest first (under 1 µs left
+ * out): each thread's own time between them, under its name at the second reading.
+ */
+export function byThread (before: Map<string, ThreadCpu>, after: Map<string, ThreadCpu>, events: number): string {
+  const byName = new Map<string, number>()
+  for (const [tid, t] of after) byName.set(t.name, (byName.get(t.name) ?? 0) + t.us - (before.get(tid)?.us ?? 0))
+  return [...byName]
+    .map(([name, us]) => [name, us / Math.max(1, events)] as const)
     .filter(([, us]) => us >= 1)
     .sort((x, y) => y[1] - x[1])
     .map(([name, us]) => `${name} ${us.toFixed(0)}`)

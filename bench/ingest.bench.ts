@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchArgs, benchDatabaseUrl, freePort, benchEvent as event, byThread, cpuByThread, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
+import { benchArgs, benchDatabaseUrl, freePort, benchEvent as event, byThread, cpuByThread, type ThreadCpu, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ args: benchArgs(), options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, 'batch-connections': { type: 'string', default: '8' }, runs: { type: 'string', default: 'a,b,c0,c' }, rounds: { type: 'string', default: '1' } } })
 // --runs picks some of the runs (e.g. --runs b to profile the single-event path alone); ratios need both sides.
@@ -240,10 +240,10 @@ try {
 
   // Figures of the measured run only: taken when it starts (after the warm-up), and when it ends.
   let stepsBefore: Record<string, { events: number; totalMs: number }> = {}
-  let threadsBefore = new Map<string, number>()
+  let threadsBefore = new Map<string, ThreadCpu>()
   let pgBefore = 0
   let startFigures: Promise<void> = Promise.resolve()
-  let threadsAfter = new Map<string, number>()
+  let threadsAfter = new Map<string, ThreadCpu>()
   let drainMs = NaN
   let during = await health()
   let pgAfter = 0
@@ -286,8 +286,8 @@ try {
 
   if (runs.has('c0')) results.c0 = (await measure(`(c0) bare batch x500, ${batchConnections} conns`, bare, load.c0, 500))
   let batchStepsBefore: Record<string, { events: number; totalMs: number }> = {}
-  let batchThreadsBefore = new Map<string, number>()
-  let batchThreads = new Map<string, number>()
+  let batchThreadsBefore = new Map<string, ThreadCpu>()
+  let batchThreads = new Map<string, ThreadCpu>()
   let batchMachineBusy = NaN
   let batchBacklog = NaN
   let batchDrainMs = NaN

@@ -28,7 +28,7 @@ import { parseSearchFilters } from '../src/domain/search-filters.ts'
 import { rowBytes } from '../src/ingest/log/entry-codec.ts'
 import { LiveHub } from '../src/live/live-hub.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchArgs, benchDatabaseUrl, benchEvent, cpuByThread, freePort, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
+import { benchArgs, benchDatabaseUrl, benchEvent, cpuByThread, totalCpu, freePort, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ args: benchArgs(), options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, instances: { type: 'string', default: '1' } } })
 const duration = Number(values.duration)
@@ -80,7 +80,7 @@ try {
 
   /** The load, split over the instances; each 202's event id and time noted when `note`. */
   /** CPU of every service process (all threads), µs. */
-  const serviceCpu = () => services.reduce((sum, child) => sum + [...cpuByThread(child.pid!).values()].reduce((a, b) => a + b, 0), 0)
+  const serviceCpu = () => services.reduce((sum, child) => sum + totalCpu(cpuByThread(child.pid!)), 0)
   const load = async (note: boolean) => {
     const per = Math.max(1, Math.floor(connections / instances))
     const cpuBefore = serviceCpu()
