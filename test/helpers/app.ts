@@ -150,6 +150,14 @@ export function sendBatch (app: FastifyInstance, secret: string, events: unknown
   })
 }
 
+/** POSTs a batch of events with a key and returns its results; throws unless every event was accepted (207, each 202). */
+export async function acceptedBatch (app: FastifyInstance, secret: string, events: unknown[]): Promise<{ status: number; eventId: string; agentId: string }[]> {
+  const res = await sendBatch(app, secret, events)
+  const results = res.json().results as { status: number; eventId: string; agentId: string }[] | undefined
+  if (res.statusCode !== 207 || results?.some((r) => r.status !== 202)) throw new Error(`batch: ${res.statusCode} ${res.body.slice(0, 300)}`)
+  return results!
+}
+
 /** Waits until everything the app acknowledged is in ClickHouse (the shipper runs behind the 202). */
 export async function shipped (app: FastifyInstance, timeoutMs = 10_000): Promise<void> {
   if (!(await app.shipper.drain(timeoutMs))) throw new Error(`the ingest log was not shipped within ${timeoutMs} ms`)

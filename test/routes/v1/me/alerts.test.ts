@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildTestApp, newUser, randomId, sendEvent, shipped, type TestUser } from '../../../helpers/app.ts'
+import { acceptedBatch, buildTestApp, newUser, randomId, sendEvent, shipped, type TestUser } from '../../../helpers/app.ts'
 
 const prefix = `test:${randomId()}:`
 const app = await buildTestApp(t, { REDIS_PREFIX: prefix })
@@ -7,11 +7,7 @@ const app = await buildTestApp(t, { REDIS_PREFIX: prefix })
 async function fixture () {
   const user = await newUser(app, { tier: 'enterprise', burst: 100000 })
   const key = await user.createKey()
-  const batch = async (events: Record<string, unknown>[]) => {
-    const res = await app.inject({ method: 'POST', url: '/v1/events/batch', headers: { authorization: `Bearer ${key.secret}` }, payload: { events } })
-    if (res.statusCode !== 207 || res.json().results.some((r: { status: number }) => r.status !== 202)) throw new Error(res.body)
-    return res.json().results as { agentId: string }[]
-  }
+  const batch = (events: Record<string, unknown>[]) => acceptedBatch(app, key.secret, events)
   return { user, key, batch }
 }
 const list = async (user: TestUser, query = '') => (await app.inject({ url: `/v1/me/alerts${query}`, headers: user.auth })).json()

@@ -3,7 +3,7 @@ import { Webhook } from 'standardwebhooks'
 import { alertEvent, eventKey } from '../../../../src/domain/notifications.ts'
 import { newMessageId } from '../../../../src/domain/ids.ts'
 import { SWEEP_GRACE_MS } from '../../../../src/jobs/notify.queue.ts'
-import { buildTestApp, newUser, randomId, shipped, type TestUser } from '../../../helpers/app.ts'
+import { acceptedBatch, buildTestApp, newUser, randomId, shipped, type TestUser } from '../../../helpers/app.ts'
 import { startReceiver, until } from '../../../helpers/receiver.ts'
 
 // How long a delivery may take to arrive: a bound, not a speed (a busy machine delays BullMQ jobs by
@@ -27,11 +27,7 @@ const api = (user: TestUser, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: s
 async function fixture () {
   const user = await newUser(app, { tier: 'enterprise', burst: 100000 })
   const key = await user.createKey()
-  const batch = async (events: Record<string, unknown>[]) => {
-    const res = await app.inject({ method: 'POST', url: '/v1/events/batch', headers: { authorization: `Bearer ${key.secret}` }, payload: { events } })
-    if (res.statusCode !== 207 || res.json().results.some((r: { status: number }) => r.status !== 202)) throw new Error(res.body)
-    return res.json().results as { agentId: string }[]
-  }
+  const batch = (events: Record<string, unknown>[]) => acceptedBatch(app, key.secret, events)
   const channel = async (body: Record<string, unknown>) => {
     const res = await api(user, 'POST', '/v1/me/channels', body)
     if (res.statusCode !== 201) throw new Error(`POST /v1/me/channels: ${res.statusCode} ${res.body}`)

@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { encodeCursor, pageStart } from '../../../../src/domain/cursor.ts'
-import { buildTestApp, newUser, sendEvent, shipped, type TestUser } from '../../../helpers/app.ts'
+import { acceptedBatch, buildTestApp, newUser, sendEvent, shipped, type TestUser } from '../../../helpers/app.ts'
 
 const DAY = 86_400_000
 
@@ -24,18 +24,6 @@ function newestFirst (rows: Record<string, any>[]): boolean {
     const [a, b] = [Date.parse(prev.createdAt), Date.parse(r.createdAt)]
     return a > b || (a === b && prev.id > r.id)
   })
-}
-
-async function sendBatch (app: FastifyInstance, secret: string, events: unknown[]) {
-  const res = await app.inject({
-    method: 'POST',
-    url: '/v1/events/batch',
-    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
-    payload: JSON.stringify({ events }),
-  })
-  const results = res.json().results as { status: number; eventId: string }[] | undefined
-  if (res.statusCode !== 207 || results?.some((r) => r.status !== 202)) throw new Error(`batch: ${res.statusCode} ${res.body.slice(0, 300)}`)
-  return results!
 }
 
 /** Follows nextCursor from the first page to the last; returns every page's body. */
@@ -68,7 +56,7 @@ t.test('paging walks a 5,000-event history exactly once while new events stream 
       timestamp: new Date(now - DAY - ((b * 500 + i) % 100) * 60_000).toISOString(),
       metadata: { sessionId: `s-${(b * 500 + i) % 40}`, traceId: `tr-${(b * 500 + i) % 40}` },
     }))
-    history.push(...(await sendBatch(app, secret, events)).map((r) => r.eventId))
+    history.push(...(await acceptedBatch(app, secret, events)).map((r) => r.eventId))
   }
   await shipped(app)
 
