@@ -61,6 +61,45 @@ function perTrack (level: PrivacyLevel, make: (i: number) => object, n: number):
 }
 
 /** The client's own cost, in this process, against no service. */
+/**
+ * A local upstream in a worker thread (so its parsing is not on the client's event loop) that
+ * answers each batch 207, every event accepted, after `delayMs`; `stats()` tells the requests and how
+ * long each event waited (arrival minus its timestamp) since the last call.
+ */
+async function startUpstream (delayMs: number) {
+  const worker = new Worker(`
+    const { createServer } = require('node:http')
+    const { parentPort } = require('node:worker_threads')
+    const server = createServer((req, res) => {
+      let body = ''
+      req.setEncoding('utf8')
+      req.on('data', (c) => { body += c })
+      req.on('end', () => {
+        const events = JSON.parse(body).events
+        const count = events.length
+        const now = Date.now()
+        requests++
+        for (const e of events) waits.push(now - e.timestamp)
+        const answer = () => res.writeHead(207, { 'content-type': 'application/json' }).end(JSON.stringify({ results: Array.from({ length: count }, (_, i) => ({ status: 202, eventId: 'evt_' + i })) }))
+        if (${delayMs} > 0) setTimeout(answer, ${delayMs})
+        else answer()
+      })
+    })
+    let requests = 0
+    let waits = []
+    parentPort.on('message', () => {
+      waits.sort((a, b) => a - b)
+      parentPort.postMessage({ requests, events: waits.length, p50: waits[Math.floor(waits.length / 2)] ?? 0, p99: waits[Math.floor(waits.length * 0.99)] ?? 0, max: waits[waits.length - 1] ?? 0 })
+      requests = 0
+      waits = []
+    })
+    server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port))
+  `, { eval: true })
+  const port = await new Promise<number>((resolve) => worker.once('message', resolve))
+  const stats = () => new Promise<{ requests: number; events: number; p50: number; p99: number; max: number }>((resolve) => { worker.once('message', resolve); worker.postMessage('stats') })
+  return { worker, port, stats }
+}
+
 async function trackCost (): Promise<void> {
   if (!gc) console.error('run with node --expose-gc for the memory figures')
   console.log(`# track() cost, ${N} events per row (${process.version}, ${process.arch})`)
@@ -77,33 +116,8 @@ async function trackCost (): Promise<void> {
   // answers at once: events/s through the client, and this event loop's delay meanwhile, with the
   // agent tracking 100 events per turn of the loop.
   {
-    const worker = new Worker(`
-      const { createServer } = require('node:http')
-      const { parentPort } = require('node:worker_threads')
-      const server = createServer((req, res) => {
-        let body = ''
-        req.setEncoding('utf8')
-        req.on('data', (c) => { body += c })
-        req.on('end', () => {
-          const events = JSON.parse(body).events
-          const count = events.length
-          const now = Date.now()
-          requests++
-          for (const e of events) waits.push(now - e.timestamp)
-          res.writeHead(207, { 'content-type': 'application/json' }).end(JSON.stringify({ results: Array.from({ length: count }, (_, i) => ({ status: 202, eventId: 'evt_' + i })) }))
-        })
-      })
-      let requests = 0
-      let waits = []
-      parentPort.on('message', () => {
-        waits.sort((a, b) => a - b)
-        parentPort.postMessage({ requests, events: waits.length, p50: waits[Math.floor(waits.length / 2)] ?? 0, p99: waits[Math.floor(waits.length * 0.99)] ?? 0, max: waits[waits.length - 1] ?? 0 })
-        requests = 0
-        waits = []
-      })
-      server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port))
-    `, { eval: true })
-    const port = await new Promise<number>((resolve) => worker.once('message', resolve))
+    const upstream = await startUpstream(0)
+    const port = upstream.port
     const client = new AgentTelemetry({ apiKey: 'vk_bench', baseUrl: `http://127.0.0.1:${port}`, agentId: 'bench', maxQueue: N + 1, maxQueueBytes: 2 ** 31, onError: () => {} })
     const delay = monitorEventLoopDelay({ resolution: 1 })
     delay.enable()
@@ -115,7 +129,7 @@ async function trackCost (): Promise<void> {
     await client.flush()
     const ms = performance.now() - start
     delay.disable()
-    const stats = () => new Promise<{ requests: number; events: number; p50: number; p99: number; max: number }>((resolve) => { worker.once('message', resolve); worker.postMessage('stats') })
+    const stats = upstream.stats
     await stats()
     // The defaults at steady rates, as agents track: requests per second, events per request, and how
     // long an event waited in the client (arrival at the upstream minus its track() time).
@@ -134,7 +148,7 @@ async function trackCost (): Promise<void> {
       const r = await stats()
       rates.push(`${String(rate).padStart(6)}/s  ${(r.requests / seconds).toFixed(1).padStart(10)}  ${(r.events / Math.max(1, r.requests)).toFixed(0).padStart(14)}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(7)}  ${String(r.max).padStart(7)}`)
     }
-    await worker.terminate()
+    await upstream.worker.terminate()
     console.log('\n# delivery to a local upstream that answers at once (default flushAt/flushIntervalMs), 100 events tracked per turn')
     console.log(`${client.stats().sent} events in ${ms.toFixed(0)} ms: ${(client.stats().sent / ms * 1000).toFixed(0)} events/s; event loop delay p50 ${(delay.percentile(50) / 1e6).toFixed(1)} ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms, max ${(delay.max / 1e6).toFixed(1)} ms`)
     console.log('\n# the defaults (flushAt 100, flushIntervalMs 1000) at steady rates, 3 s each')
@@ -146,21 +160,8 @@ async function trackCost (): Promise<void> {
   // 50 ms, as a remote service's round trip): events/s by maxInFlight, in the same run.
   {
     const RTT_MS = 50
-    const worker = new Worker(`
-      const { createServer } = require('node:http')
-      const { parentPort } = require('node:worker_threads')
-      const server = createServer((req, res) => {
-        let body = ''
-        req.setEncoding('utf8')
-        req.on('data', (c) => { body += c })
-        req.on('end', () => {
-          const count = JSON.parse(body).events.length
-          setTimeout(() => res.writeHead(207, { 'content-type': 'application/json' }).end(JSON.stringify({ results: Array.from({ length: count }, (_, i) => ({ status: 202, eventId: 'evt_' + i })) })), ${RTT_MS})
-        })
-      })
-      server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port))
-    `, { eval: true })
-    const port = await new Promise<number>((resolve) => worker.once('message', resolve))
+    const upstream = await startUpstream(RTT_MS)
+    const port = upstream.port
     const n = Math.min(N, 50_000)
     const rows: string[] = []
     const rates = new Map<number, number[]>()
@@ -173,7 +174,7 @@ async function trackCost (): Promise<void> {
         rates.set(maxInFlight, [...(rates.get(maxInFlight) ?? []), client.stats().sent / (performance.now() - start) * 1000])
       }
     }
-    await worker.terminate()
+    await upstream.worker.terminate()
     const base = median(rates.get(1)!)
     for (const [maxInFlight, xs] of rates) rows.push(`${String(maxInFlight).padStart(11)}  ${median(xs).toFixed(0).padStart(8)}  ${(median(xs) / base).toFixed(2).padStart(5)}×`)
     console.log(`\n# one client, ${n} events tracked at once then flush(), to an upstream answering after ${RTT_MS} ms (median of 3 rounds, alternated)`)
