@@ -29,6 +29,9 @@ export const invalidCursor = () =>
 export const conflict = (reason: string, message: string, extra: Record<string, unknown> = {}) =>
   new HttpError(409, 'conflict', { reason, message, ...extra })
 export const validationFailed = (details: ErrorDetail[]) => new HttpError(400, 'validation_failed', { details })
+/** A 400 of a request's query string, naming each parameter at fault. */
+export const querystringInvalid = (details: ErrorDetail[]) =>
+  new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details })
 export const agentDeleted = () => new HttpError(410, 'agent_deleted')
 export const rateLimited = (retryAfterSeconds: number) =>
   new HttpError(429, 'rate_limited', {}, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) })

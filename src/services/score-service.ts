@@ -3,7 +3,7 @@ import { configProblems, type ScoreConfig, type ScoreConfigInput } from '../doma
 import type { IncomingScore, ScoreSource } from '../domain/score-row.ts'
 import { summarise } from '../domain/score-summary.ts'
 import { DAY_MS } from '../domain/dashboard.ts'
-import { HttpError, conflict, notFound, validationFailed } from '../http-error.ts'
+import { HttpError, conflict, notFound, querystringInvalid, validationFailed } from '../http-error.ts'
 import type { DashboardEvent } from '../domain/dashboard-event.ts'
 import type { DashboardRepository } from '../storage/dashboard-repository.ts'
 import type { ScoreConfigsRepository } from '../storage/score-configs-repository.ts'
@@ -32,10 +32,6 @@ export interface ScoreQuery {
 
 /** The longest period a summary covers (and so the previous one too). */
 const SUMMARY_MAX_DAYS = 366
-
-/** A 400 of the querystring, as the search lists answer theirs. */
-const querystringInvalid = (details: { path: (string | number)[]; message: string }[]) =>
-  new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details })
 
 /**
  * `from` and `to` in unix ms, read as the search reads its own (an ISO 8601 date-time or unix

@@ -1,7 +1,7 @@
 import { agentOf } from '../domain/dashboard.ts'
 import { clampInt, sinceBound } from '../domain/query-params.ts'
 import { hasFilters, parseSearchFilters, type SearchFilters } from '../domain/search-filters.ts'
-import { HttpError } from '../http-error.ts'
+import { querystringInvalid } from '../http-error.ts'
 import type { SearchRepository } from '../storage/search-repository.ts'
 import { startOf, type DashboardReader, type DashboardService } from './dashboard-service.ts'
 
@@ -16,7 +16,7 @@ export type EventSearch = Pick<SearchRepository, 'events' | 'sessions' | 'traces
  * 400 naming it, as for the single-valued filters.
  */
 function plainOf (q: Query): { limit: string | undefined; since: string | undefined; cursor: string | undefined } {
-  if (Array.isArray(q.cursor)) throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details: [{ path: ['cursor'], message: 'must be given once' }] })
+  if (Array.isArray(q.cursor)) throw querystringInvalid([{ path: ['cursor'], message: 'must be given once' }])
   return { limit: once(q.limit), since: once(q.since), cursor: q.cursor as string | undefined }
 }
 
@@ -25,7 +25,7 @@ const once = (v: unknown): string | undefined => Array.isArray(v) ? undefined : 
 
 function filtersOf (query: Query): SearchFilters {
   const parsed = parseSearchFilters(query)
-  if (!parsed.ok) throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details: parsed.problems })
+  if (!parsed.ok) throw querystringInvalid(parsed.problems)
   return parsed.filters
 }
 

@@ -3,12 +3,12 @@ import type { FastifyRequest } from 'fastify'
 import { getSession, getTrace, listEventFacets, listEvents, listSessions, listTraces } from '../../../../schemas/me-routes.ts'
 
 import { filterQueryProblems } from '../../../domain/search-filters.ts'
-import { HttpError } from '../../../http-error.ts'
+import { querystringInvalid } from '../../../http-error.ts'
 
 /** Before the schema, whose messages would not say it: a repeated single-valued filter, a filter that is not UTF-8. */
 async function filterQuery (request: FastifyRequest) {
   const problems = filterQueryProblems(request.url)
-  if (problems.length > 0) throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details: problems })
+  if (problems.length > 0) throw querystringInvalid(problems)
 }
 
 /** Recent events, sessions and traces of the caller. */

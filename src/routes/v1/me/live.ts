@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-js
 import { streamEvents } from '../../../../schemas/live-routes.ts'
 import { parseLiveId } from '../../../domain/live-events.ts'
 import { filterQueryProblems, parseSearchFilters, SCORE_PREFIX } from '../../../domain/search-filters.ts'
-import { HttpError } from '../../../http-error.ts'
+import { HttpError, querystringInvalid } from '../../../http-error.ts'
 
 /** The longest Last-Event-ID read (an id the stream gives is at most 40 characters). */
 const MAX_LAST_EVENT_ID = 64
@@ -21,15 +21,15 @@ const live: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
       throw new HttpError(400, 'validation_failed', { message: 'the Last-Event-ID header is not valid', details: [{ path: ['Last-Event-ID'], message: 'must be an id this stream gave, like 1764250000000-0:3' }] })
     }
     const problems = filterQueryProblems(request.url)
-    if (problems.length > 0) throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details: problems })
+    if (problems.length > 0) throw querystringInvalid(problems)
   })
   app.get('/events/stream', { schema: streamEvents }, async (request, reply) => {
     const parsed = parseSearchFilters(request.query as Record<string, unknown>)
-    if (!parsed.ok) throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details: parsed.problems })
+    if (!parsed.ok) throw querystringInvalid(parsed.problems)
     // A score mostly arrives after its event (evaluators run later): a tail cannot know it yet.
     if (parsed.filters.scores.length > 0) {
       const details = parsed.filters.scores.map((s) => ({ path: [`${SCORE_PREFIX}${s.name}`], message: 'score filters are not available on the live tail (a score arrives after its event): search GET /v1/me/events' }))
-      throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details })
+      throw querystringInvalid(details)
     }
     // HEAD (answered for every GET route) says what a GET would open, without holding a stream.
     if (request.method === 'HEAD') return reply.code(200).type('text/event-stream; charset=utf-8').send('')

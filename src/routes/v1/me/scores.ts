@@ -5,7 +5,7 @@ import {
   SCORE_LIST_FILTERS, SCORE_SUMMARY_FILTERS,
 } from '../../../../schemas/score.ts'
 import { filterQueryProblems } from '../../../domain/search-filters.ts'
-import { HttpError } from '../../../http-error.ts'
+import { querystringInvalid } from '../../../http-error.ts'
 
 /**
  * Before the schema, as the search lists check theirs (src/routes/v1/me/events.ts): a filter given
@@ -15,7 +15,7 @@ function filterQuery (names: readonly string[]) {
   const params = { isFilter: (name: string) => names.includes(name), single: names }
   return async (request: FastifyRequest) => {
     const problems = filterQueryProblems(request.url, params)
-    if (problems.length > 0) throw new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details: problems })
+    if (problems.length > 0) throw querystringInvalid(problems)
   }
 }
 
