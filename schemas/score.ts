@@ -238,8 +238,8 @@ export const storedScore = {
 /**
  * The filters of the reads. They are read as the search reads its own (docs/api.md#search): unknown
  * parameters are ignored, a single-valued filter given twice or a filter that is not UTF-8 is a 400
- * naming it (src/routes/v1/me/scores.ts); `agentId`, `traceId`, `sessionId`, `from` and `to` are
- * read by the search's parser (src/services/score-service.ts).
+ * naming it, as is a `name` no score can have (src/routes/v1/me/scores.ts); `agentId`, `traceId`,
+ * `sessionId`, `from` and `to` are read by the search's parser (src/services/score-service.ts).
  */
 const scoreFilters = {
   name: { ...scoreName, description: 'only scores of this name' },

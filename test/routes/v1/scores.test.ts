@@ -602,3 +602,16 @@ t.test('more than 50 values of a repeatable filter is the search lists\' 400 nam
   const empty = await read(user, '/v1/me/scores?traceId=')
   t.same(empty.json().details, [{ path: ['traceId'], message: 'must be 1 to 200 characters' }], 'an empty traceId is the search\'s 400')
 })
+
+t.test('a name no score can have is a 400 saying what a name is, not a pattern', async (t) => {
+  const user = await newUser(app)
+  const message = 'must be 1 to 200 characters, without control or invisible format characters (zero-width, bidi) and without whitespace at the start or end'
+  for (const path of READS) {
+    for (const name of ['a%01b', '%20acc', 'acc%E2%80%8B', '', 'x'.repeat(201)]) {
+      const res = await read(user, `${path}?name=${name}`)
+      t.equal(res.statusCode, 400, `${path} name=${name.slice(0, 20)}`)
+      t.same(res.json(), { error: 'validation_failed', message: 'the querystring is not valid', details: [{ path: ['name'], message }] }, `${path} name=${name.slice(0, 20)}`)
+    }
+    t.equal((await read(user, `${path}?name=${'x'.repeat(200)}`)).statusCode, 200, `${path} a name of 200 characters`)
+  }
+})
