@@ -4,6 +4,7 @@
  * score configs (`/v1/me/score-configs/:name`) and the reads of scores (`/v1/me/scores`, its summary).
  */
 import { idempotencyErrors, replayHeaders } from './ingest-routes.ts'
+import { repeatable } from './search.ts'
 import { agentRef, apiKeyAuth, cursorParam, dashboardAuth, day, errorBody, errorResponses, instant, nextCursor, noContent, nullableString } from './common.ts'
 
 /** The most scores one batch may carry, and the most score configs one user may set. */
@@ -235,15 +236,15 @@ export const storedScore = {
 } as const
 
 /**
- * The filters of the reads, each given at most once. They are read as the search reads its own
- * (docs/api.md#search): unknown parameters are ignored, a filter given twice or not UTF-8 is a 400
- * naming it (src/routes/v1/me/scores.ts), `from` and `to` are the search's instants and `from` must
- * be earlier than `to` (src/services/score-service.ts).
+ * The filters of the reads. They are read as the search reads its own (docs/api.md#search): unknown
+ * parameters are ignored, a single-valued filter given twice or a filter that is not UTF-8 is a 400
+ * naming it, as is a `name` no score can have (src/routes/v1/me/scores.ts); `agentId`, `traceId`,
+ * `sessionId`, `from` and `to` are read by the search's parser (src/services/score-service.ts).
  */
 const scoreFilters = {
   name: { ...scoreName, description: 'only scores of this name' },
   source: { enum: SCORE_SOURCES, description: 'only scores from this source' },
-  agentId: { type: 'string', maxLength: 120, description: 'only scores of this agent (cuid)' },
+  agentId: repeatable({ type: 'string' }, 'only scores of this agent (cuid); a value that is not a cuid is ignored (the spec\'s rule)'),
   from: { type: 'string', description: 'only scores received at or after this instant (ISO 8601 date-time or unix milliseconds)', examples: ['2026-11-01T00:00:00Z'] },
   to: { type: 'string', description: 'only scores received before this instant (exclusive; ISO 8601 date-time or unix milliseconds); later than `from`', examples: ['2026-11-27T00:00:00Z'] },
 } as const
@@ -251,6 +252,8 @@ const scoreFilters = {
 /** The names of the filters, for the check of the query string before its schema. */
 export const SCORE_LIST_FILTERS = [...Object.keys(scoreFilters), 'traceId', 'sessionId'] as const
 export const SCORE_SUMMARY_FILTERS = Object.keys(scoreFilters)
+/** The filters that take one value; the others repeat (OR), as on the search lists. */
+export const SCORE_SINGLE_FILTERS = ['name', 'source', 'from', 'to'] as const
 
 /** The list's `limit`: clamped as the search lists' is, never refused. */
 export const SCORE_LIST_LIMIT = { min: 1, max: 500, fallback: 50 } as const
@@ -263,8 +266,8 @@ export const listScores = {
     description: 'Unknown parameters are ignored.',
     properties: {
       ...scoreFilters,
-      traceId: { type: 'string', maxLength: 200, description: 'only scores of this trace' },
-      sessionId: { type: 'string', maxLength: 200, description: 'only scores of this session' },
+      traceId: repeatable({ type: 'string' }, 'only scores of this trace (1 to 200 characters)'),
+      sessionId: repeatable({ type: 'string' }, 'only scores of this session (1 to 200 characters)'),
       limit: {
         type: 'string',
         description: `clamped to ${SCORE_LIST_LIMIT.min}..${SCORE_LIST_LIMIT.max}; default ${SCORE_LIST_LIMIT.fallback} (also for a value that is not a number)`,

@@ -5,7 +5,8 @@
  * which a schema cannot list by name; they are described here and checked by src/domain/search-filters.ts.
  */
 
-const repeatable = (items: Record<string, unknown>, description: string) =>
+/** A parameter that may be repeated: its values (a single value is a list of one). */
+export const repeatable = (items: Record<string, unknown>, description: string) =>
   ({ type: 'array', items, description: `${description}; repeat for any of several (OR)` }) as const
 const text = { type: 'string' } as const
 

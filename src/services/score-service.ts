@@ -16,15 +16,19 @@ import { MAX_SCORE_CONFIGS, SCORE_LIST_LIMIT } from '../../schemas/score.ts'
 import { clampInt } from '../domain/query-params.ts'
 import { parseSearchFilters } from '../domain/search-filters.ts'
 
-/** The query of the score reads, as validated by their schemas. */
-export interface ScoreQuery {
+/** The query of the summary, as validated by its schema (a repeatable filter is a list of its values). */
+export interface ScoreSummaryQuery {
   name?: string | undefined
   source?: ScoreSource | undefined
-  agentId?: string | undefined
+  agentId?: unknown[] | undefined
   from?: string | undefined
   to?: string | undefined
-  traceId?: string | undefined
-  sessionId?: string | undefined
+}
+
+/** The query of the list, as validated by its schema. */
+export interface ScoreQuery extends ScoreSummaryQuery {
+  traceId?: unknown[] | undefined
+  sessionId?: unknown[] | undefined
   /** Lenient: clamped to SCORE_LIST_LIMIT, never refused. */
   limit?: string | undefined
   cursor?: string | undefined
@@ -34,13 +38,16 @@ export interface ScoreQuery {
 const SUMMARY_MAX_DAYS = 366
 
 /**
- * `from` and `to` in unix ms, read as the search reads its own (an ISO 8601 date-time or unix
- * milliseconds; `from` earlier than `to` when both are given), else the search's 400 naming them.
+ * The filters of a read. `agentId`, `traceId`, `sessionId`, `from` and `to` are read by the search's
+ * own parser, with its rules: a value of `agentId` that is not a cuid is dropped, at most 50 values
+ * of one parameter, ids of 1 to 200 characters, instants as ISO 8601 date-times or unix milliseconds
+ * with `from` earlier than `to`; else the search's 400 naming each parameter at fault.
  */
-function periodOf (q: ScoreQuery): { fromMs?: number | undefined; toMs?: number | undefined } {
-  const parsed = parseSearchFilters({ from: q.from, to: q.to })
+function filterOf (q: ScoreQuery): ScoreFilter {
+  const parsed = parseSearchFilters({ agentId: q.agentId, traceId: q.traceId, sessionId: q.sessionId, from: q.from, to: q.to })
   if (!parsed.ok) throw querystringInvalid(parsed.problems)
-  return { fromMs: parsed.filters.fromMs, toMs: parsed.filters.toMs }
+  const f = parsed.filters
+  return { name: q.name, source: q.source, agentIds: f.agentIds, traceIds: f.traceIds, sessionIds: f.sessionIds, fromMs: f.fromMs, toMs: f.toMs }
 }
 
 /**
@@ -79,7 +86,7 @@ export class ScoreService {
   async list (r: DashboardReader, q: ScoreQuery) {
     const start = startOf('scores', q.cursor, r.settledAt)
     const { min, max, fallback } = SCORE_LIST_LIMIT
-    const page = await this.scores.list(r, this.filterOf(q, periodOf(q)), { limit: clampInt(q.limit, min, max, fallback), start })
+    const page = await this.scores.list(r, filterOf(q), { limit: clampInt(q.limit, min, max, fallback), start })
     return { scores: page.items.map((s) => this.view(r, s)), nextCursor: page.nextCursor }
   }
 
@@ -92,15 +99,15 @@ export class ScoreService {
    * Per name, over [from, to) (default: the 7 days before now) against the period of the same length
    * before it: the figures, per UTC day and per agent.
    */
-  async summary (r: DashboardReader, q: ScoreQuery) {
-    const given = periodOf(q)
-    const toMs = given.toMs ?? r.settledAt
-    const fromMs = given.fromMs ?? toMs - 7 * DAY_MS
+  async summary (r: DashboardReader, q: ScoreSummaryQuery) {
+    // Only the summary's filters: the list's others, sent here, are unknown parameters (ignored).
+    const { fromMs: givenFrom, toMs: givenTo, ...f } = filterOf({ name: q.name, source: q.source, agentId: q.agentId, from: q.from, to: q.to })
+    const toMs = givenTo ?? r.settledAt
+    const fromMs = givenFrom ?? toMs - 7 * DAY_MS
     // Also when `to` is left out: a `from` from now on has no period.
     if (fromMs >= toMs) throw querystringInvalid([{ path: ['from'], message: 'must be earlier than to' }])
     if (toMs - fromMs > SUMMARY_MAX_DAYS * DAY_MS) throw querystringInvalid([{ path: ['from'], message: `must be at most ${SUMMARY_MAX_DAYS} days before to` }])
     const span = { previousFromMs: fromMs - (toMs - fromMs), fromMs, toMs }
-    const f = this.filterOf(q, {})
     const [period, days, agents] = await Promise.all([
       this.scores.figures(r, f, 'period', span, r.settledAt),
       this.scores.figures(r, f, 'day', span, r.settledAt),
@@ -132,10 +139,6 @@ export class ScoreService {
       { ...body, ...target, source: 'human' },
       user.id,
     )
-  }
-
-  private filterOf (q: ScoreQuery, period: { fromMs?: number | undefined; toMs?: number | undefined }): ScoreFilter {
-    return { name: q.name, source: q.source, agentId: q.agentId, traceId: q.traceId, sessionId: q.sessionId, fromMs: period.fromMs, toMs: period.toMs }
   }
 
   private view (r: DashboardReader, s: StoredScore) {

@@ -30,13 +30,16 @@ export interface StoredScore {
   createdMs: number
 }
 
-/** Which scores a read wants (all of them optional but the user). */
+/**
+ * Which scores a read wants (all of them optional but the user): every field given (AND), any value
+ * of a list (OR); an empty or absent list does not filter.
+ */
 export interface ScoreFilter {
   name?: string | undefined
   source?: ScoreSource | undefined
-  agentId?: string | undefined
-  traceId?: string | undefined
-  sessionId?: string | undefined
+  agentIds?: string[] | undefined
+  traceIds?: string[] | undefined
+  sessionIds?: string[] | undefined
   fromMs?: number | undefined
   toMs?: number | undefined
 }
@@ -113,9 +116,9 @@ function conditions (f: ScoreFilter): { where: string[]; prefilter: string[] } {
   const prefilter: string[] = []
   if (f.name !== undefined) where.push('name = {name:String}')
   if (f.source !== undefined) where.push('source = {source:String}')
-  if (f.agentId !== undefined) where.push('agent_id = {agent:String}')
-  if (f.traceId !== undefined) { where.push('trace_id = {trace:String}'); prefilter.push('trace_id = {trace:String}') }
-  if (f.sessionId !== undefined) { where.push('session_id = {session:String}'); prefilter.push('session_id = {session:String}') }
+  if (f.agentIds?.length) where.push('agent_id IN {agents:Array(String)}')
+  if (f.traceIds?.length) { where.push('trace_id IN {traces:Array(String)}'); prefilter.push('trace_id IN {traces:Array(String)}') }
+  if (f.sessionIds?.length) { where.push('session_id IN {sessions:Array(String)}'); prefilter.push('session_id IN {sessions:Array(String)}') }
   if (f.fromMs !== undefined) where.push('received_at >= fromUnixTimestamp64Milli({fromMs:Int64})')
   if (f.toMs !== undefined) where.push('received_at < fromUnixTimestamp64Milli({toMs:Int64})')
   return { where, prefilter }
@@ -123,8 +126,8 @@ function conditions (f: ScoreFilter): { where: string[]; prefilter: string[] } {
 
 function params (r: ScoreReader, f: ScoreFilter, asOf: number): Record<string, unknown> {
   return {
-    u: r.userId, hidden: r.hidden, asOf, name: f.name ?? '', source: f.source ?? '', agent: f.agentId ?? '',
-    trace: f.traceId ?? '', session: f.sessionId ?? '', fromMs: f.fromMs ?? 0, toMs: f.toMs ?? 0,
+    u: r.userId, hidden: r.hidden, asOf, name: f.name ?? '', source: f.source ?? '', agents: f.agentIds ?? [],
+    traces: f.traceIds ?? [], sessions: f.sessionIds ?? [], fromMs: f.fromMs ?? 0, toMs: f.toMs ?? 0,
   }
 }
 
@@ -206,7 +209,7 @@ export class ScoresRepository {
 
   /** Every score of one trace or session of the reader (up to `limit`), oldest first. */
   async of (r: ScoreReader, target: { traceId: string } | { sessionId: string }, asOf: number, limit = 10_000): Promise<StoredScore[]> {
-    const f: ScoreFilter = target
+    const f: ScoreFilter = 'traceId' in target ? { traceIds: [target.traceId] } : { sessionIds: [target.sessionId] }
     const { where, prefilter } = conditions(f)
     const rows = await this.rows(
       `/* svc:me_scores_of_${'traceId' in target ? 'trace' : 'session'} */ SELECT ${COLUMNS} FROM (${latest(prefilter.join(' AND '))})

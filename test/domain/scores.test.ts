@@ -1,9 +1,11 @@
 import t from 'tap'
-import { buildScoreRow, dataTypeOf, scoreLine, scoreShapeProblems, SCORE_INSERT_COLUMNS, SCORE_LINE_START } from '../../src/domain/score-row.ts'
+import { buildScoreRow, dataTypeOf, scoreLine, scoreNameProblem, scoreShapeProblems, SCORE_INSERT_COLUMNS, SCORE_LINE_START } from '../../src/domain/score-row.ts'
 import { configMismatch, configProblems, type ScoreConfig } from '../../src/domain/score-config.ts'
 import { spanEvaluations } from '../../src/domain/otlp-scores.ts'
 import { figuresOf, summarise, type FigureRow } from '../../src/domain/score-summary.ts'
 import type { OtlpSpan } from '../../src/domain/otlp-codec.ts'
+import { bodyAjv } from '../../src/validation.ts'
+import { scoreName } from '../../schemas/score.ts'
 
 t.test('a score row: its line starts with its row id and holds every column in order', async (t) => {
   const row = buildScoreRow({ traceId: 't', spanId: 's', name: 'thumbs', boolean: false, comment: 'no', metadata: { a: 1 } }, { rowId: 'scr_X', userId: 'u', agentId: null, receivedAt: 1000 })
@@ -78,4 +80,15 @@ t.test('summary: figures only where there are values or labels; a name only in t
   t.match(gone, { name: 'gone', count: 0, numeric: null, previous: { count: 2, numeric: { mean: 0.5 } }, change: { count: -2, mean: null }, byDay: [], byAgent: [] })
   const [both] = summarise([row('q', 'current', { mean: 0.75 }), row('q', 'previous', { mean: 0.5 })], [row('q', '2026-01-01')], [row('q', '')])
   t.match(both, { change: { count: 0, mean: 0.25 }, byDay: [{ day: '2026-01-01' }], byAgent: [{ agentId: null }] })
+})
+
+t.test('a score name\'s problem says the rule in words, and agrees with the schema on every name', async (t) => {
+  const validate = bodyAjv.compile(scoreName)
+  const names = ['helpfulness', 'a', 'a b', 'é'.repeat(200), '😀'.repeat(200), '😀'.repeat(201), 'x'.repeat(201), '', ' ', ' acc', 'acc ', 'acc\u200b', 'a\u0001b', 'a\u0085', '\u202eacc']
+  for (const name of names) {
+    const problem = scoreNameProblem(name)
+    t.equal(problem === null, validate(name), JSON.stringify(name.slice(0, 10)))
+    if (problem !== null) t.notMatch(problem, /pattern|\\p\{/, 'no regex in the message')
+  }
+  t.equal(scoreNameProblem('a\u0001b'), 'must be 1 to 200 characters, without control or invisible format characters (zero-width, bidi) and without whitespace at the start or end')
 })

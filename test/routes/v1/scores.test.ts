@@ -542,3 +542,76 @@ t.test('a filter given twice is a 400 saying it must be given once', async (t) =
     }
   }
 })
+
+t.test('a malformed agentId is dropped, as on the search lists: all scores, not none', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  t.equal((await postScore(app, key.secret, { traceId: randomId('trace-'), name: 'dropped', value: 1, agentId: 'dropped-bot' })).statusCode, 202)
+  t.equal((await postScore(app, key.secret, { traceId: randomId('trace-'), name: 'dropped', value: 2 })).statusCode, 202)
+  const agentId: string = (await listScores(app, user)).scores.find((s) => s.agent)!.agent.id
+  for (const junk of ['not-a-cuid', 'x'.repeat(121), 'C' + agentId.slice(1)]) {
+    t.same((await listScores(app, user, `?agentId=${junk}`)).scores.map((s) => s.value).sort(), [1, 2], `agentId=${junk.slice(0, 20)} is no filter`)
+    const summary = await read(user, `/v1/me/scores/summary?agentId=${junk}`)
+    t.equal(summary.statusCode, 200, summary.body)
+    t.equal(summary.json().names[0].count, 2, `summary agentId=${junk.slice(0, 20)} is no filter`)
+    t.same((await listScores(app, user, `?agentId=${junk}&agentId=${agentId}`)).scores.map((s) => s.value), [1], 'the cuid beside it still filters')
+  }
+})
+
+t.test('traceId, sessionId and agentId repeat for any of several values, scoped to the caller', async (t) => {
+  const user = await newUser(app)
+  const other = await newUser(app)
+  const key = await user.createKey()
+  const otherKey = await other.createKey()
+  const [ta, tb, tc] = [randomId('trace-'), randomId('trace-'), randomId('trace-')]
+  const [sa, sb] = [randomId('session-'), randomId('session-')]
+  for (const [i, target] of [{ traceId: ta, agentId: 'rep-a' }, { traceId: tb, agentId: 'rep-b' }, { traceId: tc, agentId: 'rep-c' }, { sessionId: sa }, { sessionId: sb }].entries()) {
+    t.equal((await postScore(app, key.secret, { ...target, name: 'rep', value: i })).statusCode, 202)
+  }
+  // The other user's scores of the same trace and session ids are never the caller's.
+  t.equal((await postScore(app, otherKey.secret, { traceId: ta, name: 'rep', value: 10 })).statusCode, 202)
+  t.equal((await postScore(app, otherKey.secret, { sessionId: sa, name: 'rep', value: 11 })).statusCode, 202)
+  const values = async (query: string) => (await listScores(app, user, query)).scores.map((s) => s.value).sort()
+  t.same(await values(`?traceId=${ta}&traceId=${tb}`), [0, 1])
+  t.same(await values(`?sessionId=${sa}&sessionId=${sb}&sessionId=${sa}`), [3, 4])
+  t.same(await values(`?traceId=${ta}&traceId=${tc}&sessionId=${sa}`), [], 'AND across fields')
+  const agents = new Map((await listScores(app, user, '?name=rep')).scores.filter((s) => s.agent).map((s) => [s.agent.displayName, s.agent.id]))
+  t.same(await values(`?agentId=${agents.get('rep-a')}&agentId=${agents.get('rep-c')}`), [0, 2])
+  const summary = await read(user, `/v1/me/scores/summary?agentId=${agents.get('rep-a')}&agentId=${agents.get('rep-b')}`)
+  t.equal(summary.statusCode, 200, summary.body)
+  t.same(summary.json().names.map((n: { name: string; count: number }) => [n.name, n.count]), [['rep', 2]])
+  t.same((await listScores(app, other, `?traceId=${ta}&traceId=${tb}&sessionId=${sa}&sessionId=${sb}`)).scores.map((s) => s.value), [])
+  t.same((await listScores(app, other, `?traceId=${ta}&traceId=${tb}`)).scores.map((s) => s.value), [10])
+})
+
+t.test('more than 50 values of a repeatable filter is the search lists\' 400 naming it', async (t) => {
+  const user = await newUser(app)
+  const cuids = Array.from({ length: 51 }, (_, i) => `c${String(i).padStart(24, '0')}`)
+  for (const path of READS) {
+    for (const param of ['traceId', 'sessionId', 'agentId']) {
+      if (path.endsWith('summary') && param !== 'agentId') continue
+      const values = param === 'agentId' ? cuids : cuids.map((_, i) => `id-${i}`)
+      const res = await read(user, `${path}?${values.map((v) => `${param}=${v}`).join('&')}`)
+      t.equal(res.statusCode, 400, `${path} ${param}`)
+      t.same(res.json(), { error: 'validation_failed', message: 'the querystring is not valid', details: [{ path: [param], message: 'at most 50 values' }] }, `${path} ${param}`)
+      t.equal((await read(user, `${path}?${values.slice(1).map((v) => `${param}=${v}`).join('&')}`)).statusCode, 200, `${path} 50 ${param} values`)
+    }
+    // Dropped agentId values do not count towards the limit, as on the search lists.
+    t.equal((await read(user, `${path}?${[...cuids.slice(1), ...cuids.map((_, i) => `junk-${i}`)].map((v) => `agentId=${v}`).join('&')}`)).statusCode, 200)
+  }
+  const empty = await read(user, '/v1/me/scores?traceId=')
+  t.same(empty.json().details, [{ path: ['traceId'], message: 'must be 1 to 200 characters' }], 'an empty traceId is the search\'s 400')
+})
+
+t.test('a name no score can have is a 400 saying what a name is, not a pattern', async (t) => {
+  const user = await newUser(app)
+  const message = 'must be 1 to 200 characters, without control or invisible format characters (zero-width, bidi) and without whitespace at the start or end'
+  for (const path of READS) {
+    for (const name of ['a%01b', '%20acc', 'acc%E2%80%8B', '', 'x'.repeat(201)]) {
+      const res = await read(user, `${path}?name=${name}`)
+      t.equal(res.statusCode, 400, `${path} name=${name.slice(0, 20)}`)
+      t.same(res.json(), { error: 'validation_failed', message: 'the querystring is not valid', details: [{ path: ['name'], message }] }, `${path} name=${name.slice(0, 20)}`)
+    }
+    t.equal((await read(user, `${path}?name=${'x'.repeat(200)}`)).statusCode, 200, `${path} a name of 200 characters`)
+  }
+})

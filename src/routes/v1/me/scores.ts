@@ -2,19 +2,25 @@ import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-js
 import type { FastifyRequest } from 'fastify'
 import {
   annotateSession, annotateTrace, deleteScoreConfig, getScoreConfig, listScoreConfigs, listScores, putScoreConfig, scoresSummary, sessionScores, traceScores,
-  SCORE_LIST_FILTERS, SCORE_SUMMARY_FILTERS,
+  SCORE_LIST_FILTERS, SCORE_SINGLE_FILTERS, SCORE_SUMMARY_FILTERS,
 } from '../../../../schemas/score.ts'
+import { scoreNameProblem } from '../../../domain/score-row.ts'
 import { filterQueryProblems } from '../../../domain/search-filters.ts'
 import { querystringInvalid } from '../../../http-error.ts'
 
 /**
- * Before the schema, as the search lists check theirs (src/routes/v1/me/events.ts): a filter given
- * twice, or whose percent-encoding is not UTF-8 (which would otherwise match nothing), is a 400 naming it.
+ * Before the schema, as the search lists check theirs (src/routes/v1/me/events.ts): a single-valued
+ * filter given twice, or a filter whose percent-encoding is not UTF-8 (which would otherwise match
+ * nothing), is a 400 naming it; so is a `name` no score can have, in words (the schema would quote
+ * its pattern).
  */
 function filterQuery (names: readonly string[]) {
-  const params = { isFilter: (name: string) => names.includes(name), single: names }
+  const params = { isFilter: (name: string) => names.includes(name), single: SCORE_SINGLE_FILTERS }
   return async (request: FastifyRequest) => {
     const problems = filterQueryProblems(request.url, params)
+    const { name } = request.query as Record<string, unknown>
+    const nameProblem = typeof name === 'string' && !problems.some((p) => p.path[0] === 'name') ? scoreNameProblem(name) : null
+    if (nameProblem) problems.push({ path: ['name'], message: nameProblem })
     if (problems.length > 0) throw querystringInvalid(problems)
   }
 }
