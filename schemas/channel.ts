@@ -1,6 +1,6 @@
 /** Notification channels and their deliveries: records and the `/v1/me/channels` routes. */
 import { CHANNEL_KINDS, EVENT_TYPES, TEST_EVENT } from '../src/domain/notifications.ts'
-import { cursorParam, dashboardAuth, errorResponses, instant, nextCursor, noContent, nullableInstant, nullableString } from './common.ts'
+import { cursorParam, dashboardAuth, errorResponses, instant, matching, nextCursor, noContent, nullableInstant, nullableString } from './common.ts'
 
 const me = { tags: ['dashboard'], security: dashboardAuth } as const
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 64 } } } as const
@@ -13,8 +13,8 @@ const eventTypes = {
   description: 'the events delivered to the channel; all of them by default',
   examples: [['alert.triggered', 'alert.resolved']],
 } as const
-const url = { type: 'string', maxLength: 2048, pattern: '^https?://[^\\s]+$', description: 'where to POST (webhook and slack channels)', examples: ['https://hooks.slack.com/services/T000/B000/XXXX'] } as const
-const routingKey = { type: 'string', minLength: 1, maxLength: 128, pattern: '^\\S+$', description: 'the PagerDuty integration (routing) key (pagerduty channels)' } as const
+const url = { type: 'string', maxLength: 2048, ...matching('^https?://[^\\s]+$', 'must be an http:// or https:// URL without whitespace'), description: 'where to POST (webhook and slack channels)', examples: ['https://hooks.slack.com/services/T000/B000/XXXX'] } as const
+const routingKey = { type: 'string', minLength: 1, maxLength: 128, ...matching('^\\S+$', 'must have no whitespace'), description: 'the PagerDuty integration (routing) key (pagerduty channels)' } as const
 const label = { type: 'string', maxLength: 100, examples: ['on-call'] } as const
 
 export const channel = {

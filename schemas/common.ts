@@ -68,7 +68,21 @@ export const nullableNumber = { type: ['number', 'null'] } as const
 export const instant = { type: 'string', format: 'date-time', description: 'ISO 8601 UTC instant', examples: ['2026-05-01T10:00:00.000Z'] } as const
 export const nullableInstant = { type: ['string', 'null'], format: 'date-time', description: 'ISO 8601 UTC instant, or null' } as const
 export const day = { type: 'string', format: 'date', description: 'a UTC day', examples: ['2026-05-01'] } as const
-export const cuid = { type: 'string', pattern: '^c[a-z0-9]{24}$', description: 'a cuid', examples: ['cm9x2k3l40000abcdefghijkl'] } as const
+/**
+ * The keyword that says a `pattern`'s rule in words. A value that fails the pattern is answered with
+ * these words (src/validation.ts), as a user can act on them and not on a regex; the OpenAPI document
+ * carries them too. Every pattern a request is checked against has them (test/validation.test.ts).
+ */
+export const PATTERN_MESSAGE = 'x-pattern-message'
+
+/** A `pattern` and its rule in words (`must …`, as the other messages of a 400's details read). */
+export function matching<P extends string, M extends `must ${string}`> (pattern: P, message: M) {
+  return { pattern, [PATTERN_MESSAGE]: message } as const
+}
+
+/** Text of printable ASCII characters (a header's value, say). */
+export const printableAscii = matching('^[\\x20-\\x7E]+$', 'must be printable ASCII characters: letters, digits, punctuation and spaces')
+export const cuid = { type: 'string', ...matching('^c[a-z0-9]{24}$', 'must be a cuid: c and 24 lowercase letters or digits'), description: 'a cuid', examples: ['cm9x2k3l40000abcdefghijkl'] } as const
 export const anyJson = { description: 'any JSON value as sent' } as const
 export const freeObject = { type: 'object', additionalProperties: true } as const
 

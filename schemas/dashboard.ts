@@ -1,5 +1,5 @@
 import { storedScore } from './score.ts'
-import { agentRef, anyJson, cuid, day, instant, nullableInstant, nullableString, tokens } from './common.ts'
+import { agentRef, anyJson, cuid, day, instant, matching, nullableInstant, nullableString, tokens } from './common.ts'
 
 const privacyChip = { enum: ['MIN', 'STD', 'FULL', null], description: 'the chip of `metadata.privacyLevel` (minimal, standard, full); null when not sent' } as const
 
@@ -154,7 +154,7 @@ export const cluster = {
   description: 'Error events grouped by fingerprint. `status` is resolved only while no event of the cluster is later than `resolvedAt`.',
   required: ['fingerprint', 'count', 'firstSeen', 'lastSeen', 'sampleMessage', 'agents', 'tools', 'status', 'resolvedAt'],
   properties: {
-    fingerprint: { type: 'string', pattern: '^[0-9a-f]{16}$' },
+    fingerprint: { type: 'string', ...matching('^[0-9a-f]{16}$', 'must be 16 lowercase hexadecimal digits (0-9, a-f)') },
     count: { type: 'integer', description: 'number of events' },
     firstSeen: instant,
     lastSeen: instant,

@@ -2,7 +2,7 @@
 import { event } from './event.ts'
 import { eventAck } from './event-ack.ts'
 import { eventBatch } from './event-batch.ts'
-import { apiKeyAuth, errorBody, errorResponses } from './common.ts'
+import { apiKeyAuth, errorBody, errorResponses, printableAscii } from './common.ts'
 
 const ingest = { tags: ['ingestion'], security: apiKeyAuth } as const
 const { $id: _e, title: _t, ...eventBody } = event
@@ -18,7 +18,7 @@ const idempotencyHeaders = {
       type: 'string',
       minLength: 1,
       maxLength: 255,
-      pattern: '^[\\x20-\\x7E]+$',
+      ...printableAscii,
       description: 'Optional: a key of your choice (1-255 printable ASCII characters, e.g. a UUID), new for each request and the same on its retries. ' +
         'Within `IDEMPOTENCY_WINDOW_HOURS` (24 h) of a 2xx answer, a request of the same user with the same key gets that answer again ' +
         '(same status and body, same event ids, header `Idempotent-Replayed: true`) and stores nothing. ' +

@@ -4,7 +4,7 @@ import { alert, alertSettings, alertSettingsBody, alertStatus } from './alert.ts
 import { apiKey, createdApiKey } from './api-key.ts'
 import { eventAck } from './event-ack.ts'
 import { user } from './user.ts'
-import { cursorParam, dashboardAuth, errorResponses, nextCursor, noContent } from './common.ts'
+import { cuid, cursorParam, dashboardAuth, errorResponses, matching, nextCursor, noContent } from './common.ts'
 import { agentIdsParam, eventFacets, metaParamsDescription, scoreParamsDescription, searchFilterParams } from './search.ts'
 
 const me = { tags: ['dashboard'], security: dashboardAuth } as const
@@ -49,7 +49,12 @@ export const patchMe = {
     additionalProperties: false,
     required: ['handle'],
     properties: {
-      handle: { type: 'string', pattern: '^[A-Za-z0-9_](?:[A-Za-z0-9_-]{1,30})[A-Za-z0-9_]$', description: '3 to 32 letters, digits, _ or -; not starting or ending with -', examples: ['alice_01'] },
+      handle: {
+        type: 'string',
+        ...matching('^[A-Za-z0-9_](?:[A-Za-z0-9_-]{1,30})[A-Za-z0-9_]$', 'must be 3 to 32 letters, digits, _ or -, not starting or ending with -'),
+        description: '3 to 32 letters, digits, _ or -; not starting or ending with -',
+        examples: ['alice_01'],
+      },
     },
   },
   response: { 200: user, ...writeErrors },
@@ -70,14 +75,18 @@ export const createKey = {
     required: ['label'],
     properties: {
       label: { type: 'string', minLength: 1, maxLength: 100, examples: ['laptop'] },
-      agentId: { type: 'string', pattern: '^c[a-z0-9]{24}$', description: 'binds the key to this agent of the caller' },
+      agentId: { ...cuid, description: 'binds the key to this agent of the caller' },
       kind: { enum: ['secret', 'publishable'], description: 'default `secret`; `publishable`: a key a web page may hold in the open (docs/api.md#publishable-keys), which needs `allowedOrigins`' },
       allowedOrigins: {
         type: 'array',
         minItems: 1,
         maxItems: 20,
         uniqueItems: true,
-        items: { type: 'string', maxLength: 300, pattern: '^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$' },
+        items: {
+          type: 'string',
+          maxLength: 300,
+          ...matching('^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$', 'must be an origin: http:// or https://, a host of letters, digits, dots and hyphens, and an optional :port; no path'),
+        },
         description: 'publishable keys only: the origins (`https://app.example.com`, no path) whose pages may use the key; stored as browsers send them (scheme and host in lower case, no default port); a port must be 1-65535 without leading zeros',
       },
     },
@@ -112,7 +121,7 @@ export const patchAgent = {
     additionalProperties: false,
     minProperties: 1,
     properties: {
-      displayName: { type: 'string', minLength: 1, maxLength: 120, pattern: '\\S', description: 'trimmed; unique among the caller\'s agents', examples: ['research-bot'] },
+      displayName: { type: 'string', minLength: 1, maxLength: 120, ...matching('\\S', 'must hold a character other than whitespace'), description: 'trimmed; unique among the caller\'s agents', examples: ['research-bot'] },
       isPublic: { type: 'boolean', description: 'true lists the agent in the public GET /v1/agents (and its profile); false hides it again' },
     },
   },
@@ -181,7 +190,7 @@ export const getTrace = {
   ...me, summary: 'One trace, whole: totals, git context and its spans as a tree', params: traceParams, response: { 200: traceDetail, ...itemErrors },
 } as const
 
-const fingerprintParams = { type: 'object', required: ['fingerprint'], properties: { fingerprint: { type: 'string', pattern: '^[0-9a-f]{16}$' } } } as const
+const fingerprintParams = { type: 'object', required: ['fingerprint'], properties: { fingerprint: cluster.properties.fingerprint } } as const
 
 export const listErrors = {
   ...me,

@@ -1,6 +1,6 @@
 /** Request and response schemas of the public routes (no authentication) and of /health. */
 import { publicAgent } from './public-agent.ts'
-import { errorResponses, freeObject, instant, nullableInstant, nullableNumber, nullableString } from './common.ts'
+import { errorResponses, freeObject, instant, matching, nullableInstant, nullableNumber, nullableString } from './common.ts'
 
 const pub = { tags: ['public'] } as const
 const { $id: _id, title: _title, ...listedAgent } = publicAgent
@@ -151,7 +151,7 @@ export const waitlist = {
     properties: {
       email: { type: 'string', format: 'email', maxLength: 254, examples: ['ada@example.com'] },
       // No unpaired UTF-16 surrogates: Postgres would store them as U+FFFD.
-      source: { type: 'string', maxLength: 100, pattern: '^\\P{Cs}*$' },
+      source: { type: 'string', maxLength: 100, ...matching('^\\P{Cs}*$', 'must be text without unpaired UTF-16 surrogates (U+D800 to U+DFFF alone)') },
       metadata: { type: 'object' },
     },
   },

@@ -5,7 +5,7 @@
  */
 import { idempotencyErrors, replayHeaders } from './ingest-routes.ts'
 import { repeatable } from './search.ts'
-import { agentRef, apiKeyAuth, cursorParam, dashboardAuth, day, errorBody, errorResponses, instant, nextCursor, noContent, nullableString } from './common.ts'
+import { agentRef, apiKeyAuth, cursorParam, dashboardAuth, day, errorBody, errorResponses, instant, matching, nextCursor, noContent, nullableString, printableAscii } from './common.ts'
 
 /** The most scores one batch may carry, and the most score configs one user may set. */
 export const SCORE_BATCH_MAX = 500
@@ -22,7 +22,11 @@ export const scoreName = {
   maxLength: SCORE_NAME_MAX,
   // No control (Cc) nor format (Cf: zero-width, bidi) characters, no whitespace at either end: a name
   // that looks like another (`acc `, `acc\u200b`) would otherwise slip past the config of `acc`.
-  pattern: '^[^\\p{Cc}\\p{Cf}\\s](?:[^\\p{Cc}\\p{Cf}]*[^\\p{Cc}\\p{Cf}\\s])?$',
+  // The rule in words covers the lengths too: the reads' `name` filter says it for any bad name.
+  ...matching(
+    '^[^\\p{Cc}\\p{Cf}\\s](?:[^\\p{Cc}\\p{Cf}]*[^\\p{Cc}\\p{Cf}\\s])?$',
+    `must be 1 to ${SCORE_NAME_MAX} characters, without control or invisible format characters (zero-width, bidi) and without whitespace at the start or end`,
+  ),
   description: `what is scored (\`helpfulness\`, \`thumbs\`, \`faithfulness\`): 1-${SCORE_NAME_MAX} characters, no control nor invisible format characters (zero-width, bidi), no whitespace at the start or end; a score config of this name validates it`,
   examples: ['helpfulness'],
 } as const
@@ -39,7 +43,7 @@ export const incomingScore = {
   additionalProperties: false,
   required: ['name'],
   properties: {
-    scoreId: { type: 'string', minLength: 1, maxLength: 200, pattern: '^[\\x21-\\x7E]+$', description: 'your id of the score (printable ASCII, no spaces): sending it again updates the score; omitted: a new score each time', examples: ['run-42/helpfulness'] },
+    scoreId: { type: 'string', minLength: 1, maxLength: 200, ...matching('^[\\x21-\\x7E]+$', 'must be printable ASCII characters without spaces'), description: 'your id of the score (printable ASCII, no spaces): sending it again updates the score; omitted: a new score each time', examples: ['run-42/helpfulness'] },
     traceId: ref,
     spanId: { ...ref, description: 'a span of `traceId`: the score is of that span' },
     sessionId: ref,
@@ -78,7 +82,7 @@ const idempotencyHeaders = {
   type: 'object',
   properties: {
     'idempotency-key': {
-      type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7E]+$',
+      type: 'string', minLength: 1, maxLength: 255, ...printableAscii,
       description: 'Optional, as on POST /v1/events: a retry with the key of an answered request gets that answer again and stores nothing.',
     },
   },

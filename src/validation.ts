@@ -3,7 +3,7 @@ import addFormats from 'ajv-formats'
 import { event } from '../schemas/event.ts'
 import { eventBatch } from '../schemas/event-batch.ts'
 import { eventAck } from '../schemas/event-ack.ts'
-import { errorBody } from '../schemas/common.ts'
+import { errorBody, PATTERN_MESSAGE } from '../schemas/common.ts'
 import { registryEntry } from '../schemas/registry-entry.ts'
 import { publicAgent } from '../schemas/public-agent.ts'
 import { apiKey, createdApiKey } from '../schemas/api-key.ts'
@@ -22,6 +22,8 @@ function newAjv (coerce: boolean): Ajv {
     strict: false,
   })
   addFormats.default(ajv)
+  // An annotation: the rule of the schema's `pattern` in words, read by toDetails.
+  ajv.addKeyword({ keyword: PATTERN_MESSAGE, schemaType: 'string' })
   ajv.addFormat('iso-date-time', { type: 'string', validate: (s: string) => !Number.isNaN(parseIsoDateTime(s)) })
   for (const s of sharedSchemas) ajv.addSchema(s)
   return ajv
@@ -96,7 +98,8 @@ function pathOf (instancePath: string): (string | number)[] {
 /**
  * Turns Ajv errors into the spec's `details`: `path` is an array of keys and indices down to the
  * offending value (the missing or unknown key included), `message` says what is wrong. Alternatives
- * (oneOf) are reported once, by the description of the schema that offered them.
+ * (oneOf) are reported once, by the description of the schema that offered them; a failed `pattern`
+ * by its rule in words (PATTERN_MESSAGE beside it), never by the regex.
  */
 export function toDetails (errors: ErrorObject[] | null | undefined, prefix: (string | number)[] = []): ErrorDetail[] {
   const all = errors ?? []
@@ -116,6 +119,9 @@ export function toDetails (errors: ErrorObject[] | null | undefined, prefix: (st
     } else if (e.keyword === 'oneOf') {
       const description = (e.parentSchema as { description?: string } | undefined)?.description
       message = description ? `must be ${description}` : 'does not match any allowed form'
+    } else if (e.keyword === 'pattern') {
+      const words = (e.parentSchema as Record<string, unknown> | undefined)?.[PATTERN_MESSAGE]
+      if (typeof words === 'string') message = words
     } else if (e.keyword === 'enum') {
       message = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`
     }

@@ -1,6 +1,7 @@
 import { monotonicFactory } from 'ulid'
 import type { ErrorDetail } from '../validation.ts'
 import { scoreName } from '../../schemas/score.ts'
+import { PATTERN_MESSAGE } from '../../schemas/common.ts'
 
 // The row format of the scores table (clickhouse/019_scores.sql): what the score pipeline builds,
 // the ingest log keeps beside event rows, and the shipper inserts into `scores`. Pure.
@@ -97,13 +98,14 @@ export function dataTypeOf (score: Pick<IncomingScore, 'value' | 'label' | 'bool
 const SCORE_NAME_PATTERN = new RegExp(scoreName.pattern, 'u')
 
 /**
- * What is wrong with a score name, said as a rule a user can follow (the schema's own message would
- * quote its pattern), or null: the schema's rule, lengths in characters (code points) as it counts them.
+ * What is wrong with a score name, said as a rule a user can follow (the words of the schema's pattern,
+ * as a body's bad name is answered), or null: the schema's rule, lengths in characters (code points)
+ * as it counts them.
  */
 export function scoreNameProblem (name: string): string | null {
   const length = [...name].length
   if (length >= scoreName.minLength && length <= scoreName.maxLength && SCORE_NAME_PATTERN.test(name)) return null
-  return `must be ${scoreName.minLength} to ${scoreName.maxLength} characters, without control or invisible format characters (zero-width, bidi) and without whitespace at the start or end`
+  return scoreName[PATTERN_MESSAGE]
 }
 
 /**
