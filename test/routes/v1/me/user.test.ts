@@ -32,6 +32,12 @@ t.test('PATCH /v1/me sets a handle; unique case-insensitively; validated', async
     const res = await local.inject({ method: 'PATCH', url: '/v1/me', headers: bob.auth, payload: bad })
     t.equal(res.statusCode, 400, JSON.stringify(bad))
   }
+  const dashed = await local.inject({ method: 'PATCH', url: '/v1/me', headers: bob.auth, payload: { handle: '-alice' } })
+  t.same(dashed.json(), {
+    error: 'validation_failed',
+    message: 'the body is not valid',
+    details: [{ path: ['handle'], message: 'must be 3 to 32 letters, digits, _ or -, not starting or ending with -' }],
+  }, 'a handle that breaks the rule is told the rule, not a regex')
 })
 
 t.test('missing or malformed tokens are 401 on every /v1/me route', async (t) => {
