@@ -325,8 +325,8 @@ const SHOWN_PAIRS = `arrayDistinct(arrayFilter(kv -> extract(kv.1, '^[^.]*') NOT
  * is a hidden key is left out), and once as `metadup` (key: the path) per value beyond its first at
  * a path (`{"git.branch": "a", "git": {"branch": "b"}}` holds two at `git.branch`), so a path's
  * events are its values' counts less its `metadup` count. The same tuples feed `search_facets_hourly`
- * (clickhouse/021_search_feed_and_facets.sql, and 022 the `metadup` ones): a change here is a new
- * migration there.
+ * (its view: clickhouse/021_search_feed_and_facets.sql, 022 and, as it is now,
+ * 023_search_insert_cost.sql): a change here is a new migration there.
  */
 export const FACET_TUPLES = `arrayConcat(
     [('total', '', ''), ('type', '', toString(type)), ('outcome', '', toString(outcome)), ('model', '', toString(model)),

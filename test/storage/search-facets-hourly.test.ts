@@ -95,9 +95,9 @@ t.test('the hourly counts are backfilled once, however often the migration runs'
     format: 'JSONEachRow',
   })).json<{ n: string }>())[0]!.n)
   t.equal(await count(), 60, 'fed by the view')
-  // 021 empties the counts, 022's rows too: they run again together.
-  await ch.command({ query: 'ALTER TABLE schema_migrations DELETE WHERE version IN (21, 22) SETTINGS mutations_sync = 2' })
-  t.same(await migrateClickHouse(ch), ['021_search_feed_and_facets.sql', '022_search_facets_path_events.sql'], 'the migrations run again')
+  // 021 empties the counts, 022's rows too, and 022 brings back the view 023 replaces: they run again together.
+  await ch.command({ query: 'ALTER TABLE schema_migrations DELETE WHERE version IN (21, 22, 23) SETTINGS mutations_sync = 2' })
+  t.same(await migrateClickHouse(ch), ['021_search_feed_and_facets.sql', '022_search_facets_path_events.sql', '023_search_insert_cost.sql'], 'the migrations run again')
   t.equal(await count(), 60, 'each event counted once after the backfill ran again')
   const f = noFilter()
   t.same(await search.facets({ userId, hidden: [] }, { sinceMs: 0, asOf }, f), await search.facets({ userId, hidden: [] }, { sinceMs: 0, asOf }, { ...f, costStatuses: [...COST_STATUSES] }), 'and the facets agree')
@@ -111,7 +111,7 @@ t.test('the path counts of 022 are backfilled once, however often the migration 
   const branch = async () => (await search.facets({ userId, hidden: [] }, { sinceMs: 0, asOf }, f)).metadata.find((m) => m.key === 'git.branch')
   // i % 3 === 0: 20 events at git.branch, 10 of them (i % 6 === 0) with a second value.
   t.same(await branch(), { key: 'git.branch', count: 20, values: [{ value: 'dev', count: 10 }, { value: 'dotted', count: 10 }, { value: 'main', count: 10 }] }, 'fed by the view: 20 events')
-  await ch.command({ query: 'ALTER TABLE schema_migrations DELETE WHERE version = 22 SETTINGS mutations_sync = 2' })
-  t.same(await migrateClickHouse(ch), ['022_search_facets_path_events.sql'], 'the migration runs again')
+  await ch.command({ query: 'ALTER TABLE schema_migrations DELETE WHERE version IN (22, 23) SETTINGS mutations_sync = 2' })
+  t.same(await migrateClickHouse(ch), ['022_search_facets_path_events.sql', '023_search_insert_cost.sql'], 'the migrations run again')
   t.equal((await branch())?.count, 20, 'each event counted once after the backfill ran again')
 })
