@@ -55,5 +55,5 @@ ARRAY JOIN arrayConcat(
     [('total', '', ''), ('type', '', toString(type)), ('outcome', '', toString(outcome)), ('model', '', toString(model)),
      ('tool', '', toString(tool_executed)), ('agentId', '', agent_id), ('costStatus', '', toString(cost_status))],
     arrayMap(kv -> ('meta', kv.1, kv.2), meta),
-    arrayMap(p -> ('metadup', p, ''), arrayFilter((p, i) -> indexOf(meta.1, p) < i, meta.1, arrayEnumerate(meta)))) AS f
+    arrayMap(p -> ('metadup', p, ''), arrayFilter((p, n) -> n > 1, meta.1, arrayEnumerateUniq(meta.1)))) AS f
 GROUP BY user_id, hour, facet, key, value;

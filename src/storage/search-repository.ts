@@ -324,16 +324,18 @@ const SHOWN_PAIRS = `arrayDistinct(arrayFilter(kv -> extract(kv.1, '^[^.]*') NOT
  * plain facet, once per distinct (path, value) of its shown metadata (a path whose first segment
  * is a hidden key is left out), and once as `metadup` (key: the path) per value beyond its first at
  * a path (`{"git.branch": "a", "git": {"branch": "b"}}` holds two at `git.branch`), so a path's
- * events are its values' counts less its `metadup` count. The same tuples feed `search_facets_hourly`
- * (its view: clickhouse/021_search_feed_and_facets.sql, 022 and, as it is now,
+ * events are its values' counts less its `metadup` count (a path's second and later values: its
+ * occurrence number by arrayEnumerateUniq, linear in the paths; a lambda looking each path up in the
+ * whole list was quadratic, and an event with 20,000 paths took gigabytes). The same tuples feed
+ * `search_facets_hourly` (its view: clickhouse/021_search_feed_and_facets.sql, 022 and, as it is now,
  * 023_search_insert_cost.sql): a change here is a new migration there.
  */
 export const FACET_TUPLES = `arrayConcat(
     [('total', '', ''), ('type', '', toString(type)), ('outcome', '', toString(outcome)), ('model', '', toString(model)),
      ('tool', '', toString(tool_executed)), ('agentId', '', agent_id), ('costStatus', '', toString(cost_status))],
     arrayMap(kv -> ('meta', kv.1, kv.2), ${SHOWN_PAIRS}),
-    arrayMap(k -> ('metadup', k, ''), arrayFilter((p, i) -> indexOf(shown_paths, p) < i,
-      arrayMap(kv -> kv.1, ${SHOWN_PAIRS}) AS shown_paths, arrayEnumerate(shown_paths))))`
+    arrayMap(k -> ('metadup', k, ''), arrayFilter((p, n) -> n > 1,
+      arrayMap(kv -> kv.1, ${SHOWN_PAIRS}) AS shown_paths, arrayEnumerateUniq(shown_paths))))`
 
 /** Control characters the filters refuse (all of Unicode's Cc but tab and line breaks). */
 const CONTROL = String.raw`'[\\x{0}-\\x{8}\\x{B}\\x{C}\\x{E}-\\x{1F}\\x{7F}-\\x{9F}]'`

@@ -58,3 +58,31 @@ t.test('an event holding two values at one path (a dotted key and a nesting) cou
     t.equal(has.json().events.length, 5, 'hasMeta lists the path\'s count')
   }
 })
+
+t.test('an event with 20,000 metadata paths ships, and the facets count it as any other', async (t) => {
+  const app = await buildTestApp(t)
+  const user = await newUser(app, { burst: 1_000_000 })
+  const { secret } = await user.createKey()
+  const timestamp = new Date(Date.now() - 5 * HOUR).toISOString()
+  const wide: Record<string, string> = {}
+  for (let i = 0; i < 20_000; i++) wide[`k${i}`] = 'v'
+  const events = [
+    { w: wide, 'w.k1': 'dup' },
+    { w: { k1: 'x' } },
+  ].map((metadata) => ({ agentId: 'wide', type: 'tool', timestamp, metadata }))
+  t.equal((await sendBatch(app, secret, events)).statusCode, 207)
+  // The views counting facets run in the insert: one that was quadratic in an event's paths held
+  // the insert for minutes (gigabytes for the lookup of each path in all of them).
+  await shipped(app, 60_000)
+  for (const filter of ['', '&type=tool']) {
+    const res = await app.inject({ method: 'GET', url: `/v1/me/events/facets?since=all${filter}`, headers: user.auth })
+    t.equal(res.statusCode, 200)
+    const label = filter || 'hourly counts'
+    t.equal(res.json().total, 2, `two events (${label})`)
+    const metadata = res.json().metadata as Ev[]
+    t.same(metadata[0], { key: 'w.k1', count: 2, values: [{ value: 'dup', count: 1 }, { value: 'v', count: 1 }, { value: 'x', count: 1 }] },
+      `the path both events hold first, counted once per event (${label})`)
+    t.same(metadata.slice(1).map((m) => [m.key, m.count]), ['w.k0', 'w.k10', 'w.k100', 'w.k1000', 'w.k10000', 'w.k10001', 'w.k10002', 'w.k10003', 'w.k10004'].map((k) => [k, 1]),
+      `then the paths of one event, by key (${label})`)
+  }
+})
