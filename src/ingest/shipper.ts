@@ -82,6 +82,13 @@ export interface ShipperStatus {
 export class EventShipper {
   private loopDone: Promise<void> | null = null
   private stopping = false
+  /**
+   * A stop gave up waiting for the insert under way; the log is closed next. Whatever that insert
+   * returns, nothing more is written to the log: its range stays recorded and ships at the next start.
+   */
+  private abandoned = false
+  /** The block whose insert is under way: its range, and since when (Date.now()). */
+  private underWay: { range: PositionRange; since: number } | null = null
   private wake: (() => void) | null = null
   private notifiedWhileBusy = false
   private interrupt: (() => void) | null = null
@@ -141,15 +148,33 @@ export class EventShipper {
     return this.waitFor(this.log.lastPosition, timeoutMs)
   }
 
-  /** Stops after the insert under way (waiting for it at most `timeoutMs`). */
-  async stop (timeoutMs: number): Promise<void> {
+  /**
+   * Stops after the insert under way, waiting for it at most `timeoutMs`; true once stopped. When the
+   * wait runs out the shipper writes nothing more to the log (which may then be closed): the block
+   * under way stays recorded and is re-sent at the next start, where ClickHouse drops it if this
+   * insert landed. That is logged, once.
+   */
+  async stop (timeoutMs: number): Promise<boolean> {
     this.stopping = true
     this.notify()
     this.interrupt?.()
-    if (!this.loopDone) return
+    if (!this.loopDone) return true
     let timer: NodeJS.Timeout | undefined
-    await Promise.race([this.loopDone, new Promise((resolve) => { timer = setTimeout(resolve, timeoutMs) })])
+    const stopped = await Promise.race([
+      this.loopDone.then(() => true, () => true),
+      new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs) }),
+    ])
     clearTimeout(timer)
+    if (!stopped && !this.abandoned) {
+      this.abandoned = true
+      const underWay = this.underWay
+      this.logger.warn({
+        rows: underWay?.range ?? null,
+        insertRunningMs: underWay ? Date.now() - underWay.since : null,
+        hint: 'a slow insert: see system.processes and system.query_log in ClickHouse; INGEST_DRAIN_TIMEOUT_MS sets how long shutdown ships',
+      }, 'shutdown stopped waiting for a ClickHouse insert under way; its rows stay in the ingest log and are re-sent at the next start, where ClickHouse drops them if this insert landed')
+    }
+    return stopped
   }
 
   private waitFor (position: number, timeoutMs: number): Promise<boolean> {
@@ -193,6 +218,7 @@ export class EventShipper {
           continue
         }
         await this.ship(spans)
+        if (this.abandoned) return
         lineBytes = spans.reduce((n, s) => n + s.bytes.length + 1, 0) / spanRows(spans)
         backoffMs = 100
         if (this.state.retrying) {
@@ -200,6 +226,8 @@ export class EventShipper {
           this.state.retrying = null
         }
       } catch (err) {
+        // The failure of an insert given up on (ClickHouse closing under it, the log closed): not an outage.
+        if (this.abandoned) return
         this.noteFailure(err)
         await this.pause(backoffMs)
         backoffMs = Math.min(backoffMs * 2, 5_000)
@@ -224,17 +252,22 @@ export class EventShipper {
    */
   private async ship (spans: LogSpan[], kind?: 'events' | 'scores'): Promise<void> {
     if (kind === undefined) {
-      const runs = kindRuns(spans)
-      for (const run of runs) await this.ship(run.spans, run.kind)
+      for (const run of kindRuns(spans)) {
+        if (this.abandoned) return
+        await this.ship(run.spans, run.kind)
+      }
       return
     }
     const lastSpan = spans[spans.length - 1]!
     const range: PositionRange = { from: spans[0]!.position, to: lastSpan.position + lastSpan.rows - 1 }
     const rows = spanRows(spans)
+    if (this.abandoned) return
     await this.log.beginInsert(range)
+    this.underWay = { range, since: Date.now() }
     try {
       await (kind === 'scores' ? this.insertScores : this.insert)(this.block(spans), `${this.log.logId}:${range.from}-${range.to}`, rows)
     } catch (err) {
+      if (this.abandoned) return
       if (!isRowRefusal(err)) throw err
       if (rows > 1) {
         const [head, rest] = splitSpans(spans, rows >> 1)
@@ -248,6 +281,8 @@ export class EventShipper {
         `ClickHouse refused ${kind === 'scores' ? 'a score' : 'an event'} row; it is quarantined in the ingest log and the rest ships`)
       this.advance(range.to)
       return
+    } finally {
+      this.underWay = null
     }
     this.advance(range.to)
   }
@@ -267,6 +302,7 @@ export class EventShipper {
 
   /** Marks rows shipped; waiters are told once the log has recorded it (and trimmed what it covers). */
   private advance (position: number): void {
+    if (this.abandoned) return // the log is closed or closing: the range stays recorded
     this.log.markShipped(position)
       .catch((err) => this.logger.error({ err, position }, 'could not record shipped rows in the ingest log; they will be re-sent and deduplicated'))
       .finally(() => this.wakeWaiters())

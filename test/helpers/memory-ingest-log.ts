@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { collectSpans, type Entry, type LogRow, type LogSpan, type PositionRange, type RowBytes } from '../../src/ingest/log/entry-codec.ts'
-import { logFull, type IngestLog, type LogStats } from '../../src/ingest/log/ingest-log.ts'
+import { IngestLogClosed, logFull, type IngestLog, type LogStats } from '../../src/ingest/log/ingest-log.ts'
 
 /** Resolves on a later turn of the event loop, as a write to disk would. */
 const later = () => new Promise<void>((resolve) => setImmediate(resolve))
@@ -47,6 +47,7 @@ export class MemoryIngestLog implements IngestLog {
   }
 
   async read (after: number, maxRows: number, maxBytes: number, upTo = Infinity): Promise<LogSpan[]> {
+    if (this.closed) throw new IngestLogClosed()
     return collectSpans(this.entries, after, maxRows, maxBytes, Math.min(upTo, this.last))
   }
 
@@ -55,11 +56,13 @@ export class MemoryIngestLog implements IngestLog {
   }
 
   async beginInsert (range: PositionRange): Promise<void> {
+    if (this.closed) throw new IngestLogClosed()
     this.recorded = range
     await later()
   }
 
   async markShipped (position: number): Promise<void> {
+    if (this.closed) throw new IngestLogClosed()
     this.shippedTo = Math.max(this.shippedTo, position)
     this.recorded = null
     // Entries are trimmed whole, once every row they hold is shipped.
@@ -70,6 +73,7 @@ export class MemoryIngestLog implements IngestLog {
   }
 
   async quarantineRows (rows: LogRow[], reason: string): Promise<void> {
+    if (this.closed) throw new IngestLogClosed()
     for (const row of rows) this.quarantine.push({ row, reason })
     await later()
   }

@@ -11,6 +11,17 @@ export class IngestLogRefused extends Error {
   }
 }
 
+/**
+ * A write (beginInsert, markShipped, quarantineRows) or read reached the log after its close began.
+ * Nothing was written: the shipper's recorded range, if any, stays as it was and ships at the next start.
+ */
+export class IngestLogClosed extends Error {
+  constructor () {
+    super('the ingest log is closed; nothing was written')
+    this.name = 'IngestLogClosed'
+  }
+}
+
 export const logUnavailable = (retryAfterSeconds = 5) => new IngestLogRefused('ingest_log_unavailable', retryAfterSeconds)
 export const logFull = (retryAfterSeconds = 5) => new IngestLogRefused('ingest_log_full', retryAfterSeconds)
 
@@ -66,6 +77,9 @@ export interface IngestLog {
   quarantineRows (rows: LogRow[], reason: string): Promise<void>
   /** The backlog now (for health, metrics and logs). */
   stats (): LogStats
-  /** Refuses appends from now on; resolves once everything written is flushed and the log released. */
+  /**
+   * Refuses appends from now on (IngestLogRefused) and every other write and read (IngestLogClosed);
+   * resolves once everything written before is flushed and the log released.
+   */
   close (): Promise<void>
 }

@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { collectSpans, decodeEntry, encodeEntry, entryHeader, HEADER_BYTES, rowBytes, type Entry, type LogRow, type LogSpan, type PositionRange, type RowBytes } from './entry-codec.ts'
 import { GroupCommit, groupUpTo } from './group-commit.ts'
-import { logFull, logUnavailable, type IngestLog, type LogStats } from './ingest-log.ts'
+import { IngestLogClosed, logFull, logUnavailable, type IngestLog, type LogStats } from './ingest-log.ts'
 import { takePidLock } from './pid-lock.ts'
 import { QuarantineStore, type QuarantinedRow } from './quarantine-store.ts'
 import { addRefused, stillRefused } from './refused-ranges.ts'
@@ -210,6 +210,7 @@ export class LmdbIngestLog implements IngestLog {
    * else from disk, where entries that cannot be decoded are quarantined whole and skipped.
    */
   async read (after: number, maxRows: number, maxBytes: number, upTo = Infinity): Promise<LogSpan[]> {
+    this.refuseIfClosed()
     // Rows of a commit whose fdatasync is under way are visible on disk but not acknowledged yet.
     upTo = Math.min(upTo, this.lastCommitted)
     if (this.tail.holds(after + 1)) return collectSpans(this.tail.entries, after, maxRows, maxBytes, upTo)
@@ -233,6 +234,7 @@ export class LmdbIngestLog implements IngestLog {
 
   /** Records the range about to be inserted; resolves once that is synced. */
   async beginInsert (range: PositionRange): Promise<void> {
+    this.refuseIfClosed()
     this.state = { ...this.state, inflight: range }
     await this.meta.put('state', this.state)
   }
@@ -243,6 +245,7 @@ export class LmdbIngestLog implements IngestLog {
    * insert: LMDB commits in call order, so the next `beginInsert` cannot be durable before it.
    */
   async markShipped (position: number): Promise<void> {
+    this.refuseIfClosed()
     this.state = { ...this.state, shipped: Math.max(this.state.shipped, position), inflight: null }
     const state = this.state
     this.tail.shipped(state.shipped, state.shipped >= this.lastCommitted && !this.commits.committing)
@@ -279,8 +282,18 @@ export class LmdbIngestLog implements IngestLog {
   }
 
   /** Keeps rows the engine refused, with the reason, so an operator can inspect or replay them. */
-  quarantineRows (rows: LogRow[], reason: string): Promise<void> {
-    return this.quarantine.put(rows, reason)
+  async quarantineRows (rows: LogRow[], reason: string): Promise<void> {
+    this.refuseIfClosed()
+    await this.quarantine.put(rows, reason)
+  }
+
+  /**
+   * A write handed to LMDB once the environment is closing is not refused by it: its commit runs on a
+   * later turn and throws there, out of reach of any caller, and the process ends (an uncaught
+   * "The environment is already closed"). So the log refuses it first.
+   */
+  private refuseIfClosed (): void {
+    if (this.closed) throw new IngestLogClosed()
   }
 
   quarantined (limit = 100): QuarantinedRow[] {
@@ -298,7 +311,7 @@ export class LmdbIngestLog implements IngestLog {
   stats (): LogStats {
     const waiting = this.lastCommitted - this.state.shipped
     let oldestAppendedAt: number | null = null
-    if (waiting > 0) {
+    if (waiting > 0 && !this.closed) {
       for (const { value } of this.entries.getRange({ start: this.entryStart(this.state.shipped + 1), limit: 1 })) {
         oldestAppendedAt = entryHeader(value)?.appendedAt ?? null
       }
@@ -326,6 +339,7 @@ export class LmdbIngestLog implements IngestLog {
     for (const { key, value } of damaged) {
       await this.quarantineRows([{ position: key, line: value.toString('base64') }], `damaged log entry at position ${key} (${value.length} bytes), kept as base64`)
       this.onDamaged?.({ position: key, bytes: value.length })
+      this.refuseIfClosed() // closed meanwhile: the entry is quarantined again at the next start
       await this.entries.remove(key)
       this.bytes -= value.length
     }

@@ -73,3 +73,18 @@ t.test('an empty append keeps no position; a closed log refuses appends with a 5
     await t.rejects(log.append(rowBytes(['["c"]'])), { name: 'IngestLogRefused', reason: 'ingest_log_full' }, `${name}: refused`)
   }
 })
+
+t.test('a closed log refuses appends with 503 and every other write or read with IngestLogClosed, writing nothing', async (t) => {
+  for (const [name, log] of bothLogs(t)) {
+    await log.append(rowBytes(['["a"]', '["b"]']))
+    await log.beginInsert({ from: 1, to: 2 })
+    await log.close()
+    await t.rejects(log.append(rowBytes(['["c"]'])), { name: 'IngestLogRefused' }, `${name}: append`)
+    await t.rejects(log.markShipped(2), { name: 'IngestLogClosed' }, `${name}: markShipped`)
+    await t.rejects(log.beginInsert({ from: 3, to: 3 }), { name: 'IngestLogClosed' }, `${name}: beginInsert`)
+    await t.rejects(log.quarantineRows([{ position: 1, line: '["a"]' }], 'refused'), { name: 'IngestLogClosed' }, `${name}: quarantineRows`)
+    await t.rejects(log.read(0, 10, 1 << 20), { name: 'IngestLogClosed' }, `${name}: read`)
+    t.same([log.shipped, log.inflight], [0, { from: 1, to: 2 }], `${name}: the recorded range is as it was`)
+    t.match(log.stats(), { rows: 2, quarantined: 0 }, `${name}: stats still answer`)
+  }
+})

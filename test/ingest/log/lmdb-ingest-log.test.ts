@@ -289,6 +289,71 @@ t.test('a crash between the insert and the log trim replays the same block, dedu
   t.equal(restarted.stats().rows, 0)
 })
 
+t.test('regression: a shutdown that gives up on an insert under way closes the log under it; nothing is written after, and the block ships once at the next start', async (t) => {
+  const dir = logDir()
+  const user = randomId('held-')
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  await log.append(Array.from({ length: 5 }, () => logLine(user)))
+  // A slow ClickHouse insert: it lands only once the test lets it, after the log was closed.
+  let release!: () => void
+  const held = new Promise<void>((resolve) => { release = resolve })
+  let started!: () => void
+  const underWay = new Promise<void>((resolve) => { started = resolve })
+  let landed!: Promise<void>
+  const lines: { msg: string; rows?: unknown }[] = []
+  const shipper = new EventShipper(log, (body, token) => {
+    const copy = Buffer.from(body)
+    started()
+    landed = held.then(() => insert(copy, token))
+    return landed
+  }, caps, pino({ level: 'warn' }, { write: (line: string) => lines.push(JSON.parse(line)) }))
+  shipper.start()
+  await underWay
+  // The plugin's shutdown: drain, stop, close the log, each wait cut short by its timeout.
+  t.equal(await shipper.drain(20), false, 'the drain gives up on the held insert')
+  t.equal(await shipper.stop(20), false, 'so does the stop')
+  t.match(lines, [{ msg: /stopped waiting for a ClickHouse insert/, rows: { from: 1, to: 5 } }], 'one line names the rows left to the next start')
+  await log.close()
+  release()
+  await landed
+  // Whatever the shipper does with the insert's outcome runs now; a write handed to the closed
+  // environment would end the process from LMDB's next commit (setImmediate).
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve))
+  await t.rejects(log.markShipped(5), { name: 'IngestLogClosed' }, 'the closed log refuses writes itself')
+  await t.rejects(log.beginInsert({ from: 6, to: 6 }), { name: 'IngestLogClosed' })
+  await t.rejects(log.quarantineRows([{ position: 1, line: 'x' }], 'test'), { name: 'IngestLogClosed' })
+  t.equal(lines.length, 1, 'and the shipper logs nothing more')
+  t.equal((await countFor(user)).events, 5, 'the insert landed after the shutdown')
+
+  const restarted = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  t.teardown(() => restarted.close())
+  t.same(restarted.inflight, { from: 1, to: 5 }, 'the block whose outcome the shutdown did not see is still recorded')
+  const tokens: string[] = []
+  const next = new EventShipper(restarted, (body, token) => {
+    tokens.push(token)
+    return insert(body, token)
+  }, caps, logger)
+  next.start()
+  t.ok(await next.drain(10_000))
+  await next.stop(1000)
+  t.same(tokens, [`${restarted.logId}:1-5`], 'it is re-sent with its token')
+  t.match(await countFor(user), { events: 5, distinct: 5 }, 'and stored once')
+})
+
+t.test('a close while appends wait for a commit commits them before the environment closes', async (t) => {
+  const dir = logDir()
+  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  // The first append starts a commit; the others wait for the next one, which runs during the close.
+  const appends = Array.from({ length: 5 }, (_, i) => log.append([logLine(`u${i}`)]))
+  const closed = log.close()
+  t.same(await Promise.all(appends), [1, 2, 3, 4, 5])
+  await closed
+  await t.rejects(log.append([logLine('late')]), { name: 'IngestLogRefused' }, 'appends after the close are refused')
+  const reopened = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  t.teardown(() => reopened.close())
+  t.equal(reopened.stats().rows, 5, 'every acknowledged append is on disk')
+})
+
 t.test('a damaged entry found at start is quarantined and the rest ships', async (t) => {
   const dir = logDir()
   const user = randomId('damaged-')
