@@ -1,4 +1,5 @@
 /** Query parameters of the dashboard reads: the lenient ones fall back, never fail; the rule for a repeated one. */
+import type { ErrorDetail } from '../validation.ts'
 
 /** `since` windows accepted by dashboard reads, in milliseconds (`all` is no bound). */
 export const SINCE_WINDOWS: Record<string, number | null> = { '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000, all: null }
@@ -20,9 +21,6 @@ export function clampInt (value: unknown, min: number, max: number, fallback: nu
   return Math.min(max, Math.max(min, Math.trunc(n)))
 }
 
-/** A query parameter at fault: its name and what is wrong, as a 400's details say it. */
-export interface ParamProblem { path: string[]; message: string }
-
 /**
  * The one rule for a query parameter given more than once (a repeated one is an array in the parsed
  * query), read from the route's querystring schema: one whose schema takes an array repeats (a list
@@ -35,9 +33,9 @@ export function repeatedParams (
   properties: Record<string, unknown>,
   query: Record<string, unknown>,
   lenient: (schema: Record<string, unknown>) => boolean,
-): { defaulted: string[]; problems: ParamProblem[] } {
+): { defaulted: string[]; problems: ErrorDetail[] } {
   const defaulted: string[] = []
-  const problems: ParamProblem[] = []
+  const problems: ErrorDetail[] = []
   for (const name of Object.keys(query)) {
     if (!Array.isArray(query[name]) || !Object.hasOwn(properties, name)) continue
     const schema = properties[name] as Record<string, unknown>
