@@ -75,6 +75,13 @@ export const day = { type: 'string', format: 'date', description: 'a UTC day', e
  */
 export const PATTERN_MESSAGE = 'x-pattern-message'
 
+/**
+ * The keyword that marks a lenient query parameter: a value it cannot read is its default, not a 400
+ * (the spec's rule for `limit` and `since`), and so is a value given more than once. Any other
+ * single-valued query parameter given more than once is a 400 naming it (src/routes/v1/me/autohooks.ts).
+ */
+export const LENIENT = 'x-lenient'
+
 /** A `pattern` and its rule in words (`must …`, as the other messages of a 400's details read). */
 export function matching<P extends string, M extends `must ${string}`> (pattern: P, message: M) {
   return { pattern, [PATTERN_MESSAGE]: message } as const
@@ -113,7 +120,7 @@ export const agentRef = {
 } as const
 
 /** The opaque cursor of a paged list (from the previous page's nextCursor). */
-export const cursorParam = { type: 'string', maxLength: 512, description: 'opaque: the `nextCursor` of the previous page; omit for the first page' } as const
+export const cursorParam = { type: 'string', maxLength: 512, description: 'opaque: the `nextCursor` of the previous page; omit for the first page; at most once' } as const
 export const nextCursor = { type: ['string', 'null'], description: 'pass as `cursor` for the next page; null on the last page' } as const
 
 /** The security requirement of the dashboard routes and of ingestion. */

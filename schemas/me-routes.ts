@@ -4,7 +4,7 @@ import { alert, alertSettings, alertSettingsBody, alertStatus } from './alert.ts
 import { apiKey, createdApiKey } from './api-key.ts'
 import { eventAck } from './event-ack.ts'
 import { user } from './user.ts'
-import { cuid, cursorParam, dashboardAuth, errorResponses, matching, nextCursor, noContent } from './common.ts'
+import { LENIENT, cuid, cursorParam, dashboardAuth, errorResponses, matching, nextCursor, noContent } from './common.ts'
 import { agentIdsParam, eventFacets, metaParamsDescription, scoreParamsDescription, searchFilterParams } from './search.ts'
 
 const me = { tags: ['dashboard'], security: dashboardAuth } as const
@@ -17,26 +17,9 @@ const groupId = { type: 'string', minLength: 1, maxLength: 200 } as const
 const sessionParams = { type: 'object', required: ['id'], properties: { id: groupId } } as const
 const traceParams = { type: 'object', required: ['traceId'], properties: { traceId: groupId } } as const
 const lenientLimit = (min: number, max: number, fallback: number) =>
-  ({ type: 'string', description: `clamped to ${min}..${max}; default ${fallback} (also for a value that is not a number)`, examples: [String(fallback)] }) as const
+  ({ type: 'string', description: `clamped to ${min}..${max}; default ${fallback} (also for a value that is not a number, or one given more than once)`, examples: [String(fallback)], [LENIENT]: true }) as const
 const since = (fallback: string) =>
-  ({ type: 'string', description: `\`24h\`, \`7d\`, \`30d\` or \`all\`; default \`${fallback}\`; any other value is ignored (the spec's rule)`, examples: ['24h'] }) as const
-/**
- * The search lists' `limit`, `since` and `cursor`: a schema of one string would refuse one given twice
- * with its own message, so a repeated one reaches the service, which says what it means
- * (docs/api.md#search: `limit` and `since` fall back to their default, `cursor` must be given once).
- */
-const repeatable = <S extends { description: string }>(s: S) =>
-  ({ ...s, type: ['string', 'array'], items: { type: 'string' } }) as const
-const searchLimit = (min: number, max: number, fallback: number) => {
-  const s = lenientLimit(min, max, fallback)
-  return repeatable({ ...s, description: `${s.description}; given more than once: the default` })
-}
-const searchSince = (fallback: string) => {
-  const s = since(fallback)
-  return repeatable({ ...s, description: `${s.description}; given more than once: the default` })
-}
-const searchCursor = repeatable({ ...cursorParam, description: `${cursorParam.description}; at most once` })
-
+  ({ type: 'string', description: `\`24h\`, \`7d\`, \`30d\` or \`all\`; default \`${fallback}\`; any other value is ignored (the spec's rule), as is one given more than once`, examples: ['24h'], [LENIENT]: true }) as const
 export const getMe = {
   ...me, summary: 'The caller', response: { 200: user, ...errorResponses(401, 429, 503) },
 } as const
@@ -139,10 +122,10 @@ export const listEvents = {
     type: 'object',
     description: `${metaParamsDescription} ${scoreParamsDescription}`,
     properties: {
-      limit: searchLimit(1, 1000, 50),
-      since: searchSince('all'),
+      limit: lenientLimit(1, 1000, 50),
+      since: since('all'),
       agentId: agentIdsParam,
-      cursor: searchCursor,
+      cursor: cursorParam,
       ...searchFilterParams,
     },
   },
@@ -155,7 +138,7 @@ export const listSessions = {
   querystring: {
     type: 'object',
     description: `A session matches when any of its events matches the filters. ${metaParamsDescription} ${scoreParamsDescription}`,
-    properties: { limit: searchLimit(1, 100, 20), since: searchSince('all'), cursor: searchCursor, agentId: agentIdsParam, ...searchFilterParams },
+    properties: { limit: lenientLimit(1, 100, 20), since: since('all'), cursor: cursorParam, agentId: agentIdsParam, ...searchFilterParams },
   },
   response: { 200: { type: 'object', required: ['sessions', 'nextCursor'], properties: { sessions: { type: 'array', items: sessionSummary }, nextCursor } }, ...readErrors },
 } as const
@@ -170,7 +153,7 @@ export const listTraces = {
   querystring: {
     type: 'object',
     description: `A trace matches when any of its events matches the filters; giving \`from\` lifts the default \`since\` of 7d. ${metaParamsDescription} ${scoreParamsDescription}`,
-    properties: { limit: searchLimit(1, 200, 50), since: searchSince('7d'), cursor: searchCursor, agentId: agentIdsParam, ...searchFilterParams },
+    properties: { limit: lenientLimit(1, 200, 50), since: since('7d'), cursor: cursorParam, agentId: agentIdsParam, ...searchFilterParams },
   },
   response: { 200: { type: 'object', required: ['traces', 'nextCursor'], properties: { traces: { type: 'array', items: traceSummary }, nextCursor } }, ...readErrors },
 } as const
@@ -181,7 +164,7 @@ export const listEventFacets = {
   querystring: {
     type: 'object',
     description: `${metaParamsDescription} ${scoreParamsDescription}`,
-    properties: { since: searchSince('all'), agentId: agentIdsParam, ...searchFilterParams },
+    properties: { since: since('all'), agentId: agentIdsParam, ...searchFilterParams },
   },
   response: { 200: eventFacets, ...readErrors },
 } as const

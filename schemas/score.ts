@@ -5,7 +5,7 @@
  */
 import { idempotencyErrors, replayHeaders } from './ingest-routes.ts'
 import { repeatable } from './search.ts'
-import { agentRef, apiKeyAuth, cursorParam, dashboardAuth, day, errorBody, errorResponses, instant, matching, nextCursor, noContent, nullableString, printableAscii } from './common.ts'
+import { LENIENT, agentRef, apiKeyAuth, cursorParam, dashboardAuth, day, errorBody, errorResponses, instant, matching, nextCursor, noContent, nullableString, printableAscii } from './common.ts'
 
 /** The most scores one batch may carry, and the most score configs one user may set. */
 export const SCORE_BATCH_MAX = 500
@@ -274,8 +274,9 @@ export const listScores = {
       sessionId: repeatable({ type: 'string' }, 'only scores of this session (1 to 200 characters)'),
       limit: {
         type: 'string',
-        description: `clamped to ${SCORE_LIST_LIMIT.min}..${SCORE_LIST_LIMIT.max}; default ${SCORE_LIST_LIMIT.fallback} (also for a value that is not a number)`,
+        description: `clamped to ${SCORE_LIST_LIMIT.min}..${SCORE_LIST_LIMIT.max}; default ${SCORE_LIST_LIMIT.fallback} (also for a value that is not a number, or one given more than once)`,
         examples: [String(SCORE_LIST_LIMIT.fallback)],
+        [LENIENT]: true,
       },
       cursor: cursorParam,
     },

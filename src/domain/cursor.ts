@@ -22,6 +22,14 @@ export interface Page<T> {
 
 const MAX_CURSOR_CHARS = 512
 
+/**
+ * Lists whose rows are keyed by any id a caller sent (a session or trace id may hold any character
+ * ingestion takes, a NUL included). Every other list's ids are the service's own (a cuid, `evt_`,
+ * `msg_`, a score's row id), which never hold a control character: a cursor whose id does was not
+ * handed out by that list, and must not reach its store (Postgres refuses a NUL as text).
+ */
+const CALLER_KEYED: readonly CursorList[] = ['sessions', 'traces']
+
 export function encodeCursor (list: CursorList, asOf: number, after: { ms: number; id: string }): string {
   return Buffer.from(JSON.stringify([list, asOf, after.ms, after.id])).toString('base64url')
 }
@@ -42,6 +50,7 @@ export function pageStart (list: CursorList, cursor: string | undefined, now: nu
   if (!Array.isArray(value) || value.length !== 4) return null
   const [name, asOf, ms, id] = value as unknown[]
   if (name !== list || !isInstant(asOf) || !isInstant(ms) || typeof id !== 'string' || id.length > 256) return null
+  if (!CALLER_KEYED.includes(list) && /\p{Cc}/u.test(id)) return null
   return { asOf, after: { ms, id } }
 }
 

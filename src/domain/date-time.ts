@@ -12,13 +12,33 @@ const END_EVENT_TIME_MS = Date.UTC(2300, 0, 1)
  * [MIN_EVENT_TIME_MS, END_EVENT_TIME_MS).
  */
 export function parseIsoDateTime (value: string): number {
+  const ms = isoInstant(value)
+  return isEventTime(ms) ? ms : NaN
+}
+
+/** True for an instant (unix ms) in [MIN_EVENT_TIME_MS, END_EVENT_TIME_MS). */
+export function isEventTime (ms: number): boolean {
+  return ms >= MIN_EVENT_TIME_MS && ms < END_EVENT_TIME_MS
+}
+
+/** The range of event times in words, for the messages that refuse an instant outside it. */
+export const EVENT_TIME_RANGE = 'from 1970-01-01T00:00:00Z up to (not including) 2300-01-01T00:00:00Z'
+
+/** True for a real ISO 8601 date-time whose instant lies outside the range: refused for its range, not its form. */
+export function isIsoDateTimeOutOfRange (value: string): boolean {
+  const ms = isoInstant(value)
+  return !Number.isNaN(ms) && !isEventTime(ms)
+}
+
+/** The instant of a real ISO 8601 date-time in unix ms, whatever its year; NaN for anything else. */
+function isoInstant (value: string): number {
   const m = ISO_DATE_TIME.exec(value)
   if (!m) return NaN
   let text = value.replace(' ', 'T')
   if (!/(?:[Zz]|[+-]\d{2}:?\d{2})$/.test(text)) text += 'Z'
   text = text.replace(/([+-]\d{2})(\d{2})$/, '$1:$2')
   const ms = Date.parse(text)
-  if (Number.isNaN(ms) || ms < MIN_EVENT_TIME_MS || ms >= END_EVENT_TIME_MS || Number(m[3]) > 31 || Number(m[2]) > 12) return NaN
+  if (Number.isNaN(ms) || Number(m[3]) > 31 || Number(m[2]) > 12) return NaN
   // Date.parse rolls 2026-02-30 over to March; compare the day back to refuse it.
   const check = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])))
   if (check.getUTCDate() !== Number(m[3])) return NaN

@@ -7,8 +7,9 @@
  * dropped. Every newer filter is strict: a value that does not fit is a 400 naming the parameter.
  */
 import { isCuid } from './ids.ts'
-import { parseIsoDateTime } from './date-time.ts'
-import { parseSearchText, textProblem, type SearchTerm } from './search-text.ts'
+import { EVENT_TIME_RANGE, isEventTime, isIsoDateTimeOutOfRange, parseIsoDateTime } from './date-time.ts'
+import { scoreNameProblem } from './score-row.ts'
+import { characters, parseSearchText, textProblem, type SearchTerm } from './search-text.ts'
 
 export const EVENT_TYPES = ['reasoning', 'tool', 'tx', 'decision', 'action', 'error'] as const
 export const OUTCOMES = ['pending', 'success', 'failed'] as const
@@ -85,8 +86,12 @@ export type ParsedFilters = { ok: true; filters: SearchFilters } | { ok: false; 
 const FINGERPRINT = /^[0-9a-f]{16}$/
 const DECIMAL = /^0*\d{1,9}(?:\.\d{1,9})?$/
 const COST_MESSAGE = 'must be a decimal number from 0 to 999999999.999999999 with at most 9 decimals (e.g. 0.25)'
-const INTEGER = /^\d{1,15}$/
-const UNIX_MS = /^\d{1,13}$/
+/** Durations as ingestion takes them: integers from 0 to 2^53-1. */
+const DURATION = /^\d{1,16}$/
+const DURATION_MESSAGE = `must be an integer of milliseconds from 0 to ${Number.MAX_SAFE_INTEGER}`
+const DIGITS = /^\d+$/
+const INSTANT_FORMS = 'must be an ISO 8601 date-time (e.g. 2026-11-27T09:00:00Z) or unix milliseconds'
+const INSTANT_RANGE = `must be an instant ${EVENT_TIME_RANGE}`
 
 /** The parameter names this module reads besides `meta.<path>` (the lists' own: limit, cursor, since). */
 export const FILTER_PARAMS = [
@@ -133,17 +138,18 @@ export function parseSearchFilters (query: Record<string, unknown>): ParsedFilte
     return out
   }
   const oneOf = (allowed: readonly string[]) => (s: string) => allowed.includes(s) ? null : `must be one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}`
-  const text = (max: number) => (s: string) => s.length >= 1 && s.length <= max ? null : `must be 1 to ${max} characters`
-  /** A single-valued parameter: one value, passing `parse`. */
-  const single = <T>(name: string, parse: (s: string) => T | null, message: string): T | undefined => {
+  const text = (max: number) => (s: string) => lengthProblem(s, max)
+  /** A single-valued parameter: one value, passing `parse` (else `message`, or what it says of the value). */
+  const single = <T>(name: string, parse: (s: string) => T | null, message: string | ((s: string) => string)): T | undefined => {
     const raw = valuesOf(query[name])
     if (raw.length === 0) return undefined
     if (raw.length > 1) {
       fail(name, 'must be given once')
       return undefined
     }
-    const parsed = parse(String(raw[0]))
-    if (parsed === null) fail(name, message)
+    const s = String(raw[0])
+    const parsed = parse(s)
+    if (parsed === null) fail(name, typeof message === 'string' ? message : message(s))
     return parsed ?? undefined
   }
 
@@ -161,11 +167,11 @@ export function parseSearchFilters (query: Record<string, unknown>): ParsedFilte
   }
 
   const instant = (s: string): number | null => {
-    if (UNIX_MS.test(s)) return Number(s)
-    const ms = parseIsoDateTime(s)
+    const ms = DIGITS.test(s) ? (isEventTime(Number(s)) ? Number(s) : NaN) : parseIsoDateTime(s)
     return Number.isNaN(ms) ? null : ms
   }
-  const instantMessage = 'must be an ISO 8601 date-time (e.g. 2026-11-27T09:00:00Z) or unix milliseconds'
+  // A real date-time or a number of milliseconds outside the range is refused for its range.
+  const instantMessage = (s: string) => DIGITS.test(s) || isIsoDateTimeOutOfRange(s) ? INSTANT_RANGE : INSTANT_FORMS
 
   const filters: SearchFilters = {
     types: list('type', oneOf(EVENT_TYPES)),
@@ -180,8 +186,8 @@ export function parseSearchFilters (query: Record<string, unknown>): ParsedFilte
     costStatuses: list('costStatus', oneOf(COST_STATUSES)),
     minCostUsd: single('minCostUsd', (s) => DECIMAL.test(s) ? normaliseDecimal(s) : null, COST_MESSAGE),
     maxCostUsd: single('maxCostUsd', (s) => DECIMAL.test(s) ? normaliseDecimal(s) : null, COST_MESSAGE),
-    minDurationMs: single('minDurationMs', (s) => INTEGER.test(s) ? Number(s) : null, 'must be a non-negative integer of milliseconds'),
-    maxDurationMs: single('maxDurationMs', (s) => INTEGER.test(s) ? Number(s) : null, 'must be a non-negative integer of milliseconds'),
+    minDurationMs: single('minDurationMs', duration, DURATION_MESSAGE),
+    maxDurationMs: single('maxDurationMs', duration, DURATION_MESSAGE),
     fromMs: single('from', instant, instantMessage),
     toMs: single('to', instant, instantMessage),
     meta: [],
@@ -225,12 +231,13 @@ export function parseSearchFilters (query: Record<string, unknown>): ParsedFilte
   else {
     for (const param of scoreNames) {
       const name = param.slice(SCORE_PREFIX.length)
-      const problem = name.length < 1 || name.length > MAX_SCORE_TEXT ? `must be 1 to ${MAX_SCORE_TEXT} characters` : textProblem(name)
+      // The name rule of scores themselves: a name no score can have (`acc `, `acc\u200b`) would match nothing.
+      const problem = textProblem(name) ?? scoreNameProblem(name)
       if (problem) {
         fail(param, `the score name ${problem}`)
         continue
       }
-      const values = list(param, (s) => s.length < 1 || s.length > MAX_SCORE_TEXT ? `must be 1 to ${MAX_SCORE_TEXT} characters` : textProblem(s) ?? rangeProblem(s))
+      const values = list(param, (s) => lengthProblem(s, MAX_SCORE_TEXT) ?? textProblem(s) ?? rangeProblem(s))
       if (values.length > 0) filters.scores.push({ name, labels: values, ranges: values.map(scoreRange).filter((x): x is ScoreRange => x !== null) })
     }
   }
@@ -296,14 +303,25 @@ export function filterQueryProblems (url: string, params: FilterParams = SEARCH_
   return problems
 }
 
+/** Text of 1 to `max` characters (code points, as the schemas count them), or what is wrong. */
+function lengthProblem (s: string, max: number): string | null {
+  const n = characters(s)
+  return n >= 1 && n <= max ? null : `must be 1 to ${max} characters`
+}
+
+/** A duration bound: an integer of milliseconds up to 2^53-1, as ingestion takes `durationMs`. */
+function duration (s: string): number | null {
+  return DURATION.test(s) && Number(s) <= Number.MAX_SAFE_INTEGER ? Number(s) : null
+}
+
 /** What is wrong with a `meta.<path>` filter's value, or null. */
 export function metaValueProblem (value: string): string | null {
-  return value.length <= MAX_META_VALUE ? textProblem(value) : `must be at most ${MAX_META_VALUE} characters`
+  return characters(value) <= MAX_META_VALUE ? textProblem(value) : `must be at most ${MAX_META_VALUE} characters`
 }
 
 /** What is wrong with a metadata path (dot-separated keys), or null. */
 export function metaPathProblem (path: string): string | null {
-  if (path.length < 1 || path.length > MAX_META_PATH) return `must be 1 to ${MAX_META_PATH} characters`
+  if (lengthProblem(path, MAX_META_PATH)) return `must be 1 to ${MAX_META_PATH} characters`
   if (path.split('.').some((k) => k === '')) return 'must be keys joined by single dots (no empty key)'
   return textProblem(path)
 }

@@ -28,9 +28,17 @@ export function textProblem (s: string): string | null {
   return null
 }
 
+/**
+ * How long a text is in characters: Unicode code points, as the schemas' lengths count (an emoji is
+ * one character, not its two UTF-16 code units).
+ */
+export function characters (s: string): number {
+  return [...s].length
+}
+
 /** Splits `q` into its terms; an empty or blank `q` has none (no filter). */
 export function parseSearchText (q: string): ParsedText {
-  if (q.length > MAX_Q_CHARS) return { ok: false, message: `must be at most ${MAX_Q_CHARS} characters` }
+  if (characters(q) > MAX_Q_CHARS) return { ok: false, message: `must be at most ${MAX_Q_CHARS} characters` }
   const problem = textProblem(q)
   if (problem) return { ok: false, message: problem }
   const text = q.normalize('NFC')

@@ -104,9 +104,10 @@ export class ScoreService {
     const { fromMs: givenFrom, toMs: givenTo, ...f } = filterOf({ name: q.name, source: q.source, agentId: q.agentId, from: q.from, to: q.to })
     const toMs = givenTo ?? r.settledAt
     const fromMs = givenFrom ?? toMs - 7 * DAY_MS
-    // Also when `to` is left out: a `from` from now on has no period.
-    if (fromMs >= toMs) throw querystringInvalid([{ path: ['from'], message: 'must be earlier than to' }])
-    if (toMs - fromMs > SUMMARY_MAX_DAYS * DAY_MS) throw querystringInvalid([{ path: ['from'], message: `must be at most ${SUMMARY_MAX_DAYS} days before to` }])
+    // Also when `to` is left out: a `from` from now on has no period. The message says which end it is.
+    const end = givenTo === undefined ? 'now (to defaults to now)' : 'to'
+    if (fromMs >= toMs) throw querystringInvalid([{ path: ['from'], message: `must be earlier than ${end}` }])
+    if (toMs - fromMs > SUMMARY_MAX_DAYS * DAY_MS) throw querystringInvalid([{ path: ['from'], message: `must be at most ${SUMMARY_MAX_DAYS} days before ${end}` }])
     const span = { previousFromMs: fromMs - (toMs - fromMs), fromMs, toMs }
     const [period, days, agents] = await Promise.all([
       this.scores.figures(r, f, 'period', span, r.settledAt),

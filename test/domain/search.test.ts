@@ -116,3 +116,36 @@ t.test('a cost bound past the largest one says the limit', async (t) => {
   const q = parseSearchFilters({ minCostUsd: '999999999.999999999', maxCostUsd: '0000000999999999.999999999' })
   t.ok(q.ok && q.filters.maxCostUsd === '999999999.999999999', 'the largest is taken, with leading zeros too')
 })
+
+t.test('an instant outside [1970, 2300) says the range, not the format', async (t) => {
+  const RANGE = 'must be an instant from 1970-01-01T00:00:00Z up to (not including) 2300-01-01T00:00:00Z'
+  for (const from of ['1969-12-31T00:00:00Z', '2300-01-01T00:00:00Z', '1970-01-01T00:00:00+05:00', '99999999999999']) {
+    t.same(parseSearchFilters({ from }), { ok: false, problems: [{ path: ['from'], message: RANGE }] }, from)
+  }
+  t.match(parseSearchFilters({ to: 'yesterday' }), { ok: false, problems: [{ path: ['to'], message: /ISO 8601/ }] }, 'not an instant: the forms')
+  t.match(parseSearchFilters({ from: '2026-02-30T00:00:00Z' }), { ok: false, problems: [{ path: ['from'], message: /ISO 8601/ }] }, 'no such day: the forms')
+  t.ok(parseSearchFilters({ from: '0', to: '2299-12-31T23:59:59Z' }).ok, 'the ends of the range')
+})
+
+t.test('duration bounds take what ingestion takes: up to 2^53-1', async (t) => {
+  const max = String(Number.MAX_SAFE_INTEGER)
+  t.match(parseSearchFilters({ minDurationMs: max, maxDurationMs: max }), { ok: true, filters: { minDurationMs: Number.MAX_SAFE_INTEGER, maxDurationMs: Number.MAX_SAFE_INTEGER } })
+  t.same(parseSearchFilters({ minDurationMs: '9007199254740992' }), {
+    ok: false, problems: [{ path: ['minDurationMs'], message: 'must be an integer of milliseconds from 0 to 9007199254740991' }],
+  }, 'past it: the bound said')
+})
+
+t.test('text limits count characters (code points), as the schemas do: an emoji is one', async (t) => {
+  t.ok(parseSearchText('😀'.repeat(500)).ok, 'q: 500 emoji')
+  t.notOk(parseSearchText('😀'.repeat(501)).ok, 'q: 501 emoji')
+  t.ok(parseSearchFilters({ model: '😀'.repeat(200), 'meta.k': '😀'.repeat(1000), [`score.${'😀'.repeat(200)}`]: '😀'.repeat(200) }).ok, 'model, meta value, score name and value')
+  t.notOk(parseSearchFilters({ model: '😀'.repeat(201) }).ok)
+})
+
+t.test('a score filter\'s name is checked by the score name rule: one no score can have is refused', async (t) => {
+  const RULE = 'the score name must be 1 to 200 characters, without control or invisible format characters (zero-width, bidi) and without whitespace at the start or end'
+  for (const param of ['score. acc', 'score.acc\u200b', 'score.acc ', 'score.\u202eacc']) {
+    t.same(parseSearchFilters({ [param]: '1' }), { ok: false, problems: [{ path: [param], message: RULE }] }, JSON.stringify(param))
+  }
+  t.ok(parseSearchFilters({ 'score.a b': '1' }).ok, 'a space inside is a name')
+})

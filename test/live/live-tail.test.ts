@@ -268,6 +268,8 @@ t.test('an idle stream gets heartbeats past the request timeout; streams are lim
   t.pass('closing the instance ended the stream (it did not hold the shutdown)')
 })
 
+const NAME_RULE = 'must be 1 to 200 characters, without control or invisible format characters (zero-width, bidi) and without whitespace at the start or end'
+
 t.test('error answers name what is wrong, the same on the search and the stream', async (t) => {
   const user = await newUser(a)
   const bad = async (url: string, headers: Record<string, string> = {}) => {
@@ -298,6 +300,11 @@ t.test('error answers name what is wrong, the same on the search and the stream'
     for (const [query, name] of [['meta.env=prod%00', 'meta.env'], ['q=prod%00', 'q'], ['hasMeta=a%01b', 'hasMeta'], ['meta.a%00b=x', 'meta.a\u0000b']]) {
       const control = await bad(`${path}?${query}`)
       t.match(control.details, [{ path: [name], message: /control characters/ }], `${path}?${query}`)
+    }
+    // A score name no score can have would match nothing: refused by the name rule, the tail too.
+    for (const [query, name] of [['score.%20acc=1', 'score. acc'], ['score.acc%E2%80%8B=1', 'score.acc\u200b']]) {
+      const score = await bad(`${path}?${query}`)
+      t.same(score.details, [{ path: [name], message: `the score name ${NAME_RULE}` }], `${path}?${query}`)
     }
   }
   // Encoded the right way, the same characters are plain text.

@@ -490,6 +490,25 @@ t.test('from not before to is a 400 naming from, on the list and the summary', a
   }
 })
 
+t.test('the summary\'s from with no to is said against now, which to defaults to', async (t) => {
+  const user = await newUser(app)
+  const tomorrow = new Date(Date.now() + 86_400_000).toISOString()
+  const res = await read(user, `/v1/me/scores/summary?from=${tomorrow}`)
+  t.equal(res.statusCode, 400)
+  t.same(res.json().details, [{ path: ['from'], message: 'must be earlier than now (to defaults to now)' }])
+  const long = await read(user, `/v1/me/scores/summary?from=${new Date(Date.now() - 400 * 86_400_000).toISOString()}`)
+  t.same(long.json().details, [{ path: ['from'], message: 'must be at most 366 days before now (to defaults to now)' }])
+})
+
+t.test('an instant outside [1970, 2300) on the reads of scores says the range', async (t) => {
+  const user = await newUser(app)
+  for (const path of READS) {
+    const res = await read(user, `${path}?from=1969-12-31T00:00:00Z&to=1970-01-02T00:00:00Z`)
+    t.equal(res.statusCode, 400, path)
+    t.same(res.json().details, [{ path: ['from'], message: 'must be an instant from 1970-01-01T00:00:00Z up to (not including) 2300-01-01T00:00:00Z' }], path)
+  }
+})
+
 t.test('from and to take an ISO 8601 date-time or unix milliseconds, as on the search lists', async (t) => {
   const user = await newUser(app)
   const key = await user.createKey()

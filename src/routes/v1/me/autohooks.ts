@@ -1,4 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { LENIENT } from '../../../../schemas/common.ts'
+import { repeatedParams } from '../../../domain/query-params.ts'
+import { querystringInvalid } from '../../../http-error.ts'
 import { rateLimitHook } from '../../../plugins/rate-limit.ts'
 import type { DashboardReader } from '../../../services/dashboard-service.ts'
 
@@ -17,7 +20,8 @@ declare module 'fastify' {
 /**
  * The hooks of every route under /v1/me, this folder and the folders below it: the caller is
  * authenticated (401 before anything else runs), counted against the per-user rate limit, and reads
- * what this instance acknowledged to them.
+ * what this instance acknowledged to them. A query parameter given more than once follows one rule
+ * on every route (repeatedParams).
  */
 export default async function meHooks (app: FastifyInstance) {
   const { meLimits, readYourWritesTimeoutMs } = app.routeSettings
@@ -46,5 +50,15 @@ export default async function meHooks (app: FastifyInstance) {
   app.addHook('onRequest', async (request) => {
     request.settledAt = app.ingestion.settledBefore()
     await app.shipper.waitForUser(request.user.id, readYourWritesTimeoutMs)
+  })
+  // Before the schema, whose words for it would be about types (`must be string`): a lenient
+  // parameter given more than once takes its default, any other single-valued one is a 400 naming it.
+  app.addHook('preValidation', async (request) => {
+    const properties = (request.routeOptions.schema?.querystring as { properties?: Record<string, unknown> } | undefined)?.properties
+    const query = request.query as Record<string, unknown> | undefined
+    if (properties === undefined || query == null) return
+    const { defaulted, problems } = repeatedParams(properties, query, (schema) => schema[LENIENT] === true)
+    if (problems.length > 0) throw querystringInvalid(problems)
+    for (const name of defaulted) delete query[name]
   })
 }

@@ -10,6 +10,9 @@ t.test('cursors: a round trip, and anything another list or nobody handed out is
   t.same(pageStart('events', c, 5), { asOf: 1_700_000_000_000, after: { ms: 1_699_999_999_000, id: 'evt_x' } })
   t.same(pageStart('events', undefined, 5), { asOf: 5, after: null }, 'no cursor starts a walk now')
   t.equal(pageStart('sessions', c, 5), null, 'a cursor of another list')
+  const nul = { ms: 1_699_999_999_000, id: 'a\u0000b' }
+  t.equal(pageStart('agents', encodeCursor('agents', 1_700_000_000_000, nul), 5), null, 'an id with a control character on a list of the service\'s ids')
+  t.same(pageStart('sessions', encodeCursor('sessions', 1_700_000_000_000, nul), 5), { asOf: 1_700_000_000_000, after: nul }, 'a session id may hold one (ingestion takes it)')
   for (const bad of ['x', '!!!', Buffer.from('[1,2]').toString('base64url'), Buffer.from('["events",-1,0,"a"]').toString('base64url'),
     Buffer.from('{"a":1}').toString('base64url'), 'A'.repeat(600)]) {
     t.equal(pageStart('events', bad, 5), null, `refused: ${bad.slice(0, 20)}`)
@@ -135,6 +138,14 @@ t.test('agents and alerts page in creation order; limit, the last page and bad c
     const res = await app.inject({ method: 'GET', url, headers: user.auth })
     t.equal(res.statusCode, 400, what)
     t.equal(res.json().error, 'invalid_cursor', what)
+  }
+  // An id no row of the list can have (a NUL: the ids of agents and alerts are the service's own)
+  // was not handed out: invalid_cursor, not invalid_text from the store.
+  for (const list of ['agents', 'alerts'] as const) {
+    const nul = encodeCursor(list, Date.now(), { ms: Date.now(), id: 'a\u0000b' })
+    const res = await app.inject({ method: 'GET', url: `/v1/me/${list}?cursor=${nul}`, headers: user.auth })
+    t.equal(res.statusCode, 400, `${list}: a NUL in the cursor's id`)
+    t.equal(res.json().error, 'invalid_cursor', `${list}: a NUL in the cursor's id`)
   }
   const other = await newUser(app)
   const foreign = await app.inject({ method: 'GET', url: `/v1/me/events?cursor=${cursor}`, headers: other.auth })
