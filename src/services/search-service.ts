@@ -11,17 +11,12 @@ type Query = Record<string, unknown>
 export type EventSearch = Pick<SearchRepository, 'events' | 'sessions' | 'traces' | 'facets'>
 
 /**
- * The plain lists' own parameters. `limit` and `since` are lenient (a value they cannot read is the
- * default, the spec's rule), and a repeated one is such a value; `cursor` is strict: given twice is a
- * 400 naming it, as for the single-valued filters.
+ * The plain lists' own parameters. A repeated one never reaches here: the `/v1/me` hook gives a
+ * repeated `limit` or `since` its default and refuses a repeated `cursor` (routes/v1/me/autohooks.ts).
  */
 function plainOf (q: Query): { limit: string | undefined; since: string | undefined; cursor: string | undefined } {
-  if (Array.isArray(q.cursor)) throw querystringInvalid([{ path: ['cursor'], message: 'must be given once' }])
-  return { limit: once(q.limit), since: once(q.since), cursor: q.cursor as string | undefined }
+  return { limit: q.limit as string | undefined, since: q.since as string | undefined, cursor: q.cursor as string | undefined }
 }
-
-/** A lenient parameter's value, or undefined when it was given more than once. */
-const once = (v: unknown): string | undefined => Array.isArray(v) ? undefined : v as string | undefined
 
 function filtersOf (query: Query): SearchFilters {
   const parsed = parseSearchFilters(query)
@@ -72,7 +67,7 @@ export class SearchService {
   /** Counts of the matching events per facet; since (default all) and any filter. */
   async facets (r: DashboardReader, q: Query) {
     const f = filtersOf(q)
-    const facets = await this.search.facets(r, { sinceMs: sinceBound(once(q.since), r.settledAt), asOf: r.settledAt }, f)
+    const facets = await this.search.facets(r, { sinceMs: sinceBound(q.since as string | undefined, r.settledAt), asOf: r.settledAt }, f)
     return {
       ...facets,
       facets: {
