@@ -25,6 +25,20 @@ const countFor = (userId: string) => storedCounts(handle.client, userId)
 const logDir = () => join(TEST_DATA_DIR, randomId('log-'))
 const insert = (body: Buffer, token: string) => events.insertBlock(body, token)
 
+/** Ships everything `log` holds with a new shipper, as the next start does; the tokens it sent. */
+async function shipOnRestart (log: LmdbIngestLog): Promise<string[]> {
+  const tokens: string[] = []
+  const shipper = new EventShipper(log, (body, token) => {
+    tokens.push(token)
+    return insert(body, token)
+  }, caps, logger)
+  shipper.start()
+  const drained = await shipper.drain(10_000)
+  await shipper.stop(1000)
+  if (!drained) throw new Error('the log was not shipped within 10 s')
+  return tokens
+}
+
 t.test('appends get consecutive positions; read, ship and trim; the state survives a reopen', async (t) => {
   const dir = logDir()
   const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
@@ -268,15 +282,7 @@ t.test('a crash between the insert and the log trim replays the same block, dedu
 
   const restarted = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => restarted.close())
-  const tokens: string[] = []
-  const shipper = new EventShipper(restarted, (body, token) => {
-    tokens.push(token)
-    return insert(body, token)
-  }, caps, logger)
-  shipper.start()
-  t.ok(await shipper.drain(10_000))
-  await shipper.stop(1000)
-  t.same(tokens, [`${restarted.logId}:1-30`], 'exactly the recorded block was re-sent, with its token')
+  t.same(await shipOnRestart(restarted), [`${restarted.logId}:1-30`], 'exactly the recorded block was re-sent, with its token')
   const counts = await countFor(user)
   t.equal(counts.events, 30, 'no duplicate in events')
   t.equal(counts.distinct, 30)
@@ -328,15 +334,7 @@ t.test('regression: a shutdown that gives up on an insert under way closes the l
   const restarted = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => restarted.close())
   t.same(restarted.inflight, { from: 1, to: 5 }, 'the block whose outcome the shutdown did not see is still recorded')
-  const tokens: string[] = []
-  const next = new EventShipper(restarted, (body, token) => {
-    tokens.push(token)
-    return insert(body, token)
-  }, caps, logger)
-  next.start()
-  t.ok(await next.drain(10_000))
-  await next.stop(1000)
-  t.same(tokens, [`${restarted.logId}:1-5`], 'it is re-sent with its token')
+  t.same(await shipOnRestart(restarted), [`${restarted.logId}:1-5`], 'it is re-sent with its token')
   t.match(await countFor(user), { events: 5, distinct: 5 }, 'and stored once')
 })
 
