@@ -5,7 +5,7 @@ import { pageOf, type Page, type PageStart } from '../domain/cursor.ts'
 import { SCORE_INSERT_COLUMNS, scoreLine, type ScoreDataType, type ScoreRow, type ScoreSource } from '../domain/score-row.ts'
 import type { FigureRow } from '../domain/score-summary.ts'
 import type { ScoreWindow } from '../domain/score-alerts.ts'
-import { embeddedRawInsert } from './clickhouse-client.ts'
+import { BY_SKIP_INDEX, embeddedRawInsert } from './clickhouse-client.ts'
 import { isoFromMs } from './timestamps.ts'
 
 /** A score as read: the latest write of its score id. */
@@ -100,6 +100,9 @@ export function latestWrites (prefilter: string, asOf = true): string {
  * moved a score elsewhere still replaces it. A score of a trace that names no agent is of the agent
  * of the trace's earliest event among its live agents (ties by agent id, so every read agrees); of a
  * deleted one only when every agent of the trace is deleted (the score is then hidden with them).
+ * A read of it ends with BY_SKIP_INDEX: the join finds the traces' events by the bloom filter of
+ * `trace_id`, and weighing the `events_feed` projection for that took 150-200 ms of a trace's
+ * 170-230 ms score read at 10 million events (bench/README.md, "Search").
  */
 function latest (prefilter: string): string {
   const also = prefilter ? `AND score_id IN (SELECT score_id FROM scores WHERE user_id = {u:String} AND ${prefilter})` : ''
@@ -201,7 +204,7 @@ export class ScoresRepository {
     if (after) where.push('(received_at, row_id) < (fromUnixTimestamp64Milli({afterMs:Int64}), {afterId:String})')
     const rows = await this.rows(
       `/* svc:me_scores */ SELECT ${COLUMNS} FROM (${latest(prefilter.join(' AND '))})
-       WHERE ${where.join(' AND ')} ORDER BY received_at DESC, row_id DESC LIMIT {limit:UInt32}`,
+       WHERE ${where.join(' AND ')} ORDER BY received_at DESC, row_id DESC LIMIT {limit:UInt32} ${BY_SKIP_INDEX}`,
       { ...params(r, f, asOf), afterMs: after?.ms ?? 0, afterId: after?.id ?? '', limit: opts.limit + 1 },
     )
     return pageOf('scores', asOf, rows.map(toScore), opts.limit, (s) => ({ ms: s.createdMs, id: s.rowId }))
@@ -213,7 +216,7 @@ export class ScoresRepository {
     const { where, prefilter } = conditions(f)
     const rows = await this.rows(
       `/* svc:me_scores_of_${'traceId' in target ? 'trace' : 'session'} */ SELECT ${COLUMNS} FROM (${latest(prefilter.join(' AND '))})
-       WHERE ${where.join(' AND ')} ORDER BY received_at, row_id LIMIT {limit:UInt32}`,
+       WHERE ${where.join(' AND ')} ORDER BY received_at, row_id LIMIT {limit:UInt32} ${BY_SKIP_INDEX}`,
       { ...params(r, f, asOf), limit },
     )
     return rows.map(toScore)
@@ -234,7 +237,7 @@ export class ScoresRepository {
        FROM (${latest('name = {name:String} AND received_at >= fromUnixTimestamp64Milli({baselineFrom:Int64})')})
        WHERE name = {name:String} AND agent_id != '' AND agent_id NOT IN {hidden:Array(String)} AND data_type != 'categorical'
          AND received_at >= fromUnixTimestamp64Milli({baselineFrom:Int64})
-       GROUP BY agent_id`,
+       GROUP BY agent_id ${BY_SKIP_INDEX}`,
       { u: r.userId, hidden: r.hidden, asOf: span.nowMs, name, windowFrom: span.windowFromMs, baselineFrom: span.baselineFromMs },
     )
     return rows.map((x) => ({
@@ -254,7 +257,7 @@ export class ScoresRepository {
     const rows = await this.rows(
       `/* svc:me_scores_summary_${by} */ SELECT name, ${key} AS key, ${FIGURES}
        FROM (${latest('')}) WHERE ${where.join(' AND ')}
-       GROUP BY name, key ORDER BY name, key`,
+       GROUP BY name, key ORDER BY name, key ${BY_SKIP_INDEX}`,
       { ...params(r, f, asOf), fromMs: by === 'period' ? span.previousFromMs : span.fromMs, toMs: span.toMs, periodFrom: span.fromMs },
     )
     return rows.map((x) => ({
