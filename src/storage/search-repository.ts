@@ -1,5 +1,5 @@
 import type { ClickHouseClient } from '@clickhouse/client'
-import { pageOf, type Page, type PageStart } from '../domain/cursor.ts'
+import { encodeCursor, pageOf, type Page, type PageStart } from '../domain/cursor.ts'
 import { MAX_META_PATH, MAX_META_VALUE, metaPathProblem, metaValueProblem, parseSearchFilters, type SearchFilters } from '../domain/search-filters.ts'
 import { likePattern } from '../domain/search-text.ts'
 import { latestWrites } from './scores-repository.ts'
@@ -141,14 +141,15 @@ export class SearchRepository {
 
   /**
    * A page of the matching events, newest first (time, then id, descending), as GET /v1/me/events
-   * pages. Two reads go at once, and the first that can answer does:
+   * pages. Two reads go at once, and the page is the first answer either can give:
    * - the hour below the newest of the reader's events below the page's start, served by
    *   `events_feed` (clickhouse/021, sorted by user and time), which reads a granule or two when
    *   matches are common: when that hour holds a page of matches, they are the newest below the
    *   start, the page (the window reaches up to the start, so none newer is left out);
    * - the whole window, found through the skip indexes, but only if they leave at most
-   *   `wholeGuardRows` rows to read (the engine refuses it after its index analysis otherwise): a
-   *   rare term or a selective metadata value answers here without waiting for the hour's read.
+   *   `wholeGuardRows` rows to read (the engine refuses it after its index analysis otherwise; the
+   *   rows the score filters' subqueries read count too): a rare term or a selective metadata
+   *   value answers here, whether the hour's read has finished or not.
    * When neither answers, the whole window is read without the bound. A whole-window read without a
    * term reads the page's ids first and then their events (`eventsById`): the metadata filters are
    * then answered from their index alone (clickhouse/024), which the engine did not do in a read
@@ -163,36 +164,48 @@ export class SearchRepository {
     const { after } = opts.start
     const below = after ? 'AND (ts, event_id) < (fromUnixTimestamp64Milli({afterMs:Int64}), {afterId:String})' : ''
     const args = { ...params, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', limit: opts.limit + 1 }
+    let answered = false
     const page = (columns: string, settings: string) => this.rows(
       `/* svc:search_events */ SELECT ${columns} FROM events
        WHERE ${where} ${below}
        ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32} ${settings}`,
       args,
     )
-    const whole = async (settings: string) => f.terms.length > 0
-      ? page(EVENT_COLUMNS, settings)
-      : this.eventsById(r, await page('toUnixTimestamp64Milli(ts) AS ts_ms, event_id', settings) as { ts_ms: string; event_id: string }[])
-    const guarded = whole(`${BY_SKIP_INDEX}, max_rows_to_read = ${this.wholeGuardRows}`).catch((err) => {
-      if (tooManyRows(err)) return undefined
-      throw err
-    })
+    const whole = async (settings: string): Promise<PageRows> => {
+      if (f.terms.length > 0) return { rows: await page(EVENT_COLUMNS, settings) }
+      const ids = await page('toUnixTimestamp64Milli(ts) AS ts_ms, event_id', settings) as { ts_ms: string; event_id: string }[]
+      if (answered) return { rows: [] }
+      return { rows: await this.eventsById(r, ids.slice(0, opts.limit)), more: ids[opts.limit] && ids[opts.limit - 1] }
+    }
+    // Both reads settle into values, so that neither can end unhandled while the other answers.
+    const guarded = whole(`${BY_SKIP_INDEX}, max_rows_to_read = ${this.wholeGuardRows}, read_overflow_mode = 'throw'`)
+      .then((x) => ({ page: x }), (err) => (guardRefused(err) ? { page: undefined } : { err }))
     // The newest event below the start, whatever it holds: from the projection, a granule.
     const newest = `(SELECT ts FROM events WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64})
       ${after ? 'AND ts <= fromUnixTimestamp64Milli({afterMs:Int64})' : ''} ORDER BY ts DESC LIMIT 1)`
-    const hour = await this.rows(
+    const hour = this.rows(
       `/* svc:search_events_hour */ SELECT ${EVENT_COLUMNS} FROM events
        WHERE ${where} AND ts >= ${newest} - toIntervalMillisecond({window:Int64}) ${below}
        ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32}`,
       { ...args, window: FIRST_WINDOW_MS },
-    ).catch((err) => { guarded.catch(() => {}); throw err })
-    let rows: Record<string, any>[]
-    if (hour.length > opts.limit) {
-      guarded.catch(() => {})
-      rows = hour
-    } else {
-      rows = (await guarded) ?? await whole(BY_SKIP_INDEX)
-    }
-    return pageOf('events', w.asOf, rows.map(toEvent), opts.limit, (e) => ({ ms: Date.parse(e.timestamp), id: e.eventId }))
+    ).then((rows) => ({ rows }), (err) => ({ err, rows: [] as Record<string, any>[] }))
+    const answer = await (async (): Promise<PageRows> => {
+      const first = await Promise.race([guarded, hour.then(() => undefined)])
+      if (first?.page) return first.page
+      const h = await hour
+      if ('err' in h) throw h.err
+      if (h.rows.length > opts.limit) return { rows: h.rows }
+      const g = await guarded
+      if ('err' in g) throw g.err
+      return g.page ?? await whole(BY_SKIP_INDEX)
+    })()
+    answered = true
+    const { rows, more } = answer
+    const items = rows.map(toEvent)
+    // A page read by id says itself whether more follow (an event gone between its two reads, to a
+    // merge of the retention, leaves the page one short but the walk goes on from the right place).
+    if (more) return { items, nextCursor: encodeCursor('events', w.asOf, { ms: Number(more.ts_ms), id: more.event_id }) }
+    return pageOf('events', w.asOf, items, opts.limit, (e) => ({ ms: Date.parse(e.timestamp), id: e.eventId }))
   }
 
   /**
@@ -373,11 +386,18 @@ const FIRST_WINDOW_MS = HOUR_MS
  */
 const WHOLE_GUARD = 1_000_000
 
-/** The engine's refusal of a read over `max_rows_to_read` (TOO_MANY_ROWS), in either mode. */
-function tooManyRows (err: unknown): boolean {
+/**
+ * The engine's refusal of the bounded read: over `max_rows_to_read` (TOO_MANY_ROWS, 158), or its
+ * settings refused by a server's profile (READONLY, 164; SETTING_CONSTRAINT_VIOLATION, 452). The
+ * page is then read without the bound.
+ */
+function guardRefused (err: unknown): boolean {
   const e = err as { code?: unknown; type?: unknown; message?: unknown }
-  return e.code === '158' || e.type === 'TOO_MANY_ROWS' || /\bCode: 158\b/.test(String(e.message))
+  return ['158', '164', '452'].includes(String(e.code)) || /\bCode: (158|164|452)\b/.test(String(e.message))
 }
+
+/** A page's rows as read; `more`, for a page read by id with more after it, its last id and time (the cursor's key). */
+type PageRows = { rows: Record<string, any>[]; more?: { ts_ms: string; event_id: string } | undefined }
 
 /** How many rows of the facets the queries return (FACET_TOP, FACET_META_KEYS, FACET_META_VALUES). */
 const FACET_LIMITS = { top: FACET_TOP, metaKeys: FACET_META_KEYS, metaValues: FACET_META_VALUES }
