@@ -420,7 +420,7 @@ for (const [read, base, limit, against] of targets) {
 }
 console.log(pass ? 'every search read within its target' : 'some search read misses its target')
 const faster = Math.min(p95('one session'), p95('one trace'))
-console.log(`against the faster point read (${faster.toFixed(1)} ms): ${targets.filter(([, base]) => base === point).map(([read]) => `${read.split(' ')[0]} ${(p95(read) / faster).toFixed(2)} ×`).join(', ')}`)
+console.log(`against the faster point read (${faster.toFixed(1)} ms): ${targets.filter(([, base]) => base === point).map(([read]) => `${read.replace(/ \(.*\)$/, '')} ${(p95(read) / faster).toFixed(2)} ×`).join(', ')}`)
 if (!values['no-scores']) {
   console.log('\nscore filters, p95 against the same list unfiltered (no target yet)')
   for (const [read, base] of [[`events score.accuracy=${SCORE_RANGE}`, 'events (unfiltered)'], [`traces score.accuracy=${SCORE_RANGE}`, 'traces, 30 days (unfiltered)']] as [Read, Read][]) {

@@ -165,9 +165,9 @@ export class SearchRepository {
     const below = after ? 'AND (ts, event_id) < (fromUnixTimestamp64Milli({afterMs:Int64}), {afterId:String})' : ''
     const args = { ...params, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', limit: opts.limit + 1 }
     let answered = false
-    const page = (columns: string, settings: string) => this.rows(
+    const page = (columns: string, settings: string, within = '') => this.rows(
       `/* svc:search_events */ SELECT ${columns} FROM events
-       WHERE ${where} ${below}
+       WHERE ${where} ${within} ${below}
        ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32} ${settings}`,
       args,
     )
@@ -183,12 +183,8 @@ export class SearchRepository {
     // The newest event below the start, whatever it holds: from the projection, a granule.
     const newest = `(SELECT ts FROM events WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64})
       ${after ? 'AND ts <= fromUnixTimestamp64Milli({afterMs:Int64})' : ''} ORDER BY ts DESC LIMIT 1)`
-    const hour = this.rows(
-      `/* svc:search_events_hour */ SELECT ${EVENT_COLUMNS} FROM events
-       WHERE ${where} AND ts >= ${newest} - toIntervalMillisecond({window:Int64}) ${below}
-       ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32}`,
-      { ...args, window: FIRST_WINDOW_MS },
-    ).then((rows) => ({ rows }), (err) => ({ err, rows: [] as Record<string, any>[] }))
+    const hour = page(EVENT_COLUMNS, '', `AND ts >= ${newest} - toIntervalMillisecond(${FIRST_WINDOW_MS})`)
+      .then((rows) => ({ rows }), (err: unknown) => ({ err }))
     const answer = await (async (): Promise<PageRows> => {
       const first = await Promise.race([guarded, hour.then(() => undefined)])
       if (first?.page) return first.page
@@ -392,7 +388,7 @@ const WHOLE_GUARD = 1_000_000
  * page is then read without the bound.
  */
 function guardRefused (err: unknown): boolean {
-  const e = err as { code?: unknown; type?: unknown; message?: unknown }
+  const e = err as { code?: unknown; message?: unknown }
   return ['158', '164', '452'].includes(String(e.code)) || /\bCode: (158|164|452)\b/.test(String(e.message))
 }
 
