@@ -2,7 +2,6 @@ import type { ClickHouseClient } from '@clickhouse/client'
 import { encodeCursor, pageOf, type Page, type PageStart } from '../domain/cursor.ts'
 import { MAX_META_PATH, MAX_META_VALUE, metaPathProblem, metaValueProblem, parseSearchFilters, type SearchFilters } from '../domain/search-filters.ts'
 import { likePattern } from '../domain/search-text.ts'
-import { latestWrites } from './scores-repository.ts'
 import { isoFromMs as iso } from './timestamps.ts'
 import { EVENT_COLUMNS, SPAN_END, orNull, toEvent, tokensOf } from './event-rows.ts'
 import { BY_SKIP_INDEX } from './clickhouse-client.ts'
@@ -47,6 +46,12 @@ export function metaPair (path: string, value: string): string {
   return `${Buffer.byteLength(path)}:${path}${value}`
 }
 
+/** What a score is of: an event, a span of a trace, a whole trace, a session. */
+export type ScoreKind = 'e' | 'p' | 't' | 's'
+const SCORE_KINDS: ScoreKind[] = ['e', 'p', 't', 's']
+/** The event's column(s) a score of each kind names. */
+const SCORE_KIND_COLUMNS: Record<ScoreKind, string> = { e: 'event_id', p: '(trace_id, span_id)', t: 'trace_id', s: 'session_id' }
+
 /** Columns of the list filters: each `IN` one parameter array. */
 const LIST_COLUMNS: [keyof SearchFilters, string][] = [
   ['types', 'type'], ['outcomes', 'outcome'], ['models', 'model'], ['tools', 'tool_executed'], ['agentIds', 'agent_id'],
@@ -71,7 +76,8 @@ const BOUND_CONDITIONS: [keyof SearchFilters & ('fromMs' | 'toMs' | 'minCostUsd'
  * The WHERE clause of a filtered read and its parameters: the user, their hidden agents, the
  * window and the snapshot first, then every filter.
  */
-export function searchWhere (r: Reader, w: SearchWindow, f: SearchFilters): { where: string; params: Record<string, unknown> } {
+export function searchWhere (r: Reader, w: SearchWindow, f: SearchFilters, kinds?: ScoreKind[][]): { where: string; params: Record<string, unknown>; scoreTargets: string[] } {
+  const scoreTargets: string[] = []
   const params: Record<string, unknown> = { u: r.userId, hidden: r.hidden, since: w.sinceMs, asOf: w.asOf }
   const conds = [
     'user_id = {u:String}',
@@ -114,25 +120,49 @@ export function searchWhere (r: Reader, w: SearchWindow, f: SearchFilters): { wh
       if (range.max !== undefined) { params[`shi${i}_${j}`] = String(range.max); ends.push(`value <= {shi${i}_${j}:Float64}`) }
       values.push(`(${ends.join(' AND ')})`)
     })
-    // What each matching score (its latest write) is of, as (kind, id, span), asked of the event's
-    // four targets: an event has the scores of itself, its span, its whole trace and its session
-    // (docs/api.md#scores-in-the-search). An empty id is never a score's target, so an event without
-    // a span, trace or session matches none through it. Scores are read as they are now, not as of
-    // the walk's instant: a write replaced after that instant is gone once the parts merge, so a
-    // snapshot would drop the score altogether (test/routes/v1/me/search-scores.test.ts shows it).
+    // What each matching score is of, as (kind, target, span): its latest write (FINAL keeps the
+    // highest version of each score id; the conditions come after it, so a write that renamed or
+    // moved a score replaces it). Scores are read as they are now, not as of the walk's instant: a
+    // write replaced after that instant is gone once the parts merge, so a snapshot would drop the
+    // score altogether (test/routes/v1/me/search-scores.test.ts shows it).
     const targets = `SELECT multiIf(event_id != '', 'e', session_id != '', 's', span_id != '', 'p', 't') AS kind,
         multiIf(kind = 'e', event_id, kind = 's', session_id, trace_id) AS target, if(kind = 'p', span_id, '') AS span
-      FROM (${latestWrites(`name = {sn${i}:String}`, false)})
-      WHERE name = {sn${i}:String} AND agent_id NOT IN {hidden:Array(String)} AND (${values.join(' OR ')})`
-    conds.push(`(('e', event_id, '') IN (${targets}) OR ('p', trace_id, span_id) IN (${targets})
-      OR ('t', trace_id, '') IN (${targets}) OR ('s', session_id, '') IN (${targets}))`)
+      FROM scores FINAL
+      WHERE user_id = {u:String} AND name = {sn${i}:String} AND agent_id NOT IN {hidden:Array(String)} AND (${values.join(' OR ')})
+      SETTINGS optimize_move_to_prewhere_if_final = 0`
+    scoreTargets.push(targets)
+    // Asked of the event's four targets: an event has the scores of itself, its span, its whole
+    // trace and its session (docs/api.md#scores-in-the-search). An empty id is never a score's
+    // target, so an event without a span, trace or session matches none through it. Each kind the
+    // scores have no target of is left out (`kinds`, when known): every kind asked reads its
+    // column(s) for every event of the window.
+    const present = kinds?.[i] ?? SCORE_KINDS
+    const asked = SCORE_KINDS.filter((k) => present.includes(k)).map((k) => {
+      const of = `(SELECT ${k === 'p' ? 'target, span' : 'target'} FROM (${targets}) WHERE kind = '${k}')`
+      return `${SCORE_KIND_COLUMNS[k]} IN ${of}`
+    })
+    conds.push(asked.length === 0 ? '0' : `(${asked.join('\n      OR ')})`)
   })
-  return { where: conds.join('\n AND '), params }
+  return { where: conds.join('\n AND '), params, scoreTargets }
 }
 
 export class SearchRepository {
   /** `wholeGuardRows`: the bound of the whole-window read that goes beside the hour's (WHOLE_GUARD). */
   constructor (private readonly ch: ClickHouseClient, private readonly wholeGuardRows = WHOLE_GUARD) {}
+
+  /**
+   * searchWhere, with the kinds of target that each score filter's scores have read first (one
+   * query), so that the read asks each event only of those: a filter on scores of traces then
+   * reads `trace_id` alone, and one whose scores match none reads no event. A score written
+   * between the two reads is left out if its kind was not asked, as if the read came first.
+   */
+  private async where (r: Reader, w: SearchWindow, f: SearchFilters): Promise<ReturnType<typeof searchWhere>> {
+    const all = searchWhere(r, w, f)
+    if (f.scores.length === 0) return all
+    const kinds = all.scoreTargets.map((targets) => `(SELECT groupUniqArray(kind) FROM (${targets}))`)
+    const [row] = await this.rows<{ kinds: ScoreKind[][] }>(`/* svc:search_score_kinds */ SELECT [${kinds.join(', ')}] AS kinds`, all.params)
+    return searchWhere(r, w, f, row?.kinds)
+  }
 
   private async rows<T = Record<string, any>>(query: string, params: Record<string, unknown>): Promise<T[]> {
     const rs = await this.ch.query({ query, query_params: params, format: 'JSONEachRow' })
@@ -160,7 +190,7 @@ export class SearchRepository {
    * it), for a plan that then reads `events`.
    */
   async events (r: Reader, w: SearchWindow, f: SearchFilters, opts: { limit: number; start: PageStart }): Promise<Page<DashboardEvent>> {
-    const { where, params } = searchWhere(r, w, f)
+    const { where, params } = await this.where(r, w, f)
     const { after } = opts.start
     const below = after ? 'AND (ts, event_id) < (fromUnixTimestamp64Milli({afterMs:Int64}), {afterId:String})' : ''
     const args = { ...params, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', limit: opts.limit + 1 }
@@ -231,7 +261,7 @@ export class SearchRepository {
    */
   private async grouped (r: Reader, column: 'session_id' | 'trace_id', w: SearchWindow, f: SearchFilters, opts: { limit: number; start: PageStart }) {
     const name = column === 'session_id' ? 'sessions' : 'traces'
-    const matching = searchWhere(r, w, f)
+    const matching = await this.where(r, w, f)
     const { after } = opts.start
     const below = after
       ? 'HAVING max(ts) < fromUnixTimestamp64Milli({afterMs:Int64}) OR (max(ts) = fromUnixTimestamp64Milli({afterMs:Int64}) AND id > {afterId:String})'
@@ -309,7 +339,7 @@ export class SearchRepository {
 
   /** Every matching event counted (any filter). */
   private async facetRowsScanned (r: Reader, w: SearchWindow, f: SearchFilters, settings = '') {
-    const { where, params } = searchWhere(r, w, f)
+    const { where, params } = await this.where(r, w, f)
     return this.rows<FacetRow>(
       `/* svc:search_facets */ ${FACETS_TOP(`(SELECT f.1 AS facet, f.2 AS key, f.3 AS value, toInt64(count()) AS n
          FROM events ARRAY JOIN ${FACET_TUPLES} AS f WHERE ${where} GROUP BY facet, key, value)`)} ${settings}`,
@@ -335,7 +365,7 @@ export class SearchRepository {
       hours,
     )).map((x) => Number(x.h))
     if (late.length > 24) return this.facetRowsScanned(r, w, f)
-    const { where, params } = searchWhere(r, w, f)
+    const { where, params } = await this.where(r, w, f)
     // The events counted from `events`: outside [first, end) or in a late hour (time ranges, so the
     // sort order by time of events_feed finds them).
     const lateRanges = late.map((_, i) => `OR (ts >= toDateTime({late${i}:UInt32}, 'UTC') AND ts < toDateTime({late${i}:UInt32} + 3600, 'UTC'))`).join(' ')
