@@ -147,8 +147,13 @@ export function searchWhere (r: Reader, w: SearchWindow, f: SearchFilters, kinds
 }
 
 export class SearchRepository {
-  /** `wholeGuardRows`: the bound of the whole-window read that goes beside the hour's (WHOLE_GUARD). */
-  constructor (private readonly ch: ClickHouseClient, private readonly wholeGuardRows = WHOLE_GUARD) {}
+  /**
+   * `wholeGuardRows`: the bound of the whole-window read that goes beside the hour's (WHOLE_GUARD);
+   * `groupsWindowMs`: how far below the page's start a page of sessions or traces looks first (0:
+   * the whole window at once).
+   */
+  constructor (private readonly ch: ClickHouseClient, private readonly wholeGuardRows = WHOLE_GUARD,
+    private readonly groupsWindowMs = FIRST_WINDOW_MS) {}
 
   /**
    * searchWhere, with the kinds of target that each score filter's scores have read first (one
@@ -258,30 +263,20 @@ export class SearchRepository {
    * A page of the sessions or traces with a matching event, by latest activity as the plain lists
    * order them (their last event in the window, then id). A group's figures are those of all its
    * events in the window and snapshot, not only of the matching ones.
+   *
+   * The newest hours first (`recentGroups`): the groups with an event in the hour below the newest
+   * event under the page's start, read from `events_feed` (sorted by user and time), each with
+   * whether one of those events matches; when they hold a page of matching groups, only the groups
+   * ranked above the page's last one are read whole (by id, through the bloom filters of the id
+   * columns), to tell the figures and whether an older event matches. Otherwise, or when that hour
+   * reads more than `wholeGuardRows` rows (a page deep in a walk), the whole window is read at once
+   * (`wholeGroups`). At 10 million events the whole read took seconds for a filter most groups
+   * match (bench/README.md, "Search").
    */
   private async grouped (r: Reader, column: 'session_id' | 'trace_id', w: SearchWindow, f: SearchFilters, opts: { limit: number; start: PageStart }) {
     const name = column === 'session_id' ? 'sessions' : 'traces'
     const matching = await this.where(r, w, f)
-    const { after } = opts.start
-    const below = after
-      ? 'HAVING max(ts) < fromUnixTimestamp64Milli({afterMs:Int64}) OR (max(ts) = fromUnixTimestamp64Milli({afterMs:Int64}) AND id > {afterId:String})'
-      : ''
-    const rows = await this.rows(
-      `/* svc:search_${name} */ SELECT ${column} AS id,
-         toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS last_ms,
-         toUnixTimestamp64Milli(max(${SPAN_END})) AS end_ms, count() AS n, groupUniqArray(agent_id) AS agents,
-         sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) AS t_cw, sum(tokens_cache_read) AS t_cr, sum(tokens_output) AS t_out,
-         toString(sum(toDecimal128(cost_usd, 9))) AS cost, countIf(error_fingerprint != '') AS errors
-       FROM events
-       WHERE user_id = {u:String} AND agent_id NOT IN {hidden:Array(String)} AND ${column} != ''
-         AND ts >= fromUnixTimestamp64Milli({since:Int64}) AND received_at <= fromUnixTimestamp64Milli({asOf:Int64})
-         ${f.fromMs !== undefined ? 'AND ts >= fromUnixTimestamp64Milli({fromMs:Int64})' : ''}
-         ${f.toMs !== undefined ? 'AND ts < fromUnixTimestamp64Milli({toMs:Int64})' : ''}
-         AND ${column} IN (SELECT ${column} FROM events WHERE ${matching.where} AND ${column} != '')
-       GROUP BY id ${below}
-       ORDER BY max(ts) DESC, id LIMIT {limit:UInt32} ${BY_SKIP_INDEX}`,
-      { ...matching.params, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', limit: opts.limit + 1 },
-    )
+    const rows = await this.recentGroups(r, column, w, f, matching, opts) ?? await this.wholeGroups(r, column, w, f, matching, opts)
     const page = pageOf(name, w.asOf, rows, opts.limit, (x) => ({ ms: Number(x.last_ms), id: x.id as string }))
     const items = page.items.map((x) => ({
       id: x.id as string,
@@ -295,6 +290,78 @@ export class SearchRepository {
       errors: Number(x.errors),
     }))
     return { items, nextCursor: page.nextCursor }
+  }
+
+  /** The conditions every event of a group's figures meets: the reader's, the window's and the snapshot's. */
+  private groupWindow (column: 'session_id' | 'trace_id', f: SearchFilters): string {
+    return `user_id = {u:String} AND agent_id NOT IN {hidden:Array(String)} AND ${column} != ''
+         AND ts >= fromUnixTimestamp64Milli({since:Int64}) AND received_at <= fromUnixTimestamp64Milli({asOf:Int64})
+         ${f.fromMs !== undefined ? 'AND ts >= fromUnixTimestamp64Milli({fromMs:Int64})' : ''}
+         ${f.toMs !== undefined ? 'AND ts < fromUnixTimestamp64Milli({toMs:Int64})' : ''}`
+  }
+
+  /**
+   * The page's groups (limit + 1 of them, with their figures) from the newest hour below the page's
+   * start, or undefined when that hour does not hold them. Every group whose last event is in that
+   * hour has an event there, so the hour's events rank the groups whose last event is in it, above
+   * every group whose last event is older. The groups matching by an event of the hour are sure;
+   * the others may match by an older event, and any may have events after the page's start (a
+   * group of an earlier page): the read of their whole tells both. The groups are read whole in
+   * their ranked order, down to the (limit + 1)-th sure one, until the page is full.
+   */
+  private async recentGroups (r: Reader, column: 'session_id' | 'trace_id', w: SearchWindow, f: SearchFilters,
+    matching: { where: string; params: Record<string, unknown> }, opts: { limit: number; start: PageStart }) {
+    if (this.groupsWindowMs <= 0) return undefined
+    const { after } = opts.start
+    const args = { ...matching.params, afterMs: after?.ms ?? 0, afterId: after?.id ?? '' }
+    const upTo = after ? 'AND ts <= fromUnixTimestamp64Milli({afterMs:Int64})' : ''
+    const newest = `(SELECT ts FROM events WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64}) ${upTo}
+      ORDER BY ts DESC LIMIT 1)`
+    const ranked = await this.rows<{ id: string; hit: number }>(
+      `/* svc:search_groups_recent */ SELECT ${column} AS id, max(${matching.where}) AS hit FROM events
+       WHERE ${this.groupWindow(column, f)} AND ts >= ${newest} - toIntervalMillisecond(${this.groupsWindowMs}) ${upTo}
+       GROUP BY id ${groupsBelow(after)}
+       ORDER BY max(ts) DESC, id`,
+      args,
+    )
+    const page: Record<string, any>[] = []
+    let read = 0
+    while (page.length <= opts.limit && read < ranked.length) {
+      // Down to the sure group that would fill the page if every group read so far and to come is kept.
+      let need = opts.limit + 1 - page.length
+      let end = read
+      while (end < ranked.length && need > 0) if (Number(ranked[end++]!.hit) === 1) need--
+      const ids = ranked.slice(read, end).map((x) => x.id)
+      read = end
+      const whole = await this.rows(
+        `/* svc:search_groups_by_id */ SELECT ${column} AS id, ${GROUP_FIGURES}, max(${matching.where}) AS hit FROM events
+         WHERE ${this.groupWindow(column, f)} AND ${column} IN {ids:Array(String)}
+         GROUP BY id ${groupsBelow(after)} ${BY_SKIP_INDEX}`,
+        { ...args, ids },
+      )
+      const byId = new Map(whole.map((x) => [x.id as string, x]))
+      for (const id of ids) {
+        const x = byId.get(id)
+        if (x && Number(x.hit) === 1) page.push(x)
+      }
+    }
+    return page.length > opts.limit ? page.slice(0, opts.limit + 1) : undefined
+  }
+
+  /** The page's groups from the whole window: the matching groups' ids, then their figures. */
+  private async wholeGroups (r: Reader, column: 'session_id' | 'trace_id', w: SearchWindow, f: SearchFilters,
+    matching: { where: string; params: Record<string, unknown> }, opts: { limit: number; start: PageStart }) {
+    const name = column === 'session_id' ? 'sessions' : 'traces'
+    const { after } = opts.start
+    return this.rows(
+      `/* svc:search_${name} */ SELECT ${column} AS id, ${GROUP_FIGURES}
+       FROM events
+       WHERE ${this.groupWindow(column, f)}
+         AND ${column} IN (SELECT ${column} FROM events WHERE ${matching.where} AND ${column} != '')
+       GROUP BY id ${groupsBelow(after)}
+       ORDER BY max(ts) DESC, id LIMIT {limit:UInt32} ${BY_SKIP_INDEX}`,
+      { ...matching.params, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', limit: opts.limit + 1 },
+    )
   }
 
   async sessions (r: Reader, w: SearchWindow, f: SearchFilters, opts: { limit: number; start: PageStart }): Promise<Page<SessionSummary>> {
@@ -420,6 +487,19 @@ const WHOLE_GUARD = 1_000_000
 function guardRefused (err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown }
   return ['158', '164', '452'].includes(String(e.code)) || /\bCode: (158|164|452)\b/.test(String(e.message))
+}
+
+/** A group's figures over its events read (GROUP BY the group's id). */
+const GROUP_FIGURES = `toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS last_ms,
+  toUnixTimestamp64Milli(max(${SPAN_END})) AS end_ms, count() AS n, groupUniqArray(agent_id) AS agents,
+  sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) AS t_cw, sum(tokens_cache_read) AS t_cr, sum(tokens_output) AS t_out,
+  toString(sum(toDecimal128(cost_usd, 9))) AS cost, countIf(error_fingerprint != '') AS errors`
+
+/** The groups below a page's start (its last group's latest activity, then id), as the lists order them. */
+function groupsBelow (after: PageStart['after']): string {
+  return after
+    ? 'HAVING max(ts) < fromUnixTimestamp64Milli({afterMs:Int64}) OR (max(ts) = fromUnixTimestamp64Milli({afterMs:Int64}) AND id > {afterId:String})'
+    : ''
 }
 
 /** A page's rows as read; `more`, for a page read by id with more after it, its last id and time (the cursor's key). */
