@@ -288,7 +288,7 @@ function startService (port: number) {
 
 const READS = [
   'one session', 'one trace', 'events (unfiltered)', `q=${RARE} (rare term)`, `meta.customer=cust-${CUSTOMER} (selective)`, `q=${COMMON} (common term)`, 'facets, 30 days',
-  'traces, 30 days (unfiltered)', `events score.accuracy=${SCORE_RANGE}`, `traces score.accuracy=${SCORE_RANGE}`,
+  'traces, 30 days (unfiltered)', `traces q=${COMMON}`, `traces q=${RARE}`, `events score.accuracy=${SCORE_RANGE}`, `traces score.accuracy=${SCORE_RANGE}`,
 ] as const
 type Read = typeof READS[number]
 const SCORE_READS: Read[] = [`events score.accuracy=${SCORE_RANGE}`, `traces score.accuracy=${SCORE_RANGE}`]
@@ -336,6 +336,8 @@ try {
     [`q=${COMMON} (common term)`]: `/v1/me/events?q=${COMMON}`,
     'facets, 30 days': '/v1/me/events/facets?since=30d',
     'traces, 30 days (unfiltered)': '/v1/me/traces?since=30d',
+    [`traces q=${COMMON}`]: `/v1/me/traces?since=30d&q=${COMMON}`,
+    [`traces q=${RARE}`]: `/v1/me/traces?since=30d&q=${RARE}`,
     [`events score.accuracy=${SCORE_RANGE}`]: `/v1/me/events?score.accuracy=${SCORE_RANGE}`,
     [`traces score.accuracy=${SCORE_RANGE}`]: `/v1/me/traces?since=30d&score.accuracy=${SCORE_RANGE}`,
   } as Record<Read, string>
@@ -358,6 +360,10 @@ try {
   await check(`meta.customer=cust-${CUSTOMER} (selective)`, customer, (e) => e.metadata.customer === `cust-${CUSTOMER}`)
   await check(`q=${COMMON} (common term)`, n, (e) => e.reasoning.includes(COMMON))
   const traceNumber = (id: string) => Number(id.slice('search-t-'.length))
+  for (const [read, expected] of [[`traces q=${COMMON}`, 50], [`traces q=${RARE}`, Math.min(50, rare)]] as [Read, number][]) {
+    const traces = (await json(paths[read])).traces as any[]
+    if (traces.length !== expected) throw new Error(`${read}: ${traces.length} traces on the first page, expected ${expected}`)
+  }
   if (!values['no-scores']) {
     const scoredTraces = (await json(paths[`traces score.accuracy=${SCORE_RANGE}`])).traces as any[]
     if (scoredTraces.length !== 50 || !scoredTraces.every((x) => accuracyOf(traceNumber(x.traceId)) >= 0.99)) throw new Error('traces by score: not a full page of traces scored 0.99 or more')
@@ -421,6 +427,10 @@ for (const [read, base, limit, against] of targets) {
 console.log(pass ? 'every search read within its target' : 'some search read misses its target')
 const faster = Math.min(p95('one session'), p95('one trace'))
 console.log(`against the faster point read (${faster.toFixed(1)} ms): ${targets.filter(([, base]) => base === point).map(([read]) => `${read.replace(/ \(.*\)$/, '')} ${(p95(read) / faster).toFixed(2)} ×`).join(', ')}`)
+console.log('\ntraces under a term, p95 against the traces list unfiltered (no target)')
+for (const read of [`traces q=${COMMON}`, `traces q=${RARE}`] as Read[]) {
+  console.log(`${read.padEnd(40)}${`${(p95(read) / p95('traces, 30 days (unfiltered)')).toFixed(2)} ×`.padStart(10)} traces, 30 days (unfiltered)`)
+}
 if (!values['no-scores']) {
   console.log('\nscore filters, p95 against the same list unfiltered (no target yet)')
   for (const [read, base] of [[`events score.accuracy=${SCORE_RANGE}`, 'events (unfiltered)'], [`traces score.accuracy=${SCORE_RANGE}`, 'traces, 30 days (unfiltered)']] as [Read, Read][]) {

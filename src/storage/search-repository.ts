@@ -317,21 +317,42 @@ export class SearchRepository {
     const upTo = after ? 'AND ts <= fromUnixTimestamp64Milli({afterMs:Int64})' : ''
     const newest = `(SELECT ts FROM events WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64}) ${upTo}
       ORDER BY ts DESC LIMIT 1)`
-    const ranked = await this.rows<{ id: string; hit: number }>(
+    const recent = (windowMs: number) => this.rows<{ id: string; hit: number }>(
       `/* svc:search_groups_recent */ SELECT ${column} AS id, max(${matching.where}) AS hit FROM events
-       WHERE ${this.groupWindow(column, f)} AND ts >= ${newest} - toIntervalMillisecond(${this.groupsWindowMs}) ${upTo}
+       WHERE ${this.groupWindow(column, f)} AND ts >= ${newest} - toIntervalMillisecond(${windowMs}) ${upTo}
        GROUP BY id ${groupsBelow(after)}
        ORDER BY max(ts) DESC, id`,
       args,
     )
+    // Too few sure groups in the hour: once more, over as many hours as that rate needs twice over
+    // (a filter that few groups match then reads the whole window rather than hour after hour).
+    let windowMs = this.groupsWindowMs
+    for (let tries = 0; tries < 2; tries++) {
+      const ranked = await recent(windowMs)
+      const sure = ranked.filter((x) => Number(x.hit) === 1).length
+      if (sure > opts.limit) return this.groupsById(column, f, matching, args, after, ranked, opts.limit)
+      if (sure === 0) return undefined
+      windowMs *= Math.min(MAX_WIDENING, Math.ceil((2 * (opts.limit + 1)) / sure))
+    }
+    return undefined
+  }
+
+  /**
+   * The first limit + 1 matching groups of `ranked` (the hour's groups, by their last event), read
+   * whole in that order down to the sure group that would fill the page, until it is full; undefined
+   * when the sure groups left cannot fill it.
+   */
+  private async groupsById (column: 'session_id' | 'trace_id', f: SearchFilters, matching: { where: string },
+    args: Record<string, unknown>, after: PageStart['after'], ranked: { id: string; hit: number }[], limit: number) {
     const page: Record<string, any>[] = []
     let read = 0
-    while (page.length <= opts.limit && read < ranked.length) {
-      // Down to the sure group that would fill the page if every group read so far and to come is kept.
-      let need = opts.limit + 1 - page.length
+    let sureLeft = ranked.filter((x) => Number(x.hit) === 1).length
+    while (page.length <= limit && page.length + sureLeft > limit) {
+      let need = limit + 1 - page.length
       let end = read
       while (end < ranked.length && need > 0) if (Number(ranked[end++]!.hit) === 1) need--
       const ids = ranked.slice(read, end).map((x) => x.id)
+      sureLeft -= limit + 1 - page.length - need
       read = end
       const whole = await this.rows(
         `/* svc:search_groups_by_id */ SELECT ${column} AS id, ${GROUP_FIGURES}, max(${matching.where}) AS hit FROM events
@@ -345,7 +366,7 @@ export class SearchRepository {
         if (x && Number(x.hit) === 1) page.push(x)
       }
     }
-    return page.length > opts.limit ? page.slice(0, opts.limit + 1) : undefined
+    return page.length > limit ? page.slice(0, limit + 1) : undefined
   }
 
   /** The page's groups from the whole window: the matching groups' ids, then their figures. */
@@ -471,6 +492,9 @@ const HOUR_MS = 3_600_000
 
 /** The first window a page of events is looked for in, below its start. */
 const FIRST_WINDOW_MS = HOUR_MS
+
+/** How many times wider a second look at the newest groups may be than the first (FIRST_WINDOW_MS). */
+const MAX_WIDENING = 64
 
 /**
  * The most rows the skip indexes may leave a whole-window read of a page that goes beside the hour's
