@@ -216,9 +216,7 @@ export class SearchRepository {
     const guarded = whole(`${BY_SKIP_INDEX}, max_rows_to_read = ${this.wholeGuardRows}, read_overflow_mode = 'throw'`)
       .then((x) => ({ page: x }), (err) => (guardRefused(err) ? { page: undefined } : { err }))
     // The newest event below the start, whatever it holds: from the projection, a granule.
-    const newest = `(SELECT ts FROM events WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64})
-      ${after ? 'AND ts <= fromUnixTimestamp64Milli({afterMs:Int64})' : ''} ORDER BY ts DESC LIMIT 1)`
-    const hour = page(EVENT_COLUMNS, '', `AND ts >= ${newest} - toIntervalMillisecond(${FIRST_WINDOW_MS})`)
+    const hour = page(EVENT_COLUMNS, '', `AND ts >= ${newestBelowStart(f, after)} - toIntervalMillisecond(${FIRST_WINDOW_MS})`)
       .then((rows) => ({ rows }), (err: unknown) => ({ err }))
     const answer = await (async (): Promise<PageRows> => {
       const first = await Promise.race([guarded, hour.then(() => undefined)])
@@ -268,10 +266,10 @@ export class SearchRepository {
    * event under the page's start, read from `events_feed` (sorted by user and time), each with
    * whether one of those events matches; when they hold a page of matching groups, only the groups
    * ranked above the page's last one are read whole (by id, through the bloom filters of the id
-   * columns), to tell the figures and whether an older event matches. Otherwise, or when that hour
-   * reads more than `wholeGuardRows` rows (a page deep in a walk), the whole window is read at once
-   * (`wholeGroups`). At 10 million events the whole read took seconds for a filter most groups
-   * match (bench/README.md, "Search").
+   * columns), to tell the figures, whether an older event matches and whether the group belongs to
+   * an earlier page. Otherwise (after one wider look, GROUPS_RANKED and GROUPS_BY_ID_ROUNDS) the
+   * whole window is read at once (`wholeGroups`). At 10 million events the whole read took seconds
+   * for a filter most groups match (bench/README.md, "Search").
    */
   private async grouped (r: Reader, column: 'session_id' | 'trace_id', w: SearchWindow, f: SearchFilters, opts: { limit: number; start: PageStart }) {
     const name = column === 'session_id' ? 'sessions' : 'traces'
@@ -315,13 +313,11 @@ export class SearchRepository {
     const { after } = opts.start
     const args = { ...matching.params, afterMs: after?.ms ?? 0, afterId: after?.id ?? '' }
     const upTo = after ? 'AND ts <= fromUnixTimestamp64Milli({afterMs:Int64})' : ''
-    const newest = `(SELECT ts FROM events WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64}) ${upTo}
-      ORDER BY ts DESC LIMIT 1)`
     const recent = (windowMs: number) => this.rows<{ id: string; hit: number }>(
       `/* svc:search_groups_recent */ SELECT ${column} AS id, max(${matching.where}) AS hit FROM events
-       WHERE ${this.groupWindow(column, f)} AND ts >= ${newest} - toIntervalMillisecond(${windowMs}) ${upTo}
+       WHERE ${this.groupWindow(column, f)} AND ts >= ${newestBelowStart(f, after)} - toIntervalMillisecond(${windowMs}) ${upTo}
        GROUP BY id ${groupsBelow(after)}
-       ORDER BY max(ts) DESC, id`,
+       ORDER BY max(ts) DESC, id LIMIT ${GROUPS_RANKED}`,
       args,
     )
     // Too few sure groups in the hour: once more, over as many hours as that rate needs twice over
@@ -331,7 +327,8 @@ export class SearchRepository {
       const ranked = await recent(windowMs)
       const sure = ranked.filter((x) => Number(x.hit) === 1).length
       if (sure > opts.limit) return this.groupsById(column, f, matching, args, after, ranked, opts.limit)
-      if (sure === 0) return undefined
+      // None sure, or as many groups as are ranked: a wider look would not do better.
+      if (sure === 0 || ranked.length >= GROUPS_RANKED) return undefined
       windowMs *= Math.min(MAX_WIDENING, Math.ceil((2 * (opts.limit + 1)) / sure))
     }
     return undefined
@@ -339,20 +336,18 @@ export class SearchRepository {
 
   /**
    * The first limit + 1 matching groups of `ranked` (the hour's groups, by their last event), read
-   * whole in that order down to the sure group that would fill the page, until it is full; undefined
-   * when the sure groups left cannot fill it.
+   * whole in that order, each time down to the next limit + 1 sure groups (some may belong to an
+   * earlier page), at most GROUPS_BY_ID_ROUNDS times; undefined when they do not fill the page.
    */
   private async groupsById (column: 'session_id' | 'trace_id', f: SearchFilters, matching: { where: string },
     args: Record<string, unknown>, after: PageStart['after'], ranked: { id: string; hit: number }[], limit: number) {
     const page: Record<string, any>[] = []
     let read = 0
-    let sureLeft = ranked.filter((x) => Number(x.hit) === 1).length
-    while (page.length <= limit && page.length + sureLeft > limit) {
-      let need = limit + 1 - page.length
+    for (let round = 0; round < GROUPS_BY_ID_ROUNDS && page.length <= limit && read < ranked.length; round++) {
+      let need = limit + 1
       let end = read
       while (end < ranked.length && need > 0) if (Number(ranked[end++]!.hit) === 1) need--
       const ids = ranked.slice(read, end).map((x) => x.id)
-      sureLeft -= limit + 1 - page.length - need
       read = end
       const whole = await this.rows(
         `/* svc:search_groups_by_id */ SELECT ${column} AS id, ${GROUP_FIGURES}, max(${matching.where}) AS hit FROM events
@@ -518,6 +513,29 @@ const GROUP_FIGURES = `toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimest
   toUnixTimestamp64Milli(max(${SPAN_END})) AS end_ms, count() AS n, groupUniqArray(agent_id) AS agents,
   sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) AS t_cw, sum(tokens_cache_read) AS t_cr, sum(tokens_output) AS t_out,
   toString(sum(toDecimal128(cost_usd, 9))) AS cost, countIf(error_fingerprint != '') AS errors`
+
+/**
+ * The time of the reader's newest event at or below a page's start (the cursor's time; on a first
+ * page the snapshot instant, so that an event timed ahead of the clock does not put the hour read
+ * first in the future) and within `from`/`to`, from `events_feed`: a granule. Events above it are
+ * still read (the page's read has no upper bound of its own on a first page), so it only chooses
+ * where a first look begins.
+ */
+function newestBelowStart (f: SearchFilters, after: PageStart['after']): string {
+  return `(SELECT ts FROM events WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64})
+    AND ts <= fromUnixTimestamp64Milli(${after ? '{afterMs:Int64}' : '{asOf:Int64}'})
+    ${f.fromMs !== undefined ? 'AND ts >= fromUnixTimestamp64Milli({fromMs:Int64})' : ''}
+    ${f.toMs !== undefined ? 'AND ts < fromUnixTimestamp64Milli({toMs:Int64})' : ''}
+    ORDER BY ts DESC LIMIT 1)`
+}
+
+/**
+ * The most groups a first look at the newest hours ranks (a prefix of the order: every group left
+ * out ranks below those kept), and how many times it reads them by id: their ids go to the engine
+ * as one parameter, and a page whose hour holds many groups of earlier pages is read whole instead.
+ */
+const GROUPS_RANKED = 2_000
+const GROUPS_BY_ID_ROUNDS = 3
 
 /** The groups below a page's start (its last group's latest activity, then id), as the lists order them. */
 function groupsBelow (after: PageStart['after']): string {

@@ -106,3 +106,54 @@ t.test('pages of filtered traces and sessions are the same whichever way they ar
   t.ok([...spans.values()].filter((ts) => Math.max(...ts) - Math.min(...ts) > 10 * MINUTE).length >= 10, 'traces longer than the first window')
   t.ok(sent.filter((x) => Number(x.row.ts) === asOf - 30 * MINUTE).length >= 5, 'ties in time')
 })
+
+t.test('a page reads at most a few thousand groups by id, a few times, and events timed ahead do not lead it astray', async (t) => {
+  const userId = randomId('groups-many-')
+  const asOf = Date.parse('2026-08-04T12:00:00Z')
+  const rows: EventRow[] = []
+  const add = (group: { trace?: string; session?: string }, ts: number, reasoning: string) => rows.push(buildEventRow(
+    { agentId: 'agent-0', type: 'tool', timestamp: ts, reasoning, metadata: { ...(group.trace ? { traceId: group.trace } : {}), ...(group.session ? { sessionId: group.session } : {}) } },
+    { eventId: newEventId(asOf - 1000), userId, agentId: 'agent-0', receivedAt: asOf - 1000 }))
+  // 2,500 traces in the last hour, one in 500 matching: more groups than a first look ranks.
+  for (let i = 0; i < 2500; i++) add({ trace: `many-${String(i).padStart(4, '0')}` }, asOf - 10 * MINUTE - i * 1000, i % 500 === 7 ? 'rare needle' : 'hay')
+  // 120 sessions active together for two hours, each matching: the walk's later pages meet the
+  // sessions of earlier pages again in their hour.
+  for (let s = 0; s < 120; s++) for (let k = 0; k < 12; k++) add({ session: `long-${String(s).padStart(3, '0')}` }, asOf - 2 * MINUTE - s * 700 - k * 10 * MINUTE, 'steady')
+  // A trace timed a day ahead of the clock, matching.
+  add({ trace: 'ahead' }, asOf + 24 * HOUR, 'rare needle')
+  await events.insert(rows)
+
+  const asked: { query: string; ids: number }[] = []
+  const counted = new Proxy(ch, {
+    get (target, prop) {
+      if (prop === 'query') {
+        return (p: { query: string; query_params?: Record<string, unknown> }) => {
+          asked.push({ query: /svc:(\w+)/.exec(p.query)?.[1] ?? '', ids: (p.query_params?.ids as string[] | undefined)?.length ?? 0 })
+          return target.query(p as Parameters<typeof target.query>[0])
+        }
+      }
+      const v = Reflect.get(target, prop, target)
+      return typeof v === 'function' ? v.bind(target) : v
+    },
+  })
+  const search = new SearchRepository(counted)
+  const w = { sinceMs: asOf - 24 * HOUR, asOf }
+  const rare = await walk(search, 'traces', { userId, hidden: [] }, w, filters({ q: 'needle' }), 2)
+  t.same(rare.map((x) => x.split(':')[0]), ['ahead', 'many-0007', 'many-0507', 'many-1007', 'many-1507', 'many-2007'], 'the rare traces, the one timed ahead first')
+  t.ok(asked.every((x) => x.ids <= 2000), `no read by id of more than 2,000 groups (most ${Math.max(...asked.map((x) => x.ids))})`)
+
+  asked.length = 0
+  const pages: number[] = []
+  let start: PageStart = { asOf, after: null }
+  const got: string[] = []
+  for (;;) {
+    const before = asked.length
+    const page = await search.sessions({ userId, hidden: [] }, w, filters({ q: 'steady' }), { limit: 25, start })
+    pages.push(asked.slice(before).filter((x) => x.query === 'search_groups_by_id').length)
+    got.push(...page.items.map((x) => x.sessionId))
+    if (!page.nextCursor) break
+    start = pageStart('sessions', page.nextCursor, 0)!
+  }
+  t.same(got, Array.from({ length: 120 }, (_, s) => `long-${String(s).padStart(3, '0')}`), 'every session once, newest first')
+  t.ok(pages.every((n) => n <= 3), `at most three reads by id a page (${pages.join(', ')})`)
+})
