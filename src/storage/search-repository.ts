@@ -153,7 +153,7 @@ export class SearchRepository {
    * the whole window at once).
    */
   constructor (private readonly ch: ClickHouseClient, private readonly wholeGuardRows = WHOLE_GUARD,
-    private readonly groupsWindowMs = FIRST_WINDOW_MS) {}
+    private readonly groupsWindowMs = FIRST_WINDOW_MS, private readonly groupBounds = GROUP_LOOK_BOUNDS) {}
 
   /**
    * searchWhere, with the kinds of target that each score filter's scores have read first (one
@@ -267,7 +267,7 @@ export class SearchRepository {
    * whether one of those events matches; when they hold a page of matching groups, only the groups
    * ranked above the page's last one are read whole (by id, through the bloom filters of the id
    * columns), to tell the figures, whether an older event matches and whether the group belongs to
-   * an earlier page. Otherwise (after one wider look, GROUPS_RANKED and GROUPS_BY_ID_ROUNDS) the
+   * an earlier page. Otherwise (after one wider look, or past GROUP_LOOK_BOUNDS) the
    * whole window is read at once (`wholeGroups`). At 10 million events the whole read took seconds
    * for a filter most groups match (bench/README.md, "Search").
    */
@@ -317,7 +317,7 @@ export class SearchRepository {
       `/* svc:search_groups_recent */ SELECT ${column} AS id, max(${matching.where}) AS hit FROM events
        WHERE ${this.groupWindow(column, f)} AND ts >= ${newestBelowStart(f, after)} - toIntervalMillisecond(${windowMs}) ${upTo}
        GROUP BY id ${groupsBelow(after)}
-       ORDER BY max(ts) DESC, id LIMIT ${GROUPS_RANKED}`,
+       ORDER BY max(ts) DESC, id LIMIT ${this.groupBounds.ranked}`,
       args,
     )
     // Too few sure groups in the hour: once more, over as many hours as that rate needs twice over
@@ -328,7 +328,7 @@ export class SearchRepository {
       const sure = ranked.filter((x) => Number(x.hit) === 1).length
       if (sure > opts.limit) return this.groupsById(column, f, matching, args, after, ranked, opts.limit)
       // None sure, or as many groups as are ranked: a wider look would not do better.
-      if (sure === 0 || ranked.length >= GROUPS_RANKED) return undefined
+      if (sure === 0 || ranked.length >= this.groupBounds.ranked) return undefined
       windowMs *= Math.min(MAX_WIDENING, Math.ceil((2 * (opts.limit + 1)) / sure))
     }
     return undefined
@@ -337,16 +337,17 @@ export class SearchRepository {
   /**
    * The first limit + 1 matching groups of `ranked` (the hour's groups, by their last event), read
    * whole in that order, each time down to the next limit + 1 sure groups (some may belong to an
-   * earlier page), at most GROUPS_BY_ID_ROUNDS times; undefined when they do not fill the page.
+   * earlier page), within `groupBounds`; undefined when they do not fill the page.
    */
   private async groupsById (column: 'session_id' | 'trace_id', f: SearchFilters, matching: { where: string },
     args: Record<string, unknown>, after: PageStart['after'], ranked: { id: string; hit: number }[], limit: number) {
     const page: Record<string, any>[] = []
     let read = 0
-    for (let round = 0; round < GROUPS_BY_ID_ROUNDS && page.length <= limit && read < ranked.length; round++) {
+    for (let round = 0; round < this.groupBounds.rounds && page.length <= limit && read < ranked.length; round++) {
       let need = limit + 1
       let end = read
       while (end < ranked.length && need > 0) if (Number(ranked[end++]!.hit) === 1) need--
+      if (end - read > this.groupBounds.ids) return undefined
       const ids = ranked.slice(read, end).map((x) => x.id)
       read = end
       const whole = await this.rows(
@@ -530,12 +531,14 @@ function newestBelowStart (f: SearchFilters, after: PageStart['after']): string 
 }
 
 /**
- * The most groups a first look at the newest hours ranks (a prefix of the order: every group left
- * out ranks below those kept), and how many times it reads them by id: their ids go to the engine
- * as one parameter, and a page whose hour holds many groups of earlier pages is read whole instead.
+ * The bounds of a first look at the newest hours: the most groups it ranks (a prefix of the order:
+ * every group left out ranks below those kept), the most ids a read by id is given (one parameter
+ * of the query: 10,000 ids are about 300 KB of a server's URL, whose limit is 1 MiB), and how many
+ * times it reads by id (a page whose hour holds many groups of earlier pages is read whole instead).
+ * Past any of them the whole window is read.
  */
-const GROUPS_RANKED = 2_000
-const GROUPS_BY_ID_ROUNDS = 3
+export interface GroupLookBounds { ranked: number; ids: number; rounds: number }
+const GROUP_LOOK_BOUNDS: GroupLookBounds = { ranked: 20_000, ids: 10_000, rounds: 3 }
 
 /** The groups below a page's start (its last group's latest activity, then id), as the lists order them. */
 function groupsBelow (after: PageStart['after']): string {
