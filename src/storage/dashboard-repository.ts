@@ -80,26 +80,32 @@ export class DashboardRepository {
   }
 
   /**
-   * A page of the newest events, looked for in a widening window below the page's start (`widening`)
-   * so that the common case reads only recent granules. Only events
-   * received by `asOf` count, so a walk over pages reads one fixed history.
+   * A page of the newest events, looked for in a widening window (`widening`) below the reader's
+   * newest event at or below the page's start, so that the common case reads only recent granules,
+   * also when the last hours before the start hold no event (a fleet that paused overnight). Only
+   * events received by `asOf` count, so a walk over pages reads one fixed history.
    */
   async events (r: Reader, opts: { limit: number; sinceMs: number; agentId?: string | undefined; start: PageStart }): Promise<Page<DashboardEvent>> {
     const { asOf, after } = opts.start
     const top = after ? after.ms : asOf
+    // The newest event at or below the start (hidden agents' too: it only places the window), from
+    // `events_feed` (or, for one agent, the table's own order): a granule.
+    const newest = `(SELECT ts FROM events WHERE user_id = {u:String} ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}
+      AND ts >= fromUnixTimestamp64Milli({since:Int64}) AND ts <= fromUnixTimestamp64Milli({top:Int64}) ORDER BY ts DESC LIMIT 1)`
     let rows: Record<string, any>[] = []
     for (const window of widening(opts.agentId)) {
-      const from = window === Infinity ? opts.sinceMs : Math.max(opts.sinceMs, top - window)
+      const from = window === Infinity ? 'fromUnixTimestamp64Milli({since:Int64})' : `${newest} - toIntervalMillisecond(${window})`
       rows = await this.rows(
         `/* svc:me_events */ SELECT ${EVENT_COLUMNS} FROM events
-         WHERE user_id = {u:String} AND agent_id NOT IN {hidden:Array(String)} AND ts >= fromUnixTimestamp64Milli({from:Int64})
-           AND received_at <= fromUnixTimestamp64Milli({asOf:Int64})
+         WHERE user_id = {u:String} AND agent_id NOT IN {hidden:Array(String)} AND ts >= fromUnixTimestamp64Milli({since:Int64})
+           AND ts >= ${from} AND received_at <= fromUnixTimestamp64Milli({asOf:Int64})
            ${after ? 'AND (ts, event_id) < (fromUnixTimestamp64Milli({afterMs:Int64}), {afterId:String})' : ''}
            ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}
          ORDER BY ts DESC, event_id DESC LIMIT {limit:UInt32}`,
-        { u: r.userId, hidden: r.hidden, from, asOf, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', agent: opts.agentId ?? '', limit: opts.limit + 1 },
+        { u: r.userId, hidden: r.hidden, since: opts.sinceMs, top, asOf, afterMs: after?.ms ?? 0, afterId: after?.id ?? '', agent: opts.agentId ?? '', limit: opts.limit + 1 },
       )
-      if (rows.length > opts.limit || from === opts.sinceMs) break
+      // A window that reaches `since` from the start reaches it from the newest event too: the last.
+      if (rows.length > opts.limit || window === Infinity || top - window <= opts.sinceMs) break
     }
     return pageOf('events', asOf, rows.map(toEvent), opts.limit, (e) => ({ ms: Date.parse(e.timestamp), id: e.eventId }))
   }
