@@ -4,8 +4,8 @@ import { EventsRepository } from '../../src/storage/events-repository.ts'
 import { DashboardRepository } from '../../src/storage/dashboard-repository.ts'
 import { buildEventRow, type EventRow } from '../../src/domain/event-row.ts'
 import { newEventId } from '../../src/domain/ids.ts'
-import { pageStart, type PageStart } from '../../src/domain/cursor.ts'
 import { openEmptyTestClickHouse, randomId } from '../helpers/app.ts'
+import { walkPages } from '../helpers/page-walk.ts'
 
 // The plain events list (GET /v1/me/events) looks for a page in a widening window below the
 // reader's newest event at or below the page's start: a user whose last hours hold no event gets
@@ -36,16 +36,10 @@ function row (userId: string, agentId: string, ts: number, asOf: number): EventR
   return buildEventRow({ agentId, type: 'tool', timestamp: ts }, { eventId: newEventId(asOf - 1000), userId, agentId, receivedAt: asOf - 1000 })
 }
 
+/** Every event of a walk over pages of `limit`, as the route pages. */
 async function walk (r: { userId: string; hidden: string[] }, opts: { sinceMs: number; agentId?: string; asOf: number }, limit: number) {
-  const ids: string[] = []
-  let start: PageStart = { asOf: opts.asOf, after: null }
-  for (let pages = 0; pages < 1000; pages++) {
-    const page = await dashboard.events(r, { limit, sinceMs: opts.sinceMs, agentId: opts.agentId, start })
-    ids.push(...page.items.map((e) => e.eventId))
-    if (!page.nextCursor) return ids
-    start = pageStart('events', page.nextCursor, 0)!
-  }
-  throw new Error('the walk did not end')
+  const items = await walkPages('events', opts.asOf, (start) => dashboard.events(r, { limit, sinceMs: opts.sinceMs, agentId: opts.agentId, start }))
+  return items.map((e) => e.eventId)
 }
 
 t.test('a page comes from below the newest event, and the walk is every event once', async (t) => {

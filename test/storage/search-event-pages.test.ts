@@ -5,8 +5,8 @@ import { SearchRepository, metaPair, type SearchWindow } from '../../src/storage
 import { parseSearchFilters, type SearchFilters } from '../../src/domain/search-filters.ts'
 import { buildEventRow, type EventRow } from '../../src/domain/event-row.ts'
 import { newEventId } from '../../src/domain/ids.ts'
-import { pageStart, type PageStart } from '../../src/domain/cursor.ts'
 import { openEmptyTestClickHouse, randomId } from '../helpers/app.ts'
+import { walkPages } from '../helpers/page-walk.ts'
 
 // A page of filtered events is read two ways at once (the hour below its start, and the whole window
 // when the skip indexes leave few rows to read), and by a third when neither answers. Whichever way
@@ -43,17 +43,9 @@ function row (userId: string, i: number, ts: number, receivedAt: number): EventR
   }, { eventId: newEventId(receivedAt), userId, agentId: `agent-${i % 3}`, receivedAt })
 }
 
-/** Every page of the walk, limit by limit, each from the cursor of the one before, as the route pages. */
+/** Every event of a walk over pages of `limit`, as the route pages. */
 async function walk (search: SearchRepository, r: { userId: string; hidden: string[] }, w: SearchWindow, f: SearchFilters, limit: number) {
-  const ids: string[] = []
-  let start: PageStart = { asOf: w.asOf, after: null }
-  for (let pages = 0; pages < 1000; pages++) {
-    const page = await search.events(r, w, f, { limit, start })
-    ids.push(...page.items.map((e) => e.eventId))
-    if (!page.nextCursor) return ids
-    start = pageStart('events', page.nextCursor, 0)!
-  }
-  throw new Error('the walk did not end')
+  return (await walkPages('events', w.asOf, (start) => search.events(r, w, f, { limit, start }))).map((e) => e.eventId)
 }
 
 t.test('pages of filtered events are the same whichever read answers', async (t) => {

@@ -7,6 +7,7 @@ import { buildEventRow, type EventRow } from '../../src/domain/event-row.ts'
 import { newEventId } from '../../src/domain/ids.ts'
 import { pageStart, type PageStart } from '../../src/domain/cursor.ts'
 import { openEmptyTestClickHouse, randomId } from '../helpers/app.ts'
+import { walkPages } from '../helpers/page-walk.ts'
 
 // A page of sessions or traces under a filter is read from the newest hour below its start when
 // that hour holds it, and from the whole window otherwise. Whichever way answers, the walk must give
@@ -55,16 +56,10 @@ function load (userId: string, asOf: number): Sent[] {
   return out
 }
 
+/** Every group of a walk over pages of `limit`, as id, event count, start and end. */
 async function walk (search: SearchRepository, kind: 'traces' | 'sessions', r: { userId: string; hidden: string[] }, w: SearchWindow, f: SearchFilters, limit: number) {
-  const got: string[] = []
-  let start: PageStart = { asOf: w.asOf, after: null }
-  for (let pages = 0; pages < 1000; pages++) {
-    const page = kind === 'traces' ? await search.traces(r, w, f, { limit, start }) : await search.sessions(r, w, f, { limit, start })
-    got.push(...page.items.map((x: any) => `${x.traceId ?? x.sessionId}:${x.events}:${x.start}:${x.end}`))
-    if (!page.nextCursor) return got
-    start = pageStart(kind, page.nextCursor, 0)!
-  }
-  throw new Error('the walk did not end')
+  const groups = await walkPages<Record<string, any>>(kind, w.asOf, (start) => kind === 'traces' ? search.traces(r, w, f, { limit, start }) : search.sessions(r, w, f, { limit, start }))
+  return groups.map((x) => `${x.traceId ?? x.sessionId}:${x.events}:${x.start}:${x.end}`)
 }
 
 t.test('pages of filtered traces and sessions are the same whichever way they are read', async (t) => {
