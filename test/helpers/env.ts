@@ -9,6 +9,18 @@ import { randomBytes } from 'node:crypto'
 /** Tests share one Postgres database whose name ends in _test; each test makes its own users. */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://localhost:5432/agent_telemetry_test'
 
+/**
+ * A test database of a file's own (`agent_telemetry_<name>_test` beside TEST_DATABASE_URL; the app
+ * makes and migrates it at start), for a file whose ticks or alerts must not meet other files': an
+ * anomaly tick evaluates every user's recently seen agents against its own file's ClickHouse, which
+ * holds none of the other files' events, and would find their alerts not firing.
+ */
+export function ownTestDatabase (name: string): string {
+  const url = new URL(TEST_DATABASE_URL)
+  url.pathname = `/agent_telemetry_${name}_test`
+  return url.toString()
+}
+
 /** The embedded engine is one per process, so each test file (a process) gets one fresh data dir. */
 export const TEST_DATA_DIR = mkdtempSync(join(tmpdir(), 'agent-telemetry-test-'))
 process.once('exit', () => rmSync(TEST_DATA_DIR, { recursive: true, force: true }))

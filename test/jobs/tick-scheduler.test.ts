@@ -2,15 +2,11 @@ import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { TICK_SCHEDULER_ID } from '../../src/jobs/anomaly.queue.ts'
 import { NAMES_SCHEDULER_ID, RETENTION_SCHEDULER_ID } from '../../src/jobs/maintenance.queue.ts'
-import { buildTestApp, TEST_DATABASE_URL } from '../helpers/app.ts'
+import { buildTestApp } from '../helpers/app.ts'
+import { ownTestDatabase } from '../helpers/env.ts'
 
-// A Postgres database of its own: a tick evaluates every user's recently seen agents, and these run
-// every second against this file's ClickHouse, which holds none of the other files' events. On the
-// shared test database they would find other files' alerts not firing and mark them quiet (a test of
-// alerts running beside this one then counted a second trigger).
-const ownDatabase = new URL(TEST_DATABASE_URL)
-ownDatabase.pathname = '/agent_telemetry_ticks_test'
-const worker = await buildTestApp(t, { ROLES: 'api,worker', ANOMALY_EVERY_MS: '1000', NAMES_SYNC_EVERY_MS: '1000', DATABASE_URL: ownDatabase.toString() })
+// A Postgres database of its own (ownTestDatabase): these ticks run every second.
+const worker = await buildTestApp(t, { ROLES: 'api,worker', ANOMALY_EVERY_MS: '1000', NAMES_SYNC_EVERY_MS: '1000', DATABASE_URL: ownTestDatabase('ticks') })
 
 async function until<T> (what: () => Promise<T | undefined | false>, ms: number): Promise<T | undefined> {
   const deadline = Date.now() + ms

@@ -1,8 +1,12 @@
 import t from 'tap'
 import { acceptedBatch, buildTestApp, newUser, randomId, sendEvent, shipped, type TestUser } from '../../../helpers/app.ts'
+import { ownTestDatabase } from '../../../helpers/env.ts'
 
 const prefix = `test:${randomId()}:`
-const app = await buildTestApp(t, { REDIS_PREFIX: prefix })
+// A Postgres database of its own (ownTestDatabase): another file's worker, ticking on the shared
+// database against its own ClickHouse, would find these alerts not firing and mark them quiet.
+const DATABASE_URL = ownTestDatabase('alerts')
+const app = await buildTestApp(t, { REDIS_PREFIX: prefix, DATABASE_URL })
 
 async function fixture () {
   const user = await newUser(app, { tier: 'enterprise', burst: 100000 })
@@ -74,7 +78,7 @@ t.test('triggerCount counts changes into firing, not evaluations; lastTriggeredA
 })
 
 t.test('concurrent evaluations (ticks, agent checks, two instances) never duplicate an alert', async (t) => {
-  const other = await buildTestApp(t, { REDIS_PREFIX: prefix })
+  const other = await buildTestApp(t, { REDIS_PREFIX: prefix, DATABASE_URL })
   const { user, batch } = await fixture()
   const name = randomId('race-')
   const [r] = await batch(failures(name, 15))
@@ -271,7 +275,7 @@ t.test('alert settings: per-user thresholds, validated, used by the evaluation',
 })
 
 t.test('with the worker role, events lead to an alert through BullMQ without waiting for a tick', async (t) => {
-  const worker = await buildTestApp(t, { REDIS_PREFIX: `test:${randomId()}:`, ROLES: 'api,worker', ANOMALY_EVERY_MS: '300000' })
+  const worker = await buildTestApp(t, { REDIS_PREFIX: `test:${randomId()}:`, ROLES: 'api,worker', ANOMALY_EVERY_MS: '300000', DATABASE_URL })
   const user = await newUser(worker, { tier: 'enterprise' })
   const key = await user.createKey()
   const name = randomId('queued-')
