@@ -9,7 +9,7 @@ import {
   type GroupFigures, type SessionSummary, type SpendFigures, type SpendRow, type SpendSet, type TraceSummary, type WindowFigures,
 } from '../domain/dashboard-figures.ts'
 import { WindowHints, widening } from './window-hints.ts'
-import { EVENT_COLUMNS, SPAN_END, orNull, toEvent, tokensOf } from './event-rows.ts'
+import { EVENT_COLUMNS, SPAN_END, TOKEN_SUMS, newestEventUpTo, orNull, toEvent, tokensOf } from './event-rows.ts'
 
 export { tokensOf }
 
@@ -20,8 +20,6 @@ export type { SessionSummary, SpendRow, TraceSummary, WindowFigures } from '../d
 
 /** Who is reading: the user, and their soft-deleted agents whose events every read hides. */
 export interface Reader { userId: string; hidden: string[] }
-
-const TOKEN_SUMS = 'sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) AS t_cw, sum(tokens_cache_read) AS t_cr, sum(tokens_output) AS t_out'
 
 /** A row of a spend rollup read (cost as decimal text, sums of events, errors, unpriced events and tokens). */
 function spendFigures (x: Record<string, any>, key: string = x.key): SpendFigures {
@@ -88,10 +86,8 @@ export class DashboardRepository {
   async events (r: Reader, opts: { limit: number; sinceMs: number; agentId?: string | undefined; start: PageStart }): Promise<Page<DashboardEvent>> {
     const { asOf, after } = opts.start
     const top = after ? after.ms : asOf
-    // The newest event at or below the start (hidden agents' too: it only places the window), from
-    // `events_feed` (or, for one agent, the table's own order): a granule.
-    const newest = `(SELECT ts FROM events WHERE user_id = {u:String} ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}
-      AND ts >= fromUnixTimestamp64Milli({since:Int64}) AND ts <= fromUnixTimestamp64Milli({top:Int64}) ORDER BY ts DESC LIMIT 1)`
+    // The newest event at or below the start (hidden agents' too: it only places the window).
+    const newest = newestEventUpTo('fromUnixTimestamp64Milli({top:Int64})', opts.agentId ? 'AND agent_id = {agent:String}' : '')
     let rows: Record<string, any>[] = []
     for (const window of widening(opts.agentId)) {
       const from = window === Infinity ? 'fromUnixTimestamp64Milli({since:Int64})' : `${newest} - toIntervalMillisecond(${window})`
@@ -154,8 +150,7 @@ export class DashboardRepository {
       `/* svc:me_${name}_totals */ SELECT group_id AS id, toUnixTimestamp(hour) * 1000 AS hour_ms,
          toUnixTimestamp64Milli(min(first_ts)) AS start_ms, toUnixTimestamp64Milli(max(last_ts)) AS last_ms,
          toUnixTimestamp64Milli(max(last_end)) AS end_ms, toUnixTimestamp64Milli(max(last_received)) AS received_ms, sum(events) AS n, groupUniqArray(agent_id) AS agents,
-         sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) AS t_cw, sum(tokens_cache_read) AS t_cr, sum(tokens_output) AS t_out,
-         toString(sum(cost_usd)) AS cost, sum(errors) AS errors
+         ${TOKEN_SUMS}, toString(sum(cost_usd)) AS cost, sum(errors) AS errors
        FROM group_totals
        WHERE user_id = {u:String} AND kind = {kind:String} AND group_id IN {ids:Array(String)} AND agent_id NOT IN {hidden:Array(String)}
          AND hour >= toStartOfHour(fromUnixTimestamp64Milli({since:Int64})) ${opts.agentId ? 'AND agent_id = {agent:String}' : ''}

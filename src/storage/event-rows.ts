@@ -17,6 +17,20 @@ export const EVENT_COLUMNS = `event_id, agent_id, toUnixTimestamp64Milli(ts) AS 
 /** When a span ends: its start plus its duration (capped, so the sum stays a valid instant). */
 export const SPAN_END = `ts + toIntervalMillisecond(least(ifNull(duration_ms, 0), ${MAX_SPAN_MS}))`
 
+/** The four token counts summed, as `tokensOf` reads them by default. */
+export const TOKEN_SUMS = 'sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) AS t_cw, sum(tokens_cache_read) AS t_cr, sum(tokens_output) AS t_out'
+
+/**
+ * The time of the reader's (`{u:String}`) newest event from `{since:Int64}` up to `top` (an SQL
+ * instant) under the conditions `also`, as a scalar subquery: one granule of `events_feed` (or of
+ * `events`, for one agent). A page's first window starts from it, so that a user whose last hours
+ * hold no event is not looked for in an empty hour first.
+ */
+export function newestEventUpTo (top: string, also = ''): string {
+  return `(SELECT ts FROM events WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64}) AND ts <= ${top} ${also}
+    ORDER BY ts DESC LIMIT 1)`
+}
+
 export const orNull = (s: string) => (s === '' ? null : s)
 const parseJson = (s: string) => (s === '' ? null : JSON.parse(s))
 

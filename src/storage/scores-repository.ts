@@ -81,16 +81,16 @@ function toScore (r: Record<string, any>): StoredScore {
 }
 
 /**
- * The rows of the latest write of each score id of the user `{u:String}` (with `asOf`, of those
- * received by `{asOf:Int64}`, unix ms), among the score ids whose writes `prefilter` (a condition on
+ * The rows of the latest write of each score id of the user `{u:String}` received by
+ * `{asOf:Int64}` (unix ms), among the score ids whose writes `prefilter` (a condition on
  * the table's columns, '' for all) finds: a write that moved a score elsewhere, or renamed it, still
  * replaces it. The store is not merged on read, so every read of scores goes through this (or
  * FINAL). A merge keeps only a score's latest write, so `asOf` cannot bring back a write replaced
  * after it once the parts have merged: the score then has no write by `asOf` at all.
  */
-export function latestWrites (prefilter: string, asOf = true): string {
+export function latestWrites (prefilter: string): string {
   const also = prefilter ? `AND score_id IN (SELECT score_id FROM scores WHERE user_id = {u:String} AND ${prefilter})` : ''
-  return `SELECT * FROM scores WHERE user_id = {u:String} ${asOf ? 'AND received_at <= fromUnixTimestamp64Milli({asOf:Int64})' : ''} ${also}
+  return `SELECT * FROM scores WHERE user_id = {u:String} AND received_at <= fromUnixTimestamp64Milli({asOf:Int64}) ${also}
       ORDER BY version DESC LIMIT 1 BY score_id`
 }
 

@@ -3,7 +3,7 @@ import { encodeCursor, pageOf, type Page, type PageStart } from '../domain/curso
 import { MAX_META_PATH, MAX_META_VALUE, metaPathProblem, metaValueProblem, parseSearchFilters, type SearchFilters } from '../domain/search-filters.ts'
 import { likePattern } from '../domain/search-text.ts'
 import { isoFromMs as iso } from './timestamps.ts'
-import { EVENT_COLUMNS, SPAN_END, orNull, toEvent, tokensOf } from './event-rows.ts'
+import { EVENT_COLUMNS, SPAN_END, TOKEN_SUMS, newestEventUpTo, orNull, toEvent, tokensOf } from './event-rows.ts'
 import { BY_SKIP_INDEX } from './clickhouse-client.ts'
 import { type DashboardEvent, type Reader, type SessionSummary, type TraceSummary } from './dashboard-repository.ts'
 
@@ -272,9 +272,9 @@ export class SearchRepository {
    * for a filter most groups match (bench/README.md, "Search").
    */
   private async grouped (r: Reader, column: 'session_id' | 'trace_id', w: SearchWindow, f: SearchFilters, opts: { limit: number; start: PageStart }) {
-    const name = column === 'session_id' ? 'sessions' : 'traces'
+    const name = column === 'session_id' ? 'sessions' as const : 'traces' as const
     const matching = await this.where(r, w, f)
-    const rows = await this.recentGroups(r, column, w, f, matching, opts) ?? await this.wholeGroups(r, column, w, f, matching, opts)
+    const rows = await this.recentGroups(column, f, matching, opts) ?? await this.wholeGroups(name, column, f, matching, opts)
     const page = pageOf(name, w.asOf, rows, opts.limit, (x) => ({ ms: Number(x.last_ms), id: x.id as string }))
     const items = page.items.map((x) => ({
       id: x.id as string,
@@ -307,7 +307,7 @@ export class SearchRepository {
    * group of an earlier page): the read of their whole tells both. The groups are read whole in
    * their ranked order, down to the (limit + 1)-th sure one, until the page is full.
    */
-  private async recentGroups (r: Reader, column: 'session_id' | 'trace_id', w: SearchWindow, f: SearchFilters,
+  private async recentGroups (column: 'session_id' | 'trace_id', f: SearchFilters,
     matching: { where: string; params: Record<string, unknown> }, opts: { limit: number; start: PageStart }) {
     if (this.groupsWindowMs <= 0) return undefined
     const { after } = opts.start
@@ -366,9 +366,8 @@ export class SearchRepository {
   }
 
   /** The page's groups from the whole window: the matching groups' ids, then their figures. */
-  private async wholeGroups (r: Reader, column: 'session_id' | 'trace_id', w: SearchWindow, f: SearchFilters,
+  private async wholeGroups (name: 'sessions' | 'traces', column: 'session_id' | 'trace_id', f: SearchFilters,
     matching: { where: string; params: Record<string, unknown> }, opts: { limit: number; start: PageStart }) {
-    const name = column === 'session_id' ? 'sessions' : 'traces'
     const { after } = opts.start
     return this.rows(
       `/* svc:search_${name} */ SELECT ${column} AS id, ${GROUP_FIGURES}
@@ -511,23 +510,19 @@ function guardRefused (err: unknown): boolean {
 
 /** A group's figures over its events read (GROUP BY the group's id). */
 const GROUP_FIGURES = `toUnixTimestamp64Milli(min(ts)) AS start_ms, toUnixTimestamp64Milli(max(ts)) AS last_ms,
-  toUnixTimestamp64Milli(max(${SPAN_END})) AS end_ms, count() AS n, groupUniqArray(agent_id) AS agents,
-  sum(tokens_input_base) AS t_in, sum(tokens_cache_creation) AS t_cw, sum(tokens_cache_read) AS t_cr, sum(tokens_output) AS t_out,
+  toUnixTimestamp64Milli(max(${SPAN_END})) AS end_ms, count() AS n, groupUniqArray(agent_id) AS agents, ${TOKEN_SUMS},
   toString(sum(toDecimal128(cost_usd, 9))) AS cost, countIf(error_fingerprint != '') AS errors`
 
 /**
  * The time of the reader's newest event at or below a page's start (the cursor's time; on a first
  * page the snapshot instant, so that an event timed ahead of the clock does not put the hour read
- * first in the future) and within `from`/`to`, from `events_feed`: a granule. Events above it are
- * still read (the page's read has no upper bound of its own on a first page), so it only chooses
- * where a first look begins.
+ * first in the future) and within `from`/`to`. Events above it are still read (the page's read has
+ * no upper bound of its own on a first page), so it only chooses where a first look begins.
  */
 function newestBelowStart (f: SearchFilters, after: PageStart['after']): string {
-  return `(SELECT ts FROM events WHERE user_id = {u:String} AND ts >= fromUnixTimestamp64Milli({since:Int64})
-    AND ts <= fromUnixTimestamp64Milli(${after ? '{afterMs:Int64}' : '{asOf:Int64}'})
-    ${f.fromMs !== undefined ? 'AND ts >= fromUnixTimestamp64Milli({fromMs:Int64})' : ''}
-    ${f.toMs !== undefined ? 'AND ts < fromUnixTimestamp64Milli({toMs:Int64})' : ''}
-    ORDER BY ts DESC LIMIT 1)`
+  return newestEventUpTo(`fromUnixTimestamp64Milli(${after ? '{afterMs:Int64}' : '{asOf:Int64}'})`,
+    `${f.fromMs !== undefined ? 'AND ts >= fromUnixTimestamp64Milli({fromMs:Int64})' : ''}
+    ${f.toMs !== undefined ? 'AND ts < fromUnixTimestamp64Milli({toMs:Int64})' : ''}`)
 }
 
 /**
