@@ -6,6 +6,7 @@ import { buildEventRow, type EventRow } from '../../src/domain/event-row.ts'
 import { newEventId } from '../../src/domain/ids.ts'
 import { openEmptyTestClickHouse, randomId } from '../helpers/app.ts'
 import { walkPages } from '../helpers/page-walk.ts'
+import { countingClient } from '../helpers/counted-client.ts'
 
 // The plain events list (GET /v1/me/events) looks for a page in a widening window below the
 // reader's newest event at or below the page's start: a user whose last hours hold no event gets
@@ -18,18 +19,7 @@ const HOUR = 3_600_000
 
 /** The client, counting the list's reads. */
 const reads: string[] = []
-const counted = new Proxy(handle.client, {
-  get (target, prop) {
-    if (prop === 'query') {
-      return (p: { query: string }) => {
-        reads.push(/svc:(\w+)/.exec(p.query)?.[1] ?? '')
-        return target.query(p as Parameters<typeof target.query>[0])
-      }
-    }
-    const v = Reflect.get(target, prop, target)
-    return typeof v === 'function' ? v.bind(target) : v
-  },
-})
+const counted = countingClient(handle.client, (q) => reads.push(q.tag))
 const dashboard = new DashboardRepository(counted)
 
 function row (userId: string, agentId: string, ts: number, asOf: number): EventRow {

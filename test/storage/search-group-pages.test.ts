@@ -8,6 +8,7 @@ import { newEventId } from '../../src/domain/ids.ts'
 import { pageStart, type PageStart } from '../../src/domain/cursor.ts'
 import { openEmptyTestClickHouse, randomId } from '../helpers/app.ts'
 import { walkPages } from '../helpers/page-walk.ts'
+import { countingClient } from '../helpers/counted-client.ts'
 
 // A page of sessions or traces under a filter is read from the newest hour below its start when
 // that hour holds it, and from the whole window otherwise. Whichever way answers, the walk must give
@@ -120,18 +121,7 @@ t.test('a first look stays within its bounds (groups ranked, ids read, rounds), 
   await events.insert(rows)
 
   const asked: { query: string; ids: number }[] = []
-  const counted = new Proxy(ch, {
-    get (target, prop) {
-      if (prop === 'query') {
-        return (p: { query: string; query_params?: Record<string, unknown> }) => {
-          asked.push({ query: /svc:(\w+)/.exec(p.query)?.[1] ?? '', ids: (p.query_params?.ids as string[] | undefined)?.length ?? 0 })
-          return target.query(p as Parameters<typeof target.query>[0])
-        }
-      }
-      const v = Reflect.get(target, prop, target)
-      return typeof v === 'function' ? v.bind(target) : v
-    },
-  })
+  const counted = countingClient(ch, (q) => asked.push({ query: q.tag, ids: (q.params.ids as string[] | undefined)?.length ?? 0 }))
   const bounds = { ranked: 2000, ids: 600, rounds: 3 }
   const search = new SearchRepository(counted, undefined, undefined, bounds)
   const w = { sinceMs: asOf - 24 * HOUR, asOf }
