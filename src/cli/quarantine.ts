@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../config.ts'
-import { LmdbIngestLog } from '../ingest/log/lmdb-ingest-log.ts'
+import { DiskIngestLog } from '../ingest/log/disk-ingest-log.ts'
 
 const { values } = parseArgs({ options: { limit: { type: 'string', default: '1000' } } })
 const limit = Number(values.limit)
@@ -21,4 +21,4 @@ if (!existsSync(ingest.logDir)) {
   console.error(`no ingest log at ${ingest.logDir} (set INGEST_LOG_DIR or DATA_DIR)`)
   process.exit(1)
 }
-for (const row of LmdbIngestLog.readQuarantine(ingest.logDir, limit)) console.log(JSON.stringify(row))
+for (const row of DiskIngestLog.readQuarantine(ingest.logDir, limit)) console.log(JSON.stringify(row))

@@ -3,7 +3,7 @@ import type { Config } from '../config.ts'
 import { ActivityRecorder } from './activity-recorder.ts'
 import { EventShipper } from './shipper.ts'
 import type { IngestLog } from './log/ingest-log.ts'
-import { LmdbIngestLog } from './log/lmdb-ingest-log.ts'
+import { DiskIngestLog } from './log/disk-ingest-log.ts'
 import { LeasedLimiter } from './leased-limiter.ts'
 import { AgentResolver } from '../cache/agent-resolver.ts'
 import { ModelPriceResolver } from '../cache/model-price-resolver.ts'
@@ -55,7 +55,7 @@ interface IngestionOptions { cacheTtlMs: number; sharedCacheTtlSeconds: number; 
  * holds (for at most INGEST_DRAIN_TIMEOUT_MS; the rest ships at the next start), then close the log.
  */
 export default fp(async function ingestion (app, opts: IngestionOptions) {
-  const log: IngestLog = LmdbIngestLog.open({
+  const log: IngestLog = DiskIngestLog.open({
     dir: opts.ingest.logDir,
     maxBytes: opts.ingest.logMaxBytes,
     onDamaged: ({ position, bytes }) => app.log.error({ position, bytes, dir: opts.ingest.logDir },

@@ -9,6 +9,7 @@ export class GroupCommit<T> {
   private pending: { item: T; resolve: () => void; reject: (err: unknown) => void }[] = []
   private pendingSize = 0
   private running = false
+  private idleWaiters: (() => void)[] = []
 
   constructor (private readonly write: (batch: T[]) => Promise<void>) {}
 
@@ -16,6 +17,12 @@ export class GroupCommit<T> {
   get waitingSize (): number { return this.pendingSize }
   /** Whether a commit is under way. */
   get committing (): boolean { return this.running }
+
+  /** Resolves once no commit is under way or waiting (at once when none is). */
+  idle (): Promise<void> {
+    if (!this.running && this.pending.length === 0) return Promise.resolve()
+    return new Promise((resolve) => this.idleWaiters.push(resolve))
+  }
 
   /** Resolves once `item` is committed; rejects with what its commit threw. */
   add (item: T, size: number): Promise<void> {
@@ -42,6 +49,9 @@ export class GroupCommit<T> {
       for (const p of batch) p.resolve()
     }
     this.running = false
+    const waiters = this.idleWaiters
+    this.idleWaiters = []
+    for (const resolve of waiters) resolve()
   }
 }
 

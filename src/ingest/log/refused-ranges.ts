@@ -1,7 +1,7 @@
 import type { PositionRange } from './entry-codec.ts'
 
-// Positions of refused commits that may be on disk all the same: with overlapping sync a commit is
-// visible before its fdatasync, and a failed sync leaves it there. Their rows must never ship (the
+// Positions of refused commits that may be on disk all the same: a synced write can fail after its
+// bytes reached the file, and cutting them off can fail too. Their rows must never ship (the
 // clients were told 503 and will send them again), so reads skip these ranges (collectSpans' `skip`)
 // until everything below them has shipped. The log holds them as a list in position order.
 

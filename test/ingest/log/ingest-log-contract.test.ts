@@ -2,14 +2,14 @@ import t, { type Test } from 'tap'
 import { join } from 'node:path'
 import { logRows, rowBytes } from '../../../src/ingest/log/entry-codec.ts'
 import type { IngestLog } from '../../../src/ingest/log/ingest-log.ts'
-import { LmdbIngestLog } from '../../../src/ingest/log/lmdb-ingest-log.ts'
+import { DiskIngestLog } from '../../../src/ingest/log/disk-ingest-log.ts'
 import { MemoryIngestLog } from '../../helpers/memory-ingest-log.ts'
 import { TEST_DATA_DIR, randomId } from '../../helpers/env.ts'
 
 // The shipper's tests run over MemoryIngestLog: it must answer every call as the LMDB log does.
 
 function bothLogs (t: Test): [string, IngestLog][] {
-  const lmdb = LmdbIngestLog.open({ dir: join(TEST_DATA_DIR, randomId('log-')), maxBytes: 1 << 30 })
+  const lmdb = DiskIngestLog.open({ dir: join(TEST_DATA_DIR, randomId('log-')), maxBytes: 1 << 30 })
   const memory = new MemoryIngestLog()
   t.teardown(() => lmdb.close())
   return [['lmdb', lmdb], ['memory', memory]]

@@ -2,12 +2,13 @@ import t from 'tap'
 import pino from 'pino'
 import { join } from 'node:path'
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { open } from 'lmdb'
 import { migrateClickHouse } from '../../../src/storage/clickhouse-client.ts'
 import { EventsRepository, INSERT_COLUMNS, eventLine } from '../../../src/storage/events-repository.ts'
-import { LmdbIngestLog } from '../../../src/ingest/log/lmdb-ingest-log.ts'
-import { logRows } from '../../../src/ingest/log/entry-codec.ts'
+import { DiskIngestLog } from '../../../src/ingest/log/disk-ingest-log.ts'
+import { encodeEntry, logRows, rowBytes } from '../../../src/ingest/log/entry-codec.ts'
+import { SegmentFiles } from '../../../src/ingest/log/segment-files.ts'
 import { EventShipper } from '../../../src/ingest/shipper.ts'
 import { buildEventRow } from '../../../src/domain/event-row.ts'
 import { TEST_DATA_DIR, openTestClickHouse, randomId } from '../../helpers/app.ts'
@@ -26,7 +27,7 @@ const logDir = () => join(TEST_DATA_DIR, randomId('log-'))
 const insert = (body: Buffer, token: string) => events.insertBlock(body, token)
 
 /** Ships everything `log` holds with a new shipper, as the next start does; the tokens it sent. */
-async function shipOnRestart (log: LmdbIngestLog): Promise<string[]> {
+async function shipOnRestart (log: DiskIngestLog): Promise<string[]> {
   const tokens: string[] = []
   const shipper = new EventShipper(log, (body, token) => {
     tokens.push(token)
@@ -41,7 +42,7 @@ async function shipOnRestart (log: LmdbIngestLog): Promise<string[]> {
 
 t.test('appends get consecutive positions; read, ship and trim; the state survives a reopen', async (t) => {
   const dir = logDir()
-  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   const user = randomId('u-')
   t.equal(await log.append([logLine(user), logLine(user)]), 2)
   t.equal(await log.append([logLine(user)]), 3)
@@ -52,9 +53,9 @@ t.test('appends get consecutive positions; read, ship and trim; the state surviv
   t.same((logRows(await log.read(1, 10, 1 << 20))).map((r) => r.position), [2, 3])
   await log.markShipped(2)
   t.equal(log.stats().rows, 1)
-  t.throws(() => LmdbIngestLog.open({ dir, maxBytes: 1 << 30 }), /already open/, 'one owner per directory')
+  t.throws(() => DiskIngestLog.open({ dir, maxBytes: 1 << 30 }), /already open/, 'one owner per directory')
   await log.close()
-  const again = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const again = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => again.close())
   t.equal(again.shipped, 2)
   t.equal(again.logId, log.logId, 'the log keeps its id, so replayed tokens match')
@@ -64,19 +65,17 @@ t.test('appends get consecutive positions; read, ship and trim; the state surviv
 
 t.test('appends that wait for the same commit share one entry: positions in call order, rows read back in order, after a reopen too', async (t) => {
   const dir = logDir()
-  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   const user = randomId('u-')
   const sent = Array.from({ length: 40 }, (_, i) => [logLine(user, { reasoning: `append ${i}` }), logLine(user, { reasoning: `append ${i} second` })])
   const lasts = await Promise.all(sent.map((lines) => log.append(lines)))
   t.same(lasts, sent.map((_, i) => 2 * i + 2), 'each append is told the position of its last row, in call order')
   const rows = logRows(await log.read(0, 1000, 1 << 24))
   t.same(rows.map((r) => r.line), sent.flat(), 'the rows read back in position order')
-  const env = open({ path: dir, readOnly: true, maxDbs: 4 })
-  const stored = env.openDB('entries', { encoding: 'binary' }).getCount()
-  await env.close()
+  const stored = SegmentFiles.keysOn(dir).length
   t.ok(stored < sent.length / 4, `${sent.length} concurrent appends were written as ${stored} entries`)
   await log.close()
-  const reopened = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const reopened = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => reopened.close())
   t.same((logRows(await reopened.read(0, 1000, 1 << 24))).map((r) => r.line), sent.flat(), 'read from disk after a reopen, the same rows in the same order')
   t.equal(await reopened.append([logLine(user)]), 81, 'positions go on after the last one')
@@ -84,7 +83,7 @@ t.test('appends that wait for the same commit share one entry: positions in call
 
 t.test('reads cut by rows, by bytes and by refused positions give exactly the rows a line-by-line read would, from the tail and from disk', async (t) => {
   const dir = logDir()
-  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   const user = randomId('u-')
   // Appends of 1 to 7 rows of varied sizes (multi-byte characters included), merged into shared entries.
   const sent = Array.from({ length: 30 }, (_, i) => Array.from({ length: 1 + (i % 7) }, (_, j) => logLine(user, { reasoning: `${i}.${j} ${'é'.repeat((i * 7 + j * 13) % 50)}` })))
@@ -115,7 +114,7 @@ t.test('reads cut by rows, by bytes and by refused positions give exactly the ro
   }
   t.same(logRows(await log.readRange({ from: 9, to: 33 })), expected(8, Infinity, Infinity, 33), 'a recorded range')
   await log.close()
-  const reopened = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const reopened = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => reopened.close())
   // Refused positions are only ever skipped on disk reads; set them as a refused commit would.
   const skip = [{ from: 4, to: 6 }, { from: 20, to: 20 }, { from: 50, to: 60 }];
@@ -131,7 +130,7 @@ t.test('no row is read for shipping before its append resolves (its commit flush
   let seenEarly = 0
   let polls = 0
   for (let round = 0; round < 5; round++) {
-    const log = LmdbIngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
+    const log = DiskIngestLog.open({ dir: logDir(), maxBytes: 1 << 30 })
     const user = randomId('u-')
     let resolvedRows = 0
     const appends = Array.from({ length: 30 }, async (_, i) => {
@@ -158,17 +157,17 @@ t.test('no row is read for shipping before its append resolves (its commit flush
 t.test('a commit that fails refuses every append it held with 503, gives their bytes back, and the log goes on after the gap', async (t) => {
   const dir = logDir()
   const failures: unknown[] = []
-  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: (err) => failures.push(err) })
+  const log = DiskIngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: (err) => failures.push(err) })
   t.teardown(() => log.close())
   const user = randomId('u-')
   t.equal(await log.append([logLine(user, { reasoning: 'before' })]), 1)
   const bytesBefore = log.stats().bytes
-  // The disk refuses the next commit (as LMDB does when the disk is full); the put is the store's own.
-  const store = log as unknown as { entries: { put: (...args: unknown[]) => Promise<boolean> } }
-  const put = store.entries.put
-  store.entries.put = () => Promise.reject(new Error('MDB_MAP_FULL: no room'))
+  // The disk refuses the next commit's write (a full disk).
+  const files = (log as unknown as { files: { append: (...args: unknown[]) => Promise<void> } }).files
+  const append = files.append
+  files.append = () => Promise.reject(new Error('ENOSPC: no space left on device'))
   const refused = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => log.append([logLine(user, { reasoning: `lost ${i}` })])))
-  store.entries.put = put
+  files.append = append
   t.ok(refused.every((r) => r.status === 'rejected' && (r.reason as { reason?: string }).reason === 'ingest_log_unavailable'), 'every append of the failed commit is refused (503)')
   t.ok(failures.length >= 1, 'the operator is told')
   t.equal(log.stats().bytes, bytesBefore, 'the refused entries take no room')
@@ -183,29 +182,25 @@ t.test('a commit that fails refuses every append it held with 503, gives their b
 t.test('a commit that reached the disk but failed its sync is refused, and its rows are never read: not after a later commit, not after a reopen', async (t) => {
   const dir = logDir()
   const failures: unknown[] = []
-  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: (err) => failures.push(err) })
+  const log = DiskIngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: (err) => failures.push(err) })
   const user = randomId('u-')
   t.equal(await log.append([logLine(user, { reasoning: 'before' })]), 1)
-  // With overlapping sync a commit is visible before its fdatasync: the entries are written and
-  // committed, then the sync fails (EIO) and the write is reported failed.
-  const store = log as unknown as { entries: { put: (...args: unknown[]) => Promise<boolean> } }
-  const put = store.entries.put
-  store.entries.put = function (this: unknown, ...args: unknown[]) {
-    return put.apply(this, args).then(() => { throw new Error('EIO: the sync failed') })
+  // The records reach the file, then the write is reported failed (EIO from the synced write).
+  const files = (log as unknown as { files: { append: (...args: unknown[]) => Promise<void> } }).files
+  const append = files.append
+  files.append = function (this: unknown, ...args: unknown[]) {
+    return append.apply(this, args).then(() => { throw new Error('EIO: the sync failed') })
   }
   const refused = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => log.append([logLine(user, { reasoning: `refused ${i}` })])))
-  store.entries.put = put
+  files.append = append
   t.ok(refused.every((r) => r.status === 'rejected' && (r.reason as { reason?: string }).reason === 'ingest_log_unavailable'), 'every append of the failed commit is refused (503)')
   t.ok(failures.length >= 1, 'the operator is told')
   t.equal(await log.append([logLine(user, { reasoning: 'after' })]), 12, 'positions go on after the refused ones')
   t.same((logRows(await log.read(0, 100, 1 << 24))).map((r) => r.position), [1, 12], 'the refused rows are not read (a client retrying them would store them twice)')
   await log.close()
 
-  const env = open({ path: dir, readOnly: true, maxDbs: 4 })
-  const keys = [...env.openDB<Buffer, number>('entries', { encoding: 'binary' }).getKeys({})]
-  await env.close()
-  t.same(keys, [1, 12], 'their entries were removed from the disk')
-  const reopened = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  t.same(SegmentFiles.keysOn(dir).map((e) => e.key), [1, 12], 'their records were cut off the disk')
+  const reopened = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => reopened.close())
   const rows = logRows(await reopened.read(0, 100, 1 << 24))
   t.same(rows.map((r) => r.position), [1, 12], 'nor read after a restart')
@@ -214,23 +209,24 @@ t.test('a commit that reached the disk but failed its sync is refused, and its r
 
 t.test('while the disk keeps failing (the removal of refused entries fails too), refused rows are still never read', async (t) => {
   const dir = logDir()
-  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: () => {} })
+  const log = DiskIngestLog.open({ dir, maxBytes: 1 << 30, onCommitFailed: () => {} })
   t.teardown(() => log.close())
   const user = randomId('u-')
   t.equal(await log.append([logLine(user, { reasoning: 'before' })]), 1)
-  const store = log as unknown as { entries: { put: (...args: unknown[]) => Promise<boolean>; remove: (...args: unknown[]) => Promise<boolean> }; refused: unknown[] }
-  const { put, remove } = store.entries
-  store.entries.put = function (this: unknown, ...args: unknown[]) {
-    return put.apply(this, args).then(() => { throw new Error('EIO: the sync failed') })
+  const store = log as unknown as { files: { append: (...args: unknown[]) => Promise<void>; undo: (fd: number, size: number) => Promise<void> }; refused: unknown[] }
+  const { append, undo } = store.files
+  store.files.append = function (this: unknown, ...args: unknown[]) {
+    return append.apply(this, args).then(() => { throw new Error('EIO: the sync failed') })
   }
-  store.entries.remove = () => Promise.reject(new Error('EIO: cannot write'))
+  // Cutting the records off fails too (a file descriptor that cannot be written).
+  store.files.undo = function (this: unknown, _fd: number, size: number) { return undo.call(this, -1, size) }
   // Two commits refused one after the other: positions 2-4, then 5-7.
   for (let round = 0; round < 2; round++) {
     const refused = await Promise.allSettled(Array.from({ length: 3 }, (_, i) => log.append([logLine(user, { reasoning: `refused ${round}.${i}` })])))
     t.ok(refused.every((r) => r.status === 'rejected'), `round ${round} refused`)
   }
-  store.entries.put = put
-  store.entries.remove = remove
+  store.files.append = append
+  store.files.undo = undo
   t.equal(store.refused.length, 1, 'adjacent refused commits are held as one range')
   t.equal(await log.append([logLine(user, { reasoning: 'after' })]), 8)
   const rows = logRows(await log.read(0, 100, 1 << 24))
@@ -240,19 +236,17 @@ t.test('while the disk keeps failing (the removal of refused entries fails too),
 
 t.test('appends waiting for one commit are merged into entries of bounded size', async (t) => {
   const dir = logDir()
-  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   const user = randomId('u-')
   // 12 appends of ~1 MiB each, all waiting for the same commits.
   const big = 'x'.repeat(1 << 20)
   const lasts = await Promise.all(Array.from({ length: 12 }, (_, i) => log.append([logLine(user, { reasoning: `${i} ${big}` })])))
   t.same(lasts, Array.from({ length: 12 }, (_, i) => i + 1))
   await log.close()
-  const env = open({ path: dir, readOnly: true, maxDbs: 4 })
-  const sizes = [...env.openDB<Buffer, number>('entries', { encoding: 'binary' }).getRange({}).map(({ value }) => value.length)]
-  await env.close()
+  const sizes = SegmentFiles.keysOn(dir).map((e) => e.bytes)
   t.ok(sizes.length >= 3, `${sizes.length} entries`)
   t.ok(sizes.every((n) => n <= 4 * 1024 * 1024 + (1 << 20) + 1024), `no entry much above 4 MiB (${sizes.map((n) => (n / 1048576).toFixed(1)).join(', ')} MiB)`)
-  const reopened = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const reopened = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => reopened.close())
   const rows = logRows(await reopened.read(0, 100, 1 << 30))
   t.same(rows.map((r) => r.position), Array.from({ length: 12 }, (_, i) => i + 1), 'every row reads back in order')
@@ -261,7 +255,7 @@ t.test('appends waiting for one commit are merged into entries of bounded size',
 t.test('a crash between the insert and the log trim replays the same block, deduplicated in events and rollups', async (t) => {
   const dir = logDir()
   const user = randomId('crash-')
-  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   const lines = Array.from({ length: 30 }, (_, i) => logLine(user, i % 3 === 0 ? { outcome: 'failed', errorMessage: 'upstream 502', toolExecuted: 'http' } : {}))
   await log.append(lines.slice(0, 10))
   await log.append(lines.slice(10))
@@ -280,7 +274,7 @@ t.test('a crash between the insert and the log trim replays the same block, dedu
   await log.close()
   t.equal((await countFor(user)).events, 30, 'the block is in ClickHouse')
 
-  const restarted = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const restarted = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => restarted.close())
   t.same(await shipOnRestart(restarted), [`${restarted.logId}:1-30`], 'exactly the recorded block was re-sent, with its token')
   const counts = await countFor(user)
@@ -298,7 +292,7 @@ t.test('a crash between the insert and the log trim replays the same block, dedu
 t.test('regression: a shutdown that gives up on an insert under way closes the log under it; nothing is written after, and the block ships once at the next start', async (t) => {
   const dir = logDir()
   const user = randomId('held-')
-  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   await log.append(Array.from({ length: 5 }, () => logLine(user)))
   // A slow ClickHouse insert: it lands only once the test lets it, after the log was closed.
   let release!: () => void
@@ -331,7 +325,7 @@ t.test('regression: a shutdown that gives up on an insert under way closes the l
   t.equal(lines.length, 1, 'and the shipper logs nothing more')
   t.equal((await countFor(user)).events, 5, 'the insert landed after the shutdown')
 
-  const restarted = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const restarted = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => restarted.close())
   t.same(restarted.inflight, { from: 1, to: 5 }, 'the block whose outcome the shutdown did not see is still recorded')
   t.same(await shipOnRestart(restarted), [`${restarted.logId}:1-5`], 'it is re-sent with its token')
@@ -340,30 +334,29 @@ t.test('regression: a shutdown that gives up on an insert under way closes the l
 
 t.test('a close while appends wait for a commit commits them before the environment closes', async (t) => {
   const dir = logDir()
-  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   // The first append starts a commit; the others wait for the next one, which runs during the close.
   const appends = Array.from({ length: 5 }, (_, i) => log.append([logLine(`u${i}`)]))
   const closed = log.close()
   t.same(await Promise.all(appends), [1, 2, 3, 4, 5])
   await closed
   await t.rejects(log.append([logLine('late')]), { name: 'IngestLogRefused' }, 'appends after the close are refused')
-  const reopened = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const reopened = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => reopened.close())
   t.equal(reopened.stats().rows, 5, 'every acknowledged append is on disk')
 })
 
-t.test('a damaged entry found at start is quarantined and the rest ships', async (t) => {
+t.test('a damaged tail found at start is quarantined and the rest ships', async (t) => {
   const dir = logDir()
   const user = randomId('damaged-')
-  let log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  let log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   await log.append([logLine(user), logLine(user)])
   await log.close()
-  // Damage the store the way a bad disk would: bytes that are not an entry, at the next position.
-  const raw = open({ path: dir, maxDbs: 4 })
-  await raw.openDB('entries', { encoding: 'binary' }).put(3, Buffer.from('garbage that is no entry at all'))
-  await raw.close()
+  // Damage the segment the way a torn write or a bad disk would: bytes that are not a record, after the last one.
+  const [segment] = readdirSync(dir).filter((name) => name.endsWith('.seg'))
+  appendFileSync(join(dir, segment!), 'garbage that is no record at all')
   const damaged: number[] = []
-  log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30, onDamaged: ({ position }) => damaged.push(position) })
+  log = DiskIngestLog.open({ dir, maxBytes: 1 << 30, onDamaged: ({ position }) => damaged.push(position) })
   t.teardown(() => log.close())
   await log.append([logLine(user)])
   const shipper = new EventShipper(log, insert, caps, logger)
@@ -377,7 +370,7 @@ t.test('a damaged entry found at start is quarantined and the rest ships', async
 })
 
 t.test('a full log refuses appends with 503 and Retry-After, and accepts again once shipped', async (t) => {
-  const log = LmdbIngestLog.open({ dir: logDir(), maxBytes: 64 * 1024 })
+  const log = DiskIngestLog.open({ dir: logDir(), maxBytes: 64 * 1024 })
   t.teardown(() => log.close())
   const user = randomId('full-')
   let refusal: unknown
@@ -406,14 +399,14 @@ t.test('a stale lock is taken over: its process is gone, or its pid now names a 
   const sleeper = spawn('sleep', ['30'])
   t.teardown(() => sleeper.kill())
   writeFileSync(join(dir, 'LOCK'), `${sleeper.pid} 1`)
-  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   await log.close()
   writeFileSync(join(dir, 'LOCK'), '999999999 1')
-  const again = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const again = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   await again.close()
   const start = readFileSync(`/proc/${sleeper.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[19]
   writeFileSync(join(dir, 'LOCK'), `${sleeper.pid} ${start}`)
-  t.throws(() => LmdbIngestLog.open({ dir, maxBytes: 1 << 30 }), /belongs to running process .*LOCK/, 'a live owner keeps it')
+  t.throws(() => DiskIngestLog.open({ dir, maxBytes: 1 << 30 }), /belongs to running process .*LOCK/, 'a live owner keeps it')
 })
 
 t.test('a log line holds the row\'s values in the order the insert names its columns', async (t) => {
@@ -426,12 +419,77 @@ t.test('a log line holds the row\'s values in the order the insert names its col
 
 t.test('the quarantine can be read beside the running owner, for an operator', async (t) => {
   const dir = logDir()
-  const log = LmdbIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
   t.teardown(() => log.close())
   await log.quarantineRows([{ position: 7, line: '["bad"]' }], 'Cannot parse input')
-  const rows = LmdbIngestLog.readQuarantine(dir)
+  const rows = DiskIngestLog.readQuarantine(dir)
   t.match(rows, [{ position: 7, line: '["bad"]', reason: 'Cannot parse input', at: String }])
   const cli = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/quarantine.ts'], { env: { ...process.env, INGEST_LOG_DIR: dir }, encoding: 'utf8' })
   t.equal(cli.status, 0, cli.stderr)
   t.match(JSON.parse(cli.stdout.trim()), { position: 7, reason: 'Cannot parse input' })
+})
+
+t.test('an entry damaged inside a segment (its checksum fails) is quarantined; the entries after it ship', async (t) => {
+  const dir = logDir()
+  const user = randomId('flipped-')
+  let log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
+  await log.append([logLine(user), logLine(user)])
+  await log.append([logLine(user)])
+  await log.close()
+  const [segment] = readdirSync(dir).filter((name) => name.endsWith('.seg'))
+  const bytes = readFileSync(join(dir, segment!))
+  bytes[40] = bytes[40]! ^ 0xff // inside the first entry's rows, past both headers
+  writeFileSync(join(dir, segment!), bytes)
+  const damaged: number[] = []
+  log = DiskIngestLog.open({ dir, maxBytes: 1 << 30, onDamaged: ({ position }) => damaged.push(position) })
+  t.teardown(() => log.close())
+  t.equal(await log.append([logLine(user)]), 4, 'positions go on after the damaged entry\'s rows')
+  const shipper = new EventShipper(log, insert, caps, logger)
+  shipper.start()
+  t.ok(await shipper.drain(10_000))
+  await shipper.stop(1000)
+  t.same(damaged, [1])
+  t.equal((await countFor(user)).events, 2, 'the entry after it and the new one are stored')
+  t.equal(log.quarantined()[0]!.position, 1)
+})
+
+t.test('entries an earlier release kept in LMDB are moved to the segment files at start, once', async (t) => {
+  const dir = logDir()
+  mkdirSync(dir, { recursive: true })
+  const user = randomId('moved-')
+  const lines = [logLine(user, { reasoning: 'one' }), logLine(user, { reasoning: 'two' }), logLine(user, { reasoning: 'three' })]
+  const env = open({ path: dir, maxDbs: 4 })
+  const entries = env.openDB<Buffer, number>('entries', { encoding: 'binary' })
+  await entries.put(1, encodeEntry([rowBytes(lines.slice(0, 2))], Date.now()).entry)
+  await entries.put(3, encodeEntry([rowBytes(lines.slice(2))], Date.now()).entry)
+  await env.close()
+  let log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
+  t.same(logRows(await log.read(0, 100, 1 << 24)).map((r) => r.line), lines, 'every row reads back, in order')
+  t.equal(await log.append([logLine(user)]), 4, 'positions go on after them')
+  await log.close()
+  const raw = open({ path: dir, readOnly: true, maxDbs: 4 })
+  t.equal(raw.openDB('entries', { encoding: 'binary' }).getCount(), 0, 'nothing is left in LMDB')
+  await raw.close()
+  log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
+  t.teardown(() => log.close())
+  t.same(logRows(await log.read(0, 100, 1 << 24)).map((r) => r.position), [1, 2, 3, 4], 'and each row is there once after another start')
+})
+
+t.test('segments are deleted once their rows have shipped; the log goes on in a new one', async (t) => {
+  const dir = logDir()
+  const log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
+  t.teardown(() => log.close())
+  const segments = () => readdirSync(dir).filter((name) => name.endsWith('.seg'))
+  const big = 'x'.repeat(400 * 1024)
+  for (let i = 0; i < 3; i++) await log.append([logLine('u', { reasoning: `${i} ${big}` })])
+  t.equal(segments().length, 1)
+  await log.markShipped(2)
+  t.equal(segments().length, 1, 'a segment with a row still to ship stays')
+  t.equal(log.stats().rows, 1)
+  await log.markShipped(3)
+  t.same(segments(), [], 'shipped through, the segment (over 1 MiB) is deleted')
+  t.equal(log.stats().bytes, 0)
+  t.equal(await log.append([logLine('u', { reasoning: 'after' })]), 4)
+  t.equal(segments().length, 1, 'the next append starts another')
+  t.same(logRows(await log.read(3, 10, 1 << 24)).map((r) => r.position), [4])
 })

@@ -8,6 +8,7 @@ import { IngestLogClosed, logFull, logUnavailable, type IngestLog, type LogStats
 import { takePidLock } from './pid-lock.ts'
 import { QuarantineStore, type QuarantinedRow } from './quarantine-store.ts'
 import { addRefused, stillRefused } from './refused-ranges.ts'
+import { SegmentFiles, type EntryToWrite } from './segment-files.ts'
 import { TailCache, type TailEntry } from './tail-cache.ts'
 
 export type { QuarantinedRow } from './quarantine-store.ts'
@@ -15,14 +16,15 @@ export type { QuarantinedRow } from './quarantine-store.ts'
 /**
  * The ingest log on local disk (IngestLog), synced before the 202 is sent.
  *
- * Queue logic over an LMDB environment: the appends waiting for a commit (group-commit.ts) are
- * written as entries (entry-codec.ts) keyed by the position of their first row, reads are served from
- * the newest entries in memory when they can (tail-cache.ts) and skip refused commits
- * (refused-ranges.ts), marking rows shipped trims the entries they cover, and what cannot ship is kept
- * aside (quarantine-store.ts). One process owns the directory (pid-lock.ts). The environment uses
- * overlapping sync: a commit becomes visible to readers before its fdatasync, and its puts resolve
- * only after the fdatasync, so an append resolves once its rows are on disk, and `read` never goes
- * past the last commit whose appends have resolved.
+ * Queue logic over append-only segment files and an LMDB environment: the appends waiting for a
+ * commit (group-commit.ts) are written as entries (entry-codec.ts) keyed by the position of their
+ * first row, as records at the end of a segment file, one synced write a commit (segment-files.ts);
+ * the shipping state and the quarantine (quarantine-store.ts), written a few times a second at most,
+ * are in LMDB. Reads are served from the newest entries in memory when they can (tail-cache.ts) and
+ * skip refused commits (refused-ranges.ts); marking rows shipped lets go of the entries they cover and
+ * deletes the segments wholly shipped. One process owns the directory (pid-lock.ts). An entry is
+ * indexed, so readable, only once its write has been synced: `read` never goes past the last commit
+ * whose appends have resolved.
  */
 
 /** What the log keeps about shipping, synced with the rows. */
@@ -38,7 +40,6 @@ interface ShipState {
 /** Appends waiting for one commit are merged into entries of up to this size. */
 const MERGED_ENTRY_BYTES = 4 * 1024 * 1024
 const TAIL_MAX_BYTES = 64 * 1024 * 1024
-const TRIM_BATCH = 256
 const openPaths = new Set<string>()
 
 /**
@@ -53,7 +54,7 @@ function lockDirectory (dir: string): () => void {
     : `the ingest log ${dir} belongs to running process ${owner} (lock file ${path}); give each instance its own INGEST_LOG_DIR`))
 }
 
-export interface LmdbIngestLogOptions {
+export interface DiskIngestLogOptions {
   dir: string
   maxBytes: number
   /** Told of each damaged entry moved to quarantine (for the operator's log). */
@@ -62,56 +63,53 @@ export interface LmdbIngestLogOptions {
   onCommitFailed?: (err: unknown) => void
 }
 
-export class LmdbIngestLog implements IngestLog {
+export class DiskIngestLog implements IngestLog {
   private state: ShipState
   /** The next position to hand out, and the last position whose entry is committed (holes excepted). */
   private next: number
   private lastCommitted: number
-  private bytes = 0
   private closed = false
   /** Appends waiting for the next commit: they become few entries, written in one transaction with one sync. */
   private readonly commits = new GroupCommit<PendingAppend>((batch) => this.commit(batch))
   private readonly tail = new TailCache(TAIL_MAX_BYTES)
   /** Positions of refused commits that may be on disk: never read (refused-ranges.ts). */
   private refused: PositionRange[] = []
-  /** The chain of trims: each runs after the previous one. */
+  /** The chain of segment deletions: each runs after the previous one. */
   private trimming: Promise<void> = Promise.resolve()
 
   private constructor (
     private readonly env: RootDatabase,
-    private readonly entries: Database<Buffer, number>,
+    private readonly files: SegmentFiles,
     private readonly meta: Database<ShipState, string>,
     private readonly quarantine: QuarantineStore,
     private readonly unlock: () => void,
     readonly dir: string,
     private readonly maxBytes: number,
-    private readonly onDamaged: LmdbIngestLogOptions['onDamaged'],
-    private readonly onCommitFailed: LmdbIngestLogOptions['onCommitFailed'],
+    private readonly onDamaged: DiskIngestLogOptions['onDamaged'],
+    private readonly onCommitFailed: DiskIngestLogOptions['onCommitFailed'],
   ) {
     this.state = meta.get('state') ?? { logId: randomBytes(6).toString('hex'), shipped: 0, inflight: null }
-    // Entries never overlap, so the newest one alone says where positions go on; it is checked (a
-    // damaged one counts as one row). The others are checked when read, and quarantined if damaged.
-    let newest: { key: number; value: Buffer } | undefined
-    for (const { key, value } of entries.getRange({})) {
-      this.bytes += value.length
-      newest = { key, value }
-    }
-    const last = Math.max(this.state.shipped, newest ? newest.key + (decodeEntry(newest.key, newest.value)?.rows ?? 1) - 1 : 0)
+    // Entries never overlap, so the newest one says where positions go on (a damaged one counts as
+    // one row). Entries are checked when read, and quarantined if damaged.
+    files.dropShipped(this.state.shipped)
+    const last = Math.max(this.state.shipped, files.lastPosition)
     this.next = last + 1
     this.lastCommitted = last
   }
 
   /** Opens (creating if needed) the log under `dir`; one owner per directory. */
-  static open (opts: LmdbIngestLogOptions): LmdbIngestLog {
+  static open (opts: DiskIngestLogOptions): DiskIngestLog {
     mkdirSync(opts.dir, { recursive: true })
     if (openPaths.has(opts.dir)) throw new Error(`the ingest log ${opts.dir} is already open in this process`)
     const unlock = lockDirectory(opts.dir)
     try {
       // Overlapping sync: a commit is visible before its fdatasync, its puts resolve after it.
       const env = open({ path: opts.dir, overlappingSync: true, maxDbs: 4 })
-      const log = new LmdbIngestLog(
+      const files = SegmentFiles.open(opts.dir)
+      moveLmdbEntries(env.openDB<Buffer, number>('entries', { encoding: 'binary' }), files)
+      const log = new DiskIngestLog(
         env,
-        env.openDB<Buffer, number>('entries', { encoding: 'binary' }),
+        files,
         env.openDB<ShipState, string>('meta', { encoding: 'msgpack' }),
         QuarantineStore.in(env),
         unlock, opts.dir, opts.maxBytes, opts.onDamaged, opts.onCommitFailed,
@@ -139,7 +137,7 @@ export class LmdbIngestLog implements IngestLog {
     const rows = Array.isArray(input) ? rowBytes(input) : input
     if (rows.rows === 0) return this.next - 1 // nothing to keep (an empty entry would share the next one's key)
     const size = HEADER_BYTES + rows.bytes.length // the entry's size if written alone
-    if (this.bytes + this.commits.waitingSize + size > this.maxBytes) throw logFull()
+    if (this.files.bytes + this.commits.waitingSize + size > this.maxBytes) throw logFull()
     const last = this.next + rows.rows - 1
     this.next += rows.rows
     await this.commits.add({ rows, size, appendedAt: Date.now() }, size)
@@ -147,10 +145,9 @@ export class LmdbIngestLog implements IngestLog {
   }
 
   /**
-   * Writes the appends of one group commit in one transaction and awaits its synced commit, as few
-   * entries (up to MERGED_ENTRY_BYTES each; an append never spans two): LMDB's cost per put is paid
-   * per entry, not per request. A failed commit refuses its appends with 503; its positions become a
-   * hole that reads skip.
+   * Writes the appends of one group commit with one synced write, as few entries (up to
+   * MERGED_ENTRY_BYTES each; an append never spans two). A failed commit refuses its appends with
+   * 503; its positions become a hole that reads skip.
    */
   private async commit (batch: PendingAppend[]): Promise<void> {
     let rows = 0
@@ -158,50 +155,26 @@ export class LmdbIngestLog implements IngestLog {
     // Every position handed out so far is in this batch or committed before it.
     const first = this.next - rows
     const written: TailEntry[] = []
+    const toWrite: EntryToWrite[] = []
+    let key = first
+    for (const group of groupUpTo(batch, (p) => p.size, MERGED_ENTRY_BYTES)) {
+      const { entry, rows: entryRows } = encodeEntry(group.map((p) => p.rows), batch[0]!.appendedAt)
+      written.push({ key, rows: entryRows, payload: entry.subarray(HEADER_BYTES), bytes: entry.length })
+      toWrite.push({ key, rows: entryRows, appendedAt: batch[0]!.appendedAt, entry })
+      key += entryRows
+    }
     try {
-      const puts: Promise<boolean>[] = []
-      let key = first
-      for (const group of groupUpTo(batch, (p) => p.size, MERGED_ENTRY_BYTES)) {
-        const { entry, rows: entryRows } = encodeEntry(group.map((p) => p.rows), batch[0]!.appendedAt)
-        written.push({ key, rows: entryRows, payload: entry.subarray(HEADER_BYTES), bytes: entry.length })
-        this.bytes += entry.length
-        puts.push(this.entries.put(key, entry))
-        key += entryRows
-      }
-      // Every put is awaited, failed or not: an unawaited rejection would end the process.
-      const outcomes = await Promise.allSettled(puts)
-      const failure = outcomes.find((o): o is PromiseRejectedResult => o.status === 'rejected')
-      if (failure) {
-        // LMDB rejects the writes with a generic error and the transaction's real one (ENOSPC, EIO)
-        // later, on `commitError`: handled here, else it would be an unhandled rejection.
-        for (const o of outcomes) {
-          if (o.status === 'rejected') (o.reason as { commitError?: Promise<unknown> })?.commitError?.catch((cause) => this.onCommitFailed?.(cause))
-        }
-        throw failure.reason
-      }
+      await this.files.write(toWrite)
     } catch (err) {
-      for (const e of written) this.bytes -= e.bytes
-      // The tail must stay a contiguous run: these positions are a hole now.
+      // The tail must stay a contiguous run: these positions are a hole now. What a failed write left
+      // on disk was cut off, or is in a segment no longer written; reads skip it either way.
       this.tail.drop()
-      this.forgetRefused({ from: first, to: first + rows - 1 }, written)
+      addRefused(this.refused, { from: first, to: first + rows - 1 })
       this.onCommitFailed?.(err)
       throw logUnavailable()
     }
     this.lastCommitted = Math.max(this.lastCommitted, first + rows - 1)
     for (const e of written) this.tail.keep(e)
-  }
-
-  /**
-   * A commit refused its appends, but it may be on disk: `read` skips their positions from now on
-   * (refused-ranges.ts), and their entries are removed with the next commit (best effort: the disk may
-   * still be failing).
-   */
-  private forgetRefused (range: PositionRange, written: { key: number }[]): void {
-    addRefused(this.refused, range)
-    for (const e of written) {
-      // LMDB rejects a failed write, and later its `commitError` with the cause: both are handled.
-      this.entries.remove(e.key).catch((err: { commitError?: Promise<unknown> }) => { err?.commitError?.catch(() => {}) })
-    }
   }
 
   /**
@@ -214,16 +187,18 @@ export class LmdbIngestLog implements IngestLog {
     // Rows of a commit whose fdatasync is under way are visible on disk but not acknowledged yet.
     upTo = Math.min(upTo, this.lastCommitted)
     if (this.tail.holds(after + 1)) return collectSpans(this.tail.entries, after, maxRows, maxBytes, upTo)
-    const damaged: { key: number; value: Buffer }[] = []
-    const entries = this.entries
+    const damaged: { at: number; key: number; value: Buffer }[] = []
+    const files = this.files
     function * decoded (start: number): Generator<Entry> {
-      for (const { key, value } of entries.getRange({ start })) {
+      for (const { at, key } of files.entriesFrom(start)) {
+        if (key > upTo) return
+        const value = files.read(at)
         const entry = decodeEntry(key, value)
         if (entry) yield entry
-        else if (key <= upTo) damaged.push({ key, value })
+        else damaged.push({ at, key, value })
       }
     }
-    const spans = collectSpans(decoded(this.entryStart(after + 1)), after, maxRows, maxBytes, upTo, this.refused)
+    const spans = collectSpans(decoded(after + 1), after, maxRows, maxBytes, upTo, this.refused)
     return this.settle(spans, damaged)
   }
 
@@ -240,9 +215,10 @@ export class LmdbIngestLog implements IngestLog {
   }
 
   /**
-   * Marks every row up to `position` shipped (synced with the next commit) and trims the entries
-   * wholly below it; resolves when both are done. The shipper does not wait for it before its next
-   * insert: LMDB commits in call order, so the next `beginInsert` cannot be durable before it.
+   * Marks every row up to `position` shipped (synced with the next LMDB commit), lets go of the
+   * entries wholly below it at once, and deletes the segments wholly below it once that is synced;
+   * resolves when both are done. The shipper does not wait for it before its next insert: LMDB
+   * commits in call order, so the next `beginInsert` cannot be durable before it.
    */
   async markShipped (position: number): Promise<void> {
     this.refuseIfClosed()
@@ -250,35 +226,12 @@ export class LmdbIngestLog implements IngestLog {
     const state = this.state
     this.tail.shipped(state.shipped, state.shipped >= this.lastCommitted && !this.commits.committing)
     this.refused = stillRefused(this.refused, state.shipped)
+    this.files.dropShipped(state.shipped)
     const recorded = this.meta.put('state', state)
-    this.trimming = this.trimming.then(() => this.trim()).catch(() => {})
+    // A segment is deleted only once the rows it held are recorded shipped: a crash in between would
+    // otherwise restart from an older `shipped` with those rows gone.
+    this.trimming = this.trimming.then(() => recorded).then(() => this.closed ? undefined : this.files.deleteShipped(state.shipped)).catch(() => {})
     await Promise.all([recorded, this.trimming])
-  }
-
-  /**
-   * Removes the entries wholly shipped, at most TRIM_BATCH per transaction so that no single LMDB
-   * callback holds the event loop for long (one transaction removing a few thousand entries took
-   * 16-20 ms). An entry's row count is read from its header; damaged entries never get here, the
-   * read that meets one quarantines and removes it.
-   */
-  private async trim (): Promise<void> {
-    for (;;) {
-      let removed = 0
-      let more = false
-      await this.entries.transaction(() => {
-        for (const { key, value } of this.entries.getRange({ limit: TRIM_BATCH + 1 })) {
-          if (key + (entryHeader(value)?.rows ?? 1) - 1 > this.state.shipped) return
-          if (removed === TRIM_BATCH) {
-            more = true
-            return
-          }
-          this.entries.removeSync(key) // inside the transaction: no promise of its own to leave unhandled
-          this.bytes -= value.length
-          removed++
-        }
-      })
-      if (!more || this.closed) return
-    }
   }
 
   /** Keeps rows the engine refused, with the reason, so an operator can inspect or replay them. */
@@ -310,41 +263,44 @@ export class LmdbIngestLog implements IngestLog {
 
   stats (): LogStats {
     const waiting = this.lastCommitted - this.state.shipped
-    let oldestAppendedAt: number | null = null
-    if (waiting > 0 && !this.closed) {
-      for (const { value } of this.entries.getRange({ start: this.entryStart(this.state.shipped + 1), limit: 1 })) {
-        oldestAppendedAt = entryHeader(value)?.appendedAt ?? null
-      }
-    }
-    return { rows: Math.max(0, waiting), bytes: this.bytes, oldestAppendedAt, quarantined: this.quarantine.size }
+    const oldestAppendedAt = waiting > 0 && !this.closed ? this.files.oldestAfter(this.state.shipped) : null
+    return { rows: Math.max(0, waiting), bytes: this.files.bytes, oldestAppendedAt, quarantined: this.quarantine.size }
   }
 
   async close (): Promise<void> {
     if (this.closed) return
     this.closed = true
+    await this.commits.idle()
     await this.trimming
+    this.files.close()
     await this.env.close()
     openPaths.delete(this.dir)
     this.unlock()
   }
 
-  /** The key of the entry holding `position`, or `position` itself when no entry starts at or below it. */
-  private entryStart (position: number): number {
-    // eslint-disable-next-line no-unreachable-loop -- the first key, if there is one
-    for (const key of this.entries.getKeys({ start: position, reverse: true, limit: 1 })) return key
-    return position
-  }
-
-  private async settle (spans: LogSpan[], damaged: { key: number; value: Buffer }[]): Promise<LogSpan[]> {
-    for (const { key, value } of damaged) {
+  private async settle (spans: LogSpan[], damaged: { at: number; key: number; value: Buffer }[]): Promise<LogSpan[]> {
+    for (const { at, key, value } of damaged) {
       await this.quarantineRows([{ position: key, line: value.toString('base64') }], `damaged log entry at position ${key} (${value.length} bytes), kept as base64`)
       this.onDamaged?.({ position: key, bytes: value.length })
       this.refuseIfClosed() // closed meanwhile: the entry is quarantined again at the next start
-      await this.entries.remove(key)
-      this.bytes -= value.length
+      this.files.forget(at)
     }
     return spans
   }
+}
+
+/**
+ * Entries left in LMDB by a release that kept them there are moved to the segment files, synced,
+ * before they are removed from LMDB (an entry in both after a crash in between is moved once).
+ */
+function moveLmdbEntries (entries: Database<Buffer, number>, files: SegmentFiles): void {
+  const last = files.lastPosition
+  const moved: EntryToWrite[] = []
+  for (const { key, value } of entries.getRange({})) {
+    if (key > last) moved.push({ key, rows: entryHeader(value)?.rows || 1, appendedAt: entryHeader(value)?.appendedAt ?? 0, entry: value })
+  }
+  if (moved.length > 0) files.writeSync(moved)
+  if (moved.length > 0 || entries.getCount() > 0) entries.clearSync()
 }
 
 /** An append waiting for its commit: its rows, the size of its entry if written alone, and when it came. */
