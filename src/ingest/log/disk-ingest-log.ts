@@ -105,12 +105,13 @@ export class DiskIngestLog implements IngestLog {
     try {
       // Overlapping sync: a commit is visible before its fdatasync, its puts resolve after it.
       const env = open({ path: opts.dir, overlappingSync: true, maxDbs: 4 })
-      const files = SegmentFiles.open(opts.dir)
+      const meta = env.openDB<ShipState, string>('meta', { encoding: 'msgpack' })
+      const files = SegmentFiles.open(opts.dir, meta.get('state')?.shipped ?? 0)
       moveLmdbEntries(env.openDB<Buffer, number>('entries', { encoding: 'binary' }), files)
       const log = new DiskIngestLog(
         env,
         files,
-        env.openDB<ShipState, string>('meta', { encoding: 'msgpack' }),
+        meta,
         QuarantineStore.in(env),
         unlock, opts.dir, opts.maxBytes, opts.onDamaged, opts.onCommitFailed,
       )

@@ -135,12 +135,16 @@ export class SegmentFiles {
     this.nextSeq = 1
   }
 
-  /** Opens the segments under `dir` (which exists), indexing every record in them. */
-  static open (dir: string): SegmentFiles {
+  /**
+   * Opens the segments under `dir` (which exists), indexing every record in them; `shipped` (the
+   * log's) tells where a damaged run of bytes that starts a segment is, when the segments before it
+   * have been deleted.
+   */
+  static open (dir: string, shipped: number): SegmentFiles {
     const files = new SegmentFiles(dir)
     const found = readdirSync(dir).map((name) => SEGMENT_NAME.exec(name)).filter((m) => m !== null)
       .map((m) => Number(m[1])).sort((a, b) => a - b)
-    let next = 1
+    const scanned: { segment: Segment; records: { key: number; rows: number; appendedAt: number; offset: number; length: number }[]; damaged: { offset: number; length: number } | null }[] = []
     for (const seq of found) {
       const segment: Segment = { seq, path: files.pathOf(seq), size: 0, last: 0, readFd: null }
       files.nextSeq = seq + 1
@@ -149,27 +153,41 @@ export class SegmentFiles {
         unlinkSync(segment.path) // made for a commit that failed
         continue
       }
-      files.segments.push(segment)
+      segment.size = buf.length
+      const records = []
       let at = 0
+      let damaged = null
       while (at < buf.length) {
         const record = recordAt(buf, at)
         if (!record) {
-          // Not a whole record: the rest of this segment is one damaged entry, at the next position.
-          files.index.push(next, 1, 0, segment, at, buf.length - at)
-          files.bytes += buf.length - at + RECORD_HEADER_BYTES // as dropped and forgotten entries count it
-          segment.last = next
-          next += 1
+          damaged = { offset: at, length: buf.length - at }
           break
         }
-        const rows = entryHeader(record.entry)?.rows || 1
-        files.index.push(record.key, rows, entryHeader(record.entry)?.appendedAt ?? 0, segment, at + RECORD_HEADER_BYTES, record.entry.length)
-        files.bytes += RECORD_HEADER_BYTES + record.entry.length
-        segment.last = record.key + rows - 1
-        next = segment.last + 1
+        const header = entryHeader(record.entry)
+        records.push({ key: record.key, rows: header?.rows || 1, appendedAt: header?.appendedAt ?? 0, offset: at + RECORD_HEADER_BYTES, length: record.entry.length })
         at += RECORD_HEADER_BYTES + record.entry.length
       }
-      segment.size = buf.length
+      scanned.push({ segment, records, damaged })
     }
+    let last = 0
+    scanned.forEach(({ segment, records, damaged }, i) => {
+      files.segments.push(segment)
+      for (const r of records) {
+        files.index.push(r.key, r.rows, r.appendedAt, segment, r.offset, r.length)
+        files.bytes += RECORD_HEADER_BYTES + r.length
+        last = segment.last = r.key + r.rows - 1
+      }
+      if (!damaged) return
+      // Not a whole record: the rest of this segment is one damaged entry, at the next position not
+      // shipped, unless the positions up to the next segment's first record have all shipped (it was
+      // quarantined before).
+      const key = Math.max(last, shipped) + 1
+      const following = scanned.slice(i + 1).find((s) => s.records.length > 0)?.records[0]?.key ?? Infinity
+      if (key >= following) return
+      files.index.push(key, 1, 0, segment, damaged.offset, damaged.length)
+      files.bytes += RECORD_HEADER_BYTES + damaged.length // as dropped and forgotten entries count it
+      last = segment.last = key
+    })
     return files
   }
 
@@ -361,7 +379,7 @@ export class SegmentFiles {
 
   /** The keys of the records on disk under `dir`, in order (for tests and operators). */
   static keysOn (dir: string): { key: number; bytes: number }[] {
-    const files = SegmentFiles.open(dir)
+    const files = SegmentFiles.open(dir, 0)
     const keys = [...files.entriesFrom(0)].map((e) => ({ key: e.key, bytes: e.bytes - RECORD_HEADER_BYTES }))
     files.close()
     return keys

@@ -493,3 +493,26 @@ t.test('segments are deleted once their rows have shipped; the log goes on in a 
   t.equal(segments().length, 1, 'the next append starts another')
   t.same(logRows(await log.read(3, 10, 1 << 24)).map((r) => r.position), [4])
 })
+
+t.test('damage at the start of a segment whose predecessors were deleted is quarantined, not taken for shipped rows', async (t) => {
+  const dir = logDir()
+  let log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
+  const big = 'x'.repeat(400 * 1024)
+  for (let i = 0; i < 3; i++) await log.append([logLine('u', { reasoning: `${i} ${big}` })])
+  await log.markShipped(3) // the first segment is deleted
+  await log.append([logLine('u', { reasoning: 'four' })])
+  await log.append([logLine('u', { reasoning: 'five' })])
+  await log.close()
+  const [segment] = readdirSync(dir).filter((name) => name.endsWith('.seg'))
+  const bytes = readFileSync(join(dir, segment!))
+  bytes[0] = bytes[0]! ^ 0xff // the first record's header
+  writeFileSync(join(dir, segment!), bytes)
+  const damaged: number[] = []
+  log = DiskIngestLog.open({ dir, maxBytes: 1 << 30, onDamaged: ({ position }) => damaged.push(position) })
+  t.teardown(() => log.close())
+  t.equal(log.stats().rows, 1, 'the damaged bytes wait to ship as one entry')
+  t.same(logRows(await log.read(3, 10, 1 << 24)), [], 'nothing readable is there')
+  t.same(damaged, [4], 'reported at the first position not shipped')
+  t.equal(log.quarantined()[0]!.position, 4)
+  t.equal(await log.append([logLine('u', { reasoning: 'six' })]), 5)
+})
