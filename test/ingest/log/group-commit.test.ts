@@ -49,3 +49,24 @@ t.test('groupUpTo: in order, each group within the size, a larger item alone', a
   t.same(groupUpTo([3, 3, 3, 9, 1, 1], size, 6), [[3, 3], [3], [9], [1, 1]])
   t.same(groupUpTo([], size, 6), [])
 })
+
+t.test('idle resolves once no commit is under way or waiting, at once when none is', async (t) => {
+  const commits: ReturnType<typeof deferred<void>>[] = []
+  const group = new GroupCommit<string>(() => {
+    const done = deferred<void>()
+    commits.push(done)
+    return done.promise
+  })
+  await group.idle()
+  void group.add('a', 1)
+  void group.add('b', 1) // waits for the second commit
+  let idle = false
+  void group.idle().then(() => { idle = true })
+  commits[0]!.resolve()
+  await new Promise((resolve) => setImmediate(resolve))
+  t.equal(commits.length, 2, 'the waiting append is being committed')
+  t.notOk(idle, 'not idle while it is')
+  commits[1]!.resolve()
+  await new Promise((resolve) => setImmediate(resolve))
+  t.ok(idle)
+})
