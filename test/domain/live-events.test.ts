@@ -1,5 +1,6 @@
 import t from 'tap'
-import { eventMatches, eventOfLine, flatLeaves, parseLiveId, formatLiveId, compareEntries } from '../../src/domain/live-events.ts'
+import { eventMatches, eventOfLine, parseLiveId, formatLiveId, compareEntries } from '../../src/domain/live-events.ts'
+import { scalarLeaves as flatLeaves } from '../../src/domain/search-leaves.ts'
 import { parseSearchFilters, type SearchFilters } from '../../src/domain/search-filters.ts'
 import { eventLine } from '../../src/domain/event-line.ts'
 import { buildEventRow, type IncomingEvent } from '../../src/domain/event-row.ts'
