@@ -1,11 +1,10 @@
 import type { EventRow } from './event-row.ts'
-import { searchLeaves } from './search-leaves.ts'
 
 // The row format of the events table: what the row thread builds, the ingest log keeps and an
 // insert sends. Pure, and free of the ClickHouse client, which the row thread must not load.
 
-/** The columns of an event row an insert names, in the order each row's values are sent. */
-export const ROW_COLUMNS = [
+/** The columns an insert names, in the order each row's values are sent. */
+export const INSERT_COLUMNS = [
   'event_id', 'user_id', 'agent_id', 'ts', 'received_at', 'type', 'outcome', 'model', 'tool_executed', 'tools_considered',
   'duration_ms', 'input', 'reasoning', 'transaction', 'amount_token', 'amount_value', 'error_message', 'error_fingerprint',
   'session_id', 'trace_id', 'privacy_level', 'cwd', 'git', 'framework_tool', 'tokens_input_base', 'tokens_cache_creation',
@@ -16,19 +15,8 @@ export const ROW_COLUMNS = [
 ] as const satisfies readonly (keyof EventRow)[]
 
 // Fails to compile when EventRow gains a field the insert does not send.
-const everyColumnSent: Exclude<keyof EventRow, (typeof ROW_COLUMNS)[number]> extends never ? true : never = true
+const everyColumnSent: Exclude<keyof EventRow, (typeof INSERT_COLUMNS)[number]> extends never ? true : never = true
 void everyColumnSent
-
-/**
- * After the row's columns, the EPHEMERAL columns of clickhouse/025: the scalar leaves of its metadata
- * and input (search-leaves.ts), from which the engine makes the search columns without parsing the
- * JSON again. Last, so that lines of an older release (without them) still insert: the engine then
- * flattens the JSON itself, to the same values.
- */
-export const SEARCH_LEAF_COLUMNS = ['search_leaves', 'search_meta_pairs', 'search_input_leaves'] as const
-
-/** The columns an insert names, in the order each line's values are. */
-export const INSERT_COLUMNS = [...ROW_COLUMNS, ...SEARCH_LEAF_COLUMNS] as const
 
 /**
  * An event row as one JSONCompactEachRow line (values in INSERT_COLUMNS order): the form rows take in
@@ -44,6 +32,5 @@ export function eventLine (r: EventRow): string {
     r.framework_tool, r.tokens_input_base, r.tokens_cache_creation, r.tokens_cache_read, r.tokens_output,
     r.cost_usd, r.cost_status, r.metadata, r.content_hash,
     r.span_id, r.parent_span_id, r.provider, r.tokens_reasoning, r.source,
-    ...searchLeaves(r.metadata, r.input),
   ])
 }

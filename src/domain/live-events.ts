@@ -8,7 +8,6 @@ import { INSERT_COLUMNS } from './event-line.ts'
 import { tokenTotals } from './dashboard-figures.ts'
 import { privacyChip } from './privacy.ts'
 import { compareDecimals, type SearchFilters } from './search-filters.ts'
-import { leafValues, scalarLeaves } from './search-leaves.ts'
 
 const at = Object.fromEntries(INSERT_COLUMNS.map((c, i) => [c, i])) as Record<(typeof INSERT_COLUMNS)[number], number>
 
@@ -58,10 +57,56 @@ export function eventOfLine (line: string): DashboardEvent {
   }
 }
 
+/**
+ * A number's text as clickhouse/018_search.sql has it: the engine reads the JSON text
+ * JSON.stringify wrote (the shortest digits that give the number back) and writes it again the same
+ * way, but with no `+` in the exponent: `1e21`, `1.7976931348623157e308`, `5e-324`, `-1.5`,
+ * `100000` (for `1e5`).
+ */
+export function numberText (n: number): string {
+  return String(n).replace('e+', 'e')
+}
+
+/**
+ * Whether the engine cannot read a JSON text holding this number: an integer JSON.stringify writes
+ * in plain digits (below 1e21) that fits neither Int64 nor UInt64. Such a text is not read at all,
+ * so none of its leaves is searchable (the whole object counts as empty).
+ */
+const unreadable = (n: number) => Number.isInteger(n) && Math.abs(n) < 1e21 && (n >= 2 ** 64 || n < -(2 ** 63))
+
+function hasUnreadable (v: unknown): boolean {
+  if (typeof v === 'number') return unreadable(v)
+  if (v === null || typeof v !== 'object') return false
+  return (Array.isArray(v) ? v : Object.values(v as Record<string, unknown>)).some(hasUnreadable)
+}
+
+/**
+ * Scalar leaves of a JSON object up to three levels deep by dotted path, as clickhouse/018_search.sql
+ * computes `metadata_flat`: strings as they are, numbers as numberText, booleans as their JSON text;
+ * nulls, arrays and deeper levels left out; nothing of an object the engine cannot read.
+ */
+export function flatLeaves (value: unknown): [string, string][] {
+  const out: [string, string][] = []
+  const walk = (v: unknown, path: string, depth: number) => {
+    if (v === null || Array.isArray(v)) return
+    if (typeof v === 'object') {
+      if (depth >= 3) return
+      for (const [k, child] of Object.entries(v as Record<string, unknown>)) walk(child, path ? `${path}.${k}` : k, depth + 1)
+      return
+    }
+    if (path === '') return
+    if (typeof v === 'string') out.push([path, v])
+    else if (typeof v === 'number') out.push([path, numberText(v)])
+    else if (typeof v === 'boolean') out.push([path, String(v)])
+  }
+  if (value !== null && typeof value === 'object' && !Array.isArray(value) && !hasUnreadable(value)) walk(value, '', 0)
+  return out
+}
+
 /** The text `q` looks in, lower-cased, as `search_text` (clickhouse/018_search.sql) holds it. */
 function searchText (e: DashboardEvent, meta: [string, string][]): string {
   const parts = [
-    ...leafValues(e.input),
+    ...flatLeaves(e.input).map(([, v]) => v),
     e.reasoning ?? '', e.errorMessage ?? '', e.toolExecuted ?? '', e.model ?? '',
     ...meta.map(([, v]) => v),
   ]
@@ -90,7 +135,7 @@ export function eventMatches (e: DashboardEvent, f: SearchFilters): boolean {
   if (f.fromMs !== undefined && ts < f.fromMs) return false
   if (f.toMs !== undefined && ts >= f.toMs) return false
   if (f.meta.length === 0 && f.hasMeta.length === 0 && f.terms.length === 0) return true
-  const meta = scalarLeaves(e.metadata)
+  const meta = flatLeaves(e.metadata)
   for (const m of f.meta) {
     if (!meta.some(([k, v]) => k === m.path && m.values.includes(v))) return false
   }

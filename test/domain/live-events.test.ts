@@ -1,6 +1,5 @@
 import t from 'tap'
-import { eventMatches, eventOfLine, parseLiveId, formatLiveId, compareEntries } from '../../src/domain/live-events.ts'
-import { scalarLeaves as flatLeaves } from '../../src/domain/search-leaves.ts'
+import { eventMatches, eventOfLine, flatLeaves, parseLiveId, formatLiveId, compareEntries } from '../../src/domain/live-events.ts'
 import { parseSearchFilters, type SearchFilters } from '../../src/domain/search-filters.ts'
 import { eventLine } from '../../src/domain/event-line.ts'
 import { buildEventRow, type IncomingEvent } from '../../src/domain/event-row.ts'

@@ -1,7 +1,6 @@
 import t from 'tap'
 import { migrateClickHouse, splitStatements } from '../../src/storage/clickhouse-client.ts'
-import { EventsRepository, eventLine } from '../../src/storage/events-repository.ts'
-import { ROW_COLUMNS } from '../../src/domain/event-line.ts'
+import { EventsRepository, INSERT_COLUMNS, eventLine } from '../../src/storage/events-repository.ts'
 import { buildEventRow, type EventRow } from '../../src/domain/event-row.ts'
 import { newEventId } from '../../src/domain/ids.ts'
 import { openEmptyTestClickHouse, randomId } from '../helpers/app.ts'
@@ -19,7 +18,7 @@ t.test('statements split on a semicolon that ends a line, never inside a comment
 })
 
 // The columns of events as release 2 had them: the columns clickhouse/006 added are left out.
-const RELEASE_2_COLUMNS = ROW_COLUMNS.slice(0, ROW_COLUMNS.indexOf('span_id'))
+const RELEASE_2_COLUMNS = INSERT_COLUMNS.slice(0, INSERT_COLUMNS.indexOf('span_id'))
 async function insertAsRelease2 (rows: EventRow[]): Promise<void> {
   await ch.insert({ table: 'events', values: rows.map((r) => Object.fromEntries(RELEASE_2_COLUMNS.map((c) => [c, r[c]]))), format: 'JSONEachRow' })
 }
