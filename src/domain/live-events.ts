@@ -72,7 +72,7 @@ export function numberText (n: number): string {
  * in plain digits (below 1e21) that fits neither Int64 nor UInt64. Such a text is not read at all,
  * so none of its leaves is searchable (the whole object counts as empty).
  */
-const unreadable = (n: number) => Number.isInteger(n) && Math.abs(n) < 1e21 && (n >= 2 ** 64 || n < -(2 ** 63))
+const unreadable = (n: number) => Number.isInteger(n) && Math.abs(n) < 1e21 && (n >= 2 ** 64 || n <= -(2 ** 63)) // -2^63 is written -9223372036854776000
 
 function hasUnreadable (v: unknown): boolean {
   if (typeof v === 'number') return unreadable(v)
@@ -87,19 +87,23 @@ function hasUnreadable (v: unknown): boolean {
  */
 export function flatLeaves (value: unknown): [string, string][] {
   const out: [string, string][] = []
-  const walk = (v: unknown, path: string, depth: number) => {
-    if (v === null || Array.isArray(v)) return
-    if (typeof v === 'object') {
-      if (depth >= 3) return
-      for (const [k, child] of Object.entries(v as Record<string, unknown>)) walk(child, path ? `${path}.${k}` : k, depth + 1)
-      return
-    }
-    if (path === '') return
+  const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
+  const leaf = (path: string, v: unknown) => {
     if (typeof v === 'string') out.push([path, v])
     else if (typeof v === 'number') out.push([path, numberText(v)])
     else if (typeof v === 'boolean') out.push([path, String(v)])
   }
-  if (value !== null && typeof value === 'object' && !Array.isArray(value) && !hasUnreadable(value)) walk(value, '', 0)
+  if (!isObject(value) || hasUnreadable(value)) return out
+  // Paths as the engine joins them (concat(a, '.', b)): an empty key is a path of its own ('', 'a.').
+  for (const [k1, v1] of Object.entries(value)) {
+    if (!isObject(v1)) leaf(k1, v1)
+    else {
+      for (const [k2, v2] of Object.entries(v1)) {
+        if (!isObject(v2)) leaf(`${k1}.${k2}`, v2)
+        else for (const [k3, v3] of Object.entries(v2)) if (!isObject(v3)) leaf(`${k1}.${k2}.${k3}`, v3)
+      }
+    }
+  }
   return out
 }
 

@@ -52,6 +52,8 @@ t.test('filters evaluated in memory as the search evaluates them', async (t) => 
 
 t.test('metadata leaves as metadata_flat holds them', async (t) => {
   t.same(flatLeaves({ a: { b: { c: 1, d: { e: 2 } } }, s: 'x', n: null, l: [1] }), [['a.b.c', '1'], ['s', 'x']])
+  // An empty key is a path of its own, as the engine joins keys (concat(a, '.', b)).
+  t.same(flatLeaves({ '': 'e', a: { '': 'f', b: { '': 'g' } } }), [['', 'e'], ['a.', 'f'], ['a.b.', 'g']])
 })
 
 t.test('stream ids', async (t) => {
@@ -68,5 +70,6 @@ t.test('numbers in metadata as the engine writes them back (clickhouse/018_searc
   // 1e20 is written as 21 digits, which fit no 64-bit integer: the engine reads none of that object.
   t.same(flatLeaves({ s: 'x', n: { a: 1e20 } }), [])
   t.same(flatLeaves({ s: 'x', deep: [{ a: -1e19 }] }), [])
+  t.same(flatLeaves({ s: 'x', n: -(2 ** 63) }), [], '-2^63 is written -9223372036854776000, below the 64-bit integers')
   t.same(flatLeaves({ s: 'x', n: 2 ** 64 - 2048 }), [['s', 'x'], ['n', '18446744073709550000']])
 })
