@@ -9,7 +9,11 @@ import { createClient } from '@clickhouse/client'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
 import pg from 'pg'
 import { request } from 'undici'
-import { TEST_DATABASE_URL, TEST_SECRETS_KEY, randomId } from './helpers/env.ts'
+import { TEST_SECRETS_KEY, ownTestDatabase, randomId } from './helpers/env.ts'
+
+// A Postgres database of its own (ownTestDatabase): these instances run workers, whose anomaly ticks
+// would evaluate other files' alerts against this file's ClickHouse (test/helpers/env.ts).
+const TEST_DATABASE_URL = ownTestDatabase('multi_instance')
 import { Queue, type JobType } from 'bullmq'
 import { startClickHouseEndpoint } from './helpers/clickhouse-endpoint.ts'
 import { freePort, startService, waitHealthy } from './helpers/service-process.ts'

@@ -8,7 +8,11 @@ import pg from 'pg'
 import { request } from 'undici'
 import { loadLocalSigningKey, signLocalToken } from '../../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../../src/storage/postgres.ts'
-import { TEST_DATABASE_URL, randomId } from './env.ts'
+import { ownTestDatabase, randomId } from './env.ts'
+
+// The services these files start run the worker role too (the default): a Postgres database apart
+// from the other files' (ownTestDatabase), which their anomaly ticks would otherwise evaluate.
+const SERVICE_DATABASE_URL = ownTestDatabase('service_processes')
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -28,7 +32,7 @@ export async function serviceSetup (label: string, storeEnv: Record<string, stri
     ...process.env,
     PORT: String(port),
     DATA_DIR: dataDir,
-    DATABASE_URL: TEST_DATABASE_URL,
+    DATABASE_URL: SERVICE_DATABASE_URL,
     REDIS_PREFIX: `test:${randomId()}:`,
     LOG_LEVEL: 'warn',
     ANALYTICS_PORT: 'off',
@@ -84,7 +88,7 @@ export async function enterpriseUserOf (base: string, dataDir: string, label: st
   const token = await signLocalToken(await loadLocalSigningKey(dataDir), subject)
   const me = await request(`${base}/v1/me`, { headers: { authorization: `Bearer ${token}` } })
   const userId = ((await me.body.json()) as { id: string }).id
-  const db = new pg.Client({ connectionString: withDefaultUser(TEST_DATABASE_URL) })
+  const db = new pg.Client({ connectionString: withDefaultUser(SERVICE_DATABASE_URL) })
   await db.connect()
   await db.query('UPDATE users SET tier = \'enterprise\', burst_per_minute = 100000000 WHERE privy_id = $1', [subject])
   await db.end()

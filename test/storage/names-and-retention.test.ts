@@ -3,11 +3,15 @@ import { readFileSync } from 'node:fs'
 import { spawnSync } from 'node:child_process'
 import { createClient, ClickHouseLogLevel } from '@clickhouse/client'
 import { buildTestApp, newUser, randomId, sendEvent, shipped, TEST_CLICKHOUSE_URL } from '../helpers/app.ts'
+import { ownTestDatabase } from '../helpers/env.ts'
 import { applyRetentionTtl, cleanPostgres } from '../../src/storage/retention.ts'
 import { MAINTENANCE_QUEUE, NAMES_SCHEDULER_ID, RETENTION_SCHEDULER_ID } from '../../src/jobs/maintenance.queue.ts'
 
 const PASSWORD = 'analyst-test-password'
-const app = await buildTestApp(t, { ANALYTICS_PORT: '0', ANALYST_PASSWORD: PASSWORD })
+// A Postgres database of its own (ownTestDatabase): this file runs a worker, whose anomaly tick
+// would evaluate other files' alerts against this file's ClickHouse (test/helpers/env.ts).
+const DATABASE_URL = ownTestDatabase('names')
+const app = await buildTestApp(t, { ANALYTICS_PORT: '0', ANALYST_PASSWORD: PASSWORD, DATABASE_URL })
 // Analysts read through the service's SQL port on the embedded engine, and straight from a server.
 const analyst = TEST_CLICKHOUSE_URL
   ? createClient({ url: TEST_CLICKHOUSE_URL, log: { level: ClickHouseLogLevel.OFF } })
@@ -161,7 +165,7 @@ t.test('old cleared alerts, finished deliveries and waitlist sign-ups are delete
 })
 
 t.test('in the worker role, schedulers copy names without being asked', async (t) => {
-  const worker = await buildTestApp(t, { ROLES: 'api,worker', NAMES_SYNC_EVERY_MS: '1000' })
+  const worker = await buildTestApp(t, { ROLES: 'api,worker', NAMES_SYNC_EVERY_MS: '1000', DATABASE_URL })
   t.ok(await worker.maintenance.queue.getJobScheduler(NAMES_SCHEDULER_ID))
   t.ok(await worker.maintenance.queue.getJobScheduler(RETENTION_SCHEDULER_ID))
   t.equal(worker.maintenance.queue.name, MAINTENANCE_QUEUE)

@@ -13,9 +13,11 @@ if (!hasChromium()) {
 
 async function run () {
   const { buildTestApp, newUser, randomId, shipped } = await import('../helpers/app.ts')
+  const { ownTestDatabase } = await import('../helpers/env.ts')
   const { startReceiver } = await import('../helpers/receiver.ts')
   const receiver = await startReceiver(t)
-  const app = await buildTestApp(t, { ROLES: 'api,worker', NOTIFY_ALLOW_PRIVATE_NETWORKS: '1' })
+  // A Postgres database of its own (ownTestDatabase): this file runs a worker (test/helpers/env.ts).
+  const app = await buildTestApp(t, { ROLES: 'api,worker', NOTIFY_ALLOW_PRIVATE_NETWORKS: '1', DATABASE_URL: ownTestDatabase('ui_channels') })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
   const user = await newUser(app, { tier: 'enterprise', burst: 100_000 })

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { buildTestApp, newUser, randomId, type TestUser } from '../../../helpers/app.ts'
+import { ownTestDatabase } from '../../../helpers/env.ts'
 import { startReceiver, until } from '../../../helpers/receiver.ts'
 import { alertEvent } from '../../../../src/domain/notifications.ts'
 
@@ -8,12 +9,15 @@ import { alertEvent } from '../../../../src/domain/notifications.ts'
 // server on the loopback: it counts connections, to show that none is ever made.
 const receiver = await startReceiver(t)
 const prefix = `test:${randomId()}:`
+// A Postgres database of its own (ownTestDatabase): this file runs a worker, whose anomaly tick
+// would evaluate other files' alerts against this file's ClickHouse (test/helpers/env.ts).
+const DATABASE_URL = ownTestDatabase('channels_safety')
 // The default: refuses private destinations, and runs the notify worker.
-const strict = await buildTestApp(t, { REDIS_PREFIX: prefix, ROLES: 'api,worker' })
+const strict = await buildTestApp(t, { REDIS_PREFIX: prefix, ROLES: 'api,worker', DATABASE_URL })
 // Another instance on the same queues, set up for local use: it lets channels be created towards the
 // loopback (as a name that resolved to a public address at creation would), but it runs no worker,
 // so the strict instance makes every attempt.
-const lenient = await buildTestApp(t, { REDIS_PREFIX: prefix, NOTIFY_ALLOW_PRIVATE_NETWORKS: '1' })
+const lenient = await buildTestApp(t, { REDIS_PREFIX: prefix, NOTIFY_ALLOW_PRIVATE_NETWORKS: '1', DATABASE_URL })
 
 const post = (app: typeof strict, user: TestUser, url: string, payload?: Record<string, unknown>) =>
   app.inject({ method: 'POST', url, headers: user.auth, ...(payload ? { payload } : {}) })

@@ -7,13 +7,17 @@ import { alertEvent } from '../../../../src/domain/notifications.ts'
 import { keyId, newKeyText } from '../../../../src/domain/secret-box.ts'
 import { newSigningSecret } from '../../../../src/domain/standard-webhooks.ts'
 import { buildTestApp, newUser, randomId, testConfig, TEST_SECRETS_KEY, type TestUser } from '../../../helpers/app.ts'
+import { ownTestDatabase } from '../../../helpers/env.ts'
 import { startReceiver, until } from '../../../helpers/receiver.ts'
 
 // Credentials of notification channels are encrypted in Postgres (docs/operations.md#secrets-at-rest).
 // Receivers listen on the loopback, so the instances here allow private networks.
 const receiver = await startReceiver(t)
 const PAGERDUTY = '/pagerduty-secrets/v2/enqueue'
-const settings = (extra: Record<string, string> = {}) => ({ NOTIFY_ALLOW_PRIVATE_NETWORKS: '1', PAGERDUTY_EVENTS_URL: receiver.url(PAGERDUTY), ...extra })
+// A Postgres database of its own (ownTestDatabase): this file runs a worker, whose anomaly tick
+// would evaluate other files' alerts against this file's ClickHouse (test/helpers/env.ts).
+const DATABASE_URL = ownTestDatabase('channels_secrets')
+const settings = (extra: Record<string, string> = {}) => ({ NOTIFY_ALLOW_PRIVATE_NETWORKS: '1', PAGERDUTY_EVENTS_URL: receiver.url(PAGERDUTY), DATABASE_URL, ...extra })
 const app = await buildTestApp(t, settings({ ROLES: 'api,worker' }))
 
 const keyIdOf = (text: string) => keyId(Buffer.from(text, 'base64'))
@@ -210,7 +214,7 @@ t.test('a stored URL that does not parse fails its deliveries at once, saying wh
 })
 
 t.test('regression: a URL that passes the pattern but does not parse is a 400, on create and on change', async (t) => {
-  const strict = await buildTestApp(t)
+  const strict = await buildTestApp(t, { DATABASE_URL })
   for (const on of [app, strict]) {
     const user = await newUser(on)
     const ok = await create(on, user, { kind: 'pagerduty', routingKey: 'k'.repeat(32) })

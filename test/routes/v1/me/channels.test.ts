@@ -4,6 +4,7 @@ import { alertEvent, eventKey } from '../../../../src/domain/notifications.ts'
 import { newMessageId } from '../../../../src/domain/ids.ts'
 import { SWEEP_GRACE_MS } from '../../../../src/jobs/notify.queue.ts'
 import { acceptedBatch, buildTestApp, newUser, randomId, shipped, type TestUser } from '../../../helpers/app.ts'
+import { ownTestDatabase } from '../../../helpers/env.ts'
 import { startReceiver, until } from '../../../helpers/receiver.ts'
 
 // How long a delivery may take to arrive: a bound, not a speed (a busy machine delays BullMQ jobs by
@@ -14,8 +15,11 @@ const DASHBOARD = 'https://dash.example.com'
 const receiver = await startReceiver(t)
 // The receivers listen on this machine's loopback, which channels may reach only with
 // NOTIFY_ALLOW_PRIVATE_NETWORKS=1 (channels-safety.test.ts shows the refusal without it).
+// A Postgres database of its own (ownTestDatabase): this file runs a worker, whose anomaly tick
+// would evaluate other files' alerts against this file's ClickHouse (test/helpers/env.ts).
 const app = await buildTestApp(t, {
   ROLES: 'api,worker',
+  DATABASE_URL: ownTestDatabase('channels'),
   NOTIFY_ALLOW_PRIVATE_NETWORKS: '1',
   PAGERDUTY_EVENTS_URL: receiver.url('/pagerduty/v2/enqueue'),
   DASHBOARD_URL: DASHBOARD,
