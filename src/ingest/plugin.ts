@@ -60,6 +60,8 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
     maxBytes: opts.ingest.logMaxBytes,
     onDamaged: ({ position, bytes }) => app.log.error({ position, bytes, dir: opts.ingest.logDir },
       'a damaged ingest log entry was moved to the quarantine; the rest of the log ships'),
+    onUnfinishedWrite: ({ bytes }) => app.log.warn({ bytes, dir: opts.ingest.logDir },
+      'cut an unfinished write off the ingest log: the process stopped during it, so none of its events was acknowledged'),
     onCommitFailed: (err) => app.log.error({ err, dir: opts.ingest.logDir },
       'the ingest log could not be written (disk full?); its events were refused with 503 and nothing acknowledged is lost'),
   })

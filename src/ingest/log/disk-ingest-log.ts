@@ -59,6 +59,8 @@ export interface DiskIngestLogOptions {
   maxBytes: number
   /** Told of each damaged entry moved to quarantine (for the operator's log). */
   onDamaged?: (info: { position: number; bytes: number }) => void
+  /** Told of an unfinished write cut off the newest segment at open (never acknowledged: the process died in it). */
+  onUnfinishedWrite?: (info: { bytes: number }) => void
   /** Told when a commit fails (disk full, I/O error); its appends were refused with 503. */
   onCommitFailed?: (err: unknown) => void
 }
@@ -107,6 +109,7 @@ export class DiskIngestLog implements IngestLog {
       const env = open({ path: opts.dir, overlappingSync: true, maxDbs: 4 })
       const meta = env.openDB<ShipState, string>('meta', { encoding: 'msgpack' })
       const files = SegmentFiles.open(opts.dir, meta.get('state')?.shipped ?? 0)
+      if (files.cutBytes > 0) opts.onUnfinishedWrite?.({ bytes: files.cutBytes })
       moveLmdbEntries(env.openDB<Buffer, number>('entries', { encoding: 'binary' }), files)
       const log = new DiskIngestLog(
         env,

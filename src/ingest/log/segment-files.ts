@@ -1,4 +1,4 @@
-import { close, closeSync, constants, fdatasync, fsync, fsyncSync, ftruncate, open, openSync, readdirSync, readFileSync, readSync, unlink, unlinkSync, writeSync, writev } from 'node:fs'
+import { close, closeSync, constants, fdatasync, fsync, fsyncSync, ftruncate, open, openSync, readdirSync, readFileSync, readSync, truncateSync, unlink, unlinkSync, writeSync, writev } from 'node:fs'
 import { join } from 'node:path'
 import { crc32 } from 'node:zlib'
 import { entryHeader } from './entry-codec.ts'
@@ -130,6 +130,8 @@ export class SegmentFiles {
   private writes = 0
   /** Bytes of the entries held (record headers included), shipped ones excepted. */
   bytes = 0
+  /** Bytes of an unfinished write cut off the newest segment at open (0 when none). */
+  cutBytes = 0
 
   private constructor (private readonly dir: string) {
     this.nextSeq = 1
@@ -145,12 +147,22 @@ export class SegmentFiles {
     const found = readdirSync(dir).map((name) => SEGMENT_NAME.exec(name)).filter((m) => m !== null)
       .map((m) => Number(m[1])).sort((a, b) => a - b)
     const scanned: { segment: Segment; records: { key: number; rows: number; appendedAt: number; offset: number; length: number }[]; damaged: { offset: number; length: number } | null }[] = []
-    for (const seq of found) {
+    for (const [n, seq] of found.entries()) {
       const segment: Segment = { seq, path: files.pathOf(seq), size: 0, last: 0, readFd: null }
       files.nextSeq = seq + 1
-      const buf = readFileSync(segment.path)
+      let buf = readFileSync(segment.path)
+      // The newest segment may end in a write the process did not live to finish (a kill or a crash
+      // part-way through its system call): never acknowledged, so cut off, not quarantined.
+      if (n === found.length - 1) {
+        const whole = unfinishedWriteAt(buf)
+        if (whole < buf.length) {
+          truncateSync(segment.path, whole)
+          files.cutBytes = buf.length - whole
+          buf = buf.subarray(0, whole)
+        }
+      }
       if (buf.length === 0) {
-        unlinkSync(segment.path) // made for a commit that failed
+        unlinkSync(segment.path) // made for a commit that failed, or that did not finish
         continue
       }
       segment.size = buf.length
@@ -407,6 +419,26 @@ function recordAt (buf: Buffer, at: number): { key: number; entry: Buffer } | nu
   const start = at + RECORD_HEADER_BYTES
   if (start + length > buf.length) return null
   return { key: buf.readDoubleLE(at + 8), entry: buf.subarray(start, start + length) }
+}
+
+/**
+ * Where a segment's whole records end when what follows them is a write that did not finish: the
+ * start of a last record too short for its header or its length (a prefix of a record), or a run of
+ * zero bytes (a size the file system extended before a power loss wrote the data); else the
+ * segment's length (anything else there is damage, not an unfinished write).
+ */
+function unfinishedWriteAt (buf: Buffer): number {
+  let at = 0
+  while (at < buf.length) {
+    if (buf.length - at < RECORD_HEADER_BYTES) return at
+    if (buf.readUInt32LE(at) !== crc32(buf.subarray(at + 4, at + RECORD_HEADER_BYTES))) {
+      return buf.subarray(at).every((b) => b === 0) ? at : buf.length
+    }
+    const end = at + RECORD_HEADER_BYTES + buf.readUInt32LE(at + 4)
+    if (end > buf.length) return at
+    at = end
+  }
+  return buf.length
 }
 
 /** Buffers less their first `n` bytes. */

@@ -516,3 +516,28 @@ t.test('damage at the start of a segment whose predecessors were deleted is quar
   t.equal(log.quarantined()[0]!.position, 4)
   t.equal(await log.append([logLine('u', { reasoning: 'six' })]), 5)
 })
+
+t.test('a write the process did not live to finish is cut off the newest segment at start, not quarantined', async (t) => {
+  for (const [what, tail] of [['a record cut short', null], ['zero bytes', Buffer.alloc(4096)]] as const) {
+    const dir = logDir()
+    const lines = [logLine('u', { reasoning: 'one' }), logLine('u', { reasoning: 'two' })]
+    let log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
+    for (const line of lines) await log.append([line])
+    await log.close()
+    const [segment] = readdirSync(dir).filter((name) => name.endsWith('.seg'))
+    const path = join(dir, segment!)
+    const whole = readFileSync(path)
+    // A record cut 10 bytes short of its end (the first one's bytes), after the whole ones.
+    const partial = whole.subarray(0, 16 + whole.readUInt32LE(4) - 10)
+    appendFileSync(path, tail ?? partial)
+    const cut: number[] = []
+    const damaged: number[] = []
+    log = DiskIngestLog.open({ dir, maxBytes: 1 << 30, onUnfinishedWrite: ({ bytes }) => cut.push(bytes), onDamaged: ({ position }) => damaged.push(position) })
+    t.same(cut, [(tail ?? partial).length], `${what}: cut off, and told`)
+    t.equal(readFileSync(path).length, whole.length, `${what}: the segment is as it was`)
+    t.same(logRows(await log.read(0, 10, 1 << 24)).map((r) => r.line), lines)
+    t.equal(await log.append([logLine('u', { reasoning: 'three' })]), 3, `${what}: positions go on`)
+    t.same([damaged, log.quarantined()], [[], []], `${what}: nothing quarantined`)
+    await log.close()
+  }
+})
