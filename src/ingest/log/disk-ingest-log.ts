@@ -191,7 +191,7 @@ export class DiskIngestLog implements IngestLog {
     // Rows of a commit whose fdatasync is under way are visible on disk but not acknowledged yet.
     upTo = Math.min(upTo, this.lastCommitted)
     if (this.tail.holds(after + 1)) return collectSpans(this.tail.entries, after, maxRows, maxBytes, upTo)
-    const damaged: { at: number; key: number; value: Buffer }[] = []
+    const damaged: { key: number; value: Buffer }[] = []
     const files = this.files
     function * decoded (start: number): Generator<Entry> {
       for (const { at, key } of files.entriesFrom(start)) {
@@ -199,7 +199,7 @@ export class DiskIngestLog implements IngestLog {
         const value = files.read(at)
         const entry = decodeEntry(key, value)
         if (entry) yield entry
-        else damaged.push({ at, key, value })
+        else damaged.push({ key, value })
       }
     }
     const spans = collectSpans(decoded(after + 1), after, maxRows, maxBytes, upTo, this.refused)
@@ -282,12 +282,12 @@ export class DiskIngestLog implements IngestLog {
     this.unlock()
   }
 
-  private async settle (spans: LogSpan[], damaged: { at: number; key: number; value: Buffer }[]): Promise<LogSpan[]> {
-    for (const { at, key, value } of damaged) {
+  private async settle (spans: LogSpan[], damaged: { key: number; value: Buffer }[]): Promise<LogSpan[]> {
+    for (const { key, value } of damaged) {
       await this.quarantineRows([{ position: key, line: value.toString('base64') }], `damaged log entry at position ${key} (${value.length} bytes), kept as base64`)
       this.onDamaged?.({ position: key, bytes: value.length })
       this.refuseIfClosed() // closed meanwhile: the entry is quarantined again at the next start
-      this.files.forget(at)
+      this.files.forget(key)
     }
     return spans
   }

@@ -336,9 +336,13 @@ export class SegmentFiles {
     return buf
   }
 
-  /** Forgets the entry at `at` (a damaged entry, quarantined): it is not read again while this process runs. */
-  forget (at: number): void {
-    if (this.index.gone[at] === 1) return
+  /**
+   * Forgets the entry whose first position is `key` (a damaged entry, quarantined): it is not read
+   * again while this process runs. By key, not index: the index may have been compacted since the read.
+   */
+  forget (key: number): void {
+    const at = this.index.from(key)
+    if (at >= this.index.end || this.index.keys[at] !== key || this.index.gone[at] === 1) return
     this.index.gone[at] = 1
     this.bytes -= this.index.lengths[at]! + RECORD_HEADER_BYTES
   }
