@@ -150,35 +150,27 @@ export class SegmentFiles {
     for (const [n, seq] of found.entries()) {
       const segment: Segment = { seq, path: files.pathOf(seq), size: 0, last: 0, readFd: null }
       files.nextSeq = seq + 1
-      let buf = readFileSync(segment.path)
-      // The newest segment may end in a write the process did not live to finish (a kill or a crash
-      // part-way through its system call): never acknowledged, so cut off, not quarantined.
-      if (n === found.length - 1) {
-        const whole = unfinishedWriteAt(buf)
-        if (whole < buf.length) {
-          truncateSync(segment.path, whole)
-          files.cutBytes = buf.length - whole
-          buf = buf.subarray(0, whole)
-        }
-      }
-      if (buf.length === 0) {
-        unlinkSync(segment.path) // made for a commit that failed, or that did not finish
-        continue
-      }
-      segment.size = buf.length
+      const buf = readFileSync(segment.path)
       const records = []
       let at = 0
-      let damaged = null
-      while (at < buf.length) {
-        const record = recordAt(buf, at)
-        if (!record) {
-          damaged = { offset: at, length: buf.length - at }
-          break
-        }
+      for (let record = recordAt(buf, at); record; record = recordAt(buf, at)) {
         const header = entryHeader(record.entry)
         records.push({ key: record.key, rows: header?.rows || 1, appendedAt: header?.appendedAt ?? 0, offset: at + RECORD_HEADER_BYTES, length: record.entry.length })
         at += RECORD_HEADER_BYTES + record.entry.length
       }
+      let damaged = at < buf.length ? { offset: at, length: buf.length - at } : null
+      // The newest segment may end in a write the process did not live to finish (a kill or a crash
+      // part-way through its system call): never acknowledged, so cut off, not quarantined.
+      if (damaged && n === found.length - 1 && unfinishedWriteAt(buf, at)) {
+        truncateSync(segment.path, at)
+        files.cutBytes = buf.length - at
+        damaged = null
+      }
+      if (at === 0 && !damaged) {
+        unlinkSync(segment.path) // made for a commit that failed, or that did not finish
+        continue
+      }
+      segment.size = damaged ? buf.length : at
       scanned.push({ segment, records, damaged })
     }
     let last = 0
@@ -207,9 +199,6 @@ export class SegmentFiles {
   get lastPosition (): number {
     return this.index.end > this.index.head ? this.index.keys[this.index.end - 1]! + this.index.rows[this.index.end - 1]! - 1 : 0
   }
-
-  /** Whether no entry is held. */
-  get empty (): boolean { return this.index.end === this.index.head }
 
   /**
    * Writes entries (in key order, after every entry written before) as records at the end of the
@@ -426,23 +415,14 @@ function recordAt (buf: Buffer, at: number): { key: number; entry: Buffer } | nu
 }
 
 /**
- * Where a segment's whole records end when what follows them is a write that did not finish: the
- * start of a last record too short for its header or its length (a prefix of a record), or a run of
- * zero bytes (a size the file system extended before a power loss wrote the data); else the
- * segment's length (anything else there is damage, not an unfinished write).
+ * Whether what follows a segment's last whole record, at `at`, is a write that did not finish: a
+ * record too short for its header or for its length (a prefix of a record), or a run of zero bytes
+ * (a size the file system extended before a power loss wrote the data). Anything else is damage.
  */
-function unfinishedWriteAt (buf: Buffer): number {
-  let at = 0
-  while (at < buf.length) {
-    if (buf.length - at < RECORD_HEADER_BYTES) return at
-    if (buf.readUInt32LE(at) !== crc32(buf.subarray(at + 4, at + RECORD_HEADER_BYTES))) {
-      return buf.subarray(at).every((b) => b === 0) ? at : buf.length
-    }
-    const end = at + RECORD_HEADER_BYTES + buf.readUInt32LE(at + 4)
-    if (end > buf.length) return at
-    at = end
-  }
-  return buf.length
+function unfinishedWriteAt (buf: Buffer, at: number): boolean {
+  if (buf.length - at < RECORD_HEADER_BYTES) return true
+  if (buf.readUInt32LE(at) === crc32(buf.subarray(at + 4, at + RECORD_HEADER_BYTES))) return true // whole header, length past the end
+  return buf.subarray(at).every((b) => b === 0)
 }
 
 /** Buffers less their first `n` bytes. */
