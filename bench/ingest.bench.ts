@@ -44,7 +44,11 @@ function startProcess (args: string[], env: Record<string, string> = {}): ChildP
   return child
 }
 
-interface Figures { name: string; rps: number; p50: number; p99: number; non2xx: number; errors: number; eventsPerSec?: number; cpuUsPerEvent: number }
+interface Figures {
+  name: string; rps: number; p50: number; p99: number; non2xx: number; errors: number; eventsPerSec?: number; cpuUsPerEvent: number
+  /** With `shipped`: CPU per event from the run's start until its backlog was in ClickHouse. */
+  cpuUntilShippedUsPerEvent?: number
+}
 
 /** CPU time (user + system, all threads) a process has used, in microseconds, from /proc. */
 function cpuMicros (pid: number): number {
@@ -52,16 +56,30 @@ function cpuMicros (pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100 // utime, stime in clock ticks (100 Hz)
 }
 
-async function measure (name: string, server: ChildProcess, opts: autocannon.Options, eventsPerRequest = 1, during?: () => void): Promise<Figures> {
+/**
+ * Runs a load after a 2 s warm-up. With `shipped` (resolves once the service's backlog is empty), the
+ * warm-up's backlog ships before the measured run starts, and the CPU is also read once the run's own
+ * backlog has shipped: a rate the engine's inserts cannot follow defers their work past the run's
+ * end, so the CPU during the run alone leaves part of its events' cost out.
+ */
+async function measure (name: string, server: ChildProcess, opts: autocannon.Options, eventsPerRequest = 1, during?: () => void, shipped?: () => Promise<void>): Promise<Figures> {
   console.error(`running ${name}: 2 s warm-up, then ${opts.duration} s…`)
   await autocannon({ ...opts, duration: 2 }) // warm-up: JIT, caches, connection pools
+  await shipped?.()
   const cpuBefore = cpuMicros(server.pid!)
   const run = autocannon(opts)
   during?.()
   const r = await run
   const cpu = cpuMicros(server.pid!) - cpuBefore
+  const events = Math.max(1, r.requests.total * eventsPerRequest)
+  let cpuUntilShippedUsPerEvent: number | undefined
+  if (shipped) {
+    await shipped()
+    cpuUntilShippedUsPerEvent = (cpuMicros(server.pid!) - cpuBefore) / events
+  }
   return {
-    cpuUsPerEvent: cpu / Math.max(1, r.requests.total * eventsPerRequest),
+    cpuUsPerEvent: cpu / events,
+    cpuUntilShippedUsPerEvent,
     name,
     rps: r.requests.average,
     p50: r.latency.p50,
@@ -211,7 +229,7 @@ try {
   // Earlier rounds: the ratios only.
   const ratios: { b: number[]; c: number[]; ck: number[] } = { b: [], c: [], ck: [] }
   // The service's CPU per event over the bare server's, per round: the steadier figure on a shared machine.
-  const cpuRatios: { b: number[]; c: number[] } = { b: [], c: [] }
+  const cpuRatios: { b: number[]; c: number[]; cShipped: number[] } = { b: [], c: [], cShipped: [] }
   for (let round = 1; round < rounds; round++) {
     if (runs.has('a') && runs.has('b')) {
       const a = await measure(`(a) round ${round}`, bare, load.a)
@@ -222,12 +240,11 @@ try {
     }
     if (runs.has('c0') && runs.has('c')) {
       const c0 = await measure(`(c0) round ${round}`, bare, load.c0, 500)
-      const c = await measure(`(c) round ${round}`, service, load.c, 500)
+      const c = await measure(`(c) round ${round}`, service, load.c, 500, undefined, untilShipped)
       ratios.c.push(c.eventsPerSec! / c0.eventsPerSec!)
       cpuRatios.c.push(c.cpuUsPerEvent / c0.cpuUsPerEvent)
-      console.error(`round ${round}: (c0) ${c0.eventsPerSec!.toFixed(0)} events/s ${c0.cpuUsPerEvent.toFixed(1)} µs/event, (c) ${c.eventsPerSec!.toFixed(0)} events/s ${c.cpuUsPerEvent.toFixed(1)} µs/event`)
-      // What (c) left in the log ships before the next run: its engine work belongs to (c), not to the next one.
-      await untilShipped()
+      cpuRatios.cShipped.push(c.cpuUntilShippedUsPerEvent! / c0.cpuUsPerEvent)
+      console.error(`round ${round}: (c0) ${c0.eventsPerSec!.toFixed(0)} events/s ${c0.cpuUsPerEvent.toFixed(1)} µs/event, (c) ${c.eventsPerSec!.toFixed(0)} events/s ${c.cpuUsPerEvent.toFixed(1)} µs/event (${c.cpuUntilShippedUsPerEvent!.toFixed(1)} until shipped)`)
       if (runs.has('ck')) {
         const ck = await measure(`(ck) round ${round}`, service, load.ck, 500)
         ratios.ck.push(ck.eventsPerSec! / c0.eventsPerSec!)
@@ -288,24 +305,30 @@ try {
   let batchStepsBefore: Record<string, { events: number; totalMs: number }> = {}
   let batchThreadsBefore = new Map<string, ThreadCpu>()
   let batchThreads = new Map<string, ThreadCpu>()
+  let batchThreadsShipped = new Map<string, ThreadCpu>()
   let batchMachineBusy = NaN
   let batchBacklog = NaN
   let batchDrainMs = NaN
   if (runs.has('c')) {
     let machineAtStart = machineTicks()
+    // A rate the shipper cannot follow only defers work into the backlog: how much was left when the
+    // load stopped, and how long it took to ship (measure waits for it before the next run starts).
+    let calls = 0
+    const shippedAfterRun = async () => {
+      if (calls++ === 0) return untilShipped() // the warm-up's backlog, before the run
+      const loadEnded = performance.now()
+      batchThreads = cpuByThread(service.pid!)
+      batchMachineBusy = busyPercent(machineAtStart, machineTicks())
+      batchBacklog = (await health()).ingest.backlogRows
+      await untilShipped()
+      batchDrainMs = performance.now() - loadEnded
+      batchThreadsShipped = cpuByThread(service.pid!)
+    }
     results.c = (await measure(`(c) batch x500, ${batchConnections} conns`, service, load.c, 500, () => {
       batchThreadsBefore = cpuByThread(service.pid!)
       machineAtStart = machineTicks()
       void health().then((h) => { batchStepsBefore = h.ingest.steps })
-    }))
-    batchThreads = cpuByThread(service.pid!)
-    batchMachineBusy = busyPercent(machineAtStart, machineTicks())
-    // A rate the shipper cannot follow only defers work into the backlog: how much was left, and how
-    // long it took to ship (before the next round starts).
-    const loadEnded = performance.now()
-    batchBacklog = (await health()).ingest.backlogRows
-    await untilShipped()
-    batchDrainMs = performance.now() - loadEnded
+    }, shippedAfterRun))
   }
   if (runs.has('ck')) {
     results.ck = await measure('(ck) (c), a new Idempotency-Key each', service, load.ck, 500)
@@ -325,7 +348,7 @@ try {
   const vis = [...visibility].sort((x, y) => x - y)
   if (a && b) console.log(`\n(b)/(a) = ${(b.rps / a.rps * 100).toFixed(1)} %  (target ≥ 35 %, aim 50 %; p99 ≤ 25 ms; 0 errors) ${verdict(b.rps / a.rps >= 0.35 && b.p99 <= 25 && b.errors === 0 && b.non2xx === 0)}`)
   if (a && b) console.log(`CPU per event, server process, all threads: (b) ${(b.cpuUsPerEvent / a.cpuUsPerEvent).toFixed(1)} × (a)`)
-  if (c0 && c) console.log(`CPU per event, server process, all threads: (c) ${(c.cpuUsPerEvent / c0.cpuUsPerEvent).toFixed(1)} × (c0)`)
+  if (c0 && c) console.log(`CPU per event, server process, all threads: (c) ${(c.cpuUsPerEvent / c0.cpuUsPerEvent).toFixed(1)} × (c0); until (c)'s backlog was shipped ${(c.cpuUntilShippedUsPerEvent! / c0.cpuUsPerEvent).toFixed(1)} × (${c.cpuUntilShippedUsPerEvent!.toFixed(1)} µs/event)`)
   if (c0 && c) console.log(`(c)/(c0) = ${(c.eventsPerSec! / c0.eventsPerSec! * 100).toFixed(1)} %  (target ≥ 15 %, aim 25 %) ${verdict(c.eventsPerSec! / c0.eventsPerSec! >= 0.15)}`)
   if (c0 && results.ck) console.log(`(ck)/(c0) = ${(results.ck.eventsPerSec! / c0.eventsPerSec! * 100).toFixed(1)} %  (a new Idempotency-Key on every request)`)
   if (c) console.log(`(c) backlog when it stopped: ${batchBacklog} rows (${(batchBacklog / c.eventsPerSec!).toFixed(1)} s of its rate), shipped ${batchDrainMs.toFixed(0)} ms later`)
@@ -334,6 +357,7 @@ try {
     if (c0 && c) ratios.c.push(c.eventsPerSec! / c0.eventsPerSec!)
     if (a && b) cpuRatios.b.push(b.cpuUsPerEvent / a.cpuUsPerEvent)
     if (c0 && c) cpuRatios.c.push(c.cpuUsPerEvent / c0.cpuUsPerEvent)
+    if (c0 && c) cpuRatios.cShipped.push(c.cpuUntilShippedUsPerEvent! / c0.cpuUsPerEvent)
     if (c0 && results.ck) ratios.ck.push(results.ck.eventsPerSec! / c0.eventsPerSec!)
     const show = (xs: number[]) => `${xs.map((x) => (x * 100).toFixed(1)).join(', ')} %; median ${(median(xs) * 100).toFixed(1)} %`
     if (ratios.b.length) console.log(`(b)/(a) over ${ratios.b.length} rounds: ${show(ratios.b)}`)
@@ -342,6 +366,7 @@ try {
     const times = (xs: number[]) => `${xs.map((x) => x.toFixed(2)).join(', ')} ×; median ${median(xs).toFixed(2)} ×`
     if (cpuRatios.b.length) console.log(`CPU per event (b)/(a) over ${cpuRatios.b.length} rounds: ${times(cpuRatios.b)}  (target ≤ 3 ×)`)
     if (cpuRatios.c.length) console.log(`CPU per event (c)/(c0) over ${cpuRatios.c.length} rounds: ${times(cpuRatios.c)}  (target ≤ 6 ×)`)
+    if (cpuRatios.cShipped.length) console.log(`CPU per event (c)/(c0) until (c)'s backlog was shipped, over ${cpuRatios.cShipped.length} rounds: ${times(cpuRatios.cShipped)}  (target ≤ 6 ×)`)
   }
   if (b) {
     if (probeFailure) console.log(`(d) the probe stopped early: ${probeFailure}`)
@@ -366,6 +391,7 @@ try {
   }
   if (c) {
     console.log(`    CPU µs per event during (c), by thread: ${byThread(batchThreadsBefore, batchThreads, c.eventsPerSec! * duration)}; machine ${batchMachineBusy.toFixed(0)} % busy`)
+    console.log(`    CPU µs per event until (c)'s backlog was shipped, by thread: ${byThread(batchThreadsBefore, batchThreadsShipped, c.eventsPerSec! * duration)}`)
   }
 } finally {
   // Wait for the servers to exit (the service ships its log and closes its stores) before cleaning up.

@@ -7,11 +7,14 @@
  * without storing anything);
  * (e) the same calls as events through POST /v1/events/batch, 500 a request (its maximum);
  * and the microseconds per event of each pipeline step during each run (GET /health).
+ * Each run starts once the backlog of the one before is in ClickHouse, and its CPU is given twice:
+ * during the run, and until its own backlog is shipped (what its events cost the engine's inserts,
+ * which a fast run defers past its end).
  */
 import autocannon from 'autocannon'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir, cpus } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -24,7 +27,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources'
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer'
 import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchArgs, freePort, serviceArgs, waitForUp } from './bench-support.ts'
+import { benchArgs, byThread, cpuByThread, freePort, serviceArgs, totalCpu, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ args: benchArgs(), options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '8' } } })
 const duration = Number(values.duration)
@@ -36,11 +39,6 @@ const SPANS = 512
 const EVENTS = 500
 
 let service: ChildProcess | undefined
-
-function cpuMicros (pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
-}
 
 /**
  * 512 spans as an agent instrumented with the SDK exports them: per turn an agent span, a chat span
@@ -117,7 +115,12 @@ try {
 
   const traces = otlpBody()
   const batch = JSON.stringify({ events: Array.from({ length: EVENTS }, (_, i) => event(i)) })
-  const steps = async () => ((await (await fetch(`${base}/health`)).json()) as { ingest: { steps: Steps } }).ingest.steps
+  const health = async () => (await (await fetch(`${base}/health`)).json()) as { ingest: { backlogRows: number; steps: Steps } }
+  const steps = async () => (await health()).ingest.steps
+  /** Resolves once everything acknowledged is in ClickHouse. */
+  const drained = async () => {
+    while ((await health()).ingest.backlogRows > 0) await new Promise((resolve) => setTimeout(resolve, 10))
+  }
 
   const runs: { name: string; url: string; body: Buffer | string; type: string; perRequest: number; setupRequest?: (request: autocannon.Request) => autocannon.Request }[] = [
     { name: `(e) /v1/events/batch x${EVENTS} JSON`, url: `${base}/v1/events/batch`, body: batch, type: 'application/json', perRequest: EVENTS },
@@ -127,18 +130,25 @@ try {
   const rows: string[] = []
   const stepRows = new Map<string, string[]>()
   const rates: number[] = []
+  const cpuRows: { name: string; during: number; withDrain: number; backlog: number; threads: string }[] = []
   for (const run of runs) {
     const opts = {
       url: run.url, method: 'POST' as const, headers: { authorization: `Bearer ${key.secret}`, 'content-type': run.type }, body: run.body, connections, duration,
       ...(run.setupRequest ? { requests: [{ setupRequest: run.setupRequest }] } : {}),
     }
     await autocannon({ ...opts, duration: 2 }) // warm-up
+    await drained() // the run before's (and the warm-up's) backlog is not this run's
     const before = await steps()
-    const cpuBefore = cpuMicros(service.pid!)
+    const threadsBefore = cpuByThread(service.pid!)
     const r = await autocannon(opts)
-    const cpu = cpuMicros(service.pid!) - cpuBefore
+    const cpu = totalCpu(cpuByThread(service.pid!)) - totalCpu(threadsBefore)
     const after = await steps()
     const events = r.requests.total * run.perRequest
+    const backlog = (await health()).ingest.backlogRows
+    await drained()
+    const threadsDrained = cpuByThread(service.pid!)
+    const withDrain = totalCpu(threadsDrained) - totalCpu(threadsBefore)
+    cpuRows.push({ name: run.name, during: cpu / Math.max(1, events), withDrain: withDrain / Math.max(1, events), backlog, threads: byThread(threadsBefore, threadsDrained, events) })
     rates.push(r.requests.average * run.perRequest)
     rows.push(run.name.padEnd(34) + r.requests.average.toFixed(1).padStart(8) + (r.requests.average * run.perRequest).toFixed(0).padStart(12) +
       String(r.latency.p50).padStart(9) + String(r.latency.p99).padStart(9) + String(r.non2xx).padStart(9) + String(r.errors + r.timeouts).padStart(8) +
@@ -154,6 +164,15 @@ try {
   console.log('run'.padEnd(34) + 'req/s'.padStart(8) + 'events/s'.padStart(12) + 'p50 ms'.padStart(9) + 'p99 ms'.padStart(9) + 'non-2xx'.padStart(9) + 'errors'.padStart(8) + 'CPU µs/event'.padStart(14))
   for (const row of rows) console.log(row)
   console.log(`\n(t)/(e) = ${(rates[1]! / rates[0]! * 100).toFixed(1)} % (spans/s through OTLP against events/s through the batch endpoint)`)
+  console.log('\nCPU µs per event, server process, all threads: during the run, and until its backlog was shipped')
+  for (const c of cpuRows) {
+    console.log(`${c.name.padEnd(34)}${c.during.toFixed(1).padStart(8)}${c.withDrain.toFixed(1).padStart(8)}  (backlog ${c.backlog} rows when it stopped)`)
+    console.log(`    by thread, until shipped: ${c.threads}`)
+  }
+  const [e, t] = cpuRows
+  if (e && t) {
+    console.log(`CPU per span (t) over per event (e): ${(t.during / e.during).toFixed(2)} × during the runs, ${(t.withDrain / e.withDrain).toFixed(2)} × until shipped (target ≤ 1.2 ×)`)
+  }
   console.log('µs per event per step (wall time, waits included):'.padEnd(52) + runs.map((r) => `during ${r.name.slice(0, 3)}`.padStart(14)).join(''))
   for (const [step, cells] of stepRows) console.log(`    ${step.padEnd(48)}${cells.map((c) => c.padStart(14)).join('')}`)
 } finally {
