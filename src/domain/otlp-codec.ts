@@ -93,25 +93,38 @@ function repairText (_key: string, value: unknown): unknown {
 function flatten (message: unknown, json: boolean): OtlpSpan[] {
   if (!isObject(message)) throw new OtlpDecodeError('the body is not an ExportTraceServiceRequest object')
   const spans: OtlpSpan[] = []
-  // Paths are built only for an error message: this loop runs once per span on the hot path.
+  // Where the walk is, for error messages only: the paths are built when one is thrown, by functions
+  // made once per request (this loop runs once per span on the hot path).
+  let i = 0
+  let j = 0
+  let k = 0
+  let n = 0
+  const resourcePath = () => `resourceSpans[${i}].resource`
+  const scopePath = () => `resourceSpans[${i}].scopeSpans[${j}]`
+  const spanPath = () => `${scopePath()}.spans[${k}]`
+  const eventPath = () => `${spanPath()}.events[${n}]`
   const resourceSpans = list(message.resourceSpans, () => 'resourceSpans')
-  for (let i = 0; i < resourceSpans.length; i++) {
+  for (i = 0; i < resourceSpans.length; i++) {
     const rs = resourceSpans[i]
     if (!isObject(rs)) throw new OtlpDecodeError(`resourceSpans[${i}] is not an object`)
-    const resource = attributes(isObject(rs.resource) ? rs.resource.attributes : undefined, () => `resourceSpans[${i}].resource`)
+    const resource = attributes(isObject(rs.resource) ? rs.resource.attributes : undefined, resourcePath)
     const scopeSpans = list(rs.scopeSpans, () => `resourceSpans[${i}].scopeSpans`)
-    for (let j = 0; j < scopeSpans.length; j++) {
+    for (j = 0; j < scopeSpans.length; j++) {
       const ss = scopeSpans[j]
-      const at = () => `resourceSpans[${i}].scopeSpans[${j}]`
-      if (!isObject(ss)) throw new OtlpDecodeError(`${at()} is not an object`)
+      if (!isObject(ss)) throw new OtlpDecodeError(`${scopePath()} is not an object`)
       const scope = isObject(ss.scope) ? { name: text(ss.scope.name), version: text(ss.scope.version) } : { name: '', version: '' }
-      const list_ = list(ss.spans, () => `${at()}.spans`)
-      for (let k = 0; k < list_.length; k++) {
+      const list_ = list(ss.spans, scopePath, '.spans')
+      for (k = 0; k < list_.length; k++) {
         const s = list_[k]
-        const path = () => `${at()}.spans[${k}]`
-        if (!isObject(s)) throw new OtlpDecodeError(`${path()} is not an object`)
+        if (!isObject(s)) throw new OtlpDecodeError(`${spanPath()} is not an object`)
         const status = isObject(s.status) ? s.status : {}
-        const events = list(s.events, () => `${path()}.events`)
+        const spanEvents = list(s.events, spanPath, '.events')
+        const events: OtlpSpanEvent[] = []
+        for (n = 0; n < spanEvents.length; n++) {
+          const e = spanEvents[n]
+          if (!isObject(e)) throw new OtlpDecodeError(`${eventPath()} is not an object`)
+          events.push({ name: text(e.name), timeMs: nanosToMs(e.timeUnixNano), attributes: attributes(e.attributes, eventPath) })
+        }
         spans.push({
           traceId: id(s.traceId, 16, json),
           spanId: id(s.spanId, 8, json),
@@ -120,13 +133,8 @@ function flatten (message: unknown, json: boolean): OtlpSpan[] {
           kind: int(s.kind),
           startMs: nanosToMs(s.startTimeUnixNano),
           endMs: nanosToMs(s.endTimeUnixNano),
-          attributes: attributes(s.attributes, path),
-          events: events.length === 0
-            ? []
-            : events.map((e, n) => {
-              if (!isObject(e)) throw new OtlpDecodeError(`${path()}.events[${n}] is not an object`)
-              return { name: text(e.name), timeMs: nanosToMs(e.timeUnixNano), attributes: attributes(e.attributes, () => `${path()}.events[${n}]`) }
-            }),
+          attributes: attributes(s.attributes, spanPath),
+          events,
           status: { code: int(status.code), message: text(status.message) },
           resource,
           scope,
@@ -141,9 +149,10 @@ function isObject (v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-function list (v: unknown, path: () => string): unknown[] {
+/** An array, or none; `path() + suffix` names it in the error when it is something else. */
+function list (v: unknown, path: () => string, suffix = ''): unknown[] {
   if (v === undefined || v === null) return []
-  if (!Array.isArray(v)) throw new OtlpDecodeError(`${path()} is not an array`)
+  if (!Array.isArray(v)) throw new OtlpDecodeError(`${path()}${suffix} is not an array`)
   return v
 }
 
@@ -203,7 +212,7 @@ function id (v: unknown, bytes: number, json: boolean): string {
 
 function attributes (v: unknown, path: () => string): Attributes {
   const out: Attributes = {}
-  for (const kv of list(v, () => `${path()}.attributes`)) {
+  for (const kv of list(v, path, '.attributes')) {
     if (!isObject(kv) || typeof kv.key !== 'string') throw new OtlpDecodeError(`${path()}.attributes has an entry without a key`)
     out[kv.key] = anyValue(kv.value, 0)
   }
@@ -217,8 +226,14 @@ const ANY_VALUE_KEYS = ['stringValue', 'boolValue', 'intValue', 'doubleValue', '
 
 function anyValue (v: unknown, depth: number): AttrValue {
   if (!isObject(v) || depth > MAX_VALUE_DEPTH) return null
-  // A protobufjs message names its set oneof member in `value` (the others read as defaults); JSON has only the set key.
-  const kind = typeof v.value === 'string' ? v.value : ANY_VALUE_KEYS.find((k) => v[k] !== undefined && v[k] !== null)
+  // A decoded protobufjs message holds its set oneof member as its one own key (the others read as
+  // defaults from its prototype), as a JSON value does: that key first, without the `value` getter,
+  // which walks the oneof's members. Otherwise a protobufjs message names its set member in `value`;
+  // JSON has only the set key.
+  const own = Object.keys(v)
+  const kind = own.length === 1 && own[0] !== 'value'
+    ? own[0]
+    : typeof v.value === 'string' ? v.value : ANY_VALUE_KEYS.find((k) => v[k] !== undefined && v[k] !== null)
   const x = kind === undefined ? undefined : v[kind]
   switch (kind) {
     case 'stringValue': return typeof x === 'string' ? x : null

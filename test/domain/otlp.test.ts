@@ -32,6 +32,33 @@ t.test('OTLP JSON: hex ids in any case, 64-bit integers as strings or numbers, e
   t.throws(() => decodeTraces(Buffer.from([0x0a, 0xff, 0xff]), 'protobuf'), { name: 'OtlpDecodeError' })
 })
 
+t.test('attribute values of every kind read the same from protobuf and from JSON, unset ones and defaults included', async (t) => {
+  const attributes = [
+    { key: 's', value: { stringValue: 'x' } },
+    { key: 'empty', value: { stringValue: '' } },
+    { key: 'no', value: { boolValue: false } },
+    { key: 'zero', value: { intValue: 0 } },
+    { key: 'big', value: { intValue: '9007199254740991' } },
+    { key: 'neg', value: { intValue: '-5' } },
+    { key: 'd', value: { doubleValue: 0.25 } },
+    { key: 'list', value: { arrayValue: { values: [{ stringValue: 'a' }, { intValue: 1 }, { arrayValue: { values: [] } }] } } },
+    { key: 'map', value: { kvlistValue: { values: [{ key: 'k', value: { boolValue: true } }, { key: 'inner', value: { kvlistValue: { values: [] } } }] } } },
+    { key: 'bytes', value: { bytesValue: 'AQID' } },
+    { key: 'unset', value: {} },
+  ]
+  const request = (attrs: unknown[]) => ({ resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: TRACE, spanId: 'b7ad6b7169203331', name: 'a', attributes: attrs }] }] }] })
+  const proto = decodeTraces(encodeRequest({
+    resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: Buffer.from(TRACE, 'hex'), spanId: Buffer.from('b7ad6b7169203331', 'hex'), name: 'a', attributes }] }] }],
+  }), 'protobuf')[0]!.attributes
+  const json = decodeTraces(Buffer.from(JSON.stringify(request(attributes))), 'json')[0]!.attributes
+  t.same(proto, {
+    s: 'x', empty: '', no: false, zero: 0, big: 9007199254740991, neg: -5, d: 0.25, list: ['a', 1, []], map: { k: true, inner: {} }, bytes: 'AQID',
+    // An AnyValue with no member set: protobuf reads the first member's default, JSON has nothing.
+    unset: '',
+  })
+  t.same(json, { ...proto, unset: null })
+})
+
 t.test('span roles: current, deprecated (OpenLLMetry) and Vercel AI SDK names', async (t) => {
   t.equal(spanRole(span({ attributes: { 'gen_ai.operation.name': 'chat' } })), 'model')
   t.equal(spanRole(span({ attributes: { 'gen_ai.operation.name': 'generate_content' } })), 'model')
