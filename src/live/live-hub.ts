@@ -214,6 +214,23 @@ export class LiveHub {
     return { batches, complete }
   }
 
+  /**
+   * Whether the stream could have given an entry: not newer than the newest entry kept, or, when none
+   * is kept (the window passed), not ahead of this instance's clock by more than the window (the ids'
+   * times are Redis' clock). Redis out of reach: true (the stream then fails to open as it would).
+   */
+  async couldHaveGiven (userId: string, entry: string): Promise<boolean> {
+    let newest: string | undefined
+    try {
+      newest = (await this.publisher.xrevrange(this.streamKey(userId), '+', '-', 'COUNT', 1))[0]?.[0]
+    } catch {
+      return true
+    }
+    if (newest !== undefined) return compareEntries(entry, newest) <= 0
+    const [ms = 0] = entry.split('-').map(Number)
+    return ms <= this.now() + this.opts.replayMs
+  }
+
   private streamKey (userId: string): string {
     return `${this.prefix}live:r:${userId}`
   }

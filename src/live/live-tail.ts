@@ -50,6 +50,13 @@ export class LiveTail {
       throw new HttpError(429, 'rate_limited', { reason: 'too_many_streams', message: `at most ${this.limits.maxStreamsPerUser} live streams of one user on one instance` }, { 'retry-after': '5' })
     }
     const after = parseLiveId(req.lastEventId)
+    // An id after every one the stream gave would resume from nowhere, silently: refused, as a malformed one is.
+    if (after && !(await this.hub.couldHaveGiven(req.userId, after.entry))) {
+      throw new HttpError(400, 'validation_failed', {
+        message: 'the Last-Event-ID header is not valid',
+        details: [{ path: ['Last-Event-ID'], message: 'must be an id this stream gave: it is after the newest one' }],
+      })
+    }
     reply.hijack()
     const res = reply.raw
     // The headers hooks set (CORS, the request id) go out with the stream's own.

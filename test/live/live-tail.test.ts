@@ -188,6 +188,33 @@ t.test('a resume missing a backlog far larger than the stream buffer gets all of
   t.ok(got.every((id, i) => id === sent[i]), 'in the order they were acknowledged')
 })
 
+t.test('a Last-Event-ID after every id the stream gave is a 400, not a stream from now', async (t) => {
+  const user = await newUser(a, { tier: 'enterprise' })
+  const key = await user.createKey()
+  const first = await openStream(baseA, user)
+  await sendEvent(a, key.secret, { agentId: 'ahead-agent', reasoning: 'one' })
+  const one = await first.next()
+  await first.close()
+  const [entry] = one.id!.split(':')
+  const [ms, seq] = entry!.split('-').map(Number)
+  const refused = async (id: string) => {
+    const res = await a.inject({ url: '/v1/me/events/stream', headers: { ...user.auth, 'last-event-id': id } })
+    t.equal(res.statusCode, 400, `Last-Event-ID: ${id}`)
+    t.same(res.json().details, [{ path: ['Last-Event-ID'], message: 'must be an id this stream gave: it is after the newest one' }])
+  }
+  await refused(`${ms}-${seq! + 1}:0`)
+  await refused(`${ms! + 1}-0:0`)
+  // A user whose stream kept nothing: an id from further ahead than the window cannot have been given.
+  const other = await newUser(a, { tier: 'enterprise' })
+  const res = await a.inject({ url: '/v1/me/events/stream', headers: { ...other.auth, 'last-event-id': `${Date.now() + 3_600_000}-0:0` } })
+  t.equal(res.statusCode, 400, 'an id an hour ahead, nothing kept')
+  // The newest id itself (any event of its batch) still resumes.
+  const resumed = await openStream(baseB, user, { lastEventId: `${entry}:5` })
+  t.teardown(() => resumed.close())
+  await sendEvent(a, key.secret, { agentId: 'ahead-agent', reasoning: 'two' })
+  t.equal(JSON.parse((await resumed.next()).data).reasoning, 'two')
+})
+
 t.test('a Last-Event-ID older than the replay window starts with a gap of unknown size', async (t) => {
   const user = await newUser(a, { tier: 'enterprise' })
   const stream = await openStream(baseA, user, { lastEventId: `${Date.now() - 3_600_000}-0:0` })
