@@ -1,4 +1,5 @@
-import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 
 /**
  * Whether a directory's owner, named by a pid, still runs: the one question behind the ingest log's
@@ -49,21 +50,57 @@ export function ownerRuns (pid: number, owner: { started?: string | undefined; c
  * if absent. A lock whose owner no longer runs (see ownerRuns) is stale and taken over; a live owner's
  * lock throws `refused(pid)`, and a lock that could not be taken at all `refused(null)`. Answers the
  * function that releases the lock.
+ *
+ * Processes starting together over one stale lock take it once between them: the lock is made whole
+ * in a file of this process's own, then linked to its name (which fails when the name exists), so it
+ * is never seen empty; a stale lock is first renamed aside (one rename of a file succeeds), and when
+ * what was renamed is not the stale lock read before (another process took it over in between), it
+ * is put back and this process looks again.
  */
 export function takePidLock (path: string, refused: (owner: number | null) => Error): () => void {
-  for (let attempt = 0; attempt < 2; attempt++) {
+  const mine = `${process.pid} ${processStart(process.pid) ?? ''}`
+  const own = (suffix: string) => `${path}.${suffix}.${process.pid}.${randomBytes(4).toString('hex')}`
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const made = own('new')
+    writeFileSync(made, mine)
     try {
-      const fd = openSync(path, 'wx')
-      writeSync(fd, `${process.pid} ${processStart(process.pid) ?? ''}`)
-      closeSync(fd)
-      return () => rmSync(path, { force: true })
+      linkSync(made, path)
+      return () => {
+        if (readOr(path) === mine) rmSync(path, { force: true })
+      }
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
-      const [pidText, started] = readFileSync(path, 'utf8').trim().split(' ')
-      const owner = Number(pidText)
-      if (ownerRuns(owner, { started })) throw refused(owner)
-      rmSync(path, { force: true })
+    } finally {
+      rmSync(made, { force: true })
     }
+    const held = readOr(path)
+    if (held === null) continue // released meanwhile
+    const [pidText, started] = held.trim().split(' ')
+    const owner = Number(pidText)
+    if (ownerRuns(owner, { started })) throw refused(owner)
+    const aside = own('stale')
+    try {
+      renameSync(path, aside)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue // another process moved it first
+      throw err
+    }
+    if (readOr(aside) !== held) {
+      // A lock another process took between the read and the rename: back where it was.
+      try {
+        linkSync(aside, path)
+      } catch { /* a third one holds the name now: looked at again below */ }
+    }
+    rmSync(aside, { force: true })
   }
   throw refused(null)
+}
+
+/** A file's text, or null when it cannot be read (gone). */
+function readOr (path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8')
+  } catch {
+    return null
+  }
 }

@@ -40,3 +40,25 @@ t.test('takePidLock: taken once, refused to a live owner, a stale lock taken ove
   takePidLock(path, refused)()
   t.notOk(existsSync(path))
 })
+
+t.test('takePidLock: processes starting together over a stale lock take it once between them', async (t) => {
+  const lockModule = new URL('../../../src/ingest/log/pid-lock.ts', import.meta.url).href
+  // Each child waits for a start line, races for the lock, says whether it took it, then holds it a while.
+  const child = `const { takePidLock } = await import(${JSON.stringify(lockModule)})
+    const [path, at] = [process.argv[1], Number(process.argv[2])]
+    while (Date.now() < at) {}
+    try { takePidLock(path, (o) => new Error('refused ' + o)); console.log('TOOK'); await new Promise((r) => setTimeout(r, 800)) }
+    catch (e) { console.log('REFUSED ' + e.message) }`
+  for (let trial = 0; trial < 6; trial++) {
+    const path = join(dir, `RACE${trial}`)
+    writeFileSync(path, '999999999 1') // a stale lock: its owner is gone
+    const at = Date.now() + 1500
+    const outputs = await Promise.all(Array.from({ length: 3 }, () => new Promise<string>((resolve) => {
+      const p = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', child, path, String(at)], { stdio: ['ignore', 'pipe', 'inherit'] })
+      let out = ''
+      p.stdout.on('data', (d) => { out += d })
+      p.on('close', () => resolve(out.trim()))
+    })))
+    t.equal(outputs.filter((o) => o === 'TOOK').length, 1, `trial ${trial}: one of three took it (${outputs.join(', ')})`)
+  }
+})
