@@ -92,9 +92,11 @@ export class DiskIngestLog implements IngestLog {
   ) {
     this.state = meta.get('state') ?? { logId: randomBytes(6).toString('hex'), shipped: 0, inflight: null }
     // Entries never overlap, so the newest one says where positions go on (a damaged one counts as
-    // one row). Entries are checked when read, and quarantined if damaged.
+    // one row), but never below the end of the insert under way: those positions were handed out,
+    // and when damage took their entries, reusing them would put new rows inside a range the replay
+    // then marks shipped. Entries are checked when read, and quarantined if damaged.
     files.dropShipped(this.state.shipped)
-    const last = Math.max(this.state.shipped, files.lastPosition)
+    const last = Math.max(this.state.shipped, this.state.inflight?.to ?? 0, files.lastPosition)
     this.next = last + 1
     this.lastCommitted = last
   }
@@ -108,7 +110,8 @@ export class DiskIngestLog implements IngestLog {
       // Overlapping sync: a commit is visible before its fdatasync, its puts resolve after it.
       const env = open({ path: opts.dir, overlappingSync: true, maxDbs: 4 })
       const meta = env.openDB<ShipState, string>('meta', { encoding: 'msgpack' })
-      const files = SegmentFiles.open(opts.dir, meta.get('state')?.shipped ?? 0)
+      const state = meta.get('state')
+      const files = SegmentFiles.open(opts.dir, state?.shipped ?? 0, Math.max(state?.shipped ?? 0, state?.inflight?.to ?? 0))
       if (files.cutBytes > 0) opts.onUnfinishedWrite?.({ bytes: files.cutBytes })
       moveLmdbEntries(env.openDB<Buffer, number>('entries', { encoding: 'binary' }), files)
       const log = new DiskIngestLog(

@@ -1,4 +1,4 @@
-import { close, closeSync, constants, fdatasync, fsync, fsyncSync, ftruncate, open, openSync, readdirSync, readFileSync, readSync, truncateSync, unlink, unlinkSync, writeSync, writev } from 'node:fs'
+import { close, closeSync, constants, fdatasync, fsync, fsyncSync, ftruncate, ftruncateSync, open, openSync, readdirSync, readFileSync, readSync, statSync, unlink, unlinkSync, writeSync, writev } from 'node:fs'
 import { join } from 'node:path'
 import { crc32 } from 'node:zlib'
 import { entryHeader } from './entry-codec.ts'
@@ -138,15 +138,22 @@ export class SegmentFiles {
   }
 
   /**
-   * Opens the segments under `dir` (which exists), indexing every record in them; `shipped` (the
+   * Opens the segments under `dir` (which exists), indexing every record in them. `shipped` (the
    * log's) tells where a damaged run of bytes that starts a segment is, when the segments before it
-   * have been deleted.
+   * have been deleted; `acknowledged` (at least `shipped`: the end of the insert under way) is a
+   * position known to have been acknowledged, so bytes that should hold it are damage, never a write
+   * the process did not finish.
    */
-  static open (dir: string, shipped: number): SegmentFiles {
+  static open (dir: string, shipped: number, acknowledged = shipped): SegmentFiles {
     const files = new SegmentFiles(dir)
     const found = readdirSync(dir).map((name) => SEGMENT_NAME.exec(name)).filter((m) => m !== null)
       .map((m) => Number(m[1])).sort((a, b) => a - b)
+    // The newest segment holding bytes: a newer, empty one (made for a write that never came) is not
+    // where an unfinished write can be.
+    let newest = found.length - 1
+    while (newest > 0 && statSync(files.pathOf(found[newest]!)).size === 0) newest--
     const scanned: { segment: Segment; records: { key: number; rows: number; appendedAt: number; offset: number; length: number }[]; damaged: { offset: number; length: number } | null }[] = []
+    let lastRecorded = shipped
     for (const [n, seq] of found.entries()) {
       const segment: Segment = { seq, path: files.pathOf(seq), size: 0, last: 0, readFd: null }
       files.nextSeq = seq + 1
@@ -155,14 +162,17 @@ export class SegmentFiles {
       let at = 0
       for (let record = recordAt(buf, at); record; record = recordAt(buf, at)) {
         const header = entryHeader(record.entry)
-        records.push({ key: record.key, rows: header?.rows || 1, appendedAt: header?.appendedAt ?? 0, offset: at + RECORD_HEADER_BYTES, length: record.entry.length })
+        const rows = header?.rows || 1
+        records.push({ key: record.key, rows, appendedAt: header?.appendedAt ?? 0, offset: at + RECORD_HEADER_BYTES, length: record.entry.length })
+        lastRecorded = Math.max(lastRecorded, record.key + rows - 1)
         at += RECORD_HEADER_BYTES + record.entry.length
       }
       let damaged = at < buf.length ? { offset: at, length: buf.length - at } : null
       // The newest segment may end in a write the process did not live to finish (a kill or a crash
-      // part-way through its system call): never acknowledged, so cut off, not quarantined.
-      if (damaged && n === found.length - 1 && unfinishedWriteAt(buf, at)) {
-        truncateSync(segment.path, at)
+      // part-way through its system call): never acknowledged, so cut off, not quarantined; unless
+      // positions known to be acknowledged have no record (they were in those bytes).
+      if (damaged && n === newest && lastRecorded >= acknowledged && unfinishedWriteAt(buf, at)) {
+        cutSync(segment.path, at)
         files.cutBytes = buf.length - at
         damaged = null
       }
@@ -430,6 +440,17 @@ function skipBytes (buffers: Buffer[], n: number): Buffer[] {
   let i = 0
   while (n >= buffers[i]!.length) n -= buffers[i++]!.length
   return [buffers[i]!.subarray(n), ...buffers.slice(i + 1)]
+}
+
+/** Cuts a file to `size` bytes, durably (a cut lost to a power loss would come back as damage). */
+function cutSync (path: string, size: number): void {
+  const fd = openSync(path, 'r+')
+  try {
+    ftruncateSync(fd, size)
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
 }
 
 /** Makes a directory's entries (a new file's name) durable. */

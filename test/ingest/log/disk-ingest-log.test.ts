@@ -541,3 +541,58 @@ t.test('a write the process did not live to finish is cut off the newest segment
     await log.close()
   }
 })
+
+t.test('damage to rows of the insert under way: quarantined, and new rows never take their positions (they ship)', async (t) => {
+  for (const [what, damage] of [
+    ['a header byte flipped', (buf: Buffer, at: number) => { buf[at + 1]! ^= 0xff }],
+    ['zeros from there on', (buf: Buffer, at: number) => { buf.fill(0, at) }],
+  ] as const) {
+    const dir = logDir()
+    let log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
+    await log.append(['["a1"]', '["a2"]', '["a3"]'])
+    await log.markShipped(3)
+    await log.append(['["b4"]', '["b5"]', '["b6"]'])
+    await log.append(['["c7"]', '["c8"]'])
+    await log.beginInsert({ from: 4, to: 8 }) // the insert went out; the process died before its mark
+    await log.close()
+    const [segment] = readdirSync(dir).filter((name) => name.endsWith('.seg'))
+    const path = join(dir, segment!)
+    const buf = readFileSync(path)
+    damage(buf, 16 + buf.readUInt32LE(4)) // the record after the first (rows 4-6)
+    writeFileSync(path, buf)
+    const cut: number[] = []
+    log = DiskIngestLog.open({ dir, maxBytes: 1 << 30, onUnfinishedWrite: ({ bytes }) => cut.push(bytes) })
+    t.same(cut, [], `${what}: acknowledged rows were there, so not taken for an unfinished write`)
+    t.equal(await log.append(['["new9"]', '["new10"]']), 10, `${what}: positions go on after the insert under way`)
+    const bodies: string[] = []
+    const shipper = new EventShipper(log, async (body) => { bodies.push(body.toString()) }, caps, logger)
+    shipper.start()
+    t.ok(await shipper.drain(10_000), `${what}: shipped`)
+    await shipper.stop(1000)
+    t.match(bodies.join(''), /\["new9"\]\n\["new10"\]/, `${what}: the new rows were inserted`)
+    t.equal(log.shipped, 10)
+    t.same(log.quarantined().map((q) => q.position), [4], `${what}: the damaged rows quarantined`)
+    await log.close()
+  }
+})
+
+t.test('a write cut short in the newest segment is cut off, not quarantined, when a newer empty segment was made after it', async (t) => {
+  const dir = logDir()
+  let log = DiskIngestLog.open({ dir, maxBytes: 1 << 30 })
+  await log.append([logLine('u', { reasoning: 'one' })])
+  await log.close()
+  const [segment] = readdirSync(dir).filter((name) => name.endsWith('.seg'))
+  const path = join(dir, segment!)
+  const whole = readFileSync(path)
+  appendFileSync(path, whole.subarray(0, 20)) // a record cut short
+  // The next start made a segment for its first write and died before writing to it.
+  writeFileSync(join(dir, segment!.replace(/\d+(?=\.seg$)/, (n) => String(Number(n) + 1).padStart(n.length, '0'))), '')
+  t.equal(readdirSync(dir).filter((name) => name.endsWith('.seg')).length, 2)
+  const cut: number[] = []
+  const damaged: number[] = []
+  log = DiskIngestLog.open({ dir, maxBytes: 1 << 30, onUnfinishedWrite: ({ bytes }) => cut.push(bytes), onDamaged: ({ position }) => damaged.push(position) })
+  t.teardown(() => log.close())
+  t.same(cut, [20], 'cut off, and told')
+  t.same([damaged, log.quarantined()], [[], []], 'nothing quarantined')
+  t.equal(await log.append([logLine('u', { reasoning: 'two' })]), 2)
+})
