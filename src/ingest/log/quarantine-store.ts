@@ -38,13 +38,17 @@ export class QuarantineStore {
   /** How many rows it holds. */
   get size (): number { return this.count }
 
-  /** Keeps `rows` with `reason`, in one transaction. */
+  /** Keeps `rows` with `reason`, in one transaction (a position quarantined again is replaced, counted once). */
   async put (rows: LogRow[], reason: string): Promise<void> {
     const at = new Date().toISOString()
+    let added = 0
     await this.db.transaction(() => {
-      for (const row of rows) this.db.putSync(row.position, { position: row.position, line: row.line, reason, at })
+      for (const row of rows) {
+        if (this.db.get(row.position) === undefined) added++
+        this.db.putSync(row.position, { position: row.position, line: row.line, reason, at })
+      }
     })
-    this.count += rows.length
+    this.count += added
   }
 
   /** The first `limit` rows, by position. */

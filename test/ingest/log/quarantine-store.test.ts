@@ -18,5 +18,8 @@ t.test('rows kept with their reason, counted, listed by position, and readable b
   t.same(store.list(1).map((r) => r.position), [3])
   t.same(QuarantineStore.read(dir, 10).map((r) => r.position), [3, 7], 'read without taking the log')
   t.equal(QuarantineStore.in(env).size, 2, 'counted again when opened')
+  await store.put([{ position: 3, line: '[3]' }, { position: 9, line: '[9]' }], 'quarantined again after a replay')
+  t.equal(store.size, 3, 'a position quarantined again is counted once')
+  t.equal(store.list(1)[0]!.reason, 'quarantined again after a replay', 'and replaced')
   await env.close()
 })
