@@ -316,6 +316,10 @@ t.test('error answers name what is wrong, the same on the search and the stream'
       const twice = await bad(`${path}?${query}`)
       t.same(twice.details, [{ path: [name], message: 'must be given once' }], `${path}?${query}`)
     }
+    for (const name of ['type', 'outcome', 'privacyLevel', 'costStatus']) {
+      const wrong = await bad(`${path}?${name}=bogus&${name}=bogus2`)
+      t.same(wrong.details.map((d) => d.path), [[name]], `${path}: a wrong ${name} named alone, once`)
+    }
     const hasMeta = await bad(`${path}?${Array.from({ length: 21 }, (_, i) => `hasMeta=k${i}`).join('&')}`)
     t.same(hasMeta.details.map((d) => d.path), [['hasMeta']], `${path}: 21 hasMeta`)
     const metas = await bad(`${path}?${Array.from({ length: 21 }, (_, i) => `meta.k${String(i).padStart(2, '0')}=v`).join('&')}`)
