@@ -29,10 +29,13 @@ export interface LiveHubOptions {
 /**
  * Appends one batch to the user's replay stream (trimmed to ARGV[2] entries and ARGV[3] ms, by
  * Redis' clock, so every instance agrees) and publishes it on the user's channel with its entry id:
- * the payload crosses the network once, and the id orders it for every reader.
+ * the payload crosses the network once, and the id orders it for every reader. Each entry also names
+ * the one before it ('p'), so a resume from the newest entry trimmed knows it missed nothing.
  */
 const APPEND_AND_PUBLISH = `
-local id = redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[2], '*', 'r', ARGV[1])
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local prev = last[1] and last[1][1] or ''
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[2], '*', 'r', ARGV[1], 'p', prev)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('XTRIM', KEYS[1], 'MINID', tostring(now - tonumber(ARGV[3])))
@@ -208,9 +211,11 @@ export class LiveHub {
     const batches = rest.map(([id, fields]) => ({ entry: id.toString(), lines: linesOf(fields[1]!) }))
     const oldest = first[0]?.[0]
     const [ms = 0] = entry.split('-').map(Number)
-    // Dropped: the oldest kept entry is newer than the one asked for, or none is kept and the one
-    // asked for is older than the window.
-    const complete = oldest !== undefined ? compareEntries(oldest, entry) <= 0 : ms >= this.now() - this.opts.replayMs
+    // Dropped: the oldest kept entry is newer than the one asked for and does not follow it (the
+    // entry it names as the one before), or none is kept and the one asked for is older than the window.
+    const complete = oldest !== undefined
+      ? compareEntries(oldest, entry) <= 0 || fieldOf(first[0]![1], 'p') === entry
+      : ms >= this.now() - this.opts.replayMs
     return { batches, complete }
   }
 
@@ -315,4 +320,10 @@ const NEWLINE = Buffer.from('\n')
 
 function linesOf (bytes: Buffer): string[] {
   return bytes.length === 0 ? [] : bytes.toString('utf8').split('\n')
+}
+
+/** A stream entry's field by name (its fields come as name, value, name, value…), undefined when absent. */
+function fieldOf (fields: string[], name: string): string | undefined {
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1]
+  return undefined
 }

@@ -67,3 +67,30 @@ t.test('closing the hub sends what its window still holds', async (t) => {
   await until(() => batches.length > 0, 'the held batch')
   t.same(batches[0]!.lines, ['late'])
 })
+
+t.test('a replay from the entry just before the oldest kept one is whole: what was trimmed is not after it', async (t) => {
+  const publisher = new Redis(REDIS_URL)
+  const subscriber = new Redis(REDIS_URL)
+  const hub = new LiveHub(publisher, subscriber, `test:${randomId()}:`, { replayBatches: 3, replayMs: 60_000, handshakeMs: 1000, publishWindowMs: 0 }, silent)
+  t.teardown(() => {
+    hub.close()
+    publisher.disconnect()
+    subscriber.disconnect()
+  })
+  await hub.start()
+  const user = randomId('u-')
+  const batches: LiveBatch[] = []
+  await hub.listen(user, (batch) => batches.push(batch))
+  for (let i = 1; i <= 5; i++) {
+    hub.acknowledged(user, rowBytes([`b${i}`]))
+    await until(() => batches.length === i, `batch ${i}`)
+  }
+  const entries = batches.map((b) => b.entry)
+  // Kept: batches 3, 4 and 5 (the stream keeps 3); 1 and 2 were trimmed.
+  const fromSecond = await hub.replay(user, entries[1]!, 10, false)
+  t.same(fromSecond.batches.map((b) => b.lines), [['b3'], ['b4'], ['b5']])
+  t.ok(fromSecond.complete, 'nothing after the second batch was trimmed')
+  const fromFirst = await hub.replay(user, entries[0]!, 10, false)
+  t.notOk(fromFirst.complete, 'the second batch was trimmed: a gap')
+  t.ok((await hub.replay(user, entries[3]!, 10, false)).complete)
+})
