@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, linkSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs'
 
 /**
  * Whether a directory's owner, named by a pid, still runs: the one question behind the ingest log's
@@ -64,7 +64,7 @@ export function takePidLock (path: string, refused: (owner: number | null) => Er
     const made = own('new')
     writeFileSync(made, mine)
     try {
-      linkSync(made, path)
+      linkOrCreate(made, path, mine)
       return () => {
         if (readOr(path) === mine) rmSync(path, { force: true })
       }
@@ -94,6 +94,26 @@ export function takePidLock (path: string, refused: (owner: number | null) => Er
     rmSync(aside, { force: true })
   }
   throw refused(null)
+}
+
+/**
+ * Gives `path` the file `made` (holding `text`), failing with EEXIST when it exists. On a file system
+ * without hard links, the file is created exclusively and written instead (briefly empty: a race
+ * over a stale lock is then not ruled out, as on such systems generally).
+ */
+function linkOrCreate (made: string, path: string, text: string): void {
+  try {
+    linkSync(made, path)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw err
+    const fd = openSync(path, 'wx')
+    try {
+      writeSync(fd, text)
+    } finally {
+      closeSync(fd)
+    }
+  }
 }
 
 /** A file's text, or null when it cannot be read (gone). */
