@@ -42,20 +42,21 @@ export class LiveTail {
 
   /** Checks the limits (a 429 or 503 answered as JSON), then takes over the response and streams until the reader goes. */
   async serve (reply: FastifyReply, req: StreamRequest): Promise<void> {
+    const after = parseLiveId(req.lastEventId)
+    // An id after every one the stream gave would resume from nowhere, silently: refused, as a
+    // malformed one is. Asked first: from the limits' checks to the stream's count nothing waits.
+    if (after && !(await this.hub.couldHaveGiven(req.userId, after.entry))) {
+      throw new HttpError(400, 'validation_failed', {
+        message: 'the Last-Event-ID header is not valid',
+        details: [{ path: ['Last-Event-ID'], message: 'must be an id this stream gave: it is after the newest one' }],
+      })
+    }
     if (this.streams.size >= this.limits.maxStreams) {
       throw new HttpError(503, 'unavailable', { reason: 'live_streams_full', message: `this instance serves ${this.limits.maxStreams} live streams at most` }, { 'retry-after': '5' })
     }
     const mine = this.perUser.get(req.userId) ?? 0
     if (mine >= this.limits.maxStreamsPerUser) {
       throw new HttpError(429, 'rate_limited', { reason: 'too_many_streams', message: `at most ${this.limits.maxStreamsPerUser} live streams of one user on one instance` }, { 'retry-after': '5' })
-    }
-    const after = parseLiveId(req.lastEventId)
-    // An id after every one the stream gave would resume from nowhere, silently: refused, as a malformed one is.
-    if (after && !(await this.hub.couldHaveGiven(req.userId, after.entry))) {
-      throw new HttpError(400, 'validation_failed', {
-        message: 'the Last-Event-ID header is not valid',
-        details: [{ path: ['Last-Event-ID'], message: 'must be an id this stream gave: it is after the newest one' }],
-      })
     }
     reply.hijack()
     const res = reply.raw

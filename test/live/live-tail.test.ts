@@ -287,6 +287,14 @@ t.test('an idle stream gets heartbeats past the request timeout; streams are lim
   t.equal(head.status, 200, 'HEAD is not limited as a stream')
   t.match(head.headers.get('content-type'), /^text\/event-stream/)
   t.equal(app.liveTail.open, 1, 'HEAD held no stream')
+  // Opened together, with a Last-Event-ID (looked up in Redis before the limit is checked): still one.
+  const racer = await newUser(app)
+  const controller = new AbortController()
+  const raced = await Promise.all(Array.from({ length: 4 }, () => fetch(`${base}/v1/me/events/stream`, {
+    headers: { ...racer.auth, 'last-event-id': `${Date.now() - 3_600_000}-0:0` }, signal: controller.signal,
+  })))
+  t.same(raced.map((r) => r.status).sort(), [200, 429, 429, 429], 'one stream of four opened at once')
+  controller.abort()
   // Two heartbeats: the stream is open more than twice REQUEST_TIMEOUT_MS after its request.
   await one.waitForComments('heartbeat', 2)
   t.pass('two heartbeats on an idle stream')
