@@ -99,9 +99,10 @@ function pathOf (instancePath: string): (string | number)[] {
  * Turns Ajv errors into the spec's `details`: `path` is an array of keys and indices down to the
  * offending value (the missing or unknown key included), `message` says what is wrong. Alternatives
  * (oneOf) are reported once, by the description of the schema that offered them; a failed `pattern`
- * by its rule in words (PATTERN_MESSAGE beside it), never by the regex.
+ * by its rule in words (PATTERN_MESSAGE beside it), never by the regex. With `depth`, a path is
+ * cut to its first `depth` keys (the same path and message then told once).
  */
-export function toDetails (errors: ErrorObject[] | null | undefined, prefix: (string | number)[] = []): ErrorDetail[] {
+export function toDetails (errors: ErrorObject[] | null | undefined, prefix: (string | number)[] = [], depth = Infinity): ErrorDetail[] {
   const all = errors ?? []
   const oneOfPaths = new Set(all.filter((e) => e.keyword === 'oneOf').map((e) => e.instancePath))
   const details: ErrorDetail[] = []
@@ -125,10 +126,11 @@ export function toDetails (errors: ErrorObject[] | null | undefined, prefix: (st
     } else if (e.keyword === 'enum') {
       message = `must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`
     }
-    const key = JSON.stringify(path) + message
+    const named = path.slice(0, depth)
+    const key = JSON.stringify(named) + message
     if (!seen.has(key)) {
       seen.add(key)
-      details.push({ path, message })
+      details.push({ path: named, message })
     }
   }
   return details

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { HttpError } from '../http-error.ts'
 import { IngestLogRefused } from '../ingest/log/ingest-log.ts'
-import { compileRouteValidator, toDetails, type ErrorDetail } from '../validation.ts'
+import { compileRouteValidator, toDetails } from '../validation.ts'
 
 // Network errors, and the SQLSTATEs of a Postgres that is not there for us right now: classes 08
 // (connection exception), 53 (insufficient resources: too many connections, out of memory, disk
@@ -87,10 +87,9 @@ export default fp(async function errors (app) {
       return reply.code(503).headers({ 'retry-after': String(err.retryAfterSeconds) }).send({ error: 'unavailable', reason: err.reason, message: err.message })
     }
     if (err.validation) {
-      let details = toDetails(err.validation as never)
       // A query parameter is named alone, as the search's own checks name it: a repeated one's
       // value is not told apart by its place among the values (`type`, not `type`, 0).
-      if (err.validationContext === 'querystring') details = uniqueDetails(details.map((d) => ({ ...d, path: d.path.slice(0, 1) })))
+      const details = toDetails(err.validation as never, [], err.validationContext === 'querystring' ? 1 : Infinity)
       return reply.code(400).send({ error: 'validation_failed', message: validationMessage(err.validationContext), details })
     }
     switch (err.code) {
@@ -135,15 +134,4 @@ function validationMessage (context: string | undefined): string {
     case undefined: return 'the request is not valid'
     default: return `the ${context} is not valid`
   }
-}
-
-/** Details with each (path, message) once. */
-function uniqueDetails (details: ErrorDetail[]): ErrorDetail[] {
-  const seen = new Set<string>()
-  return details.filter((d) => {
-    const key = JSON.stringify([d.path, d.message])
-    if (seen.has(key)) return false
-    seen.add(key)
-    return true
-  })
 }
