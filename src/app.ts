@@ -1,6 +1,6 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify'
 import type { Config } from './config.ts'
-import { prepareDataDir } from './data-dir.ts'
+import { prepareDataDir, warnOfFileSystem } from './data-dir.ts'
 import { sharedSchemas } from './validation.ts'
 import errors, { clientErrorHandler, frameworkErrors } from './plugins/error-handler.ts'
 import { lazySerializers } from './lazy-serializers.ts'
@@ -74,6 +74,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   for (const schema of sharedSchemas) app.addSchema(schema)
 
   prepareDataDir(config.dataDir, app.log)
+  if (!config.clickhouseUrl) warnOfFileSystem(config.dataDir, app.log)
   await app.register(errors)
   await app.register(requestDeadline, { requestTimeoutMs: config.requestTimeoutMs })
   await app.register(jsonBody)

@@ -1,4 +1,5 @@
-import { mkdirSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs'
+import { basename } from 'node:path'
 import type { FastifyBaseLogger } from 'fastify'
 
 /**
@@ -16,4 +17,66 @@ export function prepareDataDir (dir: string, log: Pick<FastifyBaseLogger, 'warn'
       `DATA_DIR is readable or writable by other users of this machine (event payloads, keys): run chmod 700 ${dir}`)
   }
   return false
+}
+
+/** Where the kernel describes mounts and file systems; tests point these at a copy. */
+export interface KernelFiles { proc: string; sys: string }
+
+const KERNEL: KernelFiles = { proc: '/proc', sys: '/sys' }
+
+/**
+ * The kernel's name of the file system holding `dir` (`vda`, `dm-0`) when it is ext4 without a
+ * journal, else undefined (another type, a journal, or no /proc to read: not Linux). Without a
+ * journal, ext4 skips every inode deleted in the last minutes while it looks for a free one, one
+ * buffer lookup each, for every file it creates; the embedded ClickHouse creates and deletes a part's
+ * dozen files per table on every insert and merge, so the scan grows with the store's own churn.
+ */
+export function ext4WithoutJournal (dir: string, kernel: KernelFiles = KERNEL): string | undefined {
+  let path: string
+  let mounts: string
+  try {
+    path = realpathSync(dir)
+    mounts = readFileSync(`${kernel.proc}/self/mountinfo`, 'utf8')
+  } catch {
+    return undefined
+  }
+  // mountinfo: id parent major:minor root mount-point options [optional fields] - type source options
+  let best: { point: string; type: string; device: string; source: string } | undefined
+  for (const line of mounts.split('\n')) {
+    const fields = line.split(' ')
+    const dash = fields.indexOf('-')
+    if (dash < 0 || fields.length < dash + 3) continue
+    const point = fields[4]!.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)))
+    const inside = point === '/' || path === point || path.startsWith(point + '/')
+    if (inside && (!best || point.length >= best.point.length)) {
+      best = { point, type: fields[dash + 1]!, device: fields[2]!, source: fields[dash + 2]! }
+    }
+  }
+  if (best?.type !== 'ext4') return undefined
+  let name: string
+  try {
+    name = basename(readlinkSync(`${kernel.sys}/dev/block/${best.device}`))
+  } catch {
+    name = basename(best.source)
+  }
+  if (!existsSync(`${kernel.proc}/fs/ext4/${name}`)) return undefined
+  let journals: string[]
+  try {
+    journals = readdirSync(`${kernel.proc}/fs/jbd2`)
+  } catch {
+    journals = []
+  }
+  return journals.some((journal) => journal.startsWith(`${name}-`)) ? undefined : name
+}
+
+/**
+ * One warn line at start when the embedded engine's DATA_DIR is on ext4 without a journal: measured
+ * on such a disk, a 10-row insert cost the engine 218-266 ms of CPU against 86-95 ms on a journaled
+ * ext4 on the same disk (bench/README.md, "The data directory's file system").
+ */
+export function warnOfFileSystem (dir: string, log: Pick<FastifyBaseLogger, 'warn'>, kernel: KernelFiles = KERNEL): void {
+  const device = ext4WithoutJournal(dir, kernel)
+  if (device === undefined) return
+  log.warn({ path: dir, device },
+    `DATA_DIR is on an ext4 file system without a journal (${device}): each file the embedded ClickHouse creates scans the inodes deleted in the last minutes, 2-3 × the CPU of an insert measured; put DATA_DIR on ext4 with its journal (mkfs.ext4's default), XFS, or CLICKHOUSE_URL's server`)
 }
