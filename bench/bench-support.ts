@@ -102,6 +102,13 @@ export async function waitForUp (url: string, init?: RequestInit): Promise<void>
   throw new Error(`${url} did not come up`)
 }
 
+/** Resolves once a service's ingest backlog is empty (GET /health: everything acknowledged is in ClickHouse). */
+export async function untilShipped (base: string): Promise<void> {
+  while (((await (await fetch(`${base}/health`)).json()) as { ingest: { backlogRows: number } }).ingest.backlogRows > 0) {
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
 /**
  * The ingestion benchmarks' event i: a `tool` event with model, tokens, session and trace, for one of
  * 8 agents.

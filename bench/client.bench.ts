@@ -24,7 +24,7 @@ import pg from 'pg'
 import { AgentTelemetry, type AgentTelemetryOptions, type PrivacyLevel, type TelemetryEvent } from 'agent-telemetry-client'
 import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchDatabaseUrl, benchEvent, deleteRedisKeys, dropDatabase, freePort, serviceArgs, waitForUp } from './bench-support.ts'
+import { benchDatabaseUrl, benchEvent, deleteRedisKeys, dropDatabase, freePort, serviceArgs, untilShipped as untilServiceShipped, waitForUp } from './bench-support.ts'
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -342,10 +342,7 @@ async function fleetRun (): Promise<void> {
       const key = await (await fetch(`${base}/v1/me/keys`, { method: 'POST', headers: auth, body: JSON.stringify({ label: 'bench' }) })).json() as { secret: string }
       return { id: me.id, secret: key.secret }
     }
-    const health = async () => (await (await fetch(`${base}/health`)).json()) as { ingest: { backlogRows: number } }
-    const untilShipped = async () => {
-      while ((await health()).ingest.backlogRows > 0) await new Promise((resolve) => setTimeout(resolve, 10))
-    }
+    const untilShipped = () => untilServiceShipped(base)
     const analyst = { authorization: `Basic ${Buffer.from(`analyst:${analystPassword}`).toString('base64')}` }
     /** Events of a user stored in ClickHouse, read through the analysts' SQL port. */
     const stored = async (userId: string) => {

@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchArgs, benchDatabaseUrl, freePort, benchEvent as event, byThread, cpuByThread, type ThreadCpu, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
+import { benchArgs, benchDatabaseUrl, freePort, benchEvent as event, byThread, cpuByThread, type ThreadCpu, deleteRedisKeys, dropDatabase, untilShipped as untilServiceShipped, serviceArgs, verdict, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ args: benchArgs(), options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, 'batch-connections': { type: 'string', default: '8' }, runs: { type: 'string', default: 'a,b,c0,c' }, rounds: { type: 'string', default: '1' } } })
 // --runs picks some of the runs (e.g. --runs b to profile the single-event path alone); ratios need both sides.
@@ -151,10 +151,7 @@ try {
     ingest: { backlogRows: number; steps: Record<string, { events: number; totalMs: number }> }
     eventLoopDelayMs: { p50: number; p99: number; max: number }
   }
-  /** Resolves once the service's ingest backlog is empty (everything acknowledged is in ClickHouse). */
-  const untilShipped = async () => {
-    while ((await health()).ingest.backlogRows > 0) await new Promise((resolve) => setTimeout(resolve, 10))
-  }
+  const untilShipped = () => untilServiceShipped(base)
   const pgTransactions = async () => Number((await db.query('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = $1', [new URL(databaseUrl).pathname.slice(1)])).rows[0].n)
 
   // (d): one probe event at a time under (b)'s load; visibility = its 202 → the first read that counts

@@ -27,7 +27,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources'
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer'
 import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchArgs, byThread, cpuByThread, freePort, serviceArgs, totalCpu, waitForUp } from './bench-support.ts'
+import { benchArgs, byThread, cpuByThread, freePort, serviceArgs, totalCpu, untilShipped, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ args: benchArgs(), options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '8' } } })
 const duration = Number(values.duration)
@@ -117,10 +117,7 @@ try {
   const batch = JSON.stringify({ events: Array.from({ length: EVENTS }, (_, i) => event(i)) })
   const health = async () => (await (await fetch(`${base}/health`)).json()) as { ingest: { backlogRows: number; steps: Steps } }
   const steps = async () => (await health()).ingest.steps
-  /** Resolves once everything acknowledged is in ClickHouse. */
-  const drained = async () => {
-    while ((await health()).ingest.backlogRows > 0) await new Promise((resolve) => setTimeout(resolve, 10))
-  }
+  const drained = () => untilShipped(base)
 
   const runs: { name: string; url: string; body: Buffer | string; type: string; perRequest: number; setupRequest?: (request: autocannon.Request) => autocannon.Request }[] = [
     { name: `(e) /v1/events/batch x${EVENTS} JSON`, url: `${base}/v1/events/batch`, body: batch, type: 'application/json', perRequest: EVENTS },

@@ -83,6 +83,15 @@ async function openStream (base: string, user: TestUser, opts: { query?: string;
   }
 }
 
+/** A stream's first message for one event sent while it is open (on instance a), the stream closed after: a resume's starting id. */
+async function oneDelivered (user: TestUser, secret: string, event: { agentId: string; reasoning: string }): Promise<SseMessage> {
+  const stream = await openStream(baseA, user)
+  await sendEvent(a, secret, event)
+  const message = await stream.next()
+  await stream.close()
+  return message
+}
+
 async function eventsOf (app: FastifyInstance, user: TestUser) {
   const res = await app.inject({ url: '/v1/me/events?limit=1000', headers: user.auth })
   return res.json().events as Record<string, unknown>[]
@@ -140,10 +149,7 @@ t.test('an event sent to one instance reaches a stream held on another', async (
 t.test('Last-Event-ID resumes after the last event received, on any instance', async (t) => {
   const user = await newUser(a, { tier: 'enterprise' })
   const key = await user.createKey()
-  const first = await openStream(baseA, user)
-  await sendEvent(a, key.secret, { agentId: 'resume-agent', reasoning: 'one' })
-  const one = await first.next()
-  await first.close()
+  const one = await oneDelivered(user, key.secret, { agentId: 'resume-agent', reasoning: 'one' })
   // Sent while no stream is open: within the replay window they are kept for a resume.
   const batch = await sendBatch(a, key.secret, [{ agentId: 'resume-agent', reasoning: 'two' }, { agentId: 'resume-agent', reasoning: 'three' }])
   const four = await sendEvent(b, key.secret, { agentId: 'resume-agent', reasoning: 'four' })
@@ -162,10 +168,7 @@ t.test('Last-Event-ID resumes after the last event received, on any instance', a
 t.test('a resume missing a backlog far larger than the stream buffer gets all of it, in order, without a gap', async (t) => {
   const user = await newUser(a, { tier: 'enterprise', burst: 100_000 })
   const key = await user.createKey()
-  const first = await openStream(baseA, user)
-  await sendEvent(a, key.secret, { agentId: 'backlog-agent', reasoning: 'before' })
-  const before = await first.next()
-  await first.close()
+  const before = await oneDelivered(user, key.secret, { agentId: 'backlog-agent', reasoning: 'before' })
   // 4 batches of 500 events of about 3.5 KB: about 7 MB missed, 27 times the 256 KiB buffer.
   const sent: string[] = []
   for (let b = 0; b < 4; b++) {
@@ -191,10 +194,7 @@ t.test('a resume missing a backlog far larger than the stream buffer gets all of
 t.test('a Last-Event-ID after every id the stream gave is a 400, not a stream from now', async (t) => {
   const user = await newUser(a, { tier: 'enterprise' })
   const key = await user.createKey()
-  const first = await openStream(baseA, user)
-  await sendEvent(a, key.secret, { agentId: 'ahead-agent', reasoning: 'one' })
-  const one = await first.next()
-  await first.close()
+  const one = await oneDelivered(user, key.secret, { agentId: 'ahead-agent', reasoning: 'one' })
   const [entry] = one.id!.split(':')
   const [ms, seq] = entry!.split('-').map(Number)
   const refused = async (id: string) => {
