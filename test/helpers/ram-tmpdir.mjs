@@ -8,6 +8,7 @@ import { accessSync, constants, mkdirSync, statSync } from 'node:fs'
  * embedded engine creates scans the inodes deleted in the last minutes, and a test suite deletes
  * stores all the time: a 10-row insert cost 218-266 ms of CPU there against 75-85 ms on tmpfs
  * (bench/README.md, "The data directory's file system"). Set TMPDIR to choose another place.
+ * Plain JavaScript: worker threads inherit this preload without the TypeScript loader.
  */
 const RAM = '/dev/shm'
 
