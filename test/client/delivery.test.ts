@@ -11,15 +11,6 @@ const app = await buildTestApp(t)
 await app.listen({ port: 0, host: '127.0.0.1' })
 const baseUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
 
-/**
- * A marker for events' reasoning, `${marker}-${i}`. Hex of digits alone (about 1 in 280 markers)
- * followed by `-i` reads as a card number to the client's redaction, which then stores about one in
- * ten of them (those passing the card check) as `[redacted:card_number]`: the letter ends the digits.
- */
-function markerOf (prefix: string): string {
-  return `${randomId(prefix)}x`
-}
-
 async function stored (userId: string, marker: string): Promise<{ rows: number; distinct: number }> {
   const rs = await app.clickhouse.query({
     query: 'SELECT count() AS rows, uniqExact(reasoning) AS distinct FROM events WHERE user_id = {u:String} AND startsWith(reasoning, {m:String})',
@@ -35,7 +26,7 @@ t.test('10,000 events tracked, then shutdown(): every one stored exactly once', 
   const key = await user.createKey('client-10k')
   const errors: TelemetryError[] = []
   const client = new AgentTelemetry({ apiKey: key.secret, baseUrl, agentId: randomId('client-'), onError: (e) => errors.push(e) })
-  const marker = markerOf('n-')
+  const marker = randomId('n-')
   for (let i = 0; i < 10_000; i++) {
     const queued = client.track({ type: 'tool', toolExecuted: 'search', reasoning: `${marker}-${i}`, model: 'gpt-4o', metadata: { tokensBreakdown: { inputBase: 100, output: 20 } } })
     if (!queued) t.fail(`event ${i} was not queued`)
@@ -72,7 +63,7 @@ t.test('an answer lost on the way back: the retry under the same key is answered
   const user = await newUser(app, { tier: 'enterprise', burst: 100_000 })
   const key = await user.createKey('client-lost-answer')
   const client = new AgentTelemetry({ apiKey: key.secret, baseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, agentId: randomId('client-'), retryBaseMs: 10, onError: () => {} })
-  const marker = markerOf('lost-')
+  const marker = randomId('lost-')
   for (let i = 0; i < 20; i++) client.track({ reasoning: `${marker}-${i}` })
   await client.flush()
   t.equal(requests, 2)
@@ -86,7 +77,7 @@ t.test('the real burst limit: refused events wait for Retry-After and go again, 
   const user = await newUser(app, { tier: 'free', burst: 600 })
   const key = await user.createKey('client-limited')
   const client = new AgentTelemetry({ apiKey: key.secret, baseUrl, agentId: randomId('client-'), onError: () => {} })
-  const marker = markerOf('limited-')
+  const marker = randomId('limited-')
   for (let i = 0; i < 650; i++) client.track({ reasoning: `${marker}-${i}` })
   await client.shutdown(120_000)
   const stats = client.stats()
@@ -102,7 +93,7 @@ t.test('an event with a key the service refuses as poisoning is dropped alone at
   const key = await user.createKey('client-poisoned')
   const errors: TelemetryError[] = []
   const client = new AgentTelemetry({ apiKey: key.secret, baseUrl, agentId: randomId('client-'), onError: (e) => errors.push(e) })
-  const marker = markerOf('poison-')
+  const marker = randomId('poison-')
   for (let i = 0; i < 20; i++) t.ok(client.track({ reasoning: `${marker}-${i}` }))
   t.notOk(client.track({ reasoning: `${marker}-poisoned`, metadata: { toolResult: { result: 'ok', constructor: { prototype: { x: 1 } } } } }), 'constructor.prototype refused')
   // A __proto__ own key, however it got there (JSON.parse makes one).
