@@ -237,17 +237,21 @@ export class SegmentFiles {
 
   /** As `write`, blocking (for the start, when entries of an earlier release's format are moved here). */
   writeSync (entries: EntryToWrite[]): void {
-    const seq = this.nextSeq++
-    const segment: Segment = { seq, path: this.pathOf(seq), size: 0, last: 0, readFd: null }
+    const segment = this.nextSegment()
     const fd = openSync(segment.path, WRITE_FLAGS, 0o600)
-    const dir = openSync(this.dir, constants.O_RDONLY)
     try {
-      fsyncSync(dir)
-    } finally {
-      closeSync(dir)
+      const dir = openSync(this.dir, constants.O_RDONLY)
+      try {
+        fsyncSync(dir)
+      } finally {
+        closeSync(dir)
+      }
+    } catch (err) {
+      closeSync(fd)
+      unlinkSync(segment.path)
+      throw err
     }
-    this.segments.push(segment)
-    this.writing = { segment, fd }
+    this.begin(segment, fd)
     const bytes = Buffer.concat(records(entries))
     for (let done = 0; done < bytes.length;) done += writeSync(fd, bytes, done)
     this.indexWritten(segment, entries, bytes.length)
@@ -288,8 +292,7 @@ export class SegmentFiles {
 
   /** Starts a new segment for writing; its name is durable before anything is written to it. */
   private async start (): Promise<{ segment: Segment; fd: number }> {
-    const seq = this.nextSeq++
-    const segment: Segment = { seq, path: this.pathOf(seq), size: 0, last: 0, readFd: null }
+    const segment = this.nextSegment()
     const fd = await call<number>((cb) => open(segment.path, WRITE_FLAGS, 0o600, cb))
     try {
       await syncDirectory(this.dir)
@@ -298,6 +301,17 @@ export class SegmentFiles {
       unlink(segment.path, () => {})
       throw err
     }
+    return this.begin(segment, fd)
+  }
+
+  /** The next segment, empty and not yet on disk. */
+  private nextSegment (): Segment {
+    const seq = this.nextSeq++
+    return { seq, path: this.pathOf(seq), size: 0, last: 0, readFd: null }
+  }
+
+  /** Makes a segment whose file is durable the one written to. */
+  private begin (segment: Segment, fd: number): { segment: Segment; fd: number } {
     this.segments.push(segment)
     this.writing = { segment, fd }
     return this.writing
