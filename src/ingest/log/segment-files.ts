@@ -240,12 +240,7 @@ export class SegmentFiles {
     const segment = this.nextSegment()
     const fd = openSync(segment.path, WRITE_FLAGS, 0o600)
     try {
-      const dir = openSync(this.dir, constants.O_RDONLY)
-      try {
-        fsyncSync(dir)
-      } finally {
-        closeSync(dir)
-      }
+      syncDirectorySync(this.dir)
     } catch (err) {
       closeSync(fd)
       unlinkSync(segment.path)
@@ -474,5 +469,15 @@ async function syncDirectory (dir: string): Promise<void> {
     await call<void>((cb) => fsync(fd, (err) => cb(err, undefined)))
   } finally {
     close(fd, () => {})
+  }
+}
+
+/** As `syncDirectory`, blocking. */
+function syncDirectorySync (dir: string): void {
+  const fd = openSync(dir, constants.O_RDONLY)
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
   }
 }
