@@ -1,11 +1,15 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { Redis } from 'ioredis'
 import { withDefaultUser } from '../src/storage/postgres.ts'
 import { buildEventRow, type IncomingEvent } from '../src/domain/event-row.ts'
 import { newEventId } from '../src/domain/ids.ts'
 import { eventLine } from '../src/storage/events-repository.ts'
+
+/** Node's arguments that load the TypeScript sources (src/ts-loader.mjs), for a benchmark's child process. */
+export const TS_LOADER_ARGS = ['--import', fileURLToPath(new URL('../src/ts-loader.mjs', import.meta.url))]
 
 /**
  * The node arguments `npm start` runs the service with (package.json's start script, e.g. V8's heap
@@ -21,7 +25,7 @@ export function serviceArgs (extra: string[] = [], script?: string[]): string[] 
 
 /**
  * The script's own arguments, for parseArgs: without the `--` that separates them from node's when
- * the script is run as `node --import tsx bench/x.bench.ts -- --duration 10` (npm run removes it;
+ * the script is run as `node --import ./src/ts-loader.mjs bench/x.bench.ts -- --duration 10` (npm run removes it;
  * parseArgs would take it as the end of the options and refuse the rest as positionals).
  */
 export function benchArgs (argv: string[] = process.argv.slice(2)): string[] {

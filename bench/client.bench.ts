@@ -24,7 +24,7 @@ import pg from 'pg'
 import { AgentTelemetry, type AgentTelemetryOptions, type PrivacyLevel, type TelemetryEvent } from 'agent-telemetry-client'
 import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchDatabaseUrl, benchEvent, deleteRedisKeys, dropDatabase, freePort, serviceArgs, untilShipped as untilServiceShipped, waitForUp } from './bench-support.ts'
+import { benchDatabaseUrl, benchEvent, deleteRedisKeys, dropDatabase, freePort, serviceArgs, TS_LOADER_ARGS, untilShipped as untilServiceShipped, waitForUp } from './bench-support.ts'
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`)
@@ -391,7 +391,7 @@ async function fleetRun (): Promise<void> {
         const config: FleetChildConfig = { baseUrl: base, warmKey: warm.secret, key: user.secret, agents, first: p * agents, warmSeconds: 2, seconds: duration, options }
         // BENCH_PROFILE=dir writes a CPU profile of each fleet process (node --cpu-prof) into dir.
         const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []
-        const child = spawn(process.execPath, [...profile, '--import', 'tsx', fileURLToPath(import.meta.url), '--fleet-child', JSON.stringify(config)], { cwd: root, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+        const child = spawn(process.execPath, [...profile, ...TS_LOADER_ARGS, fileURLToPath(import.meta.url), '--fleet-child', JSON.stringify(config)], { cwd: root, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
         children.push(child)
         const ready = once(child, 'message')
         const result = new Promise<FleetChildResult>((resolve, reject) => {

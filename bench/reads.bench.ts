@@ -27,7 +27,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
-import { benchDatabaseUrl, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
+import { benchDatabaseUrl, deleteRedisKeys, dropDatabase, serviceArgs, TS_LOADER_ARGS, verdict, waitForUp } from './bench-support.ts'
 
 const USAGE = 'usage: npm run bench:reads -- [--events N[,M…] (growing)] [--requests N] ' +
   '[--data-dir DIR[,DIR…] --user NAME [--database-url URL[,URL…]] (stores seeded earlier, in stage order)]'
@@ -181,7 +181,7 @@ try {
     await dropDatabase(store.databaseUrl)
     console.error(`seeding the ${store.label} store`)
     const started = Date.now()
-    execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/seed.ts', '--events', String(size), '--user', user, '--settle'],
+    execFileSync(process.execPath, [...TS_LOADER_ARGS, 'src/cli/seed.ts', '--events', String(size), '--user', user, '--settle'],
       { cwd: root, env: envOf(store), stdio: 'inherit' })
     store.seedSeconds = (Date.now() - started) / 1000
   }
@@ -191,7 +191,7 @@ try {
   await Promise.all(services.map((s) => s.up))
   // Each store signs with its own key; stderr is piped so the token's sign-in link stays out of the output.
   const headers = services.map((s) => {
-    const token = execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/token.ts', user], { cwd: root, env: envOf(s.store), stdio: 'pipe' })
+    const token = execFileSync(process.execPath, [...TS_LOADER_ARGS, 'src/cli/token.ts', user], { cwd: root, env: envOf(s.store), stdio: 'pipe' })
     return { authorization: `Bearer ${token.toString().trim()}` }
   })
 

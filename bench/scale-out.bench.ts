@@ -22,7 +22,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchDatabaseUrl, benchEvent, deleteRedisKeys, dropDatabase, serviceArgs, waitForUp } from './bench-support.ts'
+import { benchDatabaseUrl, benchEvent, deleteRedisKeys, dropDatabase, serviceArgs, TS_LOADER_ARGS, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' }, 'batch-connections': { type: 'string', default: '8' } } })
 const duration = Number(values.duration)
@@ -61,7 +61,7 @@ function cpuMicros (pid: number): number {
 
 /** The engine behind ClickHouse's HTTP interface, in its own process; resolves with its URL. */
 async function startEndpoint (dataDir: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = start(['--import', 'tsx', 'src/cli/clickhouse-serve.ts', '--port', '0', '--data-dir', dataDir], {}, 'pipe')
+  const child = start([...TS_LOADER_ARGS, 'src/cli/clickhouse-serve.ts', '--port', '0', '--data-dir', dataDir], {}, 'pipe')
   for await (const line of createInterface({ input: child.stdout! })) {
     const match = /^clickhouse-serve listening on (\S+)$/.exec(line)
     if (match) return { url: match[1]!, child }

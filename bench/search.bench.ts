@@ -39,7 +39,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
-import { benchDatabaseUrl, deleteRedisKeys, dropDatabase, serviceArgs, verdict, waitForUp } from './bench-support.ts'
+import { benchDatabaseUrl, deleteRedisKeys, dropDatabase, serviceArgs, TS_LOADER_ARGS, verdict, waitForUp } from './bench-support.ts'
 
 const USAGE = 'usage: npm run bench:search -- [--events N] [--built-in-js N] [--requests N] [--keep] [--no-scores] | --data-dir DIR --user NAME [--requests N] [--no-scores]'
 const { values } = parseArgs({
@@ -315,7 +315,7 @@ try {
   }
   service = startService(4300 + Math.floor(Math.random() * 200))
   await service.up
-  const token = execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/token.ts', user], { cwd: root, env, stdio: 'pipe' }).toString().trim()
+  const token = execFileSync(process.execPath, [...TS_LOADER_ARGS, 'src/cli/token.ts', user], { cwd: root, env, stdio: 'pipe' }).toString().trim()
   const headers = { authorization: `Bearer ${token}` }
   const json = async (path: string) => {
     const res = await service!.get(path, headers)

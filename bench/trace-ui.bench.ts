@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
 import { launchChromium } from '../test/helpers/browser.ts'
 import { agentRun } from '../test/helpers/agent-run.ts'
-import { benchDatabaseUrl, deleteRedisKeys, dropDatabase, serviceArgs, waitForUp } from './bench-support.ts'
+import { benchDatabaseUrl, deleteRedisKeys, dropDatabase, serviceArgs, TS_LOADER_ARGS, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({
   options: {
@@ -37,7 +37,7 @@ const env = { ...process.env, DATA_DIR: dataDir, DATABASE_URL: benchDatabaseUrl(
 const port = 4500 + Math.floor(Math.random() * 200)
 const service = spawn(process.execPath, serviceArgs(), { cwd: root, env: { ...env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] })
 const cli = (script: string, args: string[]) =>
-  execFileSync(process.execPath, ['--import', 'tsx', script, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim()
+  execFileSync(process.execPath, [...TS_LOADER_ARGS, script, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim()
 
 /** What the page records: long tasks as they happen, and a way to wait for the next drawn frame. */
 function instrumentPage () {

@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
 import { launchChromium } from '../test/helpers/browser.ts'
-import { serviceArgs, waitForUp } from './bench-support.ts'
+import { serviceArgs, TS_LOADER_ARGS, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({
   options: {
@@ -27,7 +27,7 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-ui-'))
 const env = { ...process.env, DATA_DIR: dataDir, DATABASE_URL: 'postgres://localhost:5432/agent_telemetry_bench', LOG_LEVEL: 'warn' }
 const user = `ui-${randomBytes(4).toString('hex')}`
-execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/seed.ts', '--events', values.events!, '--user', user, '--agents', '12'], { cwd: root, env, stdio: 'inherit' })
+execFileSync(process.execPath, [...TS_LOADER_ARGS, 'src/cli/seed.ts', '--events', values.events!, '--user', user, '--agents', '12'], { cwd: root, env, stdio: 'inherit' })
 const port = 4300 + Math.floor(Math.random() * 200)
 const service = spawn(process.execPath, serviceArgs(), {
   cwd: root, env: { ...env, PORT: String(port), ROLES: 'api,worker', REDIS_PREFIX: `bench:${user}:` }, stdio: ['ignore', 'ignore', 'inherit'],
@@ -35,7 +35,7 @@ const service = spawn(process.execPath, serviceArgs(), {
 try {
   const base = `http://127.0.0.1:${port}`
   await waitForUp(`${base}/health`)
-  const token = execFileSync(process.execPath, ['--import', 'tsx', 'src/cli/token.ts', user], { cwd: root, env: { ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim()
+  const token = execFileSync(process.execPath, [...TS_LOADER_ARGS, 'src/cli/token.ts', user], { cwd: root, env: { ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim()
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
   const { secret } = await (await fetch(`${base}/v1/me/keys`, { method: 'POST', headers, body: JSON.stringify({ label: 'bench' }) })).json() as { secret: string }
   const now = Date.now()

@@ -7,6 +7,7 @@ import { TEST_DATABASE_URL, TEST_SECRETS_KEY } from './helpers/env.ts'
 import { loadConfig } from '../src/config.ts'
 import { checkDataDirFree, describeStartupFailure, StartupError } from '../src/startup-failure.ts'
 import { prettyLine } from '../src/log-format.ts'
+import { TS_LOADER_ARGS } from './helpers/ts-loader.ts'
 
 const MAIN = new URL('../src/main.ts', import.meta.url).pathname
 
@@ -14,7 +15,7 @@ const MAIN = new URL('../src/main.ts', import.meta.url).pathname
 function start (env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'startup-test-'))
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    const child = spawn(process.execPath, [...TS_LOADER_ARGS, MAIN], {
       env: {
         PATH: process.env.PATH ?? '',
         DATABASE_URL: TEST_DATABASE_URL,

@@ -1,7 +1,7 @@
 /**
  * Applies the Postgres and ClickHouse migrations and exits (docker-compose runs it once before the
  * api and worker containers; they find nothing left to apply). Same locks as the service's start.
- *   node --import tsx src/cli/migrate.ts
+ *   node --import ./src/ts-loader.mjs src/cli/migrate.ts
  */
 import { loadConfig } from '../config.ts'
 import { openPostgres } from '../storage/postgres.ts'

@@ -1,7 +1,7 @@
 /**
  * Exit 0 while BullMQ workers of the anomaly and maintenance queues are connected to Redis, else 1
  * (the worker container's healthcheck; the worker role has no HTTP port).
- *   node --import tsx src/cli/worker-health.ts
+ *   node --import ./src/ts-loader.mjs src/cli/worker-health.ts
  */
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'

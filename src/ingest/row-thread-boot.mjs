@@ -1,6 +1,5 @@
-// The row thread's entry (src/ingest/row-thread.ts): worker threads do not inherit the parent's
-// TypeScript loader, so it is registered here before the thread's module is loaded.
-import { register } from 'tsx/esm/api'
+// The row thread's entry (src/ingest/row-thread.ts): a worker thread does not inherit the parent's
+// TypeScript loader, so it registers it (src/ts-loader.mjs) before the thread's module is loaded.
+import '../ts-loader.mjs'
 
-register()
 await import('./row-thread-worker.ts')

@@ -34,7 +34,7 @@ declare module 'fastify' {
 export default fp(async function routes (app, settings: RouteSettings) {
   app.decorate('routeSettings', Object.freeze({ ...settings }))
   // Autoload refuses .ts files unless it recognises the TypeScript loader, and it does not recognise
-  // tsx registered with `--import` (Node 20); its documented switch says the loader is there. This
+  // ours (src/ts-loader.mjs); its documented switch says the loader is there. This
   // module is itself TypeScript, so the running process loads .ts files.
   // eslint-disable-next-line no-restricted-properties
   process.env.FASTIFY_AUTOLOAD_TYPESCRIPT ??= '1'

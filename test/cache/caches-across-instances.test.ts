@@ -4,6 +4,7 @@ import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, newUser, randomId, sendEvent, TEST_DATA_DIR, TEST_DATABASE_URL } from '../helpers/app.ts'
+import { TS_LOADER_ARGS } from '../helpers/ts-loader.ts'
 
 // Two instances sharing one Redis (same prefix) and one Postgres, as behind a load balancer. No
 // periodic side-effect flush: it would add Postgres queries of its own.
@@ -87,7 +88,7 @@ t.test('npm run user:tier reaches running instances at once', async (t) => {
   const { rows } = await a.db.query('SELECT secret_sha256 FROM api_keys WHERE id = $1', [key.id])
   const bTold = told(b, 'key', rows[0].secret_sha256)
   const root = fileURLToPath(new URL('../..', import.meta.url))
-  await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/user-tier.ts', user.subject, 'free', '--burst', '1'], {
+  await promisify(execFile)(process.execPath, [...TS_LOADER_ARGS, 'src/cli/user-tier.ts', user.subject, 'free', '--burst', '1'], {
     cwd: root,
     env: { ...process.env, DATABASE_URL: TEST_DATABASE_URL, DATA_DIR: TEST_DATA_DIR, REDIS_PREFIX: prefix },
   })

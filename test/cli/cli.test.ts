@@ -7,12 +7,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildTestApp, newUser, randomId, TEST_DATA_DIR, TEST_DATABASE_URL } from '../helpers/app.ts'
 import { describePostgres } from '../../src/storage/postgres.ts'
+import { TS_LOADER_ARGS } from '../helpers/ts-loader.ts'
 
 const run = promisify(execFile)
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const env = { ...process.env, DATA_DIR: TEST_DATA_DIR, DATABASE_URL: TEST_DATABASE_URL }
 const cli = (script: string, args: string[], extra: Record<string, string> = {}) =>
-  run(process.execPath, ['--import', 'tsx', `src/cli/${script}.ts`, ...args], { cwd: root, env: { ...env, ...extra } })
+  run(process.execPath, [...TS_LOADER_ARGS, `src/cli/${script}.ts`, ...args], { cwd: root, env: { ...env, ...extra } })
 
 const app = await buildTestApp(t)
 

@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto'
 import { connect } from 'node:net'
 import { createClient, ClickHouseError, ClickHouseLogLevel } from '@clickhouse/client'
 import { startClickHouseEndpoint } from '../helpers/clickhouse-endpoint.ts'
+import { TS_LOADER_ARGS } from '../helpers/ts-loader.ts'
 
 const endpoint = await startClickHouseEndpoint()
 t.teardown(() => endpoint.close())
@@ -155,12 +156,12 @@ t.test('gzip request and response compression', async (t) => {
 t.test('--help says what the command is for; a bad option exits 2, a directory in use 1', async (t) => {
   const run = promisify(execFile)
   const cwd = fileURLToPath(new URL('../..', import.meta.url))
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli/clickhouse-serve.ts', '--help'], { cwd })
+  const { stdout } = await run(process.execPath, [...TS_LOADER_ARGS, 'src/cli/clickhouse-serve.ts', '--help'], { cwd })
   t.match(stdout, /development and test tool/)
   t.match(stdout, /not a server for production/)
-  await t.rejects(run(process.execPath, ['--import', 'tsx', 'src/cli/clickhouse-serve.ts', '--port', 'x'], { cwd }), { code: 2 })
+  await t.rejects(run(process.execPath, [...TS_LOADER_ARGS, 'src/cli/clickhouse-serve.ts', '--port', 'x'], { cwd }), { code: 2 })
   // Should it start after all (the test failing), it must not outlive the test.
-  const serve = ['--import', 'tsx', 'src/cli/clickhouse-serve.ts', '--port', '0', '--data-dir', endpoint.dataDir, '--exit-with-parent']
+  const serve = [...TS_LOADER_ARGS, 'src/cli/clickhouse-serve.ts', '--port', '0', '--data-dir', endpoint.dataDir, '--exit-with-parent']
   await t.rejects(run(process.execPath, serve, { cwd, timeout: 60_000 }),
     { code: 1, stderr: /^clickhouse-serve: DATA_DIR .* is in use by process \d+/ }, 'a directory another process serves is refused in one line')
 })

@@ -3,12 +3,13 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { openTestClickHouse, randomId, TEST_CLICKHOUSE_ENV, TEST_DATA_DIR, TEST_DATABASE_URL } from '../helpers/app.ts'
+import { TS_LOADER_ARGS } from '../helpers/ts-loader.ts'
 
 // The seed writes straight into the store, so this file opens the embedded engine only after it ran.
 const run = promisify(execFile)
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const env = { ...process.env, DATA_DIR: TEST_DATA_DIR, DATABASE_URL: TEST_DATABASE_URL, LOG_LEVEL: 'warn', ...TEST_CLICKHOUSE_ENV }
-const seed = (args: string[]) => run(process.execPath, ['--import', 'tsx', 'src/cli/seed.ts', ...args], { cwd: root, env })
+const seed = (args: string[]) => run(process.execPath, [...TS_LOADER_ARGS, 'src/cli/seed.ts', ...args], { cwd: root, env })
 
 const user = randomId('seed-')
 const first = await seed(['--events', '3000', '--agents', '3', '--user', user])

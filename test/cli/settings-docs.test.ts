@@ -6,11 +6,12 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { SETTINGS } from '../../src/config.ts'
 import { settingsTable, withSettingsTable } from '../../src/cli/settings-table.ts'
+import { TS_LOADER_ARGS } from '../helpers/ts-loader.ts'
 
 const run = promisify(execFile)
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const OPERATIONS = join(root, 'docs/operations.md')
-const docsCli = (args: string[]) => run(process.execPath, ['--import', 'tsx', 'src/cli/settings-docs.ts', ...args], { cwd: root })
+const docsCli = (args: string[]) => run(process.execPath, [...TS_LOADER_ARGS, 'src/cli/settings-docs.ts', ...args], { cwd: root })
 
 t.test('one row a setting, with its default, its values and its description', async (t) => {
   const table = settingsTable(SETTINGS)

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import type { Socket } from 'node:net'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { TS_LOADER_ARGS } from './ts-loader.ts'
 
 /** A ClickHouse HTTP endpoint served by `npm run clickhouse:serve` in a child process. */
 export interface ClickHouseEndpoint {
@@ -28,7 +29,7 @@ const STOP_TIMEOUT_MS = 15_000
  */
 export async function startClickHouseEndpoint (opts: { dataDir?: string; port?: number } = {}): Promise<ClickHouseEndpoint> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'clickhouse-serve-'))
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/clickhouse-serve.ts', '--port', String(opts.port ?? 0), '--data-dir', dataDir, '--exit-with-parent'], {
+  const child = spawn(process.execPath, [...TS_LOADER_ARGS, 'src/cli/clickhouse-serve.ts', '--port', String(opts.port ?? 0), '--data-dir', dataDir, '--exit-with-parent'], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   })

@@ -5,6 +5,7 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { TS_LOADER_ARGS } from './ts-loader.ts'
 
 /**
  * A migrated ClickHouse store, built once and copied into each test file's data directory: migrating
@@ -43,7 +44,7 @@ export function clickHouseTemplate (): string {
   if (!existsSync(join(dir, 'clickhouse'))) {
     const building = mkdtempSync(`${dir}.building-`)
     try {
-      execFileSync(process.execPath, ['--import', 'tsx', 'test/helpers/build-clickhouse-template.ts', building], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] })
+      execFileSync(process.execPath, [...TS_LOADER_ARGS, 'test/helpers/build-clickhouse-template.ts', building], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] })
       renameSync(building, dir)
     } catch (err) {
       rmSync(building, { recursive: true, force: true })

@@ -9,6 +9,7 @@ import { request } from 'undici'
 import { loadLocalSigningKey, signLocalToken } from '../../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../../src/storage/postgres.ts'
 import { ownTestDatabase, randomId } from './env.ts'
+import { TS_LOADER_ARGS } from './ts-loader.ts'
 
 // The services these files start run the worker role too (the default): a Postgres database apart
 // from the other files' (ownTestDatabase), which their anomaly ticks would otherwise evaluate.
@@ -52,7 +53,7 @@ export async function freePort (): Promise<number> {
 
 /** The service (`src/main.ts`) in a process of its own with these settings, SIGKILLed at teardown if still running. */
 export function startService (t: Teardown, env: Record<string, string | undefined>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'] })
+  const child = spawn(process.execPath, [...TS_LOADER_ARGS, 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit'] })
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   })

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { execFileSync } from 'node:child_process'
+import { TS_LOADER_ARGS } from '../helpers/ts-loader.ts'
 
 // Runs in a fresh process: whether chdb is loaded is process-wide.
 const probe = (embedded: boolean) => `
@@ -15,7 +16,7 @@ const probe = (embedded: boolean) => `
 
 t.test('with CLICKHOUSE_URL the embedded engine (chdb) is never loaded; without it, it is', async (t) => {
   for (const embedded of [false, true]) {
-    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', probe(embedded)], { encoding: 'utf8', timeout: 120_000 })
+    const out = execFileSync(process.execPath, [...TS_LOADER_ARGS, '--input-type=module', '-e', probe(embedded)], { encoding: 'utf8', timeout: 120_000 })
     t.same(JSON.parse(out.trim().split('\n').pop()!), { loaded: embedded }, embedded ? 'embedded' : 'server')
   }
 })

@@ -6,6 +6,7 @@ import { buildTestApp, newUser, randomId, sendEvent, shipped, TEST_CLICKHOUSE_UR
 import { ownTestDatabase } from '../helpers/env.ts'
 import { applyRetentionTtl, cleanPostgres } from '../../src/storage/retention.ts'
 import { MAINTENANCE_QUEUE, NAMES_SCHEDULER_ID, RETENTION_SCHEDULER_ID } from '../../src/jobs/maintenance.queue.ts'
+import { TS_LOADER_ARGS } from '../helpers/ts-loader.ts'
 
 const PASSWORD = 'analyst-test-password'
 // A Postgres database of its own (ownTestDatabase): this file runs a worker, whose anomaly tick
@@ -177,7 +178,7 @@ t.test('in the worker role, schedulers copy names without being asked', async (t
   })
   t.pass('the rename reached ClickHouse through the scheduled job')
 
-  const health = (prefix: string) => spawnSync(process.execPath, ['--import', 'tsx', new URL('../../src/cli/worker-health.ts', import.meta.url).pathname], {
+  const health = (prefix: string) => spawnSync(process.execPath, [...TS_LOADER_ARGS, new URL('../../src/cli/worker-health.ts', import.meta.url).pathname], {
     env: { PATH: process.env.PATH ?? '', REDIS_PREFIX: prefix }, encoding: 'utf8', timeout: 60_000,
   })
   t.equal(health(worker.redisPrefix).status, 0, 'the worker healthcheck sees the workers')

@@ -13,6 +13,7 @@ import { EventShipper } from '../../../src/ingest/shipper.ts'
 import { buildEventRow } from '../../../src/domain/event-row.ts'
 import { TEST_DATA_DIR, openTestClickHouse, randomId } from '../../helpers/app.ts'
 import { logLine, storedCounts } from '../../helpers/stored-events.ts'
+import { TS_LOADER_ARGS } from '../../helpers/ts-loader.ts'
 
 const handle = openTestClickHouse()
 t.teardown(() => handle.release())
@@ -424,7 +425,7 @@ t.test('the quarantine can be read beside the running owner, for an operator', a
   await log.quarantineRows([{ position: 7, line: '["bad"]' }], 'Cannot parse input')
   const rows = DiskIngestLog.readQuarantine(dir)
   t.match(rows, [{ position: 7, line: '["bad"]', reason: 'Cannot parse input', at: String }])
-  const cli = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/quarantine.ts'], { env: { ...process.env, INGEST_LOG_DIR: dir }, encoding: 'utf8' })
+  const cli = spawnSync(process.execPath, [...TS_LOADER_ARGS, 'src/cli/quarantine.ts'], { env: { ...process.env, INGEST_LOG_DIR: dir }, encoding: 'utf8' })
   t.equal(cli.status, 0, cli.stderr)
   t.match(JSON.parse(cli.stdout.trim()), { position: 7, reason: 'Cannot parse input' })
 })

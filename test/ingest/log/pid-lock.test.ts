@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ownerRuns, processStart, takePidLock } from '../../../src/ingest/log/pid-lock.ts'
+import { TS_LOADER_ARGS } from '../../helpers/ts-loader.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'pid-lock-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -54,7 +55,7 @@ t.test('takePidLock: processes starting together over a stale lock take it once 
     writeFileSync(path, '999999999 1') // a stale lock: its owner is gone
     const at = Date.now() + 1500
     const outputs = await Promise.all(Array.from({ length: 3 }, () => new Promise<string>((resolve) => {
-      const p = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', child, path, String(at)], { stdio: ['ignore', 'pipe', 'inherit'] })
+      const p = spawn(process.execPath, [...TS_LOADER_ARGS, '--input-type=module', '-e', child, path, String(at)], { stdio: ['ignore', 'pipe', 'inherit'] })
       let out = ''
       p.stdout.on('data', (d) => { out += d })
       p.on('close', () => resolve(out.trim()))
