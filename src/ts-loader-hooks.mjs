@@ -49,6 +49,14 @@ function compile (path, source) {
   return code
 }
 
+// A TypeScript module may name a sibling by its compiled name (`./x.js` for `./x.ts`, as the
+// client's sources do for tsc): when no such .js file exists, the .ts one is meant.
+function tsTwin (specifier, context) {
+  return specifier.endsWith('.js') && specifier.startsWith('.') && context.parentURL?.endsWith('.ts')
+    ? `${specifier.slice(0, -3)}.ts`
+    : undefined
+}
+
 function isTypeScript (url) {
   return url.startsWith('file:') && url.endsWith('.ts')
 }
@@ -56,6 +64,34 @@ function isTypeScript (url) {
 function loaded (url) {
   const path = fileURLToPath(url)
   return { format: 'module', source: compile(path, readFileSync(path, 'utf8')), shortCircuit: true }
+}
+
+/** module.registerHooks' resolve hook. */
+export function resolveSync (specifier, context, nextResolve) {
+  const twin = tsTwin(specifier, context)
+  if (twin === undefined) return nextResolve(specifier, context)
+  try {
+    return nextResolve(specifier, context)
+  } catch (err) {
+    if (err?.code !== 'ERR_MODULE_NOT_FOUND') throw err
+    try {
+      return nextResolve(twin, context)
+    } catch {
+      throw err // neither exists: the error names the module asked for
+    }
+  }
+}
+
+/** module.register's resolve hook. */
+export async function resolve (specifier, context, nextResolve) {
+  const twin = tsTwin(specifier, context)
+  if (twin === undefined) return nextResolve(specifier, context)
+  try {
+    return await nextResolve(specifier, context)
+  } catch (err) {
+    if (err?.code !== 'ERR_MODULE_NOT_FOUND') throw err
+    return nextResolve(twin, context).catch(() => { throw err })
+  }
 }
 
 /** module.registerHooks' load hook. */
