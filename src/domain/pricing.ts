@@ -23,6 +23,7 @@ export type CostStatus = 'priced' | 'user_price' | 'unknown_model' | 'no_model'
 export interface Cost {
   /** Cost in USD as an exact decimal string with 9 places (nano-dollars), ready for Decimal(18, 9). */
   usd: string
+  /** The same in nano-dollars, as a number: exact up to 2^53 (about 9 million dollars); `usd` always is. */
   nanoUsd: number
   status: CostStatus
 }
@@ -238,10 +239,10 @@ export function catalogueEntry (model: string, providerHint?: string): { provide
   return r && { provider: r.provider.id, model: r.provider.models[0]!.id }
 }
 
-export function nanoToUsd (nano: number): string {
-  const whole = Math.floor(nano / 1e9)
-  const frac = String(nano - whole * 1e9).padStart(9, '0')
-  return `${whole}.${frac}`
+/** Nano-dollars as a decimal string with 9 places; exact for any integer (a bigint past 2^53). */
+export function nanoToUsd (nano: number | bigint): string {
+  const digits = BigInt(nano).toString().padStart(10, '0')
+  return `${digits.slice(0, -9)}.${digits.slice(-9)}`
 }
 
 const NO_COST = '0.000000000'
@@ -293,6 +294,6 @@ export function costOf (model: string | undefined, tokens: TokenCounts, query: P
 /** The cost at compiled prices, computed in pico-dollars and rounded once to nano-dollars (half up). */
 function exactCost (prices: CompiledPrices, tokens: TokenCounts, status: CostStatus): Cost {
   const inputTotal = tokens.inputBase + tokens.cacheCreation + tokens.cacheRead
-  const nano = Number((picoCost(prices, tokens, inputTotal) + 500n) / 1000n)
-  return { usd: nanoToUsd(nano), nanoUsd: nano, status }
+  const nano = (picoCost(prices, tokens, inputTotal) + 500n) / 1000n
+  return { usd: nanoToUsd(nano), nanoUsd: Number(nano), status }
 }

@@ -26,6 +26,14 @@ t.test('a user price prices every part of the tokens at its own rate, exactly', 
   t.equal(cost.nanoUsd, Number(expected.replace('.', '')))
 })
 
+t.test('a cost past 2^53 nano-dollars (about 9 million dollars) is still exact to the nano-dollar', async (t) => {
+  const table = userPriceTable([['big', price({ inputPerMTok: 10_000, outputPerMTok: 0.000001 })]])
+  const cost = costOf('big', tokens({ inputBase: 1_234_567_812, output: 3_456_789 }), { userPrices: table })
+  // 12345678.120003456789 rounded half up; through a double it came out as …456.
+  t.equal(cost.usd, '12345678.120003457')
+  t.equal(cost.usd, formula([[1_234_567_812, '10000.000000'], [3_456_789, '0.000001']]))
+})
+
 t.test('cache tokens without a price of their own are billed as input, reasoning as output', async (t) => {
   const table = userPriceTable([['house-llm', price({ inputPerMTok: 2, outputPerMTok: 8 })]])
   const cost = costOf('house-llm', tokens({ inputBase: 100, cacheCreation: 20, cacheRead: 30, output: 50, reasoning: 40 }), { userPrices: table })
