@@ -8,6 +8,7 @@ import { INSERT_COLUMNS } from './event-line.ts'
 import { tokenTotals } from './dashboard-figures.ts'
 import { privacyChip } from './privacy.ts'
 import { compareDecimals, type SearchFilters } from './search-filters.ts'
+import { termForms } from './search-text.ts'
 
 const at = Object.fromEntries(INSERT_COLUMNS.map((c, i) => [c, i])) as Record<(typeof INSERT_COLUMNS)[number], number>
 
@@ -149,7 +150,7 @@ export function eventMatches (e: DashboardEvent, f: SearchFilters): boolean {
   if (f.terms.length > 0) {
     const text = searchText(e, meta)
     for (const term of f.terms) {
-      if (!text.includes(term.text.toLowerCase())) return false
+      if (!termForms(term).some((form) => text.includes(form.toLowerCase()))) return false
     }
   }
   return true

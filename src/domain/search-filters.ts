@@ -86,8 +86,8 @@ export type ParsedFilters = { ok: true; filters: SearchFilters } | { ok: false; 
 const FINGERPRINT = /^[0-9a-f]{16}$/
 const DECIMAL = /^0*\d{1,9}(?:\.\d{1,9})?$/
 const COST_MESSAGE = 'must be a decimal number from 0 to 999999999.999999999 with at most 9 decimals (e.g. 0.25)'
-/** Durations as ingestion takes them: integers from 0 to 2^53-1. */
-const DURATION = /^\d{1,16}$/
+/** Durations as ingestion takes them: integers from 0 to 2^53-1 (leading zeros taken, as in a cost bound). */
+const DURATION = /^0*\d{1,16}$/
 const DURATION_MESSAGE = `must be an integer of milliseconds from 0 to ${Number.MAX_SAFE_INTEGER}`
 const DIGITS = /^\d+$/
 const INSTANT_FORMS = 'must be an ISO 8601 date-time (e.g. 2026-11-27T09:00:00Z) or unix milliseconds'

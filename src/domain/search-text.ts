@@ -6,7 +6,9 @@
  *   open runs to the end of `q`.
  * - A term matches when it is a substring of a searched field, ignoring case (so `pay` finds
  *   `Payment`, and `支付失败` finds `订单支付失败了`: scripts without spaces need no word breaks).
- * - Text is compared in Unicode NFC; accents count (`cafe` does not find `café`).
+ * - Accents count (`cafe` does not find `café`). A term is looked for in Unicode NFC and in NFD
+ *   (`termForms`): text stored with its accents composed or decomposed is found either way, however
+ *   the query spells them.
  */
 
 export const MAX_Q_CHARS = 500
@@ -70,6 +72,15 @@ export function parseSearchText (q: string): ParsedText {
   }
   if (terms.length > MAX_TERMS) return { ok: false, message: `must have at most ${MAX_TERMS} terms` }
   return { ok: true, terms }
+}
+
+/**
+ * The spellings a term is looked for in, any of which matches: its NFC text and, when it differs,
+ * its NFD text (`é` composed, and `e` followed by U+0301). Text keeps the form it was sent in.
+ */
+export function termForms (term: SearchTerm): string[] {
+  const decomposed = term.text.normalize('NFD')
+  return decomposed === term.text ? [term.text] : [term.text, decomposed]
 }
 
 /** A LIKE pattern matching `term` anywhere: `%`, `_` and `\` in it are escaped. */

@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client'
 import { encodeCursor, pageOf, type Page, type PageStart } from '../domain/cursor.ts'
 import { MAX_META_PATH, MAX_META_VALUE, metaPathProblem, metaValueProblem, parseSearchFilters, type SearchFilters } from '../domain/search-filters.ts'
-import { likePattern } from '../domain/search-text.ts'
+import { likePattern, termForms } from '../domain/search-text.ts'
 import { isoFromMs as iso } from './timestamps.ts'
 import { EVENT_COLUMNS, SPAN_END, TOKEN_SUMS, newestEventUpTo, orNull, toEvent, tokensOf } from './event-rows.ts'
 import { BY_SKIP_INDEX } from './clickhouse-client.ts'
@@ -106,8 +106,11 @@ export function searchWhere (r: Reader, w: SearchWindow, f: SearchFilters, kinds
     conds.push(`arrayExists(k -> k = {hk${i}:String} OR startsWith(k, {hp${i}:String}), metadata_flat.keys)`)
   })
   f.terms.forEach((term, i) => {
-    params[`qt${i}`] = likePattern(term.text)
-    conds.push(`search_text LIKE lowerUTF8({qt${i}:String})`)
+    const forms = termForms(term).map((form, j) => {
+      params[`qt${i}_${j}`] = likePattern(form)
+      return `search_text LIKE lowerUTF8({qt${i}_${j}:String})`
+    })
+    conds.push(forms.length === 1 ? forms[0]! : `(${forms.join(' OR ')})`)
   })
   f.scores.forEach((score, i) => {
     params[`sn${i}`] = score.name

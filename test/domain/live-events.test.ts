@@ -50,6 +50,17 @@ t.test('filters evaluated in memory as the search evaluates them', async (t) => 
   no({ minCostUsd: '0.000000001' })
 })
 
+t.test('q finds accented text stored composed or decomposed, however the query spells it', async (t) => {
+  const composed = eventOf({ type: 'reasoning', reasoning: 'Caf\u00e9 cr\u00e8me' })
+  const decomposed = eventOf({ type: 'reasoning', reasoning: 'Cafe\u0301 noir' })
+  for (const q of ['café', 'cafe\u0301', 'CAFÉ']) {
+    t.ok(eventMatches(composed, filters({ q })), `${JSON.stringify(q)} finds the composed text`)
+    t.ok(eventMatches(decomposed, filters({ q })), `${JSON.stringify(q)} finds the decomposed text`)
+  }
+  t.notOk(eventMatches(composed, filters({ q: 'cafe' })), 'the letters without the accent do not find the composed text')
+  t.ok(eventMatches(decomposed, filters({ q: 'cafe' })), 'they do find the decomposed text, whose accent is a character of its own')
+})
+
 t.test('metadata leaves as metadata_flat holds them', async (t) => {
   t.same(flatLeaves({ a: { b: { c: 1, d: { e: 2 } } }, s: 'x', n: null, l: [1] }), [['a.b.c', '1'], ['s', 'x']])
   // An empty key is a path of its own, as the engine joins keys (concat(a, '.', b)).

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { compareDecimals, hasFilters, parseSearchFilters, scoreRange } from '../../src/domain/search-filters.ts'
-import { likePattern, parseSearchText } from '../../src/domain/search-text.ts'
+import { likePattern, parseSearchText, termForms } from '../../src/domain/search-text.ts'
 
 t.test('q: terms split on whitespace, quoted phrases whole, NFC, duplicates once', async (t) => {
   const terms = (q: string) => {
@@ -16,6 +16,13 @@ t.test('q: terms split on whitespace, quoted phrases whole, NFC, duplicates once
   t.same(terms('a"b"c'), ['a', 'b', 'c'], 'a quote inside a word starts a phrase')
   t.same(terms('x x "x"'), ['x'], 'the same term once')
   t.same(terms('cafe\u0301'), ['café'], 'NFD input is compared in NFC')
+  const forms = (q: string) => {
+    const p = parseSearchText(q)
+    if (!p.ok) throw new Error(p.message)
+    return p.terms.map(termForms)
+  }
+  t.same(forms('café cafe\u0301 plain 支付'), [['café', 'cafe\u0301'], ['plain'], ['支付']], 'an accented term is looked for composed and decomposed')
+  t.same(forms('한국'), [['한국', '\u1112\u1161\u11ab\u1100\u116e\u11a8']], 'Hangul syllables decompose into their jamo')
   t.same(terms('""   '), [], 'nothing to find: no filter')
   t.notOk(parseSearchText('x'.repeat(501)).ok, 'too long')
   t.notOk(parseSearchText(Array.from({ length: 11 }, (_, i) => `w${i}`).join(' ')).ok, 'too many terms')
@@ -133,6 +140,8 @@ t.test('duration bounds take what ingestion takes: up to 2^53-1', async (t) => {
   t.same(parseSearchFilters({ minDurationMs: '9007199254740992' }), {
     ok: false, problems: [{ path: ['minDurationMs'], message: 'must be an integer of milliseconds from 0 to 9007199254740991' }],
   }, 'past it: the bound said')
+  t.match(parseSearchFilters({ minDurationMs: '00000000000000001', maxDurationMs: `000${max}` }), { ok: true, filters: { minDurationMs: 1, maxDurationMs: Number.MAX_SAFE_INTEGER } }, 'leading zeros, as a cost bound takes them')
+  t.notOk(parseSearchFilters({ maxDurationMs: '0009007199254740992' }).ok, 'leading zeros do not lift the bound')
 })
 
 t.test('text limits count characters (code points), as the schemas do: an emoji is one', async (t) => {

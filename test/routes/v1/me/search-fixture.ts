@@ -9,7 +9,7 @@ export const HOUR = 3_600_000
 
 /** Words in several scripts, and text with LIKE's special characters. */
 export const WORDS = [
-  'Café crème', 'brûlée', 'naïve façade', 'São Paulo', 'Ångström',
+  'Café crème', 'brûlée', 'naïve façade', 'São Paulo', 'Ångström', 'Cafe\u0301 noir (decomposed)',
   'Ошибка платежа', 'привет мир', 'ДАННЫЕ',
   '订单支付失败了', '数据库连接超时', 'ユーザー認証',
   '🔥 deploy', '✅ done 🚀',
@@ -116,7 +116,10 @@ export function matches (e: Ev, f: Filters): boolean {
   }
   if (f.q !== undefined) {
     const hay = haystack(e)
-    for (const term of terms(f.q as string)) if (!hay.includes(term.toLowerCase())) return false
+    // A term is looked for composed (NFC) and decomposed (NFD): text keeps the form it was sent in.
+    for (const term of terms(f.q as string)) {
+      if (![term, term.normalize('NFD')].some((form) => hay.includes(form.toLowerCase()))) return false
+    }
   }
   return true
 }
@@ -184,7 +187,7 @@ export function randomFilters (r: () => number, stored: Ev[]): Filters {
   const e = pick(stored)
   const f: Filters = {}
   const qTerms = [
-    '支付失败', '订单', '超时', 'ошибка', 'ОШИБКА', 'платежа', 'café', 'CRÈME', 'brûl', 'são paulo', '🔥', '🚀', 'ユーザー',
+    '支付失败', '订单', '超时', 'ошибка', 'ОШИБКА', 'платежа', 'café', 'cafe\u0301', 'CRÈME', 'brûl', 'são paulo', '🔥', '🚀', 'ユーザー',
     '"payment timeout"', '"retry later"', 'pay', '0%', 'e_n', 'path\\to', 'дев', '"привет мир"', 'zzz-nothing',
   ]
   const choices: (() => void)[] = [

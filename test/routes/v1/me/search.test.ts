@@ -25,7 +25,7 @@ t.test('filters and q: every combination answers exactly what a brute-force filt
     ...TYPES.map((type) => ({ type })), { outcome: 'failed' }, { model: 'claude-sonnet-4' }, { tool: 'pay' },
     { costStatus: ['unknown_model', 'no_model'] }, { privacyLevel: 'minimal' }, { 'meta.env': 'дев' }, { 'meta.git.branch': 'feat/支付' },
     { 'meta.deep.a.c.d': 'too deep' }, { hasMeta: 'deep.a.c' }, { hasMeta: ['git', 'flag'] }, { 'meta.retries': ['0', '3'] },
-    { q: '支付失败' }, { q: 'ДАННЫЕ данные' }, { q: '"CAFÉ CRÈME"' }, { q: '✅' }, { q: '100%' }, { q: '_' }, { q: 'ångström' },
+    { q: '支付失败' }, { q: 'ДАННЫЕ данные' }, { q: '"CAFÉ CRÈME"' }, { q: '✅' }, { q: '100%' }, { q: '_' }, { q: 'ångström' }, { q: 'café noir' }, { q: 'cafe\u0301' }, { q: 'cafe' },
     { q: 'too deep' }, { q: 'lang' }, { q: 'prod' }, { q: 'search' }, { q: 'gpt-4o' }, { q: '"open quote' },
   ]
   for (const f of singles) {
