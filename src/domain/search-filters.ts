@@ -293,7 +293,7 @@ export function filterQueryProblems (url: string, params: FilterParams = SEARCH_
     const name = decoded(rawName) ?? rawName
     if (!isFilter(name)) continue
     if (decoded(rawName) === null || (eq !== -1 && decoded(part.slice(eq + 1)) === null)) {
-      problems.push({ path: [name], message: 'must be valid UTF-8 text (percent-encoded)' })
+      problems.push({ path: [name], message: 'must be valid percent-encoded UTF-8 (a % itself is sent as %25)' })
     }
     seen.set(name, (seen.get(name) ?? 0) + 1)
   }

@@ -333,7 +333,9 @@ t.test('error answers name what is wrong, the same on the search and the stream'
     const metas = await bad(`${path}?${Array.from({ length: 21 }, (_, i) => `meta.k${String(i).padStart(2, '0')}=v`).join('&')}`)
     t.same(metas.details.map((d) => d.path), [['meta.k20']], `${path}: 21 meta.*, the first past the limit named`)
     const utf8 = await bad(`${path}?q=%ED%A0%80`)
-    t.same(utf8.details, [{ path: ['q'], message: 'must be valid UTF-8 text (percent-encoded)' }], `${path}: q not UTF-8`)
+    t.same(utf8.details, [{ path: ['q'], message: 'must be valid percent-encoded UTF-8 (a % itself is sent as %25)' }], `${path}: q not UTF-8`)
+    const percent = await bad(`${path}?q=100%`)
+    t.same(percent.details, [{ path: ['q'], message: 'must be valid percent-encoded UTF-8 (a % itself is sent as %25)' }], `${path}: a bare %`)
     const metaUtf8 = await bad(`${path}?meta.env=%FF`)
     t.same(metaUtf8.details.map((d) => d.path), [['meta.env']])
     for (const [query, name] of [['meta.env=prod%00', 'meta.env'], ['q=prod%00', 'q'], ['hasMeta=a%01b', 'hasMeta'], ['meta.a%00b=x', 'meta.a\u0000b']]) {
