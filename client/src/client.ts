@@ -258,8 +258,14 @@ export class AgentTelemetry {
         if (metadata.spanId === undefined) metadata.spanId = newSpanId()
       }
       const asked = metadata.privacyLevel as PrivacyLevel | undefined
+      // A level the event names but misspells is refused, as the service refuses it: falling back to
+      // the client's level would send what a caller asking for `minimal` meant to keep.
+      if (asked !== undefined && !PRIVACY_LEVELS.includes(asked)) {
+        const wrong = validateEvent({ agentId: 'a', type: 'tool', metadata: { privacyLevel: asked } })
+        return this.drop('invalid', 1, describe(wrong), wrong)
+      }
       // An event may ask for a stricter level than the client's, never a looser one.
-      const level = asked !== undefined && PRIVACY_LEVELS.includes(asked) && STRICTNESS[asked] < STRICTNESS[this.o.privacyLevel] ? asked : this.o.privacyLevel
+      const level = asked !== undefined && STRICTNESS[asked] < STRICTNESS[this.o.privacyLevel] ? asked : this.o.privacyLevel
       metadata.privacyLevel = level
       const redactions = applyPrivacy(copy, level)
       if (redactions > 0) {

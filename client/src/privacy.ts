@@ -9,7 +9,8 @@
  *   (MINIMAL_FIELDS, MINIMAL_METADATA); no prompt, context, reasoning, file path, working directory,
  *   git context or free-form metadata. The error message is kept, scrubbed as in `standard` and with
  *   file paths replaced, because the service's error clusters are built from it; tool names
- *   (`toolExecuted`, `toolsConsidered`) likewise, as some agents put a command line there.
+ *   (`toolExecuted`, `toolsConsidered`) and span names (`metadata.spanName`) likewise, as some
+ *   agents put a command line there.
  */
 export type PrivacyLevel = 'minimal' | 'standard' | 'full'
 
@@ -277,6 +278,8 @@ export function applyPrivacy (event: Record<string, unknown>, level: PrivacyLeve
     if (typeof event.errorMessage === 'string') event.errorMessage = scrubMessage(event.errorMessage, count)
     if (typeof event.toolExecuted === 'string') event.toolExecuted = scrubToolName(event.toolExecuted, count)
     if (Array.isArray(event.toolsConsidered)) event.toolsConsidered = event.toolsConsidered.map((v: unknown) => typeof v === 'string' ? scrubToolName(v, count) : v)
+    // A span is often named after the tool call or command it wraps: its name is a tool name here.
+    if (metadata && typeof metadata.spanName === 'string') metadata.spanName = scrubToolName(metadata.spanName, count)
     return count.n
   }
   for (const key of Object.keys(event)) {

@@ -52,3 +52,31 @@ t.test('an explicit parent, and startSpan() for code that cannot be wrapped', as
   t.match(sent.find((e) => e.metadata.spanName === 'db'), { outcome: 'failed', errorMessage: 'timeout', metadata: { traceId: root.traceId, parentSpanId: root.spanId } })
   t.match(sent.find((e) => e.reasoning === 'query planned'), { metadata: { traceId: root.traceId, parentSpanId: child.spanId } })
 })
+
+t.test('minimal: a span name loses its paths and personal data, as a tool name does', async (t) => {
+  const up = await upstream(t, (_req, res, g) => accept(res, g))
+  const client = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: up.baseUrl, agentId: 'a', privacyLevel: 'minimal', onError: () => {} })
+  await client.trace('summarise /home/bob/medical-records.pdf for jane@example.com', async () => {
+    await client.span('cat /home/bob/secret.txt', async () => {}, { type: 'tool' })
+  })
+  await client.shutdown()
+  const sent = up.got.flatMap((g) => g.events)
+  t.same(sent.map((e) => e.metadata.spanName).sort(), ['cat [redacted:path]', 'summarise [redacted:path] for [redacted:email]'])
+  t.notMatch(JSON.stringify(sent), /home\/bob|jane@example/, 'nothing of either is sent')
+})
+
+t.test('an event naming a privacy level that is not one is refused, not sent at the client\'s level', async (t) => {
+  const up = await upstream(t, (_req, res, g) => accept(res, g))
+  const errors: unknown[] = []
+  const client = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: up.baseUrl, agentId: 'a', onError: (e) => { errors.push(e) } })
+  for (const privacyLevel of ['MINIMAL', 'none', 5, null]) {
+    t.equal(client.track({ type: 'decision', input: { prompt: 'the prompt' }, metadata: { privacyLevel: privacyLevel as never, cwd: '/home/x' } }), false, `privacyLevel ${JSON.stringify(privacyLevel)}`)
+  }
+  t.equal(errors.length, 4, 'each refusal is told')
+  t.match(errors[0], { message: /privacyLevel/ })
+  t.ok(client.track({ type: 'decision', input: { prompt: 'kept out' }, metadata: { privacyLevel: 'minimal' } }), 'a level spelt right is taken')
+  await client.shutdown()
+  const sent = up.got.flatMap((g) => g.events)
+  t.equal(sent.length, 1)
+  t.notOk('input' in sent[0]!, 'and applied')
+})
