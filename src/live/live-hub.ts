@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Redis, Result } from 'ioredis'
 import type { RowBytes } from '../ingest/log/entry-codec.ts'
-import { compareEntries } from '../domain/live-events.ts'
+import { compareEntries, type LiveId } from '../domain/live-events.ts'
 
 /**
  * One accepted request's rows of one user, as every instance receives them: the id of its entry in
@@ -220,19 +220,25 @@ export class LiveHub {
   }
 
   /**
-   * Whether the stream could have given an entry: not newer than the newest entry kept, or, when none
-   * is kept (the window passed), not ahead of this instance's clock by more than the window (the ids'
-   * times are Redis' clock). Redis out of reach: true (the stream then fails to open as it would).
+   * Whether the stream could have given an id: not after the newest entry kept (and, in that entry,
+   * not past its last event), or, when none is kept (the window passed), not ahead of this instance's
+   * clock by more than the window (the ids' times are Redis' clock). Redis out of reach: true (the
+   * stream then fails to open as it would).
    */
-  async couldHaveGiven (userId: string, entry: string): Promise<boolean> {
-    let newest: string | undefined
+  async couldHaveGiven (userId: string, id: LiveId): Promise<boolean> {
+    let newest: [id: string, fields: string[]] | undefined
     try {
-      newest = (await this.publisher.xrevrange(this.streamKey(userId), '+', '-', 'COUNT', 1))[0]?.[0]
+      newest = (await this.publisher.xrevrange(this.streamKey(userId), '+', '-', 'COUNT', 1))[0]
     } catch {
       return true
     }
-    if (newest !== undefined) return compareEntries(entry, newest) <= 0
-    const [ms = 0] = entry.split('-').map(Number)
+    if (newest !== undefined) {
+      const order = compareEntries(id.entry, newest[0])
+      if (order !== 0) return order < 0
+      const lines = fieldOf(newest[1], 'r') ?? ''
+      return id.index < (lines === '' ? 0 : lines.split('\n').length)
+    }
+    const [ms = 0] = id.entry.split('-').map(Number)
     return ms <= this.now() + this.opts.replayMs
   }
 

@@ -45,7 +45,7 @@ export class LiveTail {
     const after = parseLiveId(req.lastEventId)
     // An id after every one the stream gave would resume from nowhere, silently: refused, as a
     // malformed one is. Asked first: from the limits' checks to the stream's count nothing waits.
-    if (after && !(await this.hub.couldHaveGiven(req.userId, after.entry))) {
+    if (after && !(await this.hub.couldHaveGiven(req.userId, after))) {
       throw new HttpError(400, 'validation_failed', {
         message: 'the Last-Event-ID header is not valid',
         details: [{ path: ['Last-Event-ID'], message: 'must be an id this stream gave: it is after the newest one' }],

@@ -204,12 +204,14 @@ t.test('a Last-Event-ID after every id the stream gave is a 400, not a stream fr
   }
   await refused(`${ms}-${seq! + 1}:0`)
   await refused(`${ms! + 1}-0:0`)
+  await refused(`${entry}:1`) // the newest batch held one event: its place 0 only
+  await refused(`${entry}:999`)
   // A user whose stream kept nothing: an id from further ahead than the window cannot have been given.
   const other = await newUser(a, { tier: 'enterprise' })
   const res = await a.inject({ url: '/v1/me/events/stream', headers: { ...other.auth, 'last-event-id': `${Date.now() + 3_600_000}-0:0` } })
   t.equal(res.statusCode, 400, 'an id an hour ahead, nothing kept')
-  // The newest id itself (any event of its batch) still resumes.
-  const resumed = await openStream(baseB, user, { lastEventId: `${entry}:5` })
+  // The newest id itself still resumes.
+  const resumed = await openStream(baseB, user, { lastEventId: one.id! })
   t.teardown(() => resumed.close())
   await sendEvent(a, key.secret, { agentId: 'ahead-agent', reasoning: 'two' })
   t.equal(JSON.parse((await resumed.next()).data).reasoning, 'two')
