@@ -29,6 +29,9 @@ export const invalidCursor = () =>
 export const conflict = (reason: string, message: string, extra: Record<string, unknown> = {}) =>
   new HttpError(409, 'conflict', { reason, message, ...extra })
 export const validationFailed = (details: ErrorDetail[]) => new HttpError(400, 'validation_failed', { details })
+/** A 400 for text Postgres cannot store (a NUL character, an unpaired UTF-16 surrogate). */
+export const invalidText = () =>
+  new HttpError(400, 'invalid_text', { message: 'a value in the request is not valid text (NUL characters and unpaired UTF-16 surrogates are refused)' })
 /** A 400 of a request's query string, naming each parameter at fault. */
 export const querystringInvalid = (details: ErrorDetail[]) =>
   new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details })

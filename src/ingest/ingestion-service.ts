@@ -92,7 +92,7 @@ export class IngestionService {
    */
   async ingestBatch (caller: IngestCaller, events: unknown[], parsed: { inputProblemsOf?: ProblemsOf; parsedFrom?: BatchText } = {}): Promise<{ results: BatchResult[]; retryAfter: string | null }> {
     const outcomes = await this.ingest({
-      caller, source: 'events', invalid: validationFailed, inputProblemsOf: parsed.inputProblemsOf ?? noInputProblems, parsedFrom: parsed.parsedFrom,
+      caller, source: 'events', invalid: bodyInvalid, inputProblemsOf: parsed.inputProblemsOf ?? noInputProblems, parsedFrom: parsed.parsedFrom,
     }, events)
     return { results: outcomes.map(batchResult), retryAfter: longestRetryAfter(outcomes) }
   }

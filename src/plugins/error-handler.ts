@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { HttpError } from '../http-error.ts'
+import { HttpError, invalidText } from '../http-error.ts'
 import { IngestLogRefused } from '../ingest/log/ingest-log.ts'
 import { compileRouteValidator, toDetails } from '../validation.ts'
 
@@ -106,7 +106,8 @@ export default fp(async function errors (app) {
       return reply.code(400).send({ error: 'invalid_json', message: 'the body is not valid JSON' })
     }
     if (INVALID_TEXT_CODES.has((err as { code?: string }).code ?? '')) {
-      return reply.code(400).send({ error: 'invalid_text', message: 'a value in the request is not valid text (NUL characters and unpaired UTF-16 surrogates are refused)' })
+      const text = invalidText()
+      return reply.code(text.statusCode).send(text.body())
     }
     if (isStoreOutage(err)) {
       request.log.error({ err }, 'a backing store is unreachable; answering 503')

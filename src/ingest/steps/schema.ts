@@ -1,5 +1,5 @@
 import type { IncomingEvent } from '../../domain/event-row.ts'
-import { validationFailed, type HttpError } from '../../http-error.ts'
+import { invalidText, validationFailed, type HttpError } from '../../http-error.ts'
 import { toDetails, validateEvent } from '../../validation.ts'
 import type { IngestionStep, IngestRun, IngestVerdict } from './ingest-run.ts'
 
@@ -24,5 +24,8 @@ function check (run: IngestRun, event: unknown): HttpError | null {
   if ((event as IncomingEvent).agentId === undefined && run.caller.agentId === null) {
     return validationFailed([{ path: ['agentId'], message: 'is required when the API key is not bound to an agent' }])
   }
+  // An agent's name is kept in Postgres, which refuses NUL: refused here, so that in a batch only
+  // this event is (the store's refusal would fail the whole request).
+  if ((event as IncomingEvent).agentId?.includes('\u0000')) return invalidText()
   return null
 }

@@ -203,6 +203,17 @@ t.test('validation: 400 with details whose path is an array of keys and indices'
   for (const d of body.details) t.type(d.message, 'string')
 })
 
+t.test('a refused event of a batch gets exactly the body it would have got alone', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  for (const event of [{ agentId: 'a1', type: 'x' }, { agentId: 'a1', durationMs: -1, model: '' }, { agentId: 'a\u0000b' }, { reasoning: 'no agent' }]) {
+    const alone = await sendEvent(app, key.secret, event)
+    t.equal(alone.statusCode, 400, JSON.stringify(event))
+    const batch = await sendBatch(app, key.secret, [event])
+    t.same(batch.json().results, [{ status: 400, ...alone.json() }], JSON.stringify(event))
+  }
+})
+
 t.test('validation: each field rule', async (t) => {
   const user = await newUser(app)
   const key = await user.createKey()
