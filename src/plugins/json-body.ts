@@ -57,6 +57,13 @@ export default fp(async function jsonBody (app) {
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, raw, done) => {
     const text = raw as string
+    // A compressed body would read as invalid JSON, and an encoding named but not applied would be
+    // taken silently: neither is guessed at. (POST /v1/traces takes gzip, in its own parser.)
+    const encoding = request.headers['content-encoding']?.trim().toLowerCase()
+    if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
+      done(new HttpError(415, 'unsupported_media_type', { message: `send the JSON body without Content-Encoding (${encoding} is not taken here)` }))
+      return
+    }
     // An empty body on a route that takes none (a bare POST to acknowledge, resolve…) means no body:
     // clients that send `content-type: application/json` on every request are not refused for it.
     // A route with a body schema still gets Fastify's 400 for an empty body.

@@ -1,5 +1,6 @@
 import t from 'tap'
 import Fastify from 'fastify'
+import { gzipSync } from 'node:zlib'
 import errors from '../../src/plugins/error-handler.ts'
 import jsonBody from '../../src/plugins/json-body.ts'
 
@@ -30,4 +31,17 @@ t.test('no text is kept when the parser removes poisoned keys: the body is then 
   const res = await app.inject({ method: 'POST', url: '/items', headers: { 'content-type': 'application/json' }, payload: '{"events": [{"__proto__": {"x": 1}, "a": 1}]}' })
   t.equal(res.statusCode, 200, res.body)
   t.equal(res.json().text, null)
+})
+
+t.test('a body with a Content-Encoding is a 415 saying so, not invalid JSON nor taken as plain', async (t) => {
+  const app = await appWith()
+  t.teardown(() => app.close())
+  const json = '{"events": []}'
+  for (const [encoding, payload] of [['gzip', gzipSync(json)], ['br', json], ['GZIP ', gzipSync(json)]] as const) {
+    const res = await app.inject({ method: 'POST', url: '/plain', headers: { 'content-type': 'application/json', 'content-encoding': encoding }, payload })
+    t.equal(res.statusCode, 415, encoding)
+    t.same(res.json(), { error: 'unsupported_media_type', message: `send the JSON body without Content-Encoding (${encoding.trim().toLowerCase()} is not taken here)` })
+  }
+  const identity = await app.inject({ method: 'POST', url: '/plain', headers: { 'content-type': 'application/json', 'content-encoding': 'identity' }, payload: json })
+  t.equal(identity.statusCode, 200, 'identity is no encoding')
 })
