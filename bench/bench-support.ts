@@ -1,6 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { Redis } from 'ioredis'
 import { withDefaultUser } from '../src/storage/postgres.ts'
@@ -8,8 +7,8 @@ import { buildEventRow, type IncomingEvent } from '../src/domain/event-row.ts'
 import { newEventId } from '../src/domain/ids.ts'
 import { eventLine } from '../src/storage/events-repository.ts'
 
-/** Node's arguments that load the TypeScript sources (src/ts-loader.mjs), for a benchmark's child process. */
-export const TS_LOADER_ARGS = ['--import', fileURLToPath(new URL('../src/ts-loader.mjs', import.meta.url))]
+/** Node's arguments that load the TypeScript sources, for a benchmark's child process: the tests' own. */
+export { TS_LOADER_ARGS } from '../test/helpers/ts-loader.ts'
 
 /**
  * The node arguments `npm start` runs the service with (package.json's start script, e.g. V8's heap

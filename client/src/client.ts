@@ -261,8 +261,8 @@ export class AgentTelemetry {
       // A level the event names but misspells is refused, as the service refuses it: falling back to
       // the client's level would send what a caller asking for `minimal` meant to keep.
       if (asked !== undefined && !PRIVACY_LEVELS.includes(asked)) {
-        const wrong = validateEvent({ agentId: 'a', type: 'tool', metadata: { privacyLevel: asked } })
-        return this.drop('invalid', 1, describe(wrong), wrong)
+        const invalid = validateEvent(copy)
+        return this.drop('invalid', 1, describe(invalid), invalid)
       }
       // An event may ask for a stricter level than the client's, never a looser one.
       const level = asked !== undefined && STRICTNESS[asked] < STRICTNESS[this.o.privacyLevel] ? asked : this.o.privacyLevel

@@ -226,17 +226,16 @@ export class LiveHub {
    * stream then fails to open as it would).
    */
   async couldHaveGiven (userId: string, id: LiveId): Promise<boolean> {
-    let newest: [id: string, fields: string[]] | undefined
+    let newest: [id: Buffer, fields: Buffer[]] | undefined
     try {
-      newest = (await this.publisher.xrevrange(this.streamKey(userId), '+', '-', 'COUNT', 1))[0]
+      newest = (await this.publisher.xrevrangeBuffer(this.streamKey(userId), '+', '-', 'COUNT', 1))[0]
     } catch {
       return true
     }
     if (newest !== undefined) {
-      const order = compareEntries(id.entry, newest[0])
-      if (order !== 0) return order < 0
-      const lines = fieldOf(newest[1], 'r') ?? ''
-      return id.index < (lines === '' ? 0 : lines.split('\n').length)
+      const order = compareEntries(id.entry, newest[0].toString())
+      // The rows are the entry's first field, as replay() reads them.
+      return order < 0 || (order === 0 && id.index < linesOf(newest[1][1]!).length)
     }
     const [ms = 0] = id.entry.split('-').map(Number)
     return ms <= this.now() + this.opts.replayMs
