@@ -102,7 +102,7 @@ export const postTraces = {
   body: {
     type: 'object',
     'x-validated-by': 'otlp-decoder',
-    description: 'ExportTraceServiceRequest: `resourceSpans[].scopeSpans[].spans[]` (OTLP JSON: lowerCamelCase, hex ids, enums as integers)',
+    description: 'ExportTraceServiceRequest: `resourceSpans[].scopeSpans[].spans[]` (OTLP JSON: lowerCamelCase, hex ids, enums as integers or by name)',
     properties: { resourceSpans: { type: 'array', items: { type: 'object' } } },
   },
   response: {

@@ -35,6 +35,8 @@ export const invalidText = () =>
 /** A 400 of a request's query string, naming each parameter at fault. */
 export const querystringInvalid = (details: ErrorDetail[]) =>
   new HttpError(400, 'validation_failed', { message: 'the querystring is not valid', details })
+/** A body (or a batch's item, which may be no larger than a body of its own) over `limit` bytes. */
+export const payloadTooLarge = (limit: number) => new HttpError(413, 'payload_too_large', { message: `request body exceeds ${limit} bytes` })
 export const agentDeleted = () => new HttpError(410, 'agent_deleted')
 export const rateLimited = (retryAfterSeconds: number) =>
   new HttpError(429, 'rate_limited', {}, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) })

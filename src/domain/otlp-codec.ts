@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 /**
  * OTLP/HTTP trace payloads: ExportTraceServiceRequest decoded from protobuf (with protobufjs and the
  * opentelemetry-proto definitions vendored under proto/, v1.11.0) or from OTLP JSON (lowerCamelCase
- * fields, hex trace and span ids, enums as integers, 64-bit integers as strings or numbers), both into
+ * fields, hex trace and span ids, enums as integers or their names, 64-bit integers as strings or numbers), both into
  * one plain shape; responses and error statuses encoded back in the request's encoding.
  */
 
@@ -130,12 +130,12 @@ function flatten (message: unknown, json: boolean): OtlpSpan[] {
           spanId: id(s.spanId, 8, json),
           parentSpanId: id(s.parentSpanId, 8, json),
           name: text(s.name),
-          kind: int(s.kind),
+          kind: enumValue(s.kind, SPAN_KINDS),
           startMs: nanosToMs(s.startTimeUnixNano),
           endMs: nanosToMs(s.endTimeUnixNano),
           attributes: attributes(s.attributes, spanPath),
           events,
-          status: { code: int(status.code), message: text(status.message) },
+          status: { code: enumValue(status.code, STATUS_CODES), message: text(status.message) },
           resource,
           scope,
         })
@@ -160,9 +160,17 @@ function text (v: unknown): string {
   return typeof v === 'string' ? v : ''
 }
 
-/** int32 and enum values: protobuf numbers, or JSON numbers. */
-function int (v: unknown): number {
-  return typeof v === 'number' && Number.isInteger(v) ? v : 0
+const SPAN_KINDS = root.lookupEnum('opentelemetry.proto.trace.v1.Span.SpanKind').values
+const STATUS_CODES = root.lookupEnum('opentelemetry.proto.trace.v1.Status.StatusCode').values
+
+/**
+ * An enum value: a protobuf or JSON number, or in JSON the value's name (`STATUS_CODE_ERROR`), which
+ * the protobuf JSON mapping allows and some exporters send although OTLP asks for integers. Anything
+ * else is the enum's zero (unspecified, unset).
+ */
+function enumValue (v: unknown, names: Record<string, number>): number {
+  if (typeof v === 'number') return Number.isInteger(v) ? v : 0
+  return typeof v === 'string' && Object.hasOwn(names, v) ? names[v]! : 0
 }
 
 const TWO_32 = 4_294_967_296
@@ -174,11 +182,22 @@ function longToNumber (v: Record<string, unknown>): number | null {
   return (v.high >>> 0) * TWO_32 + (v.low >>> 0)
 }
 
-/** A 64-bit integer attribute: a protobufjs Long, a JSON string of digits or a JSON number. */
-function int64 (v: unknown): number | null {
+/**
+ * A 64-bit integer attribute: a protobufjs Long, a JSON string of digits or a JSON number. One past
+ * 2^53, which a JSON number cannot hold exactly, is kept as its decimal digits in a string.
+ */
+function int64 (v: unknown): number | string | null {
   if (typeof v === 'number') return Number.isFinite(v) ? Math.trunc(v) : null
-  if (typeof v === 'string') return /^-?\d{1,20}$/.test(v) ? Number(v) : null
-  return isObject(v) ? longToNumber(v) : null
+  if (typeof v === 'string') {
+    if (!/^-?\d{1,20}$/.test(v)) return null
+    const n = Number(v)
+    return Number.isSafeInteger(n) ? n : BigInt(v).toString()
+  }
+  if (!isObject(v)) return null
+  const n = longToNumber(v)
+  if (n === null || Number.isSafeInteger(n)) return n
+  const bits = (BigInt(v.high as number >>> 0) << 32n) | BigInt(v.low as number >>> 0)
+  return (v.unsigned === true ? bits : BigInt.asIntN(64, bits)).toString()
 }
 
 /**

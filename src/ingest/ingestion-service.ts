@@ -10,7 +10,7 @@ import type { Outcome, PipelineRunner } from './pipeline.ts'
 import { ReadYourWrites } from './read-your-writes.ts'
 import { rowBytesOf } from './row-thread.ts'
 import { burstStep, type BurstLimiter } from './steps/burst.ts'
-import type { BatchText, EventAck, IngestCaller, IngestionStep, IngestItem, IngestRequest, IngestRun, ProblemsOf } from './steps/ingest-run.ts'
+import type { BatchText, EventAck, IngestCaller, IngestionStep, IngestItem, IngestRequest, IngestRun, RefusalOf } from './steps/ingest-run.ts'
 import { logStep, type AcknowledgedRows } from './steps/log.ts'
 import { NO_USER_PRICES, pricesStep, type UserPrices } from './steps/prices.ts'
 import { resolveStep } from './steps/resolve.ts'
@@ -41,7 +41,7 @@ export interface IngestionParts {
 
 /** A single event that does not match the schema names the body, as route validation does. */
 const bodyInvalid = (details: ErrorDetail[]) => new HttpError(400, 'validation_failed', { message: 'the body is not valid', details })
-const noInputProblems: ProblemsOf = () => []
+const noRefusal: RefusalOf = () => null
 
 /**
  * The one ingestion pipeline, for POST /v1/events (1 event), the batch endpoint (up to 500), the
@@ -80,19 +80,19 @@ export class IngestionService {
 
   /** Ingests one event; resolves with its acknowledgement once it is in the ingest log, or throws its refusal. */
   async ingestOne (caller: IngestCaller, event: unknown): Promise<EventAck> {
-    const [outcome] = await this.ingest({ caller, source: 'events', invalid: bodyInvalid, inputProblemsOf: noInputProblems }, [event])
+    const [outcome] = await this.ingest({ caller, source: 'events', invalid: bodyInvalid, refusalOf: noRefusal }, [event])
     if (outcome!.kind !== 'accepted') throw outcome!.error
     return outcome!.ack
   }
 
   /**
    * Ingests up to 500 events; each gets the result it would have got alone (202 ack or error).
-   * `inputProblemsOf(i)` gives the input-rule problems of event i, found by the JSON body parser;
+   * `refusalOf(i)` gives the JSON body parser's refusal of event i (its input-rule problems, or its size);
    * `parsedFrom`, the body's text, lets the row thread be sent that text instead of the events.
    */
-  async ingestBatch (caller: IngestCaller, events: unknown[], parsed: { inputProblemsOf?: ProblemsOf; parsedFrom?: BatchText } = {}): Promise<{ results: BatchResult[]; retryAfter: string | null }> {
+  async ingestBatch (caller: IngestCaller, events: unknown[], parsed: { refusalOf?: RefusalOf; parsedFrom?: BatchText } = {}): Promise<{ results: BatchResult[]; retryAfter: string | null }> {
     const outcomes = await this.ingest({
-      caller, source: 'events', invalid: bodyInvalid, inputProblemsOf: parsed.inputProblemsOf ?? noInputProblems, parsedFrom: parsed.parsedFrom,
+      caller, source: 'events', invalid: bodyInvalid, refusalOf: parsed.refusalOf ?? noRefusal, parsedFrom: parsed.parsedFrom,
     }, events)
     return { results: outcomes.map(batchResult), retryAfter: longestRetryAfter(outcomes) }
   }
@@ -102,7 +102,7 @@ export class IngestionService {
    * gets its outcome as it would alone. A full log still throws (503).
    */
   ingestSpans (caller: IngestCaller, events: IncomingEvent[]): Promise<Outcome<EventAck>[]> {
-    return this.ingest({ caller, source: 'otlp', invalid: validationFailed, inputProblemsOf: noInputProblems }, events)
+    return this.ingest({ caller, source: 'otlp', invalid: validationFailed, refusalOf: noRefusal }, events)
   }
 
   /** Resolves once no ingestion call is under way (shutdown waits for this before draining the log). */
@@ -126,7 +126,7 @@ export class IngestionService {
         caller: request.caller,
         source: request.source,
         invalid: request.invalid,
-        inputProblemsOf: request.inputProblemsOf,
+        refusalOf: request.refusalOf,
         parsedFrom: request.parsedFrom,
         receivedAt,
         rows: null,

@@ -12,7 +12,7 @@ import { passAll, type Outcome, type PipelineRunner, type Step, type Verdict } f
 import type { EventShipper } from './shipper.ts'
 import { burstStep, type BurstLimiter } from './steps/burst.ts'
 import { burstLimit } from '../domain/tiers.ts'
-import type { IngestCaller, IngestItem, IngestRun, ProblemsOf } from './steps/ingest-run.ts'
+import type { IngestCaller, IngestItem, IngestRun, RefusalOf } from './steps/ingest-run.ts'
 import { resolveStep } from './steps/resolve.ts'
 import type { AgentResolver } from '../cache/agent-resolver.ts'
 import type { ReadYourWrites } from './read-your-writes.ts'
@@ -85,15 +85,15 @@ export const configRefusal = (detail: ErrorDetail) =>
   new HttpError(400, 'validation_failed', { reason: 'score_config_mismatch', message: 'the score does not fit the score config of its name', details: [detail] })
 
 const bodyInvalid = (details: ErrorDetail[]) => new HttpError(400, 'validation_failed', { message: 'the body is not valid', details })
-const noInputProblems: ProblemsOf = () => []
+const noRefusal: RefusalOf = () => null
 
 /** `schema` for scores: the input rules, the score schema, then the rules between fields. */
 function scoreSchemaStep (): ScoreStep {
   return {
     name: 'schema',
     run: (run, items) => items.map((item): Verdict<ScoreAck> => {
-      const input = run.inputProblemsOf(item.index)
-      if (input.length > 0) return { kind: 'refused', error: validationFailed(input) }
+      const refusal = run.refusalOf(item.index)
+      if (refusal !== null) return { kind: 'refused', error: refusal }
       if (!validateScore(item.event)) return { kind: 'refused', error: run.invalid(toDetails(validateScore.errors)) }
       const shape = scoreShapeProblems(item.event as IncomingScore)
       if (shape.length > 0) return { kind: 'refused', error: run.invalid(shape) }
@@ -230,23 +230,23 @@ export class ScoreIngestionService {
 
   /** One score; resolves with its acknowledgement once it is in the ingest log, or throws its refusal. */
   async ingestOne (caller: IngestCaller, score: unknown, authorId?: string): Promise<ScoreAck> {
-    const [outcome] = await this.ingest({ caller, source: 'events', invalid: bodyInvalid, inputProblemsOf: noInputProblems, authorId }, [score])
+    const [outcome] = await this.ingest({ caller, source: 'events', invalid: bodyInvalid, refusalOf: noRefusal, authorId }, [score])
     if (outcome!.kind !== 'accepted') throw outcome!.error
     return outcome!.ack
   }
 
   /** Up to SCORE_BATCH_MAX scores (PUBLISHABLE_BATCH_MAX from a publishable key, else 400); each gets the result it would have got alone. */
-  async ingestBatch (caller: IngestCaller, scores: unknown[], inputProblemsOf: ProblemsOf = noInputProblems): Promise<{ results: ScoreBatchResult[]; retryAfter: string | null }> {
+  async ingestBatch (caller: IngestCaller, scores: unknown[], refusalOf: RefusalOf = noRefusal): Promise<{ results: ScoreBatchResult[]; retryAfter: string | null }> {
     if (caller.publishable && scores.length > PUBLISHABLE_BATCH_MAX) {
       throw validationFailed([{ path: ['scores'], message: `must have at most ${PUBLISHABLE_BATCH_MAX} items with a publishable key` }])
     }
-    const outcomes = await this.ingest({ caller, source: 'events', invalid: validationFailed, inputProblemsOf }, scores)
+    const outcomes = await this.ingest({ caller, source: 'events', invalid: validationFailed, refusalOf }, scores)
     return { results: outcomes.map(batchResult), retryAfter: longestRetryAfter(outcomes) }
   }
 
   /** Scores from OTLP evaluation events, as a batch of any size: each gets its outcome. */
   ingestEvaluations (caller: IngestCaller, scores: IncomingScore[]): Promise<Outcome<ScoreAck>[]> {
-    return this.ingest({ caller, source: 'otlp', invalid: validationFailed, inputProblemsOf: noInputProblems }, scores)
+    return this.ingest({ caller, source: 'otlp', invalid: validationFailed, refusalOf: noRefusal }, scores)
   }
 
   private async ingest (request: Omit<ScoreRun, 'receivedAt' | 'rows' | 'prices'>, scores: unknown[]): Promise<Outcome<ScoreAck>[]> {
@@ -258,7 +258,7 @@ export class ScoreIngestionService {
         caller: request.caller,
         source: request.source,
         invalid: request.invalid,
-        inputProblemsOf: request.inputProblemsOf,
+        refusalOf: request.refusalOf,
         parsedFrom: request.parsedFrom,
         authorId: request.authorId,
         receivedAt,

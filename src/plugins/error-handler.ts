@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { HttpError, invalidText } from '../http-error.ts'
+import { HttpError, invalidText, payloadTooLarge } from '../http-error.ts'
 import { IngestLogRefused } from '../ingest/log/ingest-log.ts'
 import { compileRouteValidator, toDetails } from '../validation.ts'
 
@@ -94,7 +94,7 @@ export default fp(async function errors (app) {
     }
     switch (err.code) {
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
-        return reply.code(413).send({ error: 'payload_too_large', message: `request body exceeds ${request.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit} bytes` })
+        return reply.code(413).send(payloadTooLarge(request.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 1_048_576).body())
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
         return reply.code(415).send({ error: 'unsupported_media_type', message: 'send the body as Content-Type: application/json' })
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { HttpError, validationFailed } from '../http-error.ts'
+import { HttpError, payloadTooLarge, validationFailed } from '../http-error.ts'
 import type { ErrorDetail } from '../validation.ts'
 import { inputProblems, mayBreakInputRules, MAX_DEPTH, mergeProblems, numberLiteralProblems } from '../domain/input-rules.ts'
 
@@ -8,14 +8,19 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /**
      * The body key holding an array of independent items (the batch's `events`): each item obeys the
-     * input rules on its own (depth counted from the item), and its problems are left for the handler
-     * to ask with `request.inputProblemsOf(i)` instead of refusing the whole body.
+     * input rules on its own (depth counted from the item) and the app's `bodyLimit` (a body of its own
+     * may be no larger), and its refusal is left for the handler to ask with `request.itemRefusal(i)`
+     * instead of refusing the whole body.
      */
     jsonItems?: string
   }
   interface FastifyRequest {
-    /** The input-rule problems of item i of the route's `jsonItems` array, paths relative to the item. */
-    inputProblemsOf(i: number): ErrorDetail[]
+    /**
+     * The refusal of item i of the route's `jsonItems` array, as that item sent alone would get it:
+     * 413 when its JSON is over the app's `bodyLimit`, else 400 naming its input-rule problems (paths
+     * relative to the item); null when neither.
+     */
+    itemRefusal(i: number): HttpError | null
     /**
      * The JSON text of a route with `jsonItems`, as parsed into `body` (by JSON.parse, with no
      * reviver, no coercion and no defaults; poisoned keys refuse the body, never removed from it),
@@ -33,6 +38,9 @@ interface Found {
   items: Map<number, ErrorDetail[]>
 }
 
+// Items over the app's body limit, by request: only requests whose body is over it have an entry.
+const tooLarge = new WeakMap<FastifyRequest, Set<number>>()
+
 // Only requests whose body looked suspicious have an entry.
 const found = new WeakMap<FastifyRequest, Found>()
 
@@ -49,8 +57,12 @@ export default fp(async function jsonBody (app) {
   // The body is what JSON.parse makes of the text unless the parser removes poisoned keys from it.
   const keepText = protoAction !== 'remove' && constructorAction !== 'remove'
 
-  app.decorateRequest('inputProblemsOf', function inputProblemsOf (this: FastifyRequest, i: number) {
-    return found.get(this)?.items.get(i) ?? []
+  // The largest body of a route without a limit of its own: what one item sent alone may be.
+  const itemLimit = app.initialConfig.bodyLimit ?? 1_048_576
+  app.decorateRequest('itemRefusal', function itemRefusal (this: FastifyRequest, i: number) {
+    if (tooLarge.get(this)?.has(i) === true) return payloadTooLarge(itemLimit)
+    const problems = found.get(this)?.items.get(i)
+    return problems === undefined || problems.length === 0 ? null : validationFailed(problems)
   })
   app.decorateRequest('jsonItemsText', null)
 
@@ -81,6 +93,10 @@ export default fp(async function jsonBody (app) {
     if (error !== null && (error as { code?: string }).code === 'FST_ERR_CTP_INVALID_JSON_BODY' && isPoisoned(text)) error = poisonedBody()
     if (!error && mayBreakInputRules(text)) found.set(request, check(request, text, body))
     const key = request.routeOptions.config.jsonItems
+    if (!error && key !== undefined && text.length > itemLimit / 3 && Buffer.byteLength(text) > itemLimit) {
+      const over = itemsOverLimit(body, key, itemLimit)
+      if (over.size > 0) tooLarge.set(request, over)
+    }
     if (!error && keepText && key !== undefined) request.jsonItemsText = { text, key }
     done(error, body)
   })
@@ -91,6 +107,21 @@ export default fp(async function jsonBody (app) {
     done(problems && problems.length > 0 ? validationFailed(problems) : undefined)
   })
 }, { name: 'json-body', dependencies: ['errors'] })
+
+/**
+ * The items of `body[key]` whose JSON, written without whitespace, is over `limit` bytes: sent alone,
+ * any such item would be over the limit however it was written.
+ */
+function itemsOverLimit (body: unknown, key: string, limit: number): Set<number> {
+  const over = new Set<number>()
+  const items = isObject(body) ? body[key] : undefined
+  if (!Array.isArray(items)) return over
+  items.forEach((item, i) => {
+    const json = JSON.stringify(item)
+    if (json !== undefined && json.length > limit / 3 && Buffer.byteLength(json) > limit) over.add(i)
+  })
+  return over
+}
 
 /** The answer to JSON that parses but holds a key the parser refuses as prototype poisoning. */
 export const POISONED_KEY_MESSAGE = 'the body holds a __proto__ or constructor.prototype key, which is refused'

@@ -32,6 +32,29 @@ t.test('OTLP JSON: hex ids in any case, 64-bit integers as strings or numbers, e
   t.throws(() => decodeTraces(Buffer.from([0x0a, 0xff, 0xff]), 'protobuf'), { name: 'OtlpDecodeError' })
 })
 
+t.test('OTLP JSON: enums by name, as the protobuf JSON mapping writes them; an error status by name is an error', async (t) => {
+  const jsonSpan = (kind: unknown, code: unknown) => ({ traceId: TRACE, spanId: 'b7ad6b7169203331', name: 'a', kind, status: { code } })
+  const body = { resourceSpans: [{ scopeSpans: [{ spans: [
+    jsonSpan('SPAN_KIND_CLIENT', 'STATUS_CODE_ERROR'),
+    jsonSpan('SPAN_KIND_SERVER', 'STATUS_CODE_OK'),
+    jsonSpan('client', 'error'),
+    jsonSpan(2.5, 'STATUS_CODE_UNSET'),
+  ] }] }] }
+  const spans = decodeTraces(Buffer.from(JSON.stringify(body)), 'json')
+  t.same(spans.map((s) => [s.kind, s.status.code]), [[3, 2], [2, 1], [0, 0], [0, 0]], 'names map to their numbers; anything else is the zero value')
+  const event = spanToEvent(spans[0]!)
+  t.ok(typeof event !== 'string' && event.outcome === 'failed' && event.type === 'error', 'STATUS_CODE_ERROR makes a failed event')
+})
+
+t.test('64-bit integer attributes past 2^53 keep their digits, from JSON and from protobuf', async (t) => {
+  const values = ['9007199254740993', '-9223372036854775808', '18446744073709551615', '9007199254740991']
+  const attributes = values.map((v, i) => ({ key: `n${i}`, value: { intValue: v } }))
+  const json = decodeTraces(Buffer.from(JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: TRACE, spanId: 'b7ad6b7169203331', name: 'a', attributes }] }] }] })), 'json')[0]!
+  t.strictSame(json.attributes, { n0: '9007199254740993', n1: '-9223372036854775808', n2: '18446744073709551615', n3: 9007199254740991 })
+  const proto = decodeTraces(encodeRequest({ resourceSpans: [{ scopeSpans: [{ spans: [{ traceId: Buffer.from(TRACE, 'hex'), spanId: Buffer.from('b7ad6b7169203331', 'hex'), name: 'a', attributes: attributes.slice(0, 2).concat(attributes.slice(3)) }] }] }] }), 'protobuf')[0]!
+  t.strictSame(proto.attributes, { n0: '9007199254740993', n1: '-9223372036854775808', n3: 9007199254740991 })
+})
+
 t.test('attribute values of every kind read the same from protobuf and from JSON, unset ones and defaults included', async (t) => {
   const attributes = [
     { key: 's', value: { stringValue: 'x' } },

@@ -40,8 +40,11 @@ export function callerOfKey (key: KeyIdentity): IngestCaller {
   return caller
 }
 
-/** The input-rule problems of event i of a body, found while parsing it (none for a body that had none). */
-export type ProblemsOf = (i: number) => ErrorDetail[]
+/**
+ * The body parser's refusal of item i of a batch, found while parsing it: its input-rule problems
+ * (400), or 413 for an item larger than a body of its own may be. Null for an item it let through.
+ */
+export type RefusalOf = (i: number) => HttpError | null
 
 /** The JSON text a batch's events were parsed from (by plain JSON.parse, unchanged since): its `key` array holds them. */
 export type BatchText = { text: string; key: string }
@@ -52,7 +55,7 @@ export interface IngestRequest {
   source: EventSource
   /** The refusal of an event that does not match the schema, given what is wrong with it. */
   invalid: (details: ErrorDetail[]) => HttpError
-  inputProblemsOf: ProblemsOf
+  refusalOf: RefusalOf
   /** The body's text, sent to the row thread instead of the events. */
   parsedFrom?: BatchText
 }

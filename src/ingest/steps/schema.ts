@@ -12,8 +12,7 @@ export function schemaStep (): IngestionStep {
   return {
     name: 'schema',
     run: (run, items) => items.map((item): IngestVerdict => {
-      const input = run.inputProblemsOf(item.index)
-      const problem = input.length > 0 ? validationFailed(input) : check(run, item.event)
+      const problem = run.refusalOf(item.index) ?? check(run, item.event)
       return problem ? { kind: 'refused', error: problem } : undefined
     }),
   }

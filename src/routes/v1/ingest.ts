@@ -28,7 +28,7 @@ const ingest: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
     schema: postBatch,
   }, async (request, reply) => {
     const { results, retryAfter } = await app.ingestion.ingestBatch(callerOfKey(request.apiKey), request.body.events, {
-      inputProblemsOf: (i) => request.inputProblemsOf(i),
+      refusalOf: (i) => request.itemRefusal(i),
       parsedFrom: request.jsonItemsText ?? undefined,
     })
     if (retryAfter !== null) reply.header('retry-after', retryAfter)

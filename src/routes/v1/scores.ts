@@ -48,7 +48,7 @@ const scores: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
     config: { jsonItems: 'scores', publishableKeys: true },
     schema: postScoreBatch,
   }, async (request, reply) => {
-    const { results, retryAfter } = await app.scoreIngestion.ingestBatch(callerOfKey(request.apiKey), request.body.scores, (i) => request.inputProblemsOf(i))
+    const { results, retryAfter } = await app.scoreIngestion.ingestBatch(callerOfKey(request.apiKey), request.body.scores, (i) => request.itemRefusal(i))
     if (retryAfter !== null) reply.header('retry-after', retryAfter)
     return reply.code(207).send({ results })
   })

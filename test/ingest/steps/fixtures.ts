@@ -7,7 +7,7 @@ import { validationFailed } from '../../../src/http-error.ts'
 export const unbound: IngestCaller = { userId: 'user-1', tier: 'free', burstPerMinute: null, agentId: null, source: { kind: 'api_key', keyId: 'key-1' } }
 
 export function run (overrides: Partial<IngestRun> = {}): IngestRun {
-  return { caller: unbound, source: 'events', invalid: validationFailed, inputProblemsOf: () => [], receivedAt: Date.parse('2026-11-27T08:00:00Z'), rows: null, prices: null, ...overrides }
+  return { caller: unbound, source: 'events', invalid: validationFailed, refusalOf: () => null, receivedAt: Date.parse('2026-11-27T08:00:00Z'), rows: null, prices: null, ...overrides }
 }
 
 export function items (...events: unknown[]): IngestItem[] {

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { schemaStep } from '../../../src/ingest/steps/schema.ts'
-import { HttpError } from '../../../src/http-error.ts'
+import { HttpError, validationFailed } from '../../../src/http-error.ts'
 import { event, items, run, unbound, word } from './fixtures.ts'
 
 const step = schemaStep()
@@ -25,7 +25,7 @@ t.test('schema: an unbound caller must name the agent; a bound one need not', as
 
 t.test("schema: the body parser's input-rule problems refuse the event before the schema is checked", async (t) => {
   const problems = [{ path: ['input'], message: 'is too deep' }]
-  const verdicts = step.run(run({ inputProblemsOf: (i) => (i === 1 ? problems : []) }), items(event('a'), event('a', { type: 'nonsense' })))
+  const verdicts = step.run(run({ refusalOf: (i) => (i === 1 ? validationFailed(problems) : null) }), items(event('a'), event('a', { type: 'nonsense' })))
   const refused = (verdicts as ({ error: HttpError } | undefined)[])[1]!
   t.same(refused.error.body(), { error: 'validation_failed', details: problems }, 'only the input rule, not the schema')
   t.equal((verdicts as unknown[])[0], undefined)

@@ -214,6 +214,23 @@ t.test('a refused event of a batch gets exactly the body it would have got alone
   }
 })
 
+t.test('an event of a batch larger than a body of its own may be gets the 413 it would have got alone', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  // 600,000 characters of 'é' are 1.2 MB of UTF-8: bytes are counted, not characters.
+  const large = { agentId: 'a1', reasoning: '\u00e9'.repeat(600_000) }
+  const underLimit = { agentId: 'a1', reasoning: '\u00e9'.repeat(500_000) }
+  const alone = await sendEvent(app, key.secret, large)
+  t.equal(alone.statusCode, 413)
+  t.equal((await sendEvent(app, key.secret, underLimit)).statusCode, 202, 'an event of 1 MB alone is taken')
+  const batch = await sendBatch(app, key.secret, [{ agentId: 'a1', type: 'decision' }, large, underLimit])
+  t.equal(batch.statusCode, 207)
+  const [first, second, third] = batch.json().results
+  t.equal(first.status, 202)
+  t.same(second, { status: 413, ...alone.json() })
+  t.equal(third.status, 202, 'the body over the limit alone refuses only the event that is')
+})
+
 t.test('validation: each field rule', async (t) => {
   const user = await newUser(app)
   const key = await user.createKey()
