@@ -102,6 +102,17 @@ t.test('defaults: receive time, type decision; unknown model costs 0 with a flag
   t.equal(row!.cost_status, 'unknown_model')
 })
 
+t.test('an empty model is no model, as documented', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const res = await sendEvent(app, key.secret, { agentId: 'a', model: '', metadata: { tokensBreakdown: { output: 10 } } })
+  t.equal(res.statusCode, 202)
+  await shipped(app)
+  const row = await app.events.getRow(user.id, res.json().eventId)
+  t.equal(row!.model, '')
+  t.equal(row!.cost_status, 'no_model')
+})
+
 t.test('unix-ms timestamps are accepted', async (t) => {
   const user = await newUser(app)
   const key = await user.createKey()
