@@ -204,16 +204,16 @@ export class AgentTelemetry {
       baseUrl: options.baseUrl,
       agentId: options.agentId,
       privacyLevel: level,
-      flushAt: clamp(options.flushAt ?? 100, 1, MAX_BATCH_EVENTS),
-      flushIntervalMs: Math.max(0, options.flushIntervalMs ?? 1000),
-      maxQueue: Math.max(1, options.maxQueue ?? 10_000),
-      maxQueueBytes: Math.max(1024, options.maxQueueBytes ?? 16 * 1024 * 1024),
-      maxBatchBytes: clamp(options.maxBatchBytes ?? 4 * 1024 * 1024, 1024, 5 * 1024 * 1024 - 1024),
-      maxInFlight: clamp(options.maxInFlight ?? 1, 1, MAX_IN_FLIGHT),
-      maxRetries: Math.max(0, options.maxRetries ?? 10),
-      retryBaseMs: Math.max(1, options.retryBaseMs ?? 500),
-      retryMaxMs: Math.max(1, options.retryMaxMs ?? 30_000),
-      requestTimeoutMs: Math.max(1, options.requestTimeoutMs ?? 10_000),
+      flushAt: numberOption(options, 'flushAt', 100, 1, MAX_BATCH_EVENTS, true),
+      flushIntervalMs: numberOption(options, 'flushIntervalMs', 1000, 0, MAX_MS),
+      maxQueue: numberOption(options, 'maxQueue', 10_000, 1, Number.MAX_SAFE_INTEGER, true),
+      maxQueueBytes: numberOption(options, 'maxQueueBytes', 16 * 1024 * 1024, 1024, Number.MAX_SAFE_INTEGER, true),
+      maxBatchBytes: numberOption(options, 'maxBatchBytes', 4 * 1024 * 1024, 1024, MAX_BATCH_BYTES, true),
+      maxInFlight: numberOption(options, 'maxInFlight', 1, 1, MAX_IN_FLIGHT, true),
+      maxRetries: numberOption(options, 'maxRetries', 10, 0, 1_000_000, true),
+      retryBaseMs: numberOption(options, 'retryBaseMs', 500, 1, MAX_MS),
+      retryMaxMs: numberOption(options, 'retryMaxMs', 30_000, 1, MAX_MS),
+      requestTimeoutMs: numberOption(options, 'requestTimeoutMs', 10_000, 1, MAX_MS),
       onError: options.onError,
       fetch: fetchFn.bind(globalThis),
     }
@@ -687,8 +687,26 @@ function typeOf (value: unknown): string {
   return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value
 }
 
-function clamp (n: number, lo: number, hi: number): number {
-  return Math.min(hi, Math.max(lo, Math.floor(n)))
+// The longest delay a timer takes (setTimeout's 2^31 - 1 ms, about 24.8 days).
+const MAX_MS = 2_147_483_647
+// Under the service's default 5 MiB BATCH_BODY_LIMIT, with room for the envelope.
+const MAX_BATCH_BYTES = 5 * 1024 * 1024 - 1024
+
+type NumberOptionName = 'flushAt' | 'flushIntervalMs' | 'maxQueue' | 'maxQueueBytes' | 'maxBatchBytes' | 'maxInFlight' | 'maxRetries' | 'retryBaseMs' | 'retryMaxMs' | 'requestTimeoutMs'
+
+/**
+ * A number option, or its default when absent: one that is not a number (`'100'` from an environment
+ * variable, `NaN`), out of its range or, where it counts things, not whole, throws at construction
+ * rather than being bent into the range, where it would change what the client does out of sight.
+ */
+function numberOption (options: AgentTelemetryOptions, name: NumberOptionName, fallback: number, min: number, max: number, integer = false): number {
+  const v: unknown = options[name]
+  if (v === undefined) return fallback
+  if (typeof v !== 'number' || Number.isNaN(v) || v < min || v > max || (integer && !Number.isInteger(v))) {
+    const shown = typeof v === 'number' ? String(v) : typeof v
+    throw new TypeError(`${name} must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max} (got ${shown})`)
+  }
+  return v
 }
 
 function errorText (err: unknown): string {

@@ -151,6 +151,25 @@ t.test('the constructor throws a clear TypeError for a missing or unusable apiKe
   }
 })
 
+t.test('the constructor throws a TypeError naming a number option that is not a number, not whole or out of range', async (t) => {
+  const ok = { apiKey: 'vk_test', baseUrl: 'https://telemetry.example.com' }
+  const cases: [Record<string, unknown>, RegExp][] = [
+    [{ flushAt: '100' }, /^flushAt must be an integer from 1 to 500 \(got string\)$/],
+    [{ flushAt: 1000 }, /^flushAt must be an integer from 1 to 500 \(got 1000\)$/],
+    [{ flushAt: 0 }, /^flushAt must be/], [{ flushAt: 2.5 }, /^flushAt must be an integer/],
+    [{ maxInFlight: NaN }, /^maxInFlight must be an integer from 1 to 16 \(got NaN\)$/], [{ maxInFlight: 17 }, /^maxInFlight/],
+    [{ maxQueue: Infinity }, /^maxQueue must be/], [{ maxQueueBytes: 100 }, /^maxQueueBytes must be an integer from 1024/],
+    [{ maxBatchBytes: 6 * 1024 * 1024 }, /^maxBatchBytes must be/], [{ maxRetries: -1 }, /^maxRetries must be/],
+    [{ flushIntervalMs: -1 }, /^flushIntervalMs must be a number from 0/], [{ retryBaseMs: 0 }, /^retryBaseMs/],
+    [{ retryMaxMs: null }, /^retryMaxMs must be a number .*\(got object\)$/], [{ requestTimeoutMs: 2 ** 31 }, /^requestTimeoutMs/],
+  ]
+  for (const [bad, message] of cases) {
+    t.throws(() => new AgentTelemetry({ ...ok, ...bad } as never), { name: 'TypeError', message }, JSON.stringify(bad))
+  }
+  const edges = { flushAt: 500, maxInFlight: 16, maxQueue: 1, maxQueueBytes: 1024, maxBatchBytes: 1024, maxRetries: 0, flushIntervalMs: 0, retryBaseMs: 1.5, retryMaxMs: 1, requestTimeoutMs: 2 ** 31 - 1 }
+  t.ok(new AgentTelemetry({ ...ok, ...edges }), 'the ends of every range are taken')
+})
+
 t.test('an event larger than a request may be is refused in track(), before scrubbing or serialising it', async (t) => {
   const up = await upstream(t, (_req, res, g) => accept(res, g))
   const client = new AgentTelemetry({ apiKey: 'vk_test', baseUrl: up.baseUrl, maxBatchBytes: 4096, onError: () => {} })
