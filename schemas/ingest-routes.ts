@@ -74,7 +74,7 @@ export const postBatch = {
         },
       },
     },
-    ...errorResponses(400, 401, 413, 415, 503),
+    ...errorResponses(400, 401, 403, 413, 415, 503),
     ...idempotencyErrors,
   },
 } as const

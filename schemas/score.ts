@@ -20,14 +20,17 @@ export const scoreName = {
   type: 'string',
   minLength: 1,
   maxLength: SCORE_NAME_MAX,
-  // No control (Cc) nor format (Cf: zero-width, bidi) characters, no whitespace at either end: a name
-  // that looks like another (`acc `, `acc\u200b`) would otherwise slip past the config of `acc`.
+  // No control (Cc), format (Cf: zero-width, bidi) nor other invisible (Default_Ignorable: fillers,
+  // variation selectors, the grapheme joiner; and the blank Braille pattern) characters, no
+  // whitespace at either end, and composed (NFC, the `nfc` format): a name that looks like another
+  // (`acc `, `acc\u200b`, `cafe\u0301` beside `café`) would otherwise slip past the config of `acc`.
   // The rule in words covers the lengths too: the reads' `name` filter says it for any bad name.
+  format: 'nfc',
   ...matching(
-    '^[^\\p{Cc}\\p{Cf}\\s](?:[^\\p{Cc}\\p{Cf}]*[^\\p{Cc}\\p{Cf}\\s])?$',
-    `must be 1 to ${SCORE_NAME_MAX} characters, without control or invisible format characters (zero-width, bidi) and without whitespace at the start or end`,
+    '^[^\\p{Cc}\\p{Cf}\\p{DI}\\u2800\\s](?:[^\\p{Cc}\\p{Cf}\\p{DI}\\u2800]*[^\\p{Cc}\\p{Cf}\\p{DI}\\u2800\\s])?$',
+    `must be 1 to ${SCORE_NAME_MAX} characters in composed Unicode form (NFC), without control or invisible characters (zero-width, bidi, fillers, variation selectors) and without whitespace at the start or end`,
   ),
-  description: `what is scored (\`helpfulness\`, \`thumbs\`, \`faithfulness\`): 1-${SCORE_NAME_MAX} characters, no control nor invisible format characters (zero-width, bidi), no whitespace at the start or end; a score config of this name validates it`,
+  description: `what is scored (\`helpfulness\`, \`thumbs\`, \`faithfulness\`): 1-${SCORE_NAME_MAX} characters in composed Unicode form (NFC), no control nor invisible characters (zero-width, bidi, fillers, variation selectors), no whitespace at the start or end; a score config of this name validates it`,
   examples: ['helpfulness'],
 } as const
 
@@ -116,7 +119,7 @@ export const postScoreBatch = {
         },
       },
     },
-    ...errorResponses(400, 401, 413, 415, 503),
+    ...errorResponses(400, 401, 403, 413, 415, 429, 503),
     ...idempotencyErrors,
   },
 } as const

@@ -25,6 +25,8 @@ function newAjv (coerce: boolean): Ajv {
   // An annotation: the rule of the schema's `pattern` in words, read by toDetails.
   ajv.addKeyword({ keyword: PATTERN_MESSAGE, schemaType: 'string' })
   ajv.addFormat('iso-date-time', { type: 'string', validate: (s: string) => !Number.isNaN(parseIsoDateTime(s)) })
+  // Text in composed Unicode form, so that a name typed decomposed does not pass for another.
+  ajv.addFormat('nfc', { type: 'string', validate: (s: string) => s === s.normalize('NFC') })
   for (const s of sharedSchemas) ajv.addSchema(s)
   return ajv
 }
@@ -120,7 +122,7 @@ export function toDetails (errors: ErrorObject[] | null | undefined, prefix: (st
     } else if (e.keyword === 'oneOf') {
       const description = (e.parentSchema as { description?: string } | undefined)?.description
       message = description ? `must be ${description}` : 'does not match any allowed form'
-    } else if (e.keyword === 'pattern') {
+    } else if (e.keyword === 'pattern' || e.keyword === 'format') {
       const words = (e.parentSchema as Record<string, unknown> | undefined)?.[PATTERN_MESSAGE]
       if (typeof words === 'string') message = words
     } else if (e.keyword === 'enum') {

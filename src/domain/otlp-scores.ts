@@ -54,7 +54,11 @@ function text (v: unknown, max: number, plain = true): string | undefined {
   return s === '' ? undefined : s.slice(0, max)
 }
 
+// A decimal number as text (`0.5`, `-3`, `1e-3`): not hex, binary or octal (`0x10`), which Number()
+// would also read, nor `Infinity`.
+const DECIMAL = /^\s*[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?\s*$/
+
 function numberOf (v: unknown): number | undefined {
-  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : NaN
+  const n = typeof v === 'number' ? v : typeof v === 'string' && DECIMAL.test(v) ? Number(v) : NaN
   return Number.isFinite(n) ? n : undefined
 }

@@ -104,7 +104,7 @@ const SCORE_NAME_PATTERN = new RegExp(scoreName.pattern, 'u')
  */
 export function scoreNameProblem (name: string): string | null {
   const length = [...name].length
-  if (length >= scoreName.minLength && length <= scoreName.maxLength && SCORE_NAME_PATTERN.test(name)) return null
+  if (length >= scoreName.minLength && length <= scoreName.maxLength && SCORE_NAME_PATTERN.test(name) && name === name.normalize('NFC')) return null
   return scoreName[PATTERN_MESSAGE]
 }
 

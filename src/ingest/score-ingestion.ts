@@ -1,6 +1,6 @@
 import { configMismatch, type ScoreConfig } from '../domain/score-config.ts'
 import { buildScoreRow, newScoreRowId, publishableScoreProblems, scoreLine, scoreShapeProblems, type IncomingScore } from '../domain/score-row.ts'
-import { HttpError, forbidden, validationFailed } from '../http-error.ts'
+import { HttpError, forbidden, invalidText, validationFailed } from '../http-error.ts'
 import { bodyAjv, toDetails, type ErrorDetail } from '../validation.ts'
 import { incomingScore } from '../../schemas/score.ts'
 import { SharedCache, type SharedCacheOptions } from '../cache/shared-cache.ts'
@@ -95,6 +95,9 @@ function scoreSchemaStep (): ScoreStep {
       const refusal = run.refusalOf(item.index)
       if (refusal !== null) return { kind: 'refused', error: refusal }
       if (!validateScore(item.event)) return { kind: 'refused', error: run.invalid(toDetails(validateScore.errors)) }
+      // An agent's name is kept in Postgres, which refuses NUL: refused here, as for events, so that
+      // in a batch only this score is (the store's refusal would fail the whole request).
+      if ((item.event as IncomingScore).agentId?.includes('\u0000')) return { kind: 'refused', error: invalidText() }
       const shape = scoreShapeProblems(item.event as IncomingScore)
       if (shape.length > 0) return { kind: 'refused', error: run.invalid(shape) }
       if (run.caller.publishable) {
@@ -240,7 +243,7 @@ export class ScoreIngestionService {
     if (caller.publishable && scores.length > PUBLISHABLE_BATCH_MAX) {
       throw validationFailed([{ path: ['scores'], message: `must have at most ${PUBLISHABLE_BATCH_MAX} items with a publishable key` }])
     }
-    const outcomes = await this.ingest({ caller, source: 'events', invalid: validationFailed, refusalOf }, scores)
+    const outcomes = await this.ingest({ caller, source: 'events', invalid: bodyInvalid, refusalOf }, scores)
     return { results: outcomes.map(batchResult), retryAfter: longestRetryAfter(outcomes) }
   }
 

@@ -72,6 +72,12 @@ t.test('OTLP evaluation results: mapped by the GenAI conventions, ids by their p
   ])
 })
 
+t.test('OTLP evaluation values: a string is a value only when it is a decimal number', async (t) => {
+  const values = ['0x10', '0b1', '0o7', 'Infinity', '-Infinity', 'NaN', '', ' ', '1_000', '12abc', '0.5', ' -3 ', '1e-3', '.5', '5.', '+2']
+  const scores = spanEvaluations(span(values.map((v) => ({ name: 'gen_ai.evaluation.result', timeMs: 1, attributes: { 'gen_ai.evaluation.name': 'n', 'gen_ai.evaluation.score.value': v, 'gen_ai.evaluation.score.label': 'text' } }))), undefined)
+  t.same(scores.map((s) => s.value ?? s.label), ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 'text', 0.5, -3, 0.001, 0.5, 5, 2])
+})
+
 t.test('summary: figures only where there are values or labels; a name only in the previous period', async (t) => {
   const row = (name: string, key: string, extra: Partial<FigureRow> = {}): FigureRow =>
     ({ name, key, dataType: 'numeric', count: 2, numericCount: 2, mean: 1, p50: 1, p90: 1, labels: {}, ...extra })
@@ -84,11 +90,14 @@ t.test('summary: figures only where there are values or labels; a name only in t
 
 t.test('a score name\'s problem says the rule in words, and agrees with the schema on every name', async (t) => {
   const validate = bodyAjv.compile(scoreName)
-  const names = ['helpfulness', 'a', 'a b', 'é'.repeat(200), '😀'.repeat(200), '😀'.repeat(201), 'x'.repeat(201), '', ' ', ' acc', 'acc ', 'acc\u200b', 'a\u0001b', 'a\u0085', '\u202eacc']
+  const names = ['helpfulness', 'a', 'a b', 'é'.repeat(200), '😀'.repeat(200), '😀'.repeat(201), 'x'.repeat(201), '', ' ', ' acc', 'acc ', 'acc\u200b', 'a\u0001b', 'a\u0085', '\u202eacc',
+    'acc\u034f', 'acc\ufe0f', 'acc\u115f', 'acc\u2800', 'a\u3164b', 'cafe\u0301', 'caf\u00e9', '\u2800', '支付失败']
   for (const name of names) {
     const problem = scoreNameProblem(name)
     t.equal(problem === null, validate(name), JSON.stringify(name.slice(0, 10)))
     if (problem !== null) t.notMatch(problem, /pattern|\\p\{/, 'no regex in the message')
   }
-  t.equal(scoreNameProblem('a\u0001b'), 'must be 1 to 200 characters, without control or invisible format characters (zero-width, bidi) and without whitespace at the start or end')
+  for (const invisible of ['acc\u034f', 'acc\ufe0f', 'acc\u115f', 'acc\u2800', 'cafe\u0301']) t.not(scoreNameProblem(invisible), null, JSON.stringify(invisible))
+  t.equal(scoreNameProblem('caf\u00e9'), null, 'composed accents are fine')
+  t.equal(scoreNameProblem('a\u0001b'), 'must be 1 to 200 characters in composed Unicode form (NFC), without control or invisible characters (zero-width, bidi, fillers, variation selectors) and without whitespace at the start or end')
 })

@@ -152,7 +152,7 @@ t.test('text limits count characters (code points), as the schemas do: an emoji 
 })
 
 t.test('a score filter\'s name is checked by the score name rule: one no score can have is refused', async (t) => {
-  const RULE = 'the score name must be 1 to 200 characters, without control or invisible format characters (zero-width, bidi) and without whitespace at the start or end'
+  const RULE = 'the score name must be 1 to 200 characters in composed Unicode form (NFC), without control or invisible characters (zero-width, bidi, fillers, variation selectors) and without whitespace at the start or end'
   for (const param of ['score. acc', 'score.acc\u200b', 'score.acc ', 'score.\u202eacc']) {
     t.same(parseSearchFilters({ [param]: '1' }), { ok: false, problems: [{ path: [param], message: RULE }] }, JSON.stringify(param))
   }

@@ -305,7 +305,7 @@ t.test('an idle stream gets heartbeats past the request timeout; streams are lim
   t.pass('closing the instance ended the stream (it did not hold the shutdown)')
 })
 
-const NAME_RULE = 'must be 1 to 200 characters, without control or invisible format characters (zero-width, bidi) and without whitespace at the start or end'
+const NAME_RULE = 'must be 1 to 200 characters in composed Unicode form (NFC), without control or invisible characters (zero-width, bidi, fillers, variation selectors) and without whitespace at the start or end'
 
 t.test('error answers name what is wrong, the same on the search and the stream', async (t) => {
   const user = await newUser(a)

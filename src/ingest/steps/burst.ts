@@ -32,13 +32,20 @@ export function burstStep<A = EventAck> (parts: {
       const bucket = bucketOf(caller)
       const limit = limitOf(caller)
       const held = limiter.tryTake?.(bucket, limit, items.length)
-      if (held) return admit<A>(items, held)
-      return limiter.take(bucket, limit, items.length).then((admission) => admit<A>(items, admission))
+      if (held) return admit<A>(items, held, limit)
+      return limiter.take(bucket, limit, items.length).then((admission) => admit<A>(items, admission, limit))
     },
   }
 }
 
-/** The first `admitted` items go on; the others are over the limit. */
-function admit<A> (items: IngestItem[], admission: Admission): Verdict<A>[] {
-  return items.map((_, i): Verdict<A> => (i < admission.admitted ? undefined : { kind: 'rate_limited', error: rateLimited(admission.retryAfterMs / 1000) }))
+/**
+ * The first `admitted` items go on; the others are over the limit, each told when it would fit: the
+ * first refused when one more unit does (the limiter's wait), each next one a unit's interval of the
+ * limit later. A batch's Retry-After, the longest, is then the wait for all its refused items.
+ */
+function admit<A> (items: IngestItem[], admission: Admission, limitPerMinute: number): Verdict<A>[] {
+  const interval = 60_000 / limitPerMinute
+  return items.map((_, i): Verdict<A> => (i < admission.admitted
+    ? undefined
+    : { kind: 'rate_limited', error: rateLimited((admission.retryAfterMs + (i - admission.admitted) * interval) / 1000) }))
 }

@@ -31,6 +31,7 @@ t.test("burst: a user's own limit overrides the tier's; the ones over it are ref
   const verdicts = await pending
   t.same(verdicts.map(word), ['pass', '429 rate_limited', '429 rate_limited'])
   t.match((verdicts[1] as { error: HttpError }).error.headers, { 'retry-after': '3' })
+  t.match((verdicts[2] as { error: HttpError }).error.headers, { 'retry-after': '15' }, 'the next refused fits an interval (12 s at 5 a minute) later')
   t.same(asked.map((a) => [a.how, a.limit]), [['tryTake', 5], ['take', 5]])
 })
 

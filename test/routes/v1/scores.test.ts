@@ -398,7 +398,7 @@ t.test('the summary\'s figures match a brute-force computation over the scores s
 })
 
 /** What a score name is, as every 400 about one says it (never the schema's regex). */
-const NAME_RULE = 'must be 1 to 200 characters, without control or invisible format characters (zero-width, bidi) and without whitespace at the start or end'
+const NAME_RULE = 'must be 1 to 200 characters in composed Unicode form (NFC), without control or invisible characters (zero-width, bidi, fillers, variation selectors) and without whitespace at the start or end'
 
 t.test('a name that looks like another is refused in words, so it cannot slip past the other\'s config', async (t) => {
   const user = await newUser(app)
@@ -406,7 +406,7 @@ t.test('a name that looks like another is refused in words, so it cannot slip pa
   const traceId = randomId('trace-')
   const put = (name: string) => app.inject({ method: 'PUT', url: `/v1/me/score-configs/${encodeURIComponent(name)}`, headers: user.auth, payload: { dataType: 'numeric', min: 0, max: 1 } })
   t.equal((await put('acc')).statusCode, 200)
-  for (const name of ['acc ', ' acc', '   ', 'acc\u200b', 'a\u202ecc', '\u00a0acc', 'acc\u0085']) {
+  for (const name of ['acc ', ' acc', '   ', 'acc\u200b', 'a\u202ecc', '\u00a0acc', 'acc\u0085', 'acc\u034f', 'acc\ufe0f', 'acc\u115f', 'acc\u2800', 'a\u0301cc']) {
     const score = await postScore(app, key.secret, { traceId, name, value: 5 })
     t.equal(score.statusCode, 400, JSON.stringify(name))
     t.same(score.json(), { error: 'validation_failed', message: 'the body is not valid', details: [{ path: ['name'], message: NAME_RULE }] }, JSON.stringify(name))
@@ -416,6 +416,26 @@ t.test('a name that looks like another is refused in words, so it cannot slip pa
   }
   t.equal((await postScore(app, key.secret, { traceId, name: 'acc', value: 5 })).statusCode, 400, 'the config of acc holds')
   t.equal((await postScore(app, key.secret, { traceId, name: 'très bien', value: 5 })).statusCode, 202, 'inner spaces and letters beyond ASCII are fine')
+})
+
+t.test('a batch\'s refused score gets exactly the body it would have got alone; a NUL agent name refuses only its score', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const traceId = randomId('trace-')
+  const agent = randomId('agent-')
+  for (const score of [{ traceId, name: 'n', value: 'x' }, { traceId, name: 'n', value: 1, agentId: 'z\u0000' }, { name: 'n', value: 1 }]) {
+    const alone = await postScore(app, key.secret, score)
+    t.equal(alone.statusCode, 400, JSON.stringify(score))
+    const batch = await postScores(app, key.secret, [score])
+    t.same(batch.json().results, [{ status: 400, ...alone.json() }], JSON.stringify(score))
+  }
+  const batch = await postScores(app, key.secret, [{ traceId, name: 'n', value: 1, agentId: agent }, { traceId, name: 'n', value: 2, agentId: 'z\u0000' }])
+  t.equal(batch.statusCode, 207)
+  t.same(batch.json().results.map((r: { status: number }) => r.status), [202, 400])
+  t.equal(batch.json().results[1].error, 'invalid_text')
+  await shipped(app)
+  const { scores } = await listScores(app, user, `?traceId=${traceId}`)
+  t.same(scores.map((s) => s.value), [1], 'the other score is stored')
 })
 
 t.test('a trace\'s score is of its earliest live agent, not of a deleted agent of the trace', async (t) => {
@@ -429,10 +449,11 @@ t.test('a trace\'s score is of its earliest live agent, not of a deleted agent o
   }
   let gone = ''
   let live = ''
+  let later = ''
   for (const traceId of traceIds) {
     gone = await agentOf('gone-bot', traceId, '2026-01-01T00:00:00.000Z')
     live = await agentOf('live-bot', traceId, '2026-01-01T00:00:01.000Z')
-    await agentOf('later-bot', traceId, '2026-01-01T00:00:02.000Z')
+    later = await agentOf('later-bot', traceId, '2026-01-01T00:00:02.000Z')
   }
   await shipped(app)
   t.equal((await app.inject({ method: 'DELETE', url: `/v1/me/agents/${gone}`, headers: user.auth })).statusCode, 204)
@@ -443,6 +464,8 @@ t.test('a trace\'s score is of its earliest live agent, not of a deleted agent o
   t.same(scores.map((s) => s.agent?.id), traceIds.map(() => live), 'of the earliest live agent')
   const { scores: ofLive } = await listScores(app, user, `?agentId=${live}`)
   t.equal(ofLive.length, traceIds.length)
+  for (const id of [live, later]) t.equal((await app.inject({ method: 'DELETE', url: `/v1/me/agents/${id}`, headers: user.auth })).statusCode, 204)
+  t.same((await listScores(app, user, '?limit=100')).scores, [], 'with every agent of the trace deleted, its score is hidden with them')
 })
 
 t.test('the summary\'s mean of values near the largest double is theirs, not 0', async (t) => {
