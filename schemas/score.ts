@@ -34,6 +34,19 @@ export const scoreName = {
   examples: ['helpfulness'],
 } as const
 
+// A config's label, by the rule of names (`scoreName`), so that no label passes for another beside
+// it (`polite` and `polite `); the labels scores send are then matched exactly.
+const configLabel = {
+  type: 'string',
+  minLength: 1,
+  maxLength: SCORE_LABEL_MAX,
+  format: 'nfc',
+  ...matching(
+    scoreName.pattern,
+    `must be 1 to ${SCORE_LABEL_MAX} characters in composed Unicode form (NFC), without control or invisible characters (zero-width, bidi, fillers, variation selectors) and without whitespace at the start or end`,
+  ),
+} as const
+
 export const SCORE_SOURCES = ['api', 'human', 'llm', 'code'] as const
 
 /** The body of POST /v1/scores, and each item of a batch. */
@@ -136,7 +149,7 @@ const scoreConfigBody = {
     dataType: { enum: SCORE_DATA_TYPES, description: '`numeric` (a `value`, within `min`/`max` when set), `categorical` (a `label`, one of `labels`), `boolean`' },
     min: { type: ['number', 'null'], description: 'numeric only: the lowest value allowed (inclusive); null or omitted: no bound' },
     max: { type: ['number', 'null'], description: 'numeric only: the highest value allowed (inclusive); null or omitted: no bound' },
-    labels: { type: 'array', minItems: 1, maxItems: 100, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: SCORE_LABEL_MAX }, description: 'categorical only (and required there): the labels allowed' },
+    labels: { type: 'array', minItems: 1, maxItems: 100, uniqueItems: true, items: configLabel, description: 'categorical only (and required there): the labels allowed' },
     description: { type: 'string', maxLength: 1000 },
     alert: {
       type: ['object', 'null'],

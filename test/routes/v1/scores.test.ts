@@ -119,6 +119,9 @@ t.test('score configs: set, read, refuse scores that break them (400 alone, per 
     [{ dataType: 'boolean', min: 0 }, 'min'],
     [{ dataType: 'numeric', labels: ['a'] }, 'labels'],
     [{ dataType: 'stars' }, 'dataType'],
+    [{ dataType: 'categorical', labels: ['polite', 'polite '] }, 'labels'],
+    [{ dataType: 'categorical', labels: ['ok', 'ok\u200b'] }, 'labels'],
+    [{ dataType: 'categorical', labels: ['caf\u00e9', 'cafe\u0301'] }, 'labels'],
   ]
   for (const [body, field] of badConfigs) {
     const res = await put('other', body)
