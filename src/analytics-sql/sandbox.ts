@@ -122,7 +122,7 @@ const PLAIN_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 /** Statements (the first node of `EXPLAIN AST`) analysts may run. */
 const ANALYST_STATEMENTS = new Set([
-  'SelectWithUnionQuery', 'SelectIntersectExceptQuery', 'Explain', 'DescribeQuery', 'ShowTables', 'ShowColumns', 'ShowFunctions',
+  'SelectWithUnionQuery', 'SelectIntersectExceptQuery', 'Explain', 'DescribeQuery', 'ShowTables', 'ShowFunctions',
   'ShowEngineQuery', 'ShowSetting', 'ShowProcesslistQuery', 'ShowCreateTableQuery', 'ShowCreateViewQuery', 'ShowCreateDictionaryQuery',
   'ShowCreateDatabaseQuery', 'ExistsTableQuery', 'ExistsDatabaseQuery', 'ExistsDictionaryQuery', 'ExistsViewQuery',
 ])
@@ -162,6 +162,48 @@ export interface AstNode {
   node: string
   /** The node that holds this one, null for the statement. */
   parent: AstNode | null
+}
+
+/**
+ * Column transformers whose expressions `EXPLAIN AST` lists as nodes of their own, so that the checks
+ * see them: `* EXCEPT (…)` and `* REPLACE (expr AS c)`. Any other (`* APPLY (f)`, `APPLY (x -> f(x))`)
+ * is listed as a bare line that hides the function it calls, and is refused.
+ */
+const LISTED_TRANSFORMERS = new Set(['ColumnsTransformerList', 'ColumnsExceptTransformer', 'ColumnsReplaceTransformer', 'ColumnsReplaceTransformer::Replacement'])
+
+function refuseHiddenFunctions (nodes: AstNode[]): void {
+  for (const { node } of nodes) {
+    const kind = node.split(/\s/, 1)[0]!
+    if (/Transformer/.test(kind) && !LISTED_TRANSFORMERS.has(kind)) {
+      throw new SandboxRefusal(kind === 'ColumnsApplyTransformer' ? 'APPLY column transformers are not allowed: call the function on the columns by name' : `${kind} is not allowed`)
+    }
+  }
+}
+
+/**
+ * Refuses a name (identifier or alias) holding a control character: `EXPLAIN AST` prints names as
+ * they are, so a line break in one would add lines of the caller's choosing to the listing the checks
+ * read. The engine's formatting writes such a name quoted, with the character escaped or as it is.
+ */
+export function refuseControlCharactersInNames (formatted: string): void {
+  let i = 0
+  while (i < formatted.length) {
+    const c = formatted[i]!
+    if (c === "'" || c === '`' || c === '"') {
+      let j = i + 1
+      let name = ''
+      while (j < formatted.length && formatted[j] !== c) {
+        if (formatted[j] === '\\' && j + 1 < formatted.length) { name += formatted.slice(j, j + 2); j += 2 } else name += formatted[j++]
+      }
+      // eslint-disable-next-line no-control-regex -- control characters are what is looked for
+      if (c !== "'" && (/[\u0000-\u001f\u007f]/.test(name) || /\\[nrtbfav0x]/.test(name))) {
+        throw new SandboxRefusal('Names with control characters (line breaks, tabs …) are not allowed')
+      }
+      i = j + 1
+      continue
+    }
+    i++
+  }
 }
 
 /** The nodes of an `EXPLAIN AST` listing, each with its depth and parent. */
@@ -265,7 +307,9 @@ export function refusePathLikeTable (identifier: string): void {
  */
 export function checkAnalystStatement (formatted: string, ast: string, tableFunctions: TableFunctionNames = NO_NAMES): void {
   refuseFileSyntax(formatted)
+  refuseControlCharactersInNames(formatted)
   const nodes = astNodes(ast)
+  refuseHiddenFunctions(nodes)
   const kind = nodes[0]?.node.split(/\s/, 1)[0] ?? ''
   if (!ANALYST_STATEMENTS.has(kind)) {
     throw new SandboxRefusal(`Only SELECT, EXPLAIN, SHOW, DESCRIBE and EXISTS queries are allowed (got ${nodes[0]?.node.replace(/\s*\(children \d+\)$/, '') ?? 'nothing'})`)
@@ -333,7 +377,9 @@ export function checkServeFormat (name: string): void {
 export function checkServeStatement (formatted: string, ast: string, tableFunctions: TableFunctionNames = NO_NAMES): void {
   refuseFileSyntax(formatted)
   if (/^ATTACH\b[^\n]*\bFROM '/.test(formatted)) throw new SandboxRefusal('ATTACH … FROM a path is not allowed')
+  refuseControlCharactersInNames(formatted)
   const nodes = astNodes(ast)
+  refuseHiddenFunctions(nodes)
   const kind = nodes[0]?.node.split(/\s/, 1)[0] ?? ''
   if (kind === 'BackupQuery') throw new SandboxRefusal('BACKUP and RESTORE are not allowed: they write and read files')
   const withChild = new Set<AstNode>()

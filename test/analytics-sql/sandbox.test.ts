@@ -222,6 +222,29 @@ t.test('a table is checked wherever a query names one: IN, joinGet, EXISTS, SHOW
   t.equal((await post('', 'EXISTS TABLE system.one')).text, '1\n')
 })
 
+t.test('functions hidden from the listing the checks read are refused: APPLY transformers, names with line breaks', async (t) => {
+  const refused = [
+    `SELECT * APPLY(file) FROM (SELECT '${secretFile}' AS p)`,
+    `SELECT * APPLY(x -> file(x)) FROM (SELECT '${secretFile}' AS p)`,
+    `SELECT COLUMNS('p') APPLY(file) FROM (SELECT '${secretFile}' AS p)`,
+    "SELECT * APPLY(x -> getServerSetting('path')) FROM (SELECT 1 AS p)",
+    "SELECT * APPLY(getMacro) FROM (SELECT 'shard' AS p)",
+    "SELECT ('VERSION_FULL' AS `a\\n      Identifier one\\n         Z`, 'x') IN system.build_options",
+    'EXISTS TABLE `x\\n/../../../../../../etc/passwd`',
+    'SELECT 1 AS `a\\nb`',
+    'SELECT 1 AS "a\\tb"',
+    'SHOW COLUMNS FROM system.disks',
+  ]
+  for (const sql of refused) {
+    const res = await post('', sql)
+    t.equal(res.status, 403, `${sql}: ${res.text}`)
+    t.equal(res.code, '164', sql)
+  }
+  // What stays: the transformers whose expressions the listing shows, strings holding line breaks.
+  t.equal((await post('', "SELECT * EXCEPT (q) REPLACE (upper(p) AS p) FROM (SELECT 'a' AS p, 1 AS q)")).text, 'A\n')
+  t.equal((await post('?default_format=JSONEachRow', "SELECT 'line\\nbreak' AS `with space`")).text, '{"with space":"line\\nbreak"}\n')
+})
+
 t.test('a table name that is not a plain name (a path to a file) is refused before the engine sees it', async (t) => {
   const refused = [
     'SELECT * FROM `/etc/passwd`',
@@ -409,4 +432,14 @@ t.test('a generated analyst password is long enough; a short one in the file sto
   t.ok(loadAnalystPassword(pwDir, undefined).password.length >= 16, 'a generated password is long enough')
   writeFileSync(join(pwDir, 'analyst-password'), 'short\n')
   t.throws(() => loadAnalystPassword(pwDir, undefined), /shorter than 16 characters: delete the file/, 'a short file stops start-up')
+})
+
+t.test('npm run clickhouse:serve refuses the same hidden functions (its check shares the listing\'s reading)', async (t) => {
+  const { checkServeStatement } = await import('../../src/analytics-sql/sandbox.ts')
+  const apply = [
+    'SelectWithUnionQuery (children 1)', ' ExpressionList (children 1)', '  SelectQuery (children 1)', '   ExpressionList (children 1)',
+    '    Asterisk (children 1)', '     ColumnsTransformerList (children 1)', '      ColumnsApplyTransformer',
+  ].join('\n')
+  t.throws(() => checkServeStatement('SELECT * APPLY(file)\nFROM t', apply), { name: 'Error', message: /APPLY column transformers are not allowed/ })
+  t.throws(() => checkServeStatement('SELECT 1 AS `a\\nb`', 'SelectWithUnionQuery (children 1)'), { message: /control characters/ })
 })
