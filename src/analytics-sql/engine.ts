@@ -39,6 +39,8 @@ export interface AnalyticsCaps {
   maxResultBytes: number
   maxThreads: number
   maxConcurrentQueries: number
+  /** How long past max_execution_time a query may run before its client is answered TIMEOUT_EXCEEDED (default 10 s). */
+  answerGraceMs?: number
 }
 
 export interface AnalyticsQuery {
@@ -77,7 +79,7 @@ export class AnalyticsError extends Error {
 }
 
 /** Settings a client may lower but never raise past our cap. */
-const CAPPED: Record<string, keyof AnalyticsCaps> = {
+const CAPPED: Record<string, Exclude<keyof AnalyticsCaps, 'answerGraceMs'>> = {
   max_execution_time: 'maxExecutionSeconds',
   max_memory_usage: 'maxMemoryBytes',
   max_result_rows: 'maxResultRows',
@@ -172,14 +174,18 @@ export class AnalyticsEngine {
       throw new AnalyticsError(202, 'TOO_MANY_SIMULTANEOUS_QUERIES', `Too many simultaneous queries. Maximum: ${cap}`)
     }
     this.active++
-    const work = this.access.writable ? this.executeWritable(query) : this.executeReadonly(query, this.access.caps)
-    this.inFlight.add(work)
-    try {
-      return await work
-    } finally {
-      this.inFlight.delete(work)
+    // The engine cannot stop a query: one answered as timed out computes on. Its slot (and shutdown's
+    // wait) is held until the engine's own computation ends, not until the client is answered, so
+    // the cap on concurrent queries is a cap on what the engine runs.
+    const computing: Array<Promise<unknown>> = []
+    const work = this.access.writable ? this.executeWritable(query) : this.executeReadonly(query, this.access.caps, computing)
+    const held = work.then(() => {}, () => {}).then(() => Promise.allSettled(computing))
+    this.inFlight.add(held)
+    void held.then(() => {
+      this.inFlight.delete(held)
       this.active--
-    }
+    })
+    return work
   }
 
   /**
@@ -294,10 +300,22 @@ export class AnalyticsEngine {
     if (missing !== undefined) throw new AnalyticsError(60, 'UNKNOWN_TABLE', `Table default.${missing} does not exist`)
   }
 
-  private static async execute (session: Session, sql: string, format: string, timeoutMs?: number): Promise<AnalyticsResult> {
+  /**
+   * Runs a statement; with `timeoutMs`, answers TIMEOUT_EXCEEDED after it while the engine's query,
+   * which cannot be stopped, computes on: its completion is put in `computing`.
+   */
+  private static async execute (session: Session, sql: string, format: string, timeoutMs?: number, computing?: Array<Promise<unknown>>): Promise<AnalyticsResult> {
     const started = Date.now()
     try {
-      const result = await session.queryAsync(sql, timeoutMs === undefined ? { format } : { format, timeout: timeoutMs })
+      const native = session.queryAsync(sql, { format })
+      computing?.push(native.catch(() => {}))
+      let timer: NodeJS.Timeout | undefined
+      const timedOut = timeoutMs === undefined
+        ? null
+        : new Promise<never>((_resolve, reject) => {
+          timer = setTimeout(() => reject(new AnalyticsError(159, 'TIMEOUT_EXCEEDED', 'Timeout exceeded: the query ran past the analysts\' time limit')), timeoutMs)
+        })
+      const result = await (timedOut ? Promise.race([native, timedOut]) : native).finally(() => clearTimeout(timer))
       const body = Buffer.from(result.bytes())
       return { body, format, rows: result.rowsRead ?? 0, bytes: result.bytesRead ?? 0, elapsedMs: Date.now() - started }
     } catch (err) {
@@ -305,7 +323,7 @@ export class AnalyticsEngine {
     }
   }
 
-  private async executeReadonly (query: AnalyticsQuery, caps: AnalyticsCaps): Promise<AnalyticsResult> {
+  private async executeReadonly (query: AnalyticsQuery, caps: AnalyticsCaps, computing: Array<Promise<unknown>>): Promise<AnalyticsResult> {
     if (query.database && query.database !== 'default') {
       throw new AnalyticsError(81, 'UNKNOWN_DATABASE', `Database ${query.database} does not exist (the service's tables are in default)`)
     }
@@ -320,7 +338,7 @@ export class AnalyticsEngine {
       runner = new this.SessionCtor(this.path)
       await AnalyticsEngine.runOn(runner, runnerSetup)
       // The engine stops the query at max_execution_time; the timeout only answers the client if it did not.
-      return await AnalyticsEngine.execute(runner, statement, format, (caps.maxExecutionSeconds + 10) * 1000)
+      return await AnalyticsEngine.execute(runner, statement, format, caps.maxExecutionSeconds * 1000 + (caps.answerGraceMs ?? 10_000), computing)
     } finally {
       guard.close()
       runner?.close()

@@ -443,3 +443,22 @@ t.test('npm run clickhouse:serve refuses the same hidden functions (its check sh
   t.throws(() => checkServeStatement('SELECT * APPLY(file)\nFROM t', apply), { name: 'Error', message: /APPLY column transformers are not allowed/ })
   t.throws(() => checkServeStatement('SELECT 1 AS `a\\nb`', 'SelectWithUnionQuery (children 1)'), { message: /control characters/ })
 })
+
+t.test('a query answered as timed out keeps its slot until the engine stops computing it', async (t) => {
+  const small = await AnalyticsEngine.open(join(dir, 'clickhouse'), {
+    writable: false,
+    caps: { maxExecutionSeconds: 1, maxMemoryBytes: 256 * 1024 * 1024, maxResultRows: 1000, maxResultBytes: 10 * 1024 * 1024, maxThreads: 1, maxConcurrentQueries: 1, answerGraceMs: 0 },
+  })
+  t.teardown(() => small.close())
+  const run = (sql: string) => small.run({ sql, params: {}, settings: {}, defaultFormat: 'TSV' } as never).then(() => null, (err: { type?: string }) => err)
+  // One block of heavy work: the engine checks its time limit between blocks only.
+  const started = Date.now()
+  const first = await run("SELECT sum(editDistance(repeat('a', 20000), repeat('b', 19990 + number))) FROM numbers(3)")
+  const answeredAfter = Date.now() - started
+  t.equal(first?.type, 'TIMEOUT_EXCEEDED', 'answered as timed out')
+  t.equal(small.running, 1, 'the slot is still held while the engine computes')
+  t.equal((await run('SELECT 1'))?.type, 'TOO_MANY_SIMULTANEOUS_QUERIES', 'so the next query waits its turn')
+  while (small.running > 0) await new Promise((resolve) => setTimeout(resolve, 50))
+  t.ok(Date.now() - started > answeredAfter, 'the slot was given back once the computation ended')
+  t.equal(await run('SELECT 1'), null, 'and the next query runs')
+})
