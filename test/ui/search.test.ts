@@ -191,6 +191,16 @@ async function run () {
     t.equal(await facets.getByText('Counting…').count(), 0, 'the facets do not say they are counting')
   })
 
+  t.test('every meta. parameter is a filter: an empty value gets its chip, a bad path the service\'s message', async (t) => {
+    await visit('#/live?meta.region=')
+    await heading('Live events').waitFor()
+    await page.locator('.chips .filter-chip').first().waitFor()
+    t.match(await chips(), [/^region = \(empty\)/], 'an empty metadata value is a filter, shown as (empty)')
+    await visit('#/live?meta.=x')
+    await page.locator('.results').getByRole('alert').filter({ hasText: /metadata path/ }).waitFor()
+    t.pass('a metadata filter without a path is refused with the service\'s message, not left out')
+  })
+
   t.test('the search calls only operations of the published API contract, without script errors', async (t) => {
     const doc = await (await fetch(`${base}/openapi.json`)).json() as { paths: Record<string, Record<string, unknown>> }
     const operations = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => ({

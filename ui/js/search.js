@@ -35,10 +35,14 @@ const CHIPS = {
 /** The facets of GET /v1/me/events/facets in the order shown, with their titles. */
 const FACETS = [['type', 'Type of event'], ['outcome', 'Outcome'], ['agentId', 'By agent'], ['model', 'Model'], ['tool', 'Tool'], ['costStatus', 'Pricing']]
 
-export const isFilterKey = (k) => FILTER_KEYS.includes(k) || (k.startsWith('meta.') && k.length > 5)
+// Every `meta.` key is a filter, `meta.` itself included: the service says what is wrong with a bad
+// path, rather than the page leaving it out unseen.
+export const isFilterKey = (k) => FILTER_KEYS.includes(k) || k.startsWith('meta.')
 
 /** The filters of a route's parameters, in URL order: `[[key, value], …]` (not `q`, `since` or a page's own). */
-export const filtersOf = (params) => [...params].filter(([k, v]) => isFilterKey(k) && v !== '')
+// An empty metadata value is a value (a facet offers it: events that sent `""`); an empty value of
+// any other filter is no filter.
+export const filtersOf = (params) => [...params].filter(([k, v]) => isFilterKey(k) && (v !== '' || k.startsWith('meta.')))
 
 /** True when the parameters hold a search: a non-blank `q` or any filter. */
 export const searching = (params) => Boolean(params.get('q')?.trim()) || filtersOf(params).length > 0
@@ -79,7 +83,7 @@ export function cleared (params) {
   return new URLSearchParams([...params].filter(([k]) => k !== 'q' && !isFilterKey(k)))
 }
 
-const chipText = (k, v, names) => (k.startsWith('meta.') ? `${k.slice(5)} = ${v}` : CHIPS[k](v, names))
+const chipText = (k, v, names) => (k.startsWith('meta.') ? `${k.slice(5)} = ${v === '' ? '(empty)' : v}` : CHIPS[k](v, names))
 
 /**
  * The search bar of a list page: the text searched (`q`, every word must occur; "quoted phrases"),
@@ -99,7 +103,7 @@ export function SearchBar ({ page, params, names, what }) {
     <form class="search-bar" role="search" onSubmit=${submit}>
       <label class="sr-only" for="search-q">Search ${what}</label>
       <input id="search-q" type="search" value=${text} onInput=${(e) => setText(e.target.value)} spellcheck="false"
-        placeholder='Search text: words all must occur, "a phrase" in order' autocomplete="off" maxlength="500" />
+        placeholder='Search text: words all must occur, "a phrase" in order' autocomplete="off" />
       <button class="primary" type="submit">Search</button>
       ${searching(params) ? html`<button type="button" onClick=${() => go(page, cleared(params))}>Clear all</button>` : null}
     </form>
@@ -140,7 +144,7 @@ export function Facets ({ page, params, names, since, window: windowLabel }) {
                   k=${k} value=${x.value} label=${k === 'agentId' ? x.displayName || names?.get(x.value) || x.value : x.value} n=${x.count} />`)}</ul></section>`
               : null)}
             ${(data.metadata || []).map((m) => html`<section class="facet"><h3>metadata <code>${m.key}</code> <span class="facet-n">${count(m.count)}</span></h3>
-              <ul class="plain">${m.values.map((x) => html`<${FacetValue} page=${page} params=${params} k=${`meta.${m.key}`} value=${x.value} label=${x.value} n=${x.count} />`)}</ul></section>`)}`}`}
+              <ul class="plain">${m.values.map((x) => html`<${FacetValue} page=${page} params=${params} k=${`meta.${m.key}`} value=${x.value} label=${x.value === '' ? '(empty)' : x.value} n=${x.count} />`)}</ul></section>`)}`}`}
   </aside>`
 }
 

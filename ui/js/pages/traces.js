@@ -257,7 +257,16 @@ function List ({ kind, names, params }) {
   const since = SINCE.some(([v]) => v === params.get('since')) ? params.get('since') : fallback
   const query = { ...searchQuery(params), since: since === fallback ? undefined : since }
   const isSearch = searching(params)
-  const { data, error } = useData(async () => api(`/v1/me/${key}`, { query: { limit: 50, ...query } }), [], 10_000)
+  // Once more pages are loaded, the first one is no longer refreshed: a refreshed first page would
+  // repeat a run the next pages hold and skip the ones pushed across its end. Reloading the page
+  // (or another search) starts again from the newest.
+  const paged = useRef({ pages: 0, first: null })
+  paged.current.pages = pages.length
+  const { data, error } = useData(async () => {
+    if (paged.current.pages > 0 && paged.current.first) return paged.current.first
+    paged.current.first = await api(`/v1/me/${key}`, { query: { limit: 50, ...query } })
+    return paged.current.first
+  }, [], 10_000)
   const [more, setMore] = useState(null)
   const rows = [...(data?.[key] || []), ...pages.flatMap((p) => p[key] || [])]
   const cursor = pages.length ? pages[pages.length - 1].nextCursor : data?.nextCursor
@@ -296,6 +305,7 @@ function List ({ kind, names, params }) {
         <td class="num">${count(s.tokens?.total ?? s.tokens)}</td><td class="num">${money(s.costUsd)}</td>
         <td>${agentsOf(s, names).map((a, i) => html`${i ? ', ' : ''}<${AgentLink} agent=${a} />`)}</td></tr>`)}</tbody>
     </table></div>
+    ${pages.length ? html`<p class="muted">More pages loaded: this list is not refreshed until the page is reloaded.</p>` : null}
     ${cursor ? html`<button onClick=${loadMore}>Load more</button>` : null}`}
     </div>
     <${Facets} page=${key} params=${params} names=${names} since=${since} window=${windowLabel} />
