@@ -16,36 +16,34 @@ export const SCORE_LABEL_MAX = 200
 export const SCORE_COMMENT_MAX = 4000
 
 const ref = { type: 'string', minLength: 1, maxLength: 200 } as const
-export const scoreName = {
+/**
+ * Text that cannot pass for other text beside it, up to `max` characters: no control (Cc), format
+ * (Cf: zero-width, bidi) nor other invisible (Default_Ignorable: fillers, variation selectors, the
+ * grapheme joiner; and the blank Braille pattern) characters, no whitespace at either end, and
+ * composed (NFC, the `nfc` format). A name or label that looked like another (`acc `, `acc\u200b`,
+ * `cafe\u0301` beside `café`) would otherwise slip past the config of the other. The rule in words
+ * covers the lengths too: the reads' `name` filter says it for any bad name.
+ */
+const distinctText = <N extends number>(max: N) => ({
   type: 'string',
   minLength: 1,
-  maxLength: SCORE_NAME_MAX,
-  // No control (Cc), format (Cf: zero-width, bidi) nor other invisible (Default_Ignorable: fillers,
-  // variation selectors, the grapheme joiner; and the blank Braille pattern) characters, no
-  // whitespace at either end, and composed (NFC, the `nfc` format): a name that looks like another
-  // (`acc `, `acc\u200b`, `cafe\u0301` beside `café`) would otherwise slip past the config of `acc`.
-  // The rule in words covers the lengths too: the reads' `name` filter says it for any bad name.
+  maxLength: max,
   format: 'nfc',
   ...matching(
     '^[^\\p{Cc}\\p{Cf}\\p{DI}\\u2800\\s](?:[^\\p{Cc}\\p{Cf}\\p{DI}\\u2800]*[^\\p{Cc}\\p{Cf}\\p{DI}\\u2800\\s])?$',
-    `must be 1 to ${SCORE_NAME_MAX} characters in composed Unicode form (NFC), without control or invisible characters (zero-width, bidi, fillers, variation selectors) and without whitespace at the start or end`,
+    `must be 1 to ${max} characters in composed Unicode form (NFC), without control or invisible characters (zero-width, bidi, fillers, variation selectors) and without whitespace at the start or end`,
   ),
+}) as const
+
+export const scoreName = {
+  ...distinctText(SCORE_NAME_MAX),
   description: `what is scored (\`helpfulness\`, \`thumbs\`, \`faithfulness\`): 1-${SCORE_NAME_MAX} characters in composed Unicode form (NFC), no control nor invisible characters (zero-width, bidi, fillers, variation selectors), no whitespace at the start or end; a score config of this name validates it`,
   examples: ['helpfulness'],
 } as const
 
-// A config's label, by the rule of names (`scoreName`), so that no label passes for another beside
-// it (`polite` and `polite `); the labels scores send are then matched exactly.
-const configLabel = {
-  type: 'string',
-  minLength: 1,
-  maxLength: SCORE_LABEL_MAX,
-  format: 'nfc',
-  ...matching(
-    scoreName.pattern,
-    `must be 1 to ${SCORE_LABEL_MAX} characters in composed Unicode form (NFC), without control or invisible characters (zero-width, bidi, fillers, variation selectors) and without whitespace at the start or end`,
-  ),
-} as const
+// A config's label, by the rule of names, so that no label passes for another beside it (`polite`
+// and `polite `); the labels scores send are then matched exactly.
+const configLabel = distinctText(SCORE_LABEL_MAX)
 
 export const SCORE_SOURCES = ['api', 'human', 'llm', 'code'] as const
 

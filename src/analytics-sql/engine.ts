@@ -102,11 +102,11 @@ function toAnalyticsError (err: unknown): AnalyticsError {
   const m = /Code: (\d+)\. (?:.*DB::Exception: )?(.*?)\s*\(([A-Z0-9_]{3,})\)(?: \(version [^)]*\))?[.\s]*$/s.exec(message)
   // The HTTP interface writes the message followed by `. (TYPE)`, as a server does: without its own final period.
   if (m) return new AnalyticsError(Number(m[1]), m[3]!, m[2]!.replace(/^Code: \d+\. DB::Exception: /, '').trim().replace(/\.$/, ''))
-  if ((err as { code?: string })?.code === 'CHDB_TIMEOUT') {
-    return new AnalyticsError(159, 'TIMEOUT_EXCEEDED', 'Timeout exceeded: the query ran past the analysts\' time limit')
-  }
   return new AnalyticsError(1001, 'STD_EXCEPTION', message)
 }
+
+/** The answer to a query still computing past its time limit and grace (execute's own timer). */
+const timeoutExceeded = () => new AnalyticsError(159, 'TIMEOUT_EXCEEDED', 'Timeout exceeded: the query ran past the analysts\' time limit')
 
 function refuse (message: string): AnalyticsError {
   return new AnalyticsError(164, 'READONLY', message)
@@ -313,7 +313,7 @@ export class AnalyticsEngine {
       const timedOut = timeoutMs === undefined
         ? null
         : new Promise<never>((_resolve, reject) => {
-          timer = setTimeout(() => reject(new AnalyticsError(159, 'TIMEOUT_EXCEEDED', 'Timeout exceeded: the query ran past the analysts\' time limit')), timeoutMs)
+          timer = setTimeout(() => reject(timeoutExceeded()), timeoutMs)
         })
       const result = await (timedOut ? Promise.race([native, timedOut]) : native).finally(() => clearTimeout(timer))
       const body = Buffer.from(result.bytes())

@@ -93,7 +93,7 @@ export default fp(async function jsonBody (app) {
     if (error !== null && (error as { code?: string }).code === 'FST_ERR_CTP_INVALID_JSON_BODY' && isPoisoned(text)) error = poisonedBody()
     if (!error && mayBreakInputRules(text)) found.set(request, check(request, text, body))
     const key = request.routeOptions.config.jsonItems
-    if (!error && key !== undefined && text.length > itemLimit / 3 && Buffer.byteLength(text) > itemLimit) {
+    if (!error && key !== undefined && overBytes(text, itemLimit)) {
       const over = itemsOverLimit(body, key, itemLimit)
       if (over.size > 0) tooLarge.set(request, over)
     }
@@ -118,9 +118,14 @@ function itemsOverLimit (body: unknown, key: string, limit: number): Set<number>
   if (!Array.isArray(items)) return over
   items.forEach((item, i) => {
     const json = JSON.stringify(item)
-    if (json !== undefined && json.length > limit / 3 && Buffer.byteLength(json) > limit) over.add(i)
+    if (json !== undefined && overBytes(json, limit)) over.add(i)
   })
   return over
+}
+
+/** Whether `text` is over `limit` bytes of UTF-8; counted only when its length leaves it possible (3 bytes a UTF-16 unit at most). */
+function overBytes (text: string, limit: number): boolean {
+  return text.length > limit / 3 && Buffer.byteLength(text) > limit
 }
 
 /** The answer to JSON that parses but holds a key the parser refuses as prototype poisoning. */
