@@ -1,6 +1,6 @@
 import type { Session } from 'chdb'
 import {
-  analystFormat, checkAnalystSetting, checkAnalystStatement, checkServeFormat, checkServeSetting, checkServeStatement, defaultTablesToFind,
+  analystFormat, checkAnalystSetting, checkAnalystStatement, checkServeFormat, checkServeSetting, checkServeStatement, defaultTableNames,
   SandboxRefusal, type TableFunctionNames,
 } from './sandbox.ts'
 
@@ -87,6 +87,8 @@ const CAPPED: Record<string, Exclude<keyof AnalyticsCaps, 'answerGraceMs'>> = {
   max_threads: 'maxThreads',
 }
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+/** The largest block an analyst may ask for: 16 × the engine's default, so one block's work stays bounded. */
+const MAX_BLOCK_SIZE = 1_048_576
 /** Room for the statements that set a request's parameters: its URL (1 MiB at most), escaped. */
 const PARAMETERS_QUERY_SIZE = 4 * 1024 * 1024
 
@@ -103,6 +105,11 @@ function toAnalyticsError (err: unknown): AnalyticsError {
   // The HTTP interface writes the message followed by `. (TYPE)`, as a server does: without its own final period.
   if (m) return new AnalyticsError(Number(m[1]), m[3]!, m[2]!.replace(/^Code: \d+\. DB::Exception: /, '').trim().replace(/\.$/, ''))
   return new AnalyticsError(1001, 'STD_EXCEPTION', message)
+}
+
+/** Whether a request's settings turn the engine's analyzer off. */
+function analyzerOff (settings: Record<string, string>): boolean {
+  return ['enable_analyzer', 'allow_experimental_analyzer'].some((name) => name in settings && /^\s*(0|false)\s*$/i.test(settings[name]!))
 }
 
 /** The answer to a query still computing past its time limit and grace (execute's own timer). */
@@ -220,6 +227,9 @@ export class AnalyticsEngine {
           continue
         }
         sandboxed(() => checkAnalystSetting(name))
+        if (name === 'max_block_size' && !(/^\s*\d+\s*$/.test(value) && Number(value) >= 1 && Number(value) <= MAX_BLOCK_SIZE)) {
+          throw refuse(`max_block_size must be a whole number from 1 to ${MAX_BLOCK_SIZE} on the analysts' port (got ${value})`)
+        }
         chosen[name] = value
       }
       for (const [name, value] of Object.entries(chosen)) statements.push(`SET ${name} = ${literal(value)}`)
@@ -272,14 +282,65 @@ export class AnalyticsEngine {
     return { statement: formatted.slice(0, withFormat.index), format: withFormat[1]! }
   }
 
-  /** Checks a read-only query (docs/analysts.md#what-analysts-can-set); returns the statement to run and its output format. */
-  private static async check (session: Session, sql: string, defaultFormat: string, tableFunctions: TableFunctionNames): Promise<ParsedStatement> {
+  /**
+   * Checks a read-only query (docs/analysts.md#what-analysts-can-set); returns the statement to run
+   * and its output format. `EXISTS` of a name that is no table of the service is answered 0 without
+   * asking the engine, which would answer whether a file of that name exists.
+   */
+  private static async check (session: Session, sql: string, defaultFormat: string, tableFunctions: TableFunctionNames, settings: Record<string, string>): Promise<ParsedStatement> {
     const parsed = await AnalyticsEngine.parse(session, sql, defaultFormat)
     // The format first: EXPLAIN AST runs nothing, but a refusal should name what was asked for.
     const format = sandboxed(() => analystFormat(parsed.format))
     const ast = await AnalyticsEngine.runOn(session, `EXPLAIN AST ${parsed.statement}`)
     sandboxed(() => checkAnalystStatement(parsed.statement, ast, tableFunctions))
-    return { statement: parsed.statement, format }
+    const tables = await AnalyticsEngine.refuseFilesAsTables(session, parsed.statement, ast, true, analyzerOff(settings), true)
+    return { statement: tables === 'absent' ? 'SELECT toUInt8(0) AS result' : parsed.statement, format }
+  }
+
+  /**
+   * Makes sure every name of `default` a statement reads as a table is a table of the service: the
+   * embedded engine's `default` database reads a file of the process's working directory as a table
+   * when no table has its name, even under `readonly = 1` inside a subquery. A name that is no table is
+   * answered as a server answers one (UNKNOWN_TABLE), whether or not a file has that name; `EXISTS` of
+   * one is 'absent'. A name the statement defines itself (`WITH t AS (…)`) is the one case where a
+   * name that is no table may run: the engine's analyzer resolves it, and any reference it resolves to
+   * `default` rather than to the definition is refused, so a reference outside the definition's scope
+   * cannot reach a file. The analyzer decides, so with it turned off such a statement is refused.
+   */
+  private static async refuseFilesAsTables (session: Session, statement: string, ast: string, unqualifiedIsDefault: boolean, analyzerOff: boolean, readonly: boolean): Promise<'run' | 'absent'> {
+    const names = defaultTableNames(statement, ast, unqualifiedIsDefault)
+    if (!names.length) return 'run'
+    const listed = await AnalyticsEngine.runOn(session,
+      `/* svc:tables_exist */ SELECT name FROM system.tables WHERE database = 'default' AND name IN (${names.map(literal).join(', ')})`)
+    const existing = new Set(listed.split('\n').filter(Boolean))
+    const missing = names.filter((name) => !existing.has(name))
+    if (!missing.length) return 'run'
+    const unknown = (name: string) => new AnalyticsError(60, 'UNKNOWN_TABLE', `Table default.${name} does not exist`)
+    const kind = /^\w+/.exec(ast)?.[0] ?? ''
+    if (/^Exists(Table|View|Dictionary)Query$/.test(kind)) return 'absent'
+    // EXPLAIN's own lines come first; the statement explained follows.
+    const query = kind === 'Explain' ? statement.replace(/^(EXPLAIN\b[^\n]*\n)+/, '') : statement
+    if (!/^(SelectWithUnionQuery|SelectIntersectExceptQuery|Explain)$/.test(kind) || !/^(SELECT|WITH)\b/.test(query)) throw unknown(missing[0]!)
+    if (analyzerOff) {
+      throw new AnalyticsError(60, 'UNKNOWN_TABLE', `Table default.${missing[0]} does not exist (a query naming its own WITH … AS (subquery) runs with the analyzer on)`)
+    }
+    let tree: string
+    try {
+      tree = await AnalyticsEngine.runOn(session, `EXPLAIN QUERY TREE ${query}`)
+    } catch (err) {
+      // Under readonly the engine refuses a file as a table (READONLY) before reading it, where it
+      // answers a name nothing has as an unknown table or identifier (`x IN name`): all of them are
+      // the same UNKNOWN_TABLE here, so the answer never tells whether a file has the name. Any other
+      // error is the query's own. A writable connection reads the file, and its error may quote it.
+      const error = toAnalyticsError(err)
+      const named = missing.some((name) => error.message.includes(`identifier \`${name}\``))
+      if (!readonly || error.code === 60 || error.code === 164 || named) throw unknown(missing[0]!)
+      throw error
+    }
+    for (const name of missing) {
+      if (tree.includes(`table_name: default.${name}\n`) || tree.includes(`table_name: default.${name},`)) throw unknown(name)
+    }
+    return 'run'
   }
 
   /**
@@ -287,17 +348,11 @@ export class AnalyticsEngine {
    * every table of `default` it names exists (else the engine would read a file by that name), as
    * a server answers a missing one (UNKNOWN_TABLE).
    */
-  private static async checkWritable (session: Session, parsed: ParsedStatement, tableFunctions: TableFunctionNames, database: string | undefined): Promise<void> {
+  private static async checkWritable (session: Session, parsed: ParsedStatement, tableFunctions: TableFunctionNames, database: string | undefined, settings: Record<string, string>): Promise<'run' | 'absent'> {
     sandboxed(() => checkServeFormat(parsed.format))
     const ast = await AnalyticsEngine.runOn(session, `EXPLAIN AST ${parsed.statement}`)
     sandboxed(() => checkServeStatement(parsed.statement, ast, tableFunctions))
-    const wanted = defaultTablesToFind(parsed.statement, ast, !database || database === 'default')
-    if (!wanted.length) return
-    const listed = await AnalyticsEngine.runOn(session,
-      `/* svc:serve_tables_exist */ SELECT name FROM system.tables WHERE database = 'default' AND name IN (${wanted.map(literal).join(', ')})`)
-    const existing = new Set(listed.split('\n').filter(Boolean))
-    const missing = wanted.find((name) => !existing.has(name))
-    if (missing !== undefined) throw new AnalyticsError(60, 'UNKNOWN_TABLE', `Table default.${missing} does not exist`)
+    return AnalyticsEngine.refuseFilesAsTables(session, parsed.statement, ast, !database || database === 'default', analyzerOff(settings), false)
   }
 
   /**
@@ -334,7 +389,7 @@ export class AnalyticsEngine {
     let runner: Session | undefined
     try {
       await AnalyticsEngine.runOn(guard, AnalyticsEngine.readonlySetup(query, undefined))
-      const { statement, format } = await AnalyticsEngine.check(guard, sql, query.defaultFormat, this.tableFunctions)
+      const { statement, format } = await AnalyticsEngine.check(guard, sql, query.defaultFormat, this.tableFunctions, query.settings)
       runner = new this.SessionCtor(this.path)
       await AnalyticsEngine.runOn(runner, runnerSetup)
       // The engine stops the query at max_execution_time; the timeout only answers the client if it did not.
@@ -351,8 +406,9 @@ export class AnalyticsEngine {
       const setup = AnalyticsEngine.writableSetup(query)
       if (setup) await AnalyticsEngine.runOn(session, setup)
       const parsed = await AnalyticsEngine.parse(session, query.sql, query.defaultFormat)
-      await AnalyticsEngine.checkWritable(session, parsed, this.tableFunctions, query.database)
+      const tables = await AnalyticsEngine.checkWritable(session, parsed, this.tableFunctions, query.database, query.settings)
       const { format } = parsed
+      if (tables === 'absent') return await AnalyticsEngine.execute(session, 'SELECT toUInt8(0) AS result', format)
       // The text as sent, not its formatting: formatQuery drops an insert's inline rows (VALUES …).
       return await AnalyticsEngine.execute(session, query.data === undefined ? query.sql : `${query.sql}\n${query.data}`, format)
     } finally {

@@ -415,25 +415,23 @@ export function checkServeStatement (formatted: string, ast: string, tableFuncti
 }
 
 /**
- * The tables of the `default` database a statement for `npm run clickhouse:serve` reads or writes
- * (by their plain names), which must exist: the embedded engine's `default` database reads a file of
- * the directory the process started in as a table when no table has its name (`SELECT * FROM data`).
- * `unqualifiedIsDefault`: whether a name without a database is in `default` (no other `USE`).
- * Names the statement defines itself (`WITH t AS (…)`) are not tables; `EXISTS` and `SHOW CREATE`
- * read no table.
+ * The plain names of `default` a statement names as tables, as `tablesInAst` finds them:
+ * `default.t`, and `t` when `unqualifiedIsDefault` (no other `USE`). Each must be a table of the
+ * service: the embedded engine's `default` database reads a file of the directory the process
+ * started in as a table when no table has its name (`SELECT * FROM (SELECT * FROM Dockerfile)`).
+ * Names a statement defines itself (`WITH t AS (…)`) are listed too: which reference a definition
+ * covers is the engine's to resolve (engine.ts, `refuseFilesAsTables`). `CREATE TABLE t AS other`
+ * names `other` where its `EXPLAIN AST` does not show it.
  */
-export function defaultTablesToFind (formatted: string, ast: string, unqualifiedIsDefault: boolean): string[] {
-  const statement = astNodes(ast)[0]?.node ?? ''
-  if (/^(Exists|ShowCreate)\w*Query\b/.test(statement)) return []
-  const defined = new Set([...formatted.matchAll(/^\s*([A-Za-z_][A-Za-z0-9_]*) AS\n\s*\(/gm)].map((m) => m[1]!))
+export function defaultTableNames (formatted: string, ast: string, unqualifiedIsDefault: boolean): string[] {
   const names = tablesInAst(ast)
-  const copied = statement.startsWith('CreateQuery') ? /^CREATE [^\n]*? AS ([A-Za-z_][A-Za-z0-9_.]*)$/m.exec(formatted)?.[1] : undefined
+  const copied = astNodes(ast)[0]?.node.startsWith('CreateQuery') ? /^CREATE [^\n]*? AS ([A-Za-z_][A-Za-z0-9_.]*)$/m.exec(formatted)?.[1] : undefined
   if (copied) names.push(copied)
   const found = new Set<string>()
   for (const name of names) {
     const parts = name.split('.')
     if (parts.length === 2 && parts[0] === 'default') found.add(parts[1]!)
-    else if (parts.length === 1 && unqualifiedIsDefault && !defined.has(parts[0]!)) found.add(parts[0]!)
+    else if (parts.length === 1 && unqualifiedIsDefault) found.add(parts[0]!)
   }
   return [...found]
 }

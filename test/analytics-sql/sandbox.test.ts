@@ -268,6 +268,60 @@ t.test('a table name that is not a plain name (a path to a file) is refused befo
   }
 })
 
+t.test('a plain name that is no table is never a file of the working directory, whether or not one exists', async (t) => {
+  // The engine's default database reads a file of the process's working directory as a table, even
+  // under readonly inside a subquery; the file here stands for one an operator left there.
+  const name = `sandboxplain${Math.random().toString(36).slice(2)}`
+  const absent = `${name}absent`
+  const file = join(process.cwd(), name)
+  writeFileSync(file, `a,b\n${SECRET},1\n`)
+  t.teardown(() => rmSync(file, { force: true }))
+  const forms = (n: string) => [
+    `SELECT * FROM (SELECT * FROM ${n})`, `WITH x AS (SELECT 1) SELECT * FROM ${n}`, `SELECT * FROM ${n}, system.one`,
+    `SELECT * FROM default.${n}`, `SELECT 'x' IN ${n}`, `DESCRIBE TABLE ${n}`, `SHOW CREATE TABLE ${n}`, `EXPLAIN SELECT * FROM (SELECT * FROM ${n})`,
+    // Outside the scope of a definition of the same name, the name is the file's.
+    `SELECT * FROM (WITH ${n} AS (SELECT 1 AS a) SELECT a FROM ${n}) AS q, ${n}`,
+    `SELECT 1 AS a UNION ALL WITH ${n} AS (SELECT 1 AS a) SELECT a FROM ${n} UNION ALL SELECT a FROM ${n}`,
+  ]
+  const [withFile, without] = [forms(name), forms(absent)]
+  for (const [i, sql] of withFile.entries()) {
+    const res = await post('', sql)
+    const other = await post('', without[i]!)
+    t.equal(res.code, '60', `${sql}: ${res.text}`)
+    t.equal(res.status, 404, sql)
+    t.equal(res.text.replaceAll(name, 'N'), other.text.replaceAll(absent, 'N'), `${sql}: the same answer as for a name no file has`)
+  }
+  for (const n of [name, absent]) {
+    t.equal((await post('', `EXISTS TABLE ${n}`)).text, '0\n', `EXISTS TABLE ${n}`)
+    t.equal((await post('', `EXISTS VIEW default.${n}`)).text, '0\n')
+    t.same(JSON.parse((await post('', `EXISTS TABLE ${n} FORMAT JSON`)).text).meta, [{ name: 'result', type: 'UInt8' }], 'shaped as EXISTS answers')
+    // A name the statement defines is its own, in its scope (nested and in UNION members after it).
+    t.equal((await post('', `WITH ${n} AS (SELECT 1 AS a) SELECT a FROM (SELECT a FROM ${n}) UNION ALL SELECT a FROM ${n}`)).text, '1\n1\n')
+    t.equal((await post('', `WITH ${n} AS (SELECT 2 AS a) SELECT 2 IN ${n}`)).text, '1\n')
+    t.match((await post('', `EXPLAIN WITH ${n} AS (SELECT 1 AS a) SELECT a FROM ${n}`)).text, /ReadFromSystemOne/)
+    // The analyzer decides which references a definition covers; with it off, such a query is refused.
+    const off = await post('?enable_analyzer=0', `WITH ${n} AS (SELECT 1 AS a) SELECT a FROM ${n}`)
+    t.equal(off.code, '60', off.text)
+    t.match(off.text, /runs with the analyzer on/)
+  }
+  // The query's own errors still come through.
+  const typo = await post('', `WITH ${name} AS (SELECT 1 AS a) SELECT b FROM ${name}`)
+  t.equal(typo.code, '47', typo.text)
+  t.equal((await post('', 'EXISTS TABLE system.one')).text, '1\n', 'EXISTS of a table that is there')
+  t.notOk(bodies.some((b) => b.includes(SECRET.slice(10))), 'the file was never read')
+})
+
+t.test('max_block_size is bounded: the engine checks its limits between blocks', async (t) => {
+  for (const value of ['1048577', '100000000000', '0', '-1', '1e6', 'x']) {
+    const res = await post(`?max_block_size=${value}`, 'SELECT count() FROM numbers(10)')
+    t.equal(res.status, 403, `${value}: ${res.text}`)
+    t.match(res.text, /max_block_size must be a whole number from 1 to 1048576/)
+  }
+  for (const value of ['1', '1048576']) {
+    t.equal((await post(`?max_block_size=${value}`, "SELECT getSetting('max_block_size')")).text, `${value}\n`)
+  }
+})
+
 t.test('ordinary query errors a user causes are 4xx, as on a server', async (t) => {
   const columns = await post('', "SELECT 1 FROM system.one WHERE 'a' IN (SELECT 1, 2)")
   t.equal(columns.code, '20', columns.text)

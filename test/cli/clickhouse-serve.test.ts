@@ -193,7 +193,10 @@ t.test('a plain name that is no table is UNKNOWN_TABLE, never a file of the dire
   writeFileSync(file, `a,b\n${secret},1\n`)
   t.teardown(() => rmSync(file, { force: true }))
   for (const query of [`SELECT * FROM ${name}`, `SELECT * FROM default.${name}`, `SELECT 'x' IN ${name}`, `DESCRIBE TABLE ${name}`,
-    `CREATE TABLE ${name}_c AS ${name}`, `INSERT INTO ${name} SELECT 'y', 2`]) {
+    `CREATE TABLE ${name}_c AS ${name}`, `INSERT INTO ${name} SELECT 'y', 2`, `SELECT * FROM (SELECT * FROM ${name})`,
+    `SHOW CREATE TABLE ${name}`,
+    // A reference outside the scope of a definition of the same name is the file's, and refused.
+    `SELECT * FROM (WITH ${name} AS (SELECT 1 AS a) SELECT a FROM ${name}) AS q, ${name}`]) {
     const res = await fetch(`${endpoint.url}/`, { method: 'POST', body: query })
     const text = await res.text()
     t.equal(res.headers.get('x-clickhouse-exception-code'), '60', `${query}: ${text}`)
@@ -201,6 +204,8 @@ t.test('a plain name that is no table is UNKNOWN_TABLE, never a file of the dire
     t.notOk(text.includes(secret), 'the file was not read')
   }
   t.equal((await import('node:fs')).readFileSync(file, 'utf8'), `a,b\n${secret},1\n`, 'nor written')
+  const exists = await fetch(`${endpoint.url}/`, { method: 'POST', body: `EXISTS TABLE ${name}` })
+  t.equal(await exists.text(), '0\n', 'EXISTS answers for the service\'s tables, not for files')
   // A name the statement defines, and tables of another database, are not looked up in default.
   const rs = await client.query({ query: `WITH ${name} AS (SELECT 1 AS a) SELECT a FROM ${name}`, format: 'JSONEachRow' })
   t.same(await rs.json(), [{ a: 1 }])
