@@ -27,7 +27,7 @@ export interface ExportOutcome {
  * window (see SpanMemory).
  */
 export class OtlpService {
-  constructor (private readonly ingestion: IngestionService, private readonly spans: SpanMemory, private readonly scores?: Pick<ScoreIngestionService, 'ingestEvaluations'>) {}
+  constructor (private readonly ingestion: IngestionService, private readonly spans: SpanMemory, private readonly scores?: Pick<ScoreIngestionService, 'ingestEvaluations' | 'contentRefusals'>) {}
 
   /**
    * Builds the request's events from its spans, claims them (spans accepted before, by any
@@ -53,11 +53,19 @@ export class OtlpService {
       // The evaluation results of the spans just stored (those of a re-sent span were stored with it).
       const scores = claim.fresh.flatMap((event, i) => (outcomes[i]!.kind === 'accepted' ? evaluations.get(event) ?? [] : []))
       if (scores.length > 0 && this.scores) {
-        scoresSent = scores.length
+        scoresSent += scores.length
         for (const outcome of await this.scores.ingestEvaluations(caller, scores)) {
           if (outcome.kind !== 'accepted') scoreRefusals.push(outcome.error)
         }
       }
+    }
+    if (claim.repeated > 0 && evaluations.size > 0 && this.scores) {
+      // A re-sent span's results were stored with it: those refused for what they say are told again,
+      // as the first send told them (those refused for the moment, a rate limit, are not retried).
+      const fresh = new Set(claim.fresh)
+      const stored = [...evaluations].flatMap(([event, scores]) => (fresh.has(event) ? [] : scores))
+      scoresSent += stored.length
+      if (stored.length > 0) scoreRefusals.push(...await this.scores.contentRefusals(caller, stored))
     }
     if (accepted === 0 && refusals.length > 0) {
       const refusal = shared(refusals)

@@ -87,25 +87,32 @@ export const configRefusal = (detail: ErrorDetail) =>
 const bodyInvalid = (details: ErrorDetail[]) => new HttpError(400, 'validation_failed', { message: 'the body is not valid', details })
 const noRefusal: RefusalOf = () => null
 
+/**
+ * Why a score is refused for what it says, whenever it is sent (the score schema, the rules between
+ * fields, a publishable key's limits), or null: the `schema` step's rules after the request's own.
+ */
+function scoreContentRefusal (score: unknown, caller: Pick<IngestCaller, 'publishable'>, invalid: (details: ErrorDetail[]) => HttpError): HttpError | null {
+  if (!validateScore(score)) return invalid(toDetails(validateScore.errors))
+  // An agent's name is kept in Postgres, which refuses NUL: refused here, as for events, so that
+  // in a batch only this score is (the store's refusal would fail the whole request).
+  if ((score as IncomingScore).agentId?.includes('\u0000')) return invalidText()
+  const shape = scoreShapeProblems(score as IncomingScore)
+  if (shape.length > 0) return invalid(shape)
+  if (caller.publishable) {
+    if ((score as IncomingScore).source !== 'human') return forbidden('publishable_key_human_scores_only')
+    const limits = publishableScoreProblems(score as IncomingScore)
+    if (limits.length > 0) return invalid(limits)
+  }
+  return null
+}
+
 /** `schema` for scores: the input rules, the score schema, then the rules between fields. */
 function scoreSchemaStep (): ScoreStep {
   return {
     name: 'schema',
     run: (run, items) => items.map((item): Verdict<ScoreAck> => {
-      const refusal = run.refusalOf(item.index)
-      if (refusal !== null) return { kind: 'refused', error: refusal }
-      if (!validateScore(item.event)) return { kind: 'refused', error: run.invalid(toDetails(validateScore.errors)) }
-      // An agent's name is kept in Postgres, which refuses NUL: refused here, as for events, so that
-      // in a batch only this score is (the store's refusal would fail the whole request).
-      if ((item.event as IncomingScore).agentId?.includes('\u0000')) return { kind: 'refused', error: invalidText() }
-      const shape = scoreShapeProblems(item.event as IncomingScore)
-      if (shape.length > 0) return { kind: 'refused', error: run.invalid(shape) }
-      if (run.caller.publishable) {
-        if ((item.event as IncomingScore).source !== 'human') return { kind: 'refused', error: forbidden('publishable_key_human_scores_only') }
-        const limits = publishableScoreProblems(item.event as IncomingScore)
-        if (limits.length > 0) return { kind: 'refused', error: run.invalid(limits) }
-      }
-      return undefined
+      const refusal = run.refusalOf(item.index) ?? scoreContentRefusal(item.event, run.caller, run.invalid)
+      return refusal !== null ? { kind: 'refused', error: refusal } : undefined
     }),
   }
 }
@@ -245,6 +252,29 @@ export class ScoreIngestionService {
     }
     const outcomes = await this.ingest({ caller, source: 'events', invalid: bodyInvalid, refusalOf }, scores)
     return { results: outcomes.map(batchResult), retryAfter: longestRetryAfter(outcomes) }
+  }
+
+  /**
+   * The refusals scores would get for what they say, storing nothing: the schema's rules and the
+   * user's score configs as they are now. A re-sent OTLP export tells these again for the results
+   * of spans stored before.
+   */
+  async contentRefusals (caller: IngestCaller, scores: IncomingScore[]): Promise<HttpError[]> {
+    const refusals: HttpError[] = []
+    const passed: IncomingScore[] = []
+    for (const score of scores) {
+      const refusal = scoreContentRefusal(score, caller, validationFailed)
+      if (refusal !== null) refusals.push(refusal)
+      else passed.push(score)
+    }
+    if (passed.length === 0) return refusals
+    const byName = this.parts.configs.peek(caller.userId) ?? await this.parts.configs.get(caller.userId)
+    for (const score of passed) {
+      const config = byName.get(score.name)
+      const mismatch = config ? configMismatch(score, config) : null
+      if (mismatch) refusals.push(configRefusal(mismatch))
+    }
+    return refusals
   }
 
   /** Scores from OTLP evaluation events, as a batch of any size: each gets its outcome. */

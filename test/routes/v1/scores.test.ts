@@ -37,6 +37,24 @@ t.test('a score is acknowledged from the log, stored, and read back', async (t) 
   })
 })
 
+t.test('the scores of a trace or session with no events of the caller: 200, its scores or none, never another user\'s', async (t) => {
+  const [owner, other] = [await newUser(app), await newUser(app)]
+  const key = await owner.createKey()
+  const [traceId, sessionId] = [randomId('trace-'), randomId('session-')]
+  t.equal((await postScore(app, key.secret, { traceId, name: 'early', value: 1 })).statusCode, 202)
+  t.equal((await postScore(app, key.secret, { sessionId, name: 'early', value: 2 })).statusCode, 202)
+  for (const [path, value] of [[`traces/${traceId}`, 1], [`sessions/${sessionId}`, 2]] as const) {
+    const mine = await app.inject({ method: 'GET', url: `/v1/me/${path}/scores`, headers: owner.auth })
+    t.equal(mine.statusCode, 200)
+    t.match(mine.json().scores, [{ name: 'early', value }], 'a score that came before its events')
+    const theirs = await app.inject({ method: 'GET', url: `/v1/me/${path}/scores`, headers: other.auth })
+    t.equal(theirs.statusCode, 200)
+    t.same(theirs.json(), { scores: [] }, 'another user\'s id finds nothing')
+  }
+  const unknown = await app.inject({ method: 'GET', url: `/v1/me/traces/${randomId('trace-')}/scores`, headers: owner.auth })
+  t.same([unknown.statusCode, unknown.json()], [200, { scores: [] }])
+})
+
 t.test('bad scores are refused naming the field', async (t) => {
   const user = await newUser(app)
   const key = await user.createKey()
@@ -78,7 +96,9 @@ t.test('a scoreId sent again replaces the score: stored as one, the last write w
   const { scores } = await listScores(app, user)
   t.equal(scores.length, 2, 'one score per id')
   t.same(scores.map((s) => [s.scoreId, s.value, s.comment]).sort(), [['run-1/b', 0.6, null], ['run-1/q', 0.9, 'rejudged']])
-  t.equal(await stored.writesOf(user.id, 'run-1/q'), 2, 'both writes are kept until a merge; reads see one')
+  // Both writes are stored until a background merge keeps the latest alone (it may have run already): reads see one either way.
+  const writes = await stored.writesOf(user.id, 'run-1/q')
+  t.ok(writes === 1 || writes === 2, `${writes} writes stored`)
 
   const summary = (await app.inject({ method: 'GET', url: '/v1/me/scores/summary', headers: user.auth })).json()
   t.equal(summary.names[0].count, 2, 'counted once each in the summary')
@@ -308,7 +328,9 @@ t.test('OTLP gen_ai.evaluation.result span events become scores of their span, o
   const first = await send()
   t.equal(first.statusCode, 200, first.body)
   t.match(first.json(), { partialSuccess: { errorMessage: /1 of 3 evaluation results refused: 1 validation_failed \(score_config_mismatch\)/ } })
-  t.equal((await send()).statusCode, 200, 're-sent')
+  const again = await send()
+  t.equal(again.statusCode, 200, 're-sent')
+  t.same(again.json(), first.json(), 'a re-sent export tells the refused evaluation result again')
 
   const { scores } = (await app.inject({ method: 'GET', url: `/v1/me/traces/${traceId}/scores`, headers: user.auth })).json()
   t.equal(scores.length, 2, 'one score per valid evaluation result, stored once')
