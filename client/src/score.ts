@@ -46,6 +46,21 @@ function text (s: Record<string, unknown>, key: string, max: number, problems: P
 }
 
 /**
+ * The service's rule for a score's name: 1-200 characters (code points), composed (NFC), no control,
+ * format (zero-width, bidi) or other invisible characters (Default_Ignorable, the blank Braille
+ * pattern), no whitespace at either end, so that no name passes for another.
+ */
+const DISTINCT = /^[^\p{Cc}\p{Cf}\p{DI}\u2800\s](?:[^\p{Cc}\p{Cf}\p{DI}\u2800]*[^\p{Cc}\p{Cf}\p{DI}\u2800\s])?$/u
+const DISTINCT_RULE = 'must be 1 to 200 characters in composed Unicode form (NFC), without control or invisible characters (zero-width, bidi, fillers, variation selectors) and without whitespace at the start or end'
+
+function distinctText (s: Record<string, unknown>, key: string, problems: Problem[]): void {
+  const v = s[key]
+  if (v === undefined) return
+  if (typeof v !== 'string') problems.push({ path: [key], message: 'must be string' })
+  else if ([...v].length > 200 || !DISTINCT.test(v) || v.normalize('NFC') !== v) problems.push({ path: [key], message: DISTINCT_RULE })
+}
+
+/**
  * Checks a score (the client's plain JSON copy) as the service would and completes it in place:
  * `agentId`, `source` and `scoreId` filled where absent, `comment` and `metadata` as the privacy
  * level lets them leave. Returns the problems; none means the score may be queued.
@@ -55,8 +70,7 @@ export function checkScore (s: Record<string, unknown>, agentId: string | undefi
   if (s === null || typeof s !== 'object' || Array.isArray(s)) return [{ path: [], message: 'must be object' }]
   for (const key of Object.keys(s)) if (!FIELDS.has(key)) problems.push({ path: [key], message: 'is not a field of a score' })
   if (s.name === undefined) problems.push({ path: ['name'], message: 'is required' })
-  // eslint-disable-next-line no-control-regex -- control characters are what the rule refuses
-  text(s, 'name', 200, problems, /^[^\x00-\x1F\x7F]+$/, 'without control characters')
+  distinctText(s, 'name', problems)
   const targets = TARGETS.filter((k) => s[k] !== undefined)
   if (targets.length !== 1) problems.push({ path: targets.length ? [targets[1]!] : ['traceId'], message: 'exactly one of traceId, sessionId, eventId is required' })
   for (const k of [...TARGETS, 'spanId']) text(s, k, 200, problems)

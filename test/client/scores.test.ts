@@ -4,6 +4,8 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { AgentTelemetry, type TelemetryError } from 'agent-telemetry-client'
 import { buildTestApp, newUser, randomId, shipped, type TestUser } from '../helpers/app.ts'
+import { bodyAjv } from '../../src/validation.ts'
+import { scoreName } from '../../schemas/score.ts'
 
 // score(): scores checked at the call, queued beside events, sent to /v1/scores/batch and stored once.
 
@@ -63,6 +65,20 @@ t.test('200 scores, then shutdown(): each stored once; an invalid score is dropp
   t.ok(scores.every((s) => /^sc-/.test(s.scoreId)), 'the client named each score')
   t.ok(scores.find((s) => s.spanId === 'span-2' && s.boolean === true))
   await shipped(app)
+})
+
+t.test('score names: the client refuses at the call exactly the names the service refuses', async (t) => {
+  const serviceTakes = bodyAjv.compile(scoreName)
+  const client = new AgentTelemetry({ apiKey: 'at_live_unused', baseUrl: 'http://127.0.0.1:9', agentId: 'names', onError: () => {} })
+  t.teardown(() => client.shutdown(10).catch(() => {}))
+  const names = [
+    'helpfulness', 'café', 'cafe\u0301', 'acc ', ' acc', 'a c', 'acc\u200b', 'acc\u034f', 'acc\ufe0f', 'acc\u115f', 'acc\u2800', 'acc\u202e',
+    'acc\u0000', 'acc\n', 'acc\t', '', ' ', '🙂', '🙂'.repeat(200), '🙂'.repeat(201), 'x'.repeat(200), 'x'.repeat(201), '支付失败', 'Ａ', 'a\u00a0b', 'a\u00a0',
+  ]
+  for (const name of names) {
+    const takes = serviceTakes(name)
+    t.equal(client.score({ traceId: 'trace-names', name, value: 1 }), takes, `${JSON.stringify(name)}: ${takes ? 'accepted' : 'refused'} by both`)
+  }
 })
 
 t.test('an answer lost on the way back: the retried score batch is stored once', async (t) => {
