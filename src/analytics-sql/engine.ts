@@ -209,41 +209,43 @@ export class AnalyticsEngine {
   }
 
   /**
-   * A read-only connection's setup: with caps, the caller's allowed settings under our caps (the
-   * connection that runs the query); without, the parameters alone (the one that checks it).
+   * A read-only connection's setup: the query's parameters, the caller's allowed settings, our caps
+   * (a caller may lower them), then `readonly = 1`. The connection that checks a query gets it with no
+   * settings of the caller's: the check may compute too (the analyzer runs scalar subqueries).
    */
-  private static readonlySetup (query: AnalyticsQuery, caps: AnalyticsCaps | undefined): string {
+  private static readonlySetup (query: AnalyticsQuery, caps: AnalyticsCaps): string {
     const statements = AnalyticsEngine.paramStatements(query)
-    if (caps) {
-      const chosen: Record<string, string> = {}
-      for (const [name, value] of Object.entries(query.settings)) {
-        if (!NAME.test(name)) throw new AnalyticsError(115, 'UNKNOWN_SETTING', `Unknown setting ${name}`)
-        if (name === 'readonly') continue
-        const cap = CAPPED[name]
-        if (cap) {
-          const asked = Number(value)
-          if (!Number.isFinite(asked) || asked < 0) throw new AnalyticsError(72, 'CANNOT_PARSE_NUMBER', `Cannot parse ${name} = ${value}`)
-          if (asked > 0 && asked < caps[cap]) chosen[name] = String(Math.floor(asked))
-          continue
-        }
-        sandboxed(() => checkAnalystSetting(name))
-        if (name === 'max_block_size' && !(/^\s*\d+\s*$/.test(value) && Number(value) >= 1 && Number(value) <= MAX_BLOCK_SIZE)) {
-          throw refuse(`max_block_size must be a whole number from 1 to ${MAX_BLOCK_SIZE} on the analysts' port (got ${value})`)
-        }
-        chosen[name] = value
+    const chosen: Record<string, string> = {}
+    for (const [name, value] of Object.entries(query.settings)) {
+      if (!NAME.test(name)) throw new AnalyticsError(115, 'UNKNOWN_SETTING', `Unknown setting ${name}`)
+      if (name === 'readonly') continue
+      const cap = CAPPED[name]
+      if (cap) {
+        const asked = Number(value)
+        if (!Number.isFinite(asked) || asked < 0) throw new AnalyticsError(72, 'CANNOT_PARSE_NUMBER', `Cannot parse ${name} = ${value}`)
+        // The engine reads 0 as no limit: a value that would reach it as 0 (a fraction of a unit,
+        // under a millisecond of time) is no lower cap, and the cap applies.
+        const lowered = cap === 'maxExecutionSeconds' ? Math.floor(asked * 1000) / 1000 : Math.floor(asked)
+        if (lowered > 0 && lowered < caps[cap]) chosen[name] = String(lowered)
+        continue
       }
-      for (const [name, value] of Object.entries(chosen)) statements.push(`SET ${name} = ${literal(value)}`)
-      statements.push(
-        `SET max_execution_time = ${chosen.max_execution_time ?? caps.maxExecutionSeconds}`,
-        `SET max_memory_usage = ${chosen.max_memory_usage ?? caps.maxMemoryBytes}`,
-        `SET max_result_rows = ${chosen.max_result_rows ?? caps.maxResultRows}`,
-        `SET max_result_bytes = ${chosen.max_result_bytes ?? caps.maxResultBytes}`,
-        `SET max_threads = ${chosen.max_threads ?? caps.maxThreads}`,
-        "SET result_overflow_mode = 'throw'",
-        "SET timeout_overflow_mode = 'throw'",
-        'SET allow_introspection_functions = 0',
-      )
+      sandboxed(() => checkAnalystSetting(name))
+      if (name === 'max_block_size' && !(/^\s*\d+\s*$/.test(value) && Number(value) >= 1 && Number(value) <= MAX_BLOCK_SIZE)) {
+        throw refuse(`max_block_size must be a whole number from 1 to ${MAX_BLOCK_SIZE} on the analysts' port (got ${value})`)
+      }
+      chosen[name] = value
     }
+    for (const [name, value] of Object.entries(chosen)) statements.push(`SET ${name} = ${literal(value)}`)
+    statements.push(
+      `SET max_execution_time = ${chosen.max_execution_time ?? caps.maxExecutionSeconds}`,
+      `SET max_memory_usage = ${chosen.max_memory_usage ?? caps.maxMemoryBytes}`,
+      `SET max_result_rows = ${chosen.max_result_rows ?? caps.maxResultRows}`,
+      `SET max_result_bytes = ${chosen.max_result_bytes ?? caps.maxResultBytes}`,
+      `SET max_threads = ${chosen.max_threads ?? caps.maxThreads}`,
+      "SET result_overflow_mode = 'throw'",
+      "SET timeout_overflow_mode = 'throw'",
+      'SET allow_introspection_functions = 0',
+    )
     statements.push('SET readonly = 1')
     return statements.join('; ')
   }
@@ -333,7 +335,7 @@ export class AnalyticsEngine {
       // the same UNKNOWN_TABLE here, so the answer never tells whether a file has the name. Any other
       // error is the query's own. A writable connection reads the file, and its error may quote it.
       const error = toAnalyticsError(err)
-      const named = missing.some((name) => error.message.includes(`identifier \`${name}\``))
+      const named = missing.some((name) => error.message.includes(`identifier \`${name}\``) || error.message.includes(`identifier \`default.${name}\``))
       if (!readonly || error.code === 60 || error.code === 164 || named) throw unknown(missing[0]!)
       throw error
     }
@@ -388,7 +390,7 @@ export class AnalyticsEngine {
     const guard = new this.SessionCtor(this.path)
     let runner: Session | undefined
     try {
-      await AnalyticsEngine.runOn(guard, AnalyticsEngine.readonlySetup(query, undefined))
+      await AnalyticsEngine.runOn(guard, AnalyticsEngine.readonlySetup({ ...query, settings: {} }, caps))
       const { statement, format } = await AnalyticsEngine.check(guard, sql, query.defaultFormat, this.tableFunctions, query.settings)
       runner = new this.SessionCtor(this.path)
       await AnalyticsEngine.runOn(runner, runnerSetup)

@@ -238,12 +238,24 @@ function settingsNamed (formatted: string): string[] {
   return [...clause[1]!.matchAll(/(?:^|,\s*)`?([A-Za-z_][A-Za-z0-9_]*)`?\s*=/g)].map((m) => m[1]!)
 }
 
-/** The output format named in an `EXPLAIN AST` listing: the statement's own `Identifier` child. */
-export function formatInAst (ast: string): string | null {
+/**
+ * The database `SHOW TABLES FROM db` (or `IN db`) lists, from the statement's formatting: the first
+ * of the statement's own identifiers then names it, not a format.
+ */
+function showsDatabase (formatted: string | undefined): boolean {
+  return formatted !== undefined && /^SHOW\b[^\n]*? (?:FROM|IN) /.test(formatted)
+}
+
+/**
+ * The output format named in an `EXPLAIN AST` listing: the statement's own `Identifier` child (after
+ * the database of `SHOW TABLES FROM db`, told by the statement's `formatted` text).
+ */
+export function formatInAst (ast: string, formatted?: string): string | null {
   const nodes = astNodes(ast)
   const statement = nodes[0]
   if (!statement) return null
   const own = nodes.filter((n) => n.parent === statement && /^Identifier \S+$/.test(n.node))
+  if (statement.node.startsWith('ShowTables') && showsDatabase(formatted)) own.shift()
   // A statement's own identifiers: a SELECT's or EXPLAIN's is its FORMAT; DESCRIBE and SHOW name tables in theirs.
   if (!/^(SelectWithUnionQuery|SelectIntersectExceptQuery|Explain|DescribeQuery|ShowTables|ShowColumns|ShowFunctions|ShowEngineQuery|ShowSetting|ShowProcesslistQuery)\b/.test(statement.node)) return null
   const last = own[own.length - 1]
@@ -336,8 +348,17 @@ export function checkAnalystStatement (formatted: string, ast: string, tableFunc
       }
     }
   }
+  if (kind === 'ShowTables') {
+    // SHOW TABLES, DATABASES, DICTIONARIES, SETTINGS, MERGES read allowed tables; SHOW CLUSTER(S)
+    // reads system.clusters and SHOW FILESYSTEM CACHES the caches, which are not.
+    if (!/^SHOW (?:FULL )?(?:TEMPORARY )?(?:TABLES|DATABASES|DICTIONARIES|SETTINGS|MERGES)\b/.test(formatted)) {
+      throw new SandboxRefusal(`${/^SHOW (?:\w+ ?){1,2}/.exec(formatted)?.[0]?.trim() ?? 'This SHOW'} is not allowed on the analysts' port`)
+    }
+    const database = showsDatabase(formatted) ? /^Identifier (\S+)/.exec(nodes.find((n) => n.parent === nodes[0] && n.node.startsWith('Identifier '))?.node ?? '')?.[1] : undefined
+    if (database !== undefined && !ANALYST_DATABASES.has(database)) throw new SandboxRefusal(`Database ${database} is not allowed: only the service's tables (default) can be read`)
+  }
   for (const table of tablesInAst(ast)) refuseTable(table)
-  const format = formatInAst(ast)
+  const format = formatInAst(ast, formatted)
   if (format !== null) analystFormat(format)
 }
 

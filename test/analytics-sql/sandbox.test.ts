@@ -282,6 +282,7 @@ t.test('a plain name that is no table is never a file of the working directory, 
     // Outside the scope of a definition of the same name, the name is the file's.
     `SELECT * FROM (WITH ${n} AS (SELECT 1 AS a) SELECT a FROM ${n}) AS q, ${n}`,
     `SELECT 1 AS a UNION ALL WITH ${n} AS (SELECT 1 AS a) SELECT a FROM ${n} UNION ALL SELECT a FROM ${n}`,
+    `SELECT 1 IN default.${n}`, `SELECT 1 IN \`default\`.\`${n}\``, `WITH ${n} AS (SELECT 1 AS a) SELECT 1 IN default.${n}`,
   ]
   const [withFile, without] = [forms(name), forms(absent)]
   for (const [i, sql] of withFile.entries()) {
@@ -309,6 +310,26 @@ t.test('a plain name that is no table is never a file of the working directory, 
   t.equal(typo.code, '47', typo.text)
   t.equal((await post('', 'EXISTS TABLE system.one')).text, '1\n', 'EXISTS of a table that is there')
   t.notOk(bodies.some((b) => b.includes(SECRET.slice(10))), 'the file was never read')
+})
+
+t.test('a cap lowered to a fraction is no lower cap (the engine would read 0, no limit); the check runs under the caps too', async (t) => {
+  const caps = "SELECT getSetting('max_threads'), getSetting('max_memory_usage'), getSetting('max_execution_time'), getSetting('max_result_rows'), getSetting('max_result_bytes')"
+  const fractions = await post('?max_threads=0.5&max_memory_usage=0.5&max_execution_time=0.0001&max_result_rows=0.5&max_result_bytes=0.99', caps)
+  t.equal(fractions.text, `1\t${256 * 1024 * 1024}\t10\t1000\t${10 * 1024 * 1024}\n`, 'the caps, not 0')
+  const lowered = await post('?max_threads=1&max_memory_usage=1000000.7&max_execution_time=2.5&max_result_rows=10.9&max_result_bytes=4096', caps)
+  t.equal(lowered.text, '1\t1000000\t2.5\t10\t4096\n', 'lowered, whole units (time to the millisecond)')
+  // The analyzer computes scalar subqueries while it checks a query naming its own WITH: under the caps.
+  const checked = await post('', "WITH x AS (SELECT 1 AS a) SELECT (SELECT throwIf(getSetting('max_memory_usage') = 0, 'the check ran without caps')) FROM x")
+  t.equal(checked.status, 200, checked.text)
+  t.equal(checked.text, '0\n')
+})
+
+t.test('SHOW of what is not allowed is refused; SHOW TABLES FROM an allowed database works', async (t) => {
+  await refusesAll(t, ['SHOW CLUSTERS', "SHOW CLUSTER 'default'", 'SHOW FILESYSTEM CACHES', "SHOW CLUSTERS LIKE 'x'"])
+  t.equal((await post('', "SHOW TABLES FROM system LIKE 'one'")).text, 'one\n')
+  t.equal((await post('', "SHOW TABLES IN system LIKE 'one' FORMAT JSONEachRow")).text, '{"name":"one"}\n')
+  t.equal((await post('', "SHOW DATABASES LIKE 'system'")).text, 'system\n')
+  t.equal((await post('', "SHOW SETTINGS LIKE 'max_threads'")).status, 200)
 })
 
 t.test('max_block_size is bounded: the engine checks its limits between blocks', async (t) => {
