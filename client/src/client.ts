@@ -13,7 +13,7 @@ export type { TelemetryScore } from './score.js'
 export interface TelemetryEvent {
   agentId?: string
   /** ISO 8601 or unix milliseconds; `track()` sets the time of the call when absent. */
-  timestamp?: string | number
+  timestamp?: string | number | Date
   type?: 'reasoning' | 'tool' | 'tx' | 'decision' | 'action' | 'error'
   input?: { prompt?: string; context?: Record<string, unknown> }
   reasoning?: string
@@ -93,6 +93,8 @@ export interface AgentTelemetryOptions {
   maxQueueBytes?: number
   /** Bytes of JSON in one request (default 4 MiB, under the service's 5 MiB batch limit). */
   maxBatchBytes?: number
+  /** Bytes of JSON in one event or score (default 1 MiB, the service's `BODY_LIMIT` for one item): a larger one is dropped as `too_large` rather than sent. */
+  maxItemBytes?: number
   /** Requests under way at once (default 1: events arrive in order; 1 to 16). More take a busy client's batches to the service side by side. */
   maxInFlight?: number
   /** Retries of one batch before its events are dropped (default 10). */
@@ -193,10 +195,17 @@ export class AgentTelemetry {
   private readonly counters = { retries: 0, replayed: 0, redactions: 0 }
 
   constructor (options: AgentTelemetryOptions) {
+    if (options === null || typeof options !== 'object') throw new TypeError('new AgentTelemetry(options): options must be an object with at least apiKey and baseUrl')
     const level = options.privacyLevel ?? 'standard'
     if (!PRIVACY_LEVELS.includes(level)) throw new TypeError(`privacyLevel must be one of ${PRIVACY_LEVELS.join(', ')}`)
     checkApiKey(options.apiKey)
     checkBaseUrl(options.baseUrl)
+    // An agentId the service refuses would drop every event that takes it, so it is refused here.
+    if (options.agentId !== undefined && (typeof options.agentId !== 'string' || options.agentId.length < 1 || options.agentId.length > 120 || options.agentId.includes('\u0000'))) {
+      throw new TypeError(`agentId must be a string of 1 to 120 characters without NUL (got ${typeof options.agentId === 'string' ? `${options.agentId.length} characters` : typeof options.agentId})`)
+    }
+    if (options.onError !== undefined && typeof options.onError !== 'function') throw new TypeError(`onError must be a function (got ${typeof options.onError})`)
+    if (options.fetch !== undefined && typeof options.fetch !== 'function') throw new TypeError(`fetch must be a function (got ${typeof options.fetch})`)
     const fetchFn = options.fetch ?? globalThis.fetch
     if (typeof fetchFn !== 'function') throw new TypeError('no fetch in this runtime: pass options.fetch')
     this.o = {
@@ -209,6 +218,7 @@ export class AgentTelemetry {
       maxQueue: numberOption(options, 'maxQueue', 10_000, 1, Number.MAX_SAFE_INTEGER, true),
       maxQueueBytes: numberOption(options, 'maxQueueBytes', 16 * 1024 * 1024, 1024, Number.MAX_SAFE_INTEGER, true),
       maxBatchBytes: numberOption(options, 'maxBatchBytes', 4 * 1024 * 1024, 1024, MAX_BATCH_BYTES, true),
+      maxItemBytes: numberOption(options, 'maxItemBytes', 1024 * 1024, 1024, MAX_BATCH_BYTES, true),
       maxInFlight: numberOption(options, 'maxInFlight', 1, 1, MAX_IN_FLIGHT, true),
       maxRetries: numberOption(options, 'maxRetries', 10, 0, 1_000_000, true),
       retryBaseMs: numberOption(options, 'retryBaseMs', 500, 1, MAX_MS),
@@ -283,6 +293,9 @@ export class AgentTelemetry {
     const json = JSON.stringify(copy)
     const bytes = utf8Length(json)
     if (bytes + 16 > this.o.maxBatchBytes) return this.drop('too_large', 1, `${bytes} bytes of JSON, over maxBatchBytes (${this.o.maxBatchBytes})`, undefined, ch.kind)
+    if (bytes > this.o.maxItemBytes) return this.drop('too_large', 1, `${bytes} bytes of JSON, over maxItemBytes (${this.o.maxItemBytes}, the service's limit for one ${ch.kind})`, undefined, ch.kind)
+    // One that could never fit the queue would only empty it.
+    if (bytes > this.o.maxQueueBytes) return this.drop('too_large', 1, `${bytes} bytes of JSON, over maxQueueBytes (${this.o.maxQueueBytes})`, undefined, ch.kind)
     const q = ch.queue
     while (q.length > 0 && (q.length >= this.o.maxQueue || q.bytes + bytes > this.o.maxQueueBytes)) {
       q.shift()
@@ -360,7 +373,8 @@ export class AgentTelemetry {
   }
 
   private runSpan<R> (name: string, fn: (span: Span) => R, fields: SpanFields, parent: SpanContext | null): R {
-    const span = new Span(this, name, fields, parent)
+    if (typeof fn !== 'function') throw new TypeError(`span ${String(name)}: the second argument must be the function the span runs (or use startSpan())`)
+    const span = new Span(this, name, fields ?? {}, parent)
     let result: R
     try {
       result = runInSpan(span, () => fn(span))
@@ -579,8 +593,13 @@ export class AgentTelemetry {
 
   private report (error: TelemetryError): void {
     try {
-      if (this.o.onError) this.o.onError(error)
-      else if (!this.warned.has(error.reason)) {
+      if (this.o.onError) {
+        // An async handler's rejection is the caller's too: it must not become an unhandled one.
+        const returned = this.o.onError(error) as unknown
+        if (returned instanceof Promise || (typeof returned === 'object' && returned !== null && typeof (returned as { then?: unknown }).then === 'function')) {
+          Promise.resolve(returned).catch(() => {})
+        }
+      } else if (!this.warned.has(error.reason)) {
         this.warned.add(error.reason)
         console.warn(`agent-telemetry-client: ${error.reason}: ${error.message} (further ${error.reason} reports are counted in stats(), not logged)`)
       }
@@ -616,7 +635,10 @@ export class Span implements SpanContext {
 
   /** Adds fields to the span's event (model, tokens, tool, ...); metadata is merged. */
   set (fields: SpanFields): this {
-    this.fields = { ...this.fields, ...fields, metadata: { ...this.fields.metadata, ...fields.metadata } }
+    // Not fields (null, a string): nothing to add; the span goes on, as track() never throws.
+    if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) return this
+    const metadata = fields.metadata !== null && typeof fields.metadata === 'object' ? fields.metadata : {}
+    this.fields = { ...this.fields, ...fields, metadata: { ...this.fields.metadata, ...metadata } }
     return this
   }
 
@@ -692,7 +714,7 @@ const MAX_MS = 2_147_483_647
 // Under the service's default 5 MiB BATCH_BODY_LIMIT, with room for the envelope.
 const MAX_BATCH_BYTES = 5 * 1024 * 1024 - 1024
 
-type NumberOptionName = 'flushAt' | 'flushIntervalMs' | 'maxQueue' | 'maxQueueBytes' | 'maxBatchBytes' | 'maxInFlight' | 'maxRetries' | 'retryBaseMs' | 'retryMaxMs' | 'requestTimeoutMs'
+type NumberOptionName = 'flushAt' | 'flushIntervalMs' | 'maxQueue' | 'maxQueueBytes' | 'maxBatchBytes' | 'maxItemBytes' | 'maxInFlight' | 'maxRetries' | 'retryBaseMs' | 'retryMaxMs' | 'requestTimeoutMs'
 
 /**
  * A number option, or its default when absent: one that is not a number (`'100'` from an environment

@@ -38,21 +38,40 @@ export interface PostOptions {
   signal?: AbortSignal
 }
 
-/** POSTs one batch body and classifies the answer. Never throws. */
+/**
+ * POSTs one batch body and classifies the answer. Never throws. The timeout and the client's own
+ * abort end the wait whether or not `fetch` heeds the signal (a wrapper may not pass it on): the
+ * request is then abandoned, and its batch retried under the same key.
+ */
 export async function postBatch (o: PostOptions): Promise<Attempt> {
   const abort = new AbortController()
-  const timer = setTimeout(() => abort.abort(), o.timeoutMs)
+  let gaveUp: () => void = () => {}
+  const abandoned = new Promise<never>((_resolve, reject) => { gaveUp = () => reject(new Error('abandoned')) })
+  abandoned.catch(() => {})
+  const stop = () => {
+    abort.abort()
+    gaveUp()
+  }
+  const timer = setTimeout(stop, o.timeoutMs)
   if (o.unref) (timer as { unref?: () => void }).unref?.()
-  const stop = () => abort.abort()
   o.signal?.addEventListener('abort', stop)
   try {
-    const res = await o.fetch(o.url, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${o.apiKey}`, 'content-type': 'application/json', 'idempotency-key': o.idempotencyKey },
-      body: o.body,
-      signal: abort.signal,
-    })
-    const text = await res.text()
+    const answer = (async () => {
+      const res = await o.fetch(o.url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${o.apiKey}`, 'content-type': 'application/json', 'idempotency-key': o.idempotencyKey },
+        body: o.body,
+        signal: abort.signal,
+        // A redirect would turn the POST into a GET elsewhere: it is an answer of its own, said as one.
+        redirect: 'manual',
+      })
+      return { res, text: await res.text() }
+    })()
+    answer.catch(() => {})
+    const { res, text } = await Promise.race([answer, abandoned])
+    if ((res.status >= 300 && res.status < 400) || res.type === 'opaqueredirect') {
+      return { kind: 'refused', status: res.status, reason: `redirected_${res.status}${res.headers.get('location') ? ` to ${res.headers.get('location')}` : ''}: set baseUrl to the service's own address` }
+    }
     const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'))
     if (res.status === 207 || (res.status >= 200 && res.status < 300)) {
       const results = readResults(text)

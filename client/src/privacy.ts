@@ -21,7 +21,13 @@ export const PRIVACY_LEVELS: readonly PrivacyLevel[] = ['minimal', 'standard', '
  * (a string or pattern any match contains, tested first, as gitleaks' keywords are) and an optional
  * check of a match (a card number's checksum).
  */
-interface Scrubber { label: string; pattern: string; gate: string | readonly string[] | RegExp; check?: (match: string) => boolean }
+interface Scrubber {
+  label: string
+  pattern: string
+  gate: string | readonly string[] | RegExp
+  /** Whether the match is one (true), or how many of its first characters are (0: none). */
+  check?: (match: string) => boolean | number
+}
 
 /** Luhn's checksum over the digits of `text`; card numbers have 13 to 19 digits. */
 export function luhn (text: string): boolean {
@@ -34,6 +40,31 @@ export function luhn (text: string): boolean {
     sum += d
   }
   return sum % 10 === 0
+}
+
+/**
+ * How many first characters of a run of digit groups are a card number: the longest run of whole
+ * groups with 13 to 19 digits that passes Luhn's check (`4111 1111 1111 1111 12/27` is a card and
+ * its expiry month), or 0. Cards are printed in groups of 3 to 6 digits (or none), so a run holding
+ * a shorter group (`1 2 3 …`) is none. A card after other digits (`ref 12 4111 …`) is found from a
+ * later start.
+ */
+export function cardPrefix (match: string): number {
+  let digits = ''
+  let group = 0
+  let longest = 0
+  for (let i = 0; i < match.length; i++) {
+    const c = match[i]!
+    if (c < '0' || c > '9') continue
+    digits += c
+    group++
+    const groupEnds = i + 1 === match.length || match[i + 1] === ' ' || match[i + 1] === '-'
+    if (!groupEnds) continue
+    if (group < 3) break
+    group = 0
+    if (digits.length >= 13 && digits.length <= 19 && luhn(digits)) longest = i + 1
+  }
+  return longest
 }
 
 /** Words that follow "Bearer " in prose rather than a token. */
@@ -74,7 +105,7 @@ export const SCRUBBERS: readonly Scrubber[] = [
   { label: 'url_credentials', gate: '://', pattern: '(?<=://)[^\\s:/?#@]{1,256}:[^\\s/?#@]{1,256}(?=@)' },
   // Documents the rule; scrubEmails (below) applies it, in any script.
   { label: 'email', gate: '@', pattern: '[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\\.){1,8}[A-Za-z]{2,24}\\b' },
-  { label: 'card_number', gate: /\d(?:[ -]?\d){12}/, pattern: '\\b\\d(?:[ -]?\\d){12,18}\\b', check: luhn },
+  { label: 'card_number', gate: /\d(?:[ -]?\d){12}/, pattern: '\\b\\d(?:[ -]?\\d){12,18}\\b', check: cardPrefix },
   { label: 'phone', gate: /\+\d|\(\d|\d{3}[.-]\d{3}/, pattern: '(?:\\+[1-9]\\d{0,2}[ .-]?(?:\\(\\d{1,4}\\)[ .-]?)?\\d{2,4}(?:[ .-]?\\d{2,4}){1,4}|\\(\\d{3}\\)[ .-]?\\d{3}[ .-]\\d{4}|\\b\\d{3}[.-]\\d{3}[.-]\\d{4})\\b' },
 ]
 
@@ -154,7 +185,7 @@ function fold (text: string): string {
  * replacements. Rules match the text with fullwidth and small forms folded to ASCII by NFKC
  * (`jane＠example.com`, `４１１１ １１１１ …`); what is not replaced is sent as it was written.
  */
-export function scrubText (source: string, count: { n: number }): string {
+export function scrubText (source: string, count: { n: number } = { n: 0 }): string {
   if (source.length < 6) return source
   let text = fold(source)
   let mask = 0
@@ -188,10 +219,16 @@ function replaceRules (text: string, source: string, mask: number, count: { n: n
     for (let i = 0; i < SCRUBBERS.length; i++) {
       if (m[i + 1] === undefined) continue
       const scrubber = SCRUBBERS[i]!
-      if (scrubber.check && !scrubber.check(m[0])) break
+      const verdict = scrubber.check ? scrubber.check(m[0]) : true
+      if (verdict === false || verdict === 0) {
+        // Not one as a whole; one may start inside it (`basic Basic dXNl…`, `ref 12 4111 …`).
+        re.lastIndex = m.index + 1
+        break
+      }
       count.n++
       out += source.slice(done, m.index) + `[redacted:${scrubber.label}]`
-      done = m.index + m[0].length
+      done = m.index + (verdict === true ? m[0].length : verdict)
+      re.lastIndex = done
       break
     }
   }

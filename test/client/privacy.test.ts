@@ -38,6 +38,10 @@ t.test('standard: short bearer tokens, addresses in any script or at localhost, 
     ['mail 张伟@例子.中国 now', 'mail [redacted:email] now'], ['jose@café.fr', '[redacted:email]'], ['üser@exämple.de.', '[redacted:email].'],
     ['ssh jane@localhost', 'ssh [redacted:email]'], ['write to jane＠example.com…', 'write to [redacted:email]…'],
     ['card ４１１１ １１１１ １１１１ １１１１ — ok', 'card [redacted:card_number] — ok'], ['jane﹫example.org', '[redacted:email]'],
+    // A card beside other digits: its expiry and code, a reference before it; Basic after a word of its own.
+    ['Card: 4111 1111 1111 1111 12/27 123', 'Card: [redacted:card_number] 12/27 123'], ['4111 1111 1111 1111 123', '[redacted:card_number] 123'],
+    ['ref 12 4111 1111 1111 1111', 'ref 12 [redacted:card_number]'], ['order 1234 4111-1111-1111-1111', 'order 1234 [redacted:card_number]'],
+    ['basic Basic dXNlcjpwYXNzd29yZA==', 'basic [redacted:basic_auth]'],
   ]
   for (const [text, expected] of cases) t.equal(scrub(text), expected, text)
   for (const text of ['use a Bearer token here', 'the bearer of bad news', 'Basic setup is easy', 'npm i react@latest', 'pkg@1.2.3', 'naïve café （注） text', '４１１１ １１１１ １１１１ １１１２']) {
@@ -59,7 +63,7 @@ t.test('standard: keys are scrubbed as values are, and never overwrite one anoth
 
 t.test('standard leaves look-alikes that are not data', async (t) => {
   for (const text of ['card 4111 1111 1111 1112 (checksum fails)', 'version 1.2.3.4', 'at 2026-05-01T10:00:00+05:30', 'took 1234567 ms',
-    'order 12345', 'sk-short', 'see https://example.com/a/b', 'id 550e8400-e29b-41d4-a716-446655440000', 'ts 1714557600000']) {
+    'order 12345', 'sk-short', '1 2 3 4 5 6 7 8 9 1 2 3 4 5 6 7 8 9 0', '1 2 3 4 5 6 7 8 9 1 2 3 4 5 6 7 8 9 4', 'see https://example.com/a/b', 'id 550e8400-e29b-41d4-a716-446655440000', 'ts 1714557600000']) {
     t.equal(scrub(text), text, text)
   }
   t.ok(luhn('4111111111111111'))

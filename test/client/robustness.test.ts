@@ -1,0 +1,111 @@
+import './built-client.ts'
+import t from 'tap'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { AgentTelemetry, type TelemetryError } from 'agent-telemetry-client'
+
+// What a host application does wrong with the client, or what goes wrong around it, never becomes the
+// host's crash or a silent loss: each case here was found by embedding the client as a new user would.
+
+const KEY = 'vk_live_robustness_0123456789'
+
+async function listen (handler: Parameters<typeof createServer>[1]): Promise<{ server: Server; url: string }> {
+  const server = createServer(handler)
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
+}
+
+t.test('an async onError that rejects is no unhandled rejection of the host', async (t) => {
+  const unhandled: unknown[] = []
+  const onUnhandled = (reason: unknown) => { unhandled.push(reason) }
+  process.on('unhandledRejection', onUnhandled)
+  t.teardown(() => { process.off('unhandledRejection', onUnhandled) })
+  let called = 0
+  const client = new AgentTelemetry({
+    apiKey: KEY, baseUrl: 'http://127.0.0.1:9', agentId: 'a', onError: async () => { called++; throw new Error('async handler boom') },
+  })
+  t.notOk(client.track({ type: 'bad' } as never), 'an invalid event is dropped and reported')
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  t.equal(called, 1)
+  t.same(unhandled, [], 'the handler\'s rejection was caught')
+  await client.shutdown(10)
+})
+
+t.test('requestTimeoutMs ends a request whose fetch ignores the abort signal', async (t) => {
+  let calls = 0
+  // A wrapper that forgets to pass the signal on, in front of a service that never answers.
+  const client = new AgentTelemetry({
+    apiKey: KEY, baseUrl: 'http://127.0.0.1:9', agentId: 'a', requestTimeoutMs: 200, retryBaseMs: 10, retryMaxMs: 20, maxRetries: 2,
+    fetch: () => { calls++; return new Promise<Response>(() => {}) },
+    onError: () => {},
+  })
+  client.track({ type: 'action' })
+  const flushed = await Promise.race([client.flush().then(() => 'flushed'), new Promise((resolve) => setTimeout(() => resolve('stuck'), 5000))])
+  t.equal(flushed, 'flushed', 'flush() ended: the request was abandoned, retried, then given up')
+  t.equal(calls, 3, 'the first send and two retries')
+  t.equal(client.stats().dropped.retries_exhausted, 1)
+  await client.shutdown(10)
+})
+
+t.test('a baseUrl that redirects is told as a redirect, not as the 404 of the page it leads to', async (t) => {
+  const { server, url } = await listen((req, res) => {
+    if (req.url?.startsWith('/v1/')) res.writeHead(301, { location: 'https://telemetry.example/v1/events/batch' }).end()
+    else res.writeHead(404).end()
+  })
+  t.teardown(() => server.close())
+  const errors: TelemetryError[] = []
+  const client = new AgentTelemetry({ apiKey: KEY, baseUrl: url, agentId: 'a', onError: (e) => errors.push(e) })
+  client.track({ type: 'action' })
+  await client.flush()
+  t.equal(client.stats().dropped.refused, 1)
+  t.match(errors[0]?.message, /301 redirected_301 to https:\/\/telemetry\.example\/v1\/events\/batch: set baseUrl to the service's own address/)
+  await client.shutdown(10)
+})
+
+t.test('an event over maxItemBytes or maxQueueBytes is dropped as too_large, and sent nowhere', async (t) => {
+  let posted = 0
+  const { server, url } = await listen((req, res) => { posted++; req.resume(); res.writeHead(503).end() })
+  t.teardown(() => server.close())
+  const big = { type: 'action' as const, input: { prompt: 'x'.repeat(1024 * 1024 + 10) } }
+  const client = new AgentTelemetry({ apiKey: KEY, baseUrl: url, agentId: 'a', onError: () => {}, flushIntervalMs: 0 })
+  t.notOk(client.track(big), 'over the service\'s 1 MiB for one event')
+  t.equal(client.stats().dropped.too_large, 1)
+  const roomy = new AgentTelemetry({ apiKey: KEY, baseUrl: url, agentId: 'a', onError: () => {}, maxItemBytes: 2 * 1024 * 1024, flushIntervalMs: 60_000 })
+  t.ok(roomy.track(big), 'a service with a larger BODY_LIMIT: maxItemBytes says so')
+
+  const small = new AgentTelemetry({ apiKey: KEY, baseUrl: url, agentId: 'a', onError: () => {}, maxQueueBytes: 2048, flushAt: 100, flushIntervalMs: 60_000 })
+  for (let i = 0; i < 6; i++) t.ok(small.track({ type: 'action', metadata: { i } }))
+  t.notOk(small.track({ type: 'action', input: { prompt: 'y'.repeat(5000) } }), 'larger than the whole queue')
+  t.equal(small.stats().queued, 6, 'the queue was not emptied for it')
+  t.equal(small.stats().dropped.too_large, 1)
+  t.equal(posted, 0)
+  for (const c of [client, roomy, small]) await c.shutdown(10)
+})
+
+t.test('bad options are refused at construction, naming the option', async (t) => {
+  const base = { apiKey: KEY, baseUrl: 'http://127.0.0.1:9' }
+  t.throws(() => new AgentTelemetry(undefined as never), { name: 'TypeError', message: /options must be an object with at least apiKey and baseUrl/ })
+  for (const agentId of [42, '', 'x'.repeat(121), 'a\u0000b']) {
+    t.throws(() => new AgentTelemetry({ ...base, agentId: agentId as never }), { name: 'TypeError', message: /agentId must be a string of 1 to 120 characters/ }, String(agentId).slice(0, 10))
+  }
+  t.throws(() => new AgentTelemetry({ ...base, onError: 'x' as never }), { name: 'TypeError', message: /onError must be a function \(got string\)/ })
+  t.throws(() => new AgentTelemetry({ ...base, fetch: 'x' as never }), { name: 'TypeError', message: /fetch must be a function \(got string\)/ })
+  const ok = new AgentTelemetry({ ...base, agentId: 'x'.repeat(120) })
+  await ok.shutdown(10)
+})
+
+t.test('span.set() with no fields does nothing; span() without a function says what is missing', async (t) => {
+  const events: unknown[] = []
+  const client = new AgentTelemetry({ apiKey: KEY, baseUrl: 'http://127.0.0.1:9', agentId: 'a', onError: () => {}, flushIntervalMs: 60_000 })
+  const result = await client.span('x', async (s) => {
+    s.set(null as never)
+    s.set('model' as never)
+    s.set({ model: 'm', metadata: null as never })
+    events.push(s.traceId)
+    return 7
+  })
+  t.equal(result, 7, 'the span ran to its end')
+  t.equal(client.stats().queued, 1, 'and its event was tracked')
+  t.throws(() => client.span('x', undefined as never), { name: 'TypeError', message: /span x: the second argument must be the function the span runs/ })
+  await client.shutdown(10)
+})
