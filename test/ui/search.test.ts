@@ -4,8 +4,9 @@ import { CHROMIUM, hasChromium, launchChromium } from '../helpers/browser.ts'
 
 // Search in a real browser against the real service: a query typed in the bar, a facet value
 // clicked, its chip and the narrowed list, the search kept in the URL through a reload and undone by
-// Back, and the empty result; on the live page and on the traces page. What is shown is held
-// against what was ingested.
+// Back, and the empty result; on the live page and on the traces page; a run's breadcrumb back to
+// its list as searched, and a query written by hand with a `?` in it. What is shown is held against
+// what was ingested.
 if (!hasChromium()) {
   t.plan(0, `the web UI test needs Chromium at ${CHROMIUM} (Debian: apt-get install -y chromium); skipped`)
 } else {
@@ -50,14 +51,19 @@ async function run () {
   const pageErrors: string[] = []
   page.on('pageerror', (err) => pageErrors.push(err.message))
   const apiCalls = new Set<string>()
-  page.on('request', (req) => {
+  const recordCalls = (req: { url: () => string; method: () => string }) => {
     const url = new URL(req.url())
     if (url.pathname.startsWith('/v1/')) apiCalls.add(`${req.method()} ${url.pathname}`)
-  })
+  }
+  page.on('request', recordCalls)
   page.setDefaultTimeout(30_000)
   const visit = (hash: string) => page.evaluate((h) => { location.hash = h }, hash)
   const heading = (name: string) => page.getByRole('heading', { level: 1, name })
-  const hashParams = () => new URLSearchParams(new URL(page.url()).hash.split('?')[1] ?? '')
+  /** The parameters of the page's hash: everything after its first `?`, as the UI reads them. */
+  const hashParams = (p = page) => {
+    const hash = new URL(p.url()).hash
+    return new URLSearchParams(hash.includes('?') ? hash.slice(hash.indexOf('?') + 1) : '')
+  }
   const chips = () => page.locator('.chips .filter-chip').allInnerTexts()
   const facets = page.locator('aside.facets')
   const total = (n: number) => facets.locator('.facet-total strong', { hasText: new RegExp(`^${n} events?$`) }).waitFor()
@@ -192,13 +198,87 @@ async function run () {
   })
 
   t.test('every meta. parameter is a filter: an empty value gets its chip, a bad path the service\'s message', async (t) => {
+    const asked = page.waitForRequest((r) => new URL(r.url()).pathname === '/v1/me/events/facets' && new URL(r.url()).searchParams.has('meta.region'))
     await visit('#/live?meta.region=')
     await heading('Live events').waitFor()
     await page.locator('.chips .filter-chip').first().waitFor()
     t.match(await chips(), [/^region = \(empty\)/], 'an empty metadata value is a filter, shown as (empty)')
+    t.equal(new URL((await asked).url()).searchParams.get('meta.region'), '', 'and is sent as one')
+    await visit('#/traces/%E0')
+    await heading('Trace %E0').waitFor()
+    t.pass('a hand-written % that is no escape opens the page, as written')
     await visit('#/live?meta.=x')
     await page.locator('.results').getByRole('alert').filter({ hasText: /metadata path/ }).waitFor()
     t.pass('a metadata filter without a path is refused with the service\'s message, not left out')
+  })
+
+  t.test('a run\'s breadcrumb leads back to its list as it was searched, not the whole list', async (t) => {
+    await visit('#/traces?q=refund&outcome=failed&since=30d')
+    t.same(await tracesShow([trace(6)]), [trace(6)])
+    await page.getByRole('link', { name: trace(6), exact: true }).click()
+    await heading(`Trace ${trace(6)}`).waitFor()
+    const crumb = page.locator('.crumbs').getByRole('link', { name: 'Traces' })
+    t.equal(await crumb.getAttribute('href'), '#/traces?q=refund&outcome=failed&since=30d', 'the breadcrumb carries the search')
+    await crumb.click()
+    await heading('Traces').waitFor()
+    t.equal(hashParams().toString(), 'q=refund&outcome=failed&since=30d', 'back on the list with the same query in the URL')
+    t.same(await tracesShow([trace(6)]), [trace(6)], 'the list is searched as before')
+    t.same(await chips(), ['outcome: failed ×'])
+    t.equal(await page.getByRole('searchbox', { name: 'Search traces' }).inputValue(), 'refund')
+  })
+
+  t.test('a query written by hand keeps every ? after the first: q=why? searches for why?', async (t) => {
+    // Another user, so that these events leave the lists above as they are: one asks "why?", one
+    // says "why" without the mark; each a trace and a session of its own.
+    const other = await newUser(app, { tier: 'enterprise', burst: 100_000 })
+    const otherKey = await other.createKey('seed')
+    const run = randomId('why-')
+    const asks = await fetch(`${base}/v1/events/batch`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${otherKey.secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        events: [
+          { agentId: run, type: 'reasoning', reasoning: 'The customer asked why? twice', metadata: { traceId: `${run}-t1`, sessionId: `${run}-s1` } },
+          { agentId: run, type: 'reasoning', reasoning: 'Nobody knows why the parcel was late', metadata: { traceId: `${run}-t2`, sessionId: `${run}-s2` } },
+        ],
+      }),
+    })
+    const sent = await asks.json() as { results: { status: number; eventId: string }[] }
+    t.equal(asks.status, 207)
+    await shipped(app)
+    const tab = await browser.context.newPage()
+    t.teardown(() => tab.close())
+    tab.on('pageerror', (err) => pageErrors.push(err.message))
+    tab.on('request', recordCalls)
+    tab.setDefaultTimeout(30_000)
+    await tab.goto(`${base}/#token=${other.token}`)
+    await tab.getByRole('heading', { level: 1, name: 'Overview' }).waitFor()
+    const shows = async (selector: string, attribute: string | null, expected: string[]) => {
+      await tab.waitForFunction(([sel, attr, want]) => {
+        const shown = [...document.querySelectorAll(sel as string)].map((x) => (attr ? x.getAttribute(attr as string) : x.textContent)).sort()
+        return JSON.stringify(shown) === JSON.stringify(want)
+      }, [selector, attribute, expected] as const)
+      return expected
+    }
+
+    await tab.evaluate(() => { location.hash = '#/live?q=why?' })
+    await tab.getByRole('heading', { level: 1, name: 'Live events' }).waitFor()
+    t.equal(await tab.getByRole('searchbox', { name: 'Search events' }).inputValue(), 'why?', 'the box holds the whole text')
+    t.same(await shows('table.events tbody tr[data-event-id]', 'data-event-id', [sent.results[0]!.eventId]), [sent.results[0]!.eventId], 'only the event that asks "why?"')
+    await tab.locator('aside.facets .facet-total strong', { hasText: /^1 event$/ }).waitFor()
+
+    for (const [list, what] of [['traces', 'Search traces'], ['sessions', 'Search sessions']] as const) {
+      const id = `${run}-${list === 'traces' ? 't1' : 's1'}`
+      await tab.evaluate((h) => { location.hash = h }, `#/${list}?q=why?`)
+      t.equal(await tab.getByRole('searchbox', { name: what }).inputValue(), 'why?', `${list}: the box holds the whole text`)
+      t.same(await shows('table.groups tbody th a', null, [id]), [id], `${list}: only the run that asks "why?"`)
+      await tab.getByRole('link', { name: id, exact: true }).click()
+      await tab.locator('.crumbs a').waitFor()
+      t.equal(hashParams(tab).get('q'), 'why?', `${list}: the run's page keeps the text in its URL`)
+      await tab.locator('.crumbs a').click()
+      t.same(await shows('table.groups tbody th a', null, [id]), [id], `${list}: its breadcrumb leads back to the list as searched`)
+      t.equal(hashParams(tab).get('q'), 'why?')
+    }
   })
 
   t.test('the search calls only operations of the published API contract, without script errors', async (t) => {

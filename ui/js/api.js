@@ -58,12 +58,17 @@ function describe (status, body) {
 let onUnauthorized = () => {}
 export function whenUnauthorized (fn) { onUnauthorized = fn }
 
+/** Whether a query value goes in the URL: an empty one is left out, but for `meta.<path>`, where it is the filter (an empty value). */
+function sent (key, value) {
+  return value !== undefined && value !== null && (value !== '' || key.startsWith('meta.'))
+}
+
 /** fetch with the token; JSON in and out (query values may be arrays); 401 signs out; other failures throw ApiError. */
 export async function api (path, { method = 'GET', body, query } = {}) {
   const url = new URL(path, window.location.origin)
   // A list is a repeated parameter (`type=tool&type=error`).
   for (const [k, v] of Object.entries(query || {})) {
-    for (const x of [].concat(v)) if (x !== undefined && x !== null && x !== '') url.searchParams.append(k, String(x))
+    for (const x of [].concat(v)) if (sent(k, x)) url.searchParams.append(k, String(x))
   }
   const headers = { authorization: `Bearer ${token.get() || ''}` }
   if (body !== undefined) headers['content-type'] = 'application/json'
@@ -90,7 +95,7 @@ export async function api (path, { method = 'GET', body, query } = {}) {
 export async function readStream (path, { query, lastEventId, signal, onMessage, onReady = () => {} }) {
   const url = new URL(path, window.location.origin)
   for (const [k, v] of Object.entries(query || {})) {
-    for (const one of [].concat(v)) if (one !== undefined && one !== null && one !== '') url.searchParams.append(k, String(one))
+    for (const one of [].concat(v)) if (sent(k, one)) url.searchParams.append(k, String(one))
   }
   const headers = { authorization: `Bearer ${token.get() || ''}`, accept: 'text/event-stream' }
   if (lastEventId) headers['last-event-id'] = lastEventId

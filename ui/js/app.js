@@ -43,10 +43,23 @@ function takeTokenFromUrl () {
 }
 takeTokenFromUrl()
 
+/**
+ * The page, id and parameters of the hash (`#/traces/abc?q=why?`): the query is everything after the
+ * first `?`, later ones included (`q=why?` searches for `why?`), as a URL's query would be.
+ */
 function currentRoute () {
-  const [path, search] = window.location.hash.replace(/^#\/?/, '').split('?')
-  const parts = path.split('/').map(decodeURIComponent)
-  return { page: parts[0] || 'overview', id: parts.slice(1).join('/') || null, params: new URLSearchParams(search || '') }
+  const hash = window.location.hash.replace(/^#\/?/, '')
+  const at = hash.indexOf('?')
+  const [path, search] = at === -1 ? [hash, ''] : [hash.slice(0, at), hash.slice(at + 1)]
+  // A hand-written `%` that is no escape (`#/traces/%E0`) is kept as written rather than failing the page.
+  const parts = path.split('/').map((part) => {
+    try {
+      return decodeURIComponent(part)
+    } catch {
+      return part
+    }
+  })
+  return { page: parts[0] || 'overview', id: parts.slice(1).join('/') || null, params: new URLSearchParams(search) }
 }
 
 function SignIn ({ message, onSignedIn }) {

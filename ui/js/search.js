@@ -56,10 +56,15 @@ export function searchQuery (params) {
   return query
 }
 
+/** The address of `page` (`traces`, `traces/<id>`) with these parameters: `#/traces?q=refund`. */
+export function hrefOf (page, params) {
+  const search = params.toString()
+  return `#/${page}${search ? `?${search}` : ''}`
+}
+
 /** Opens `page` with these parameters: a new history entry, so Back returns to the search before. */
 export function go (page, params) {
-  const search = params.toString()
-  window.location.hash = `#/${page}${search ? `?${search}` : ''}`
+  window.location.hash = hrefOf(page, params)
 }
 
 /** The parameters with `key=value` added, or removed when it is there. */

@@ -14,15 +14,21 @@ const RECONNECT_MAX_MS = 30000
 export function reconnectDelay (failures) {
   return Math.min(RECONNECT_MAX_MS, RECONNECT_MS * 2 ** Math.max(0, failures - 1))
 }
+/** Events read per page of GET /v1/me/events: the latest, and each older page *Load more* reads. */
+const PAGE = 100
+/** Rows kept while no older page is loaded: the newest, as the stream adds more. */
 const KEEP = 500
 
-/** Merges a freshly read page (newest first) into what is shown, newest first, without duplicates. */
-export function mergeEvents (shown, fresh) {
+/**
+ * Merges events (a page read, or one from the stream) into those shown, newest first, each once;
+ * the newest `keep` are kept, and `cut` says whether older ones were dropped.
+ */
+export function mergeEvents (shown, fresh, keep = KEEP) {
   const seen = new Set(shown.map((e) => e.eventId))
   const added = fresh.filter((e) => !seen.has(e.eventId))
-  if (added.length === 0) return { list: shown, added }
+  if (added.length === 0) return { list: shown, added, cut: false }
   const list = [...added, ...shown].sort((a, b) => (a.timestamp < b.timestamp ? 1 : a.timestamp > b.timestamp ? -1 : a.eventId < b.eventId ? 1 : -1))
-  return { list: list.slice(0, KEEP), added }
+  return { list: list.slice(0, keep), added, cut: list.length > keep }
 }
 
 /**
@@ -77,25 +83,63 @@ export function LivePage ({ names, params }) {
   const [error, setError] = useState(null)
   const [link, setLink] = useState('connecting')
   const shown = useRef([])
+  // The walk of GET /v1/me/events that *Load more* goes on with: its next cursor (undefined until its
+  // first page is read, null after its last), whether an older page was loaded (from then on no row
+  // is dropped) and whether the rows past KEEP were dropped (then the cursor no longer follows the
+  // last row shown). A new object for each start of the stream, so a late answer can tell.
+  const walk = useRef({ cursor: undefined, loaded: false, cut: false })
+  const [older, setOlder] = useState({ more: false, loaded: false, busy: false, error: null })
   // The page is drawn anew for each search (its URL changes), so the search is fixed here.
   const query = searchQuery(params)
   const isSearch = searching(params)
+  const add = (list, mark) => {
+    const w = walk.current
+    const { list: merged, added, cut } = mergeEvents(shown.current, list, w.loaded ? Infinity : KEEP)
+    shown.current = merged
+    setEvents(merged)
+    if (mark && added.length) setFresh(new Set(added.map((e) => e.eventId)))
+    if (cut && !w.cut) {
+      w.cut = true
+      setOlder((o) => ({ ...o, more: true }))
+    }
+  }
+  // The next older page of the walk, below the rows shown; new events still arrive at the top.
+  const loadOlder = async () => {
+    const w = walk.current
+    setOlder((o) => ({ ...o, busy: true, error: null }))
+    try {
+      // Once rows were dropped, a new walk's first page reaches past the last row shown instead: the
+      // rows shown and a page more (at most KEEP + PAGE, within the API's limit of 1,000).
+      const page = await api('/v1/me/events', { query: w.cut ? { limit: shown.current.length + PAGE, ...query } : { limit: PAGE, ...query, cursor: w.cursor } })
+      if (walk.current !== w) return
+      w.loaded = true
+      w.cut = false
+      w.cursor = page?.nextCursor || null
+      add(page?.events || [], false)
+      setOlder({ more: Boolean(w.cursor), loaded: true, busy: false, error: null })
+    } catch (err) {
+      if (walk.current === w) setOlder((o) => ({ ...o, busy: false, error: err.status === 401 ? null : err }))
+    }
+  }
   useEffect(() => {
     shown.current = []
+    const w = { cursor: undefined, loaded: false, cut: false }
+    walk.current = w
     setEvents(null)
+    setOlder({ more: false, loaded: false, busy: false, error: null })
     setLink('connecting')
     if (paused) return
     const stop = new AbortController()
-    const add = (list, mark) => {
-      const { list: merged, added } = mergeEvents(shown.current, list)
-      shown.current = merged
-      setEvents(merged)
-      if (mark && added.length) setFresh(new Set(added.map((e) => e.eventId)))
-    }
-    // The latest page, merged in: once the stream is ready (events before it), and after a gap.
+    // The latest page, merged in: once the stream is ready (events before it), and after a gap. The
+    // first one read starts the walk Load more goes on with.
     const catchUp = async (mark) => {
       try {
-        const page = await api('/v1/me/events', { query: { limit: 100, ...query } })
+        const page = await api('/v1/me/events', { query: { limit: PAGE, ...query } })
+        if (stop.signal.aborted) return
+        if (w.cursor === undefined) {
+          w.cursor = page?.nextCursor || null
+          setOlder((o) => ({ ...o, more: Boolean(w.cursor) || w.cut }))
+        }
         add(page?.events || [], mark)
       } catch (err) {
         if (err.status !== 401) setError(err)
@@ -190,7 +234,10 @@ export function LivePage ({ names, params }) {
           <td><button class="small" aria-expanded=${open === e.eventId} onClick=${() => setOpen(open === e.eventId ? null : e.eventId)}>${open === e.eventId ? 'Hide' : 'Details'}</button></td>
         </tr>
         ${open === e.eventId ? html`<tr class="detail-row"><td colspan="10"><${Detail} e=${e} /></td></tr>` : null}`)}
-      </tbody></table></div>`
+      </tbody></table></div>
+    <${ErrorNote} error=${older.error} />
+    ${older.loaded ? html`<p class="muted">Older events loaded: new ones still arrive at the top, and every row is kept until the page is reloaded.</p>` : null}
+    ${older.more ? html`<button onClick=${loadOlder} disabled=${older.busy} aria-busy=${older.busy}>Load more</button>` : null}`
 : null}
     </div>
     <${Facets} page="live" params=${params} names=${names} since="30d" window="in the last 30 days" />

@@ -3,7 +3,7 @@
 // in view are drawn, so a run of 10,000 spans stays responsive.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { api, agentOf, agentsOf } from '../api.js'
-import { SearchBar, Facets, NoMatch, go, searchQuery, searching } from '../search.js'
+import { SearchBar, Facets, NoMatch, go, hrefOf, searchQuery, searching } from '../search.js'
 import { SessionScores, TraceScores } from '../scores.js'
 import { html, useData, ErrorNote, Loading, Empty, Kpi, PrivacyChip, Cost, Time, AgentLink, count, money, duration, plural, dotted, spanName, spanFacts } from '../ui.js'
 
@@ -257,21 +257,30 @@ function List ({ kind, names, params }) {
   const since = SINCE.some(([v]) => v === params.get('since')) ? params.get('since') : fallback
   const query = { ...searchQuery(params), since: since === fallback ? undefined : since }
   const isSearch = searching(params)
-  // Once more pages are loaded, the first one is no longer refreshed: a refreshed first page would
-  // repeat a run the next pages hold and skip the ones pushed across its end. Reloading the page
-  // (or another search) starts again from the newest.
-  const paged = useRef({ pages: 0, first: null })
-  paged.current.pages = pages.length
+  // Once Load more is pressed, the first page is no longer refreshed: a refreshed first page would
+  // repeat a run the next pages hold and skip the ones pushed across its end, and so would a refresh
+  // already on its way when it was pressed (its answer is dropped). Reloading the page (or another
+  // search) starts again from the newest.
+  const paged = useRef({ more: false, first: null })
   const { data, error } = useData(async () => {
-    if (paged.current.pages > 0 && paged.current.first) return paged.current.first
-    paged.current.first = await api(`/v1/me/${key}`, { query: { limit: 50, ...query } })
+    if (paged.current.more) return paged.current.first
+    const first = await api(`/v1/me/${key}`, { query: { limit: 50, ...query } })
+    if (!paged.current.more) paged.current.first = first
     return paged.current.first
   }, [], 10_000)
   const [more, setMore] = useState(null)
   const rows = [...(data?.[key] || []), ...pages.flatMap((p) => p[key] || [])]
   const cursor = pages.length ? pages[pages.length - 1].nextCursor : data?.nextCursor
   const loadMore = async () => {
-    try { const page = await api(`/v1/me/${key}`, { query: { limit: 50, ...query, cursor } }); setPages([...pages, page]) } catch (err) { setMore(err) }
+    paged.current.more = true
+    try {
+      const page = await api(`/v1/me/${key}`, { query: { limit: 50, ...query, cursor } })
+      setMore(null)
+      setPages([...pages, page])
+    } catch (err) {
+      setMore(err)
+      paged.current.more = pages.length > 0
+    }
   }
   const setSince = (value) => {
     const next = new URLSearchParams(params)
@@ -299,7 +308,7 @@ function List ({ kind, names, params }) {
       <thead><tr><th scope="col">${kind === 'trace' ? 'Trace' : 'Session'}</th><th scope="col">Started</th><th scope="col" class="num">Duration</th>
         <th scope="col" class="num">Events</th><th scope="col" class="num">Errors</th><th scope="col" class="num">Tokens</th><th scope="col" class="num">Cost</th><th scope="col">Agents</th></tr></thead>
       <tbody>${rows.map((s) => html`<tr key=${s[idKey]}>
-        <th scope="row"><a href=${`#/${key}/${encodeURIComponent(s[idKey])}`}>${s[idKey]}</a></th>
+        <th scope="row"><a href=${hrefOf(`${key}/${encodeURIComponent(s[idKey])}`, params)}>${s[idKey]}</a></th>
         <td><${Time} iso=${s.start} /></td><td class="num">${duration(s.durationMs)}</td>
         <td class="num">${count(s.eventCount)}</td><td class=${`num ${s.errors ? 'bad' : ''}`}>${count(s.errors)}</td>
         <td class="num">${count(s.tokens?.total ?? s.tokens)}</td><td class="num">${money(s.costUsd)}</td>
@@ -312,7 +321,11 @@ function List ({ kind, names, params }) {
     </div>`
 }
 
-function DetailPage ({ kind, id, names }) {
+/**
+ * A session's or trace's page. `params` are those of the list it was opened from (its links carry
+ * them: `#/traces/abc?q=refund`), so that the breadcrumb leads back to that list as it was searched.
+ */
+function DetailPage ({ kind, id, names, params }) {
   const key = kind === 'trace' ? 'traces' : 'sessions'
   const { data, error, reload } = useData(() => api(`/v1/me/${key}/${encodeURIComponent(id)}`), [id])
   const size = (data?.spans || data?.events || []).length
@@ -323,7 +336,7 @@ function DetailPage ({ kind, id, names }) {
     return () => clearTimeout(timer)
   }, [data, error])
   return html`
-    <p class="crumbs"><a href=${`#/${key}`}>${kind === 'trace' ? 'Traces' : 'Sessions'}</a> /</p>
+    <p class="crumbs"><a href=${hrefOf(key, params)}>${kind === 'trace' ? 'Traces' : 'Sessions'}</a> /</p>
     <h1 tabindex="-1">${kind === 'trace' ? 'Trace' : 'Session'} <code>${id}</code></h1>
     ${size > AUTO_REFRESH_MAX ? html`<p class="tree-tools"><button class="small" onClick=${reload}>Refresh</button> <span class="muted">(a run this long is not refreshed by itself)</span></p>` : null}
     ${error?.status === 404 ? html`<p>Not found: no events of yours carry this id.</p>` : html`<${ErrorNote} error=${error} />`}
@@ -332,5 +345,5 @@ function DetailPage ({ kind, id, names }) {
 
 export const SessionsPage = ({ names, params }) => html`<${List} kind="session" names=${names} params=${params} />`
 export const TracesPage = ({ names, params }) => html`<${List} kind="trace" names=${names} params=${params} />`
-export const SessionPage = ({ id, names }) => html`<${DetailPage} kind="session" id=${id} names=${names} />`
-export const TracePage = ({ id, names }) => html`<${DetailPage} kind="trace" id=${id} names=${names} />`
+export const SessionPage = ({ id, names, params }) => html`<${DetailPage} kind="session" id=${id} names=${names} params=${params} />`
+export const TracePage = ({ id, names, params }) => html`<${DetailPage} kind="trace" id=${id} names=${names} params=${params} />`
