@@ -77,7 +77,7 @@ export function describeStartupFailure (err: unknown, config: Config): string {
         'stop the other process, give this instance its own DATA_DIR, or set CLICKHOUSE_URL to use a ClickHouse server.'
     }
     if (/^the ingest log .* belongs to running process/.test(e.message)) return `${e.message}.`
-    if (Object.hasOwn(NETWORK_ERROR_WORDS, code) || /Connection terminated due to connection timeout|timeout exceeded when trying to connect/i.test(e.message)) {
+    if (Object.hasOwn(NETWORK_ERROR_WORDS, code) || /Connection terminated due to connection timeout|timeout exceeded when trying to connect|^Query read timeout$|^timeout expired$/i.test(e.message)) {
       const words = NETWORK_ERROR_WORDS[code] ?? 'timed out'
       const port = Number(e.port)
       const host = String(e.address ?? (e as { hostname?: unknown }).hostname ?? '')
@@ -92,6 +92,11 @@ export function describeStartupFailure (err: unknown, config: Config): string {
         return `cannot reach Postgres at ${pg!.host}:${pg!.port} (DATABASE_URL): ${words}. Start Postgres, or set DATABASE_URL.`
       }
     }
+  }
+  // pg's word for a server that took the connection and closed it before answering (not Postgres, or
+  // one going down): only Postgres is reached through pg.
+  if (errors.some((e) => /^Connection terminated unexpectedly$/.test(e.message)) && pg) {
+    return `cannot reach Postgres at ${pg.host}:${pg.port} (DATABASE_URL): the server closed the connection without answering. Check that DATABASE_URL names a Postgres server, or start it.`
   }
   // ioredis reports a failed first connection as "Connection is closed" once its retries are spent.
   if (errors.some((e) => /^Connection is closed\.?$/.test(e.message)) && redis) {

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { spawn } from 'node:child_process'
+import { createServer, type AddressInfo } from 'node:net'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -44,7 +45,18 @@ function start (env: Record<string, string>): Promise<{ code: number | null; std
   })
 }
 
+// Servers that take a connection and never answer, or close it at once: not Postgres.
+const stalled = createServer(() => {})
+const closing = createServer((socket) => socket.destroy())
+await Promise.all([stalled, closing].map((s) => new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))))
+t.teardown(() => { stalled.close(); closing.close() })
+const portOf = (s: typeof stalled) => (s.address() as AddressInfo).port
+
 const cases: Array<[string, Record<string, string>, RegExp]> = [
+  ['a Postgres address that takes the connection and never answers', { DATABASE_URL: `postgres://127.0.0.1:${portOf(stalled)}/agent_telemetry_x_test` },
+    new RegExp(`cannot reach Postgres at 127\\.0\\.0\\.1:${portOf(stalled)} \\(DATABASE_URL\\): timed out`)],
+  ['a Postgres address that closes the connection', { DATABASE_URL: `postgres://127.0.0.1:${portOf(closing)}/agent_telemetry_x_test` },
+    new RegExp(`cannot reach Postgres at 127\\.0\\.0\\.1:${portOf(closing)} \\(DATABASE_URL\\): the server closed the connection without answering`)],
   ['Postgres refusing connections', { DATABASE_URL: 'postgres://127.0.0.1:1/agent_telemetry_x_test' }, /cannot reach Postgres at 127\.0\.0\.1:1 \(DATABASE_URL\): connection refused/],
   ['an unknown Postgres role', { DATABASE_URL: TEST_DATABASE_URL.replace('postgres://', 'postgres://no_such_role_x@') }, /Postgres refused the login of user "no_such_role_x" \(DATABASE_URL\).*Create that role/],
   ['Redis down', { REDIS_URL: 'redis://127.0.0.1:1' }, /cannot reach Redis at 127\.0\.0\.1:1 \(REDIS_URL\)/],

@@ -6,16 +6,17 @@
  *   npm run ingest:quarantine [-- --limit N]
  */
 import { existsSync } from 'node:fs'
-import { parseArgs } from 'node:util'
+import { cliArgs, usageError } from './args.ts'
 import { loadConfig } from '../config.ts'
 import { DiskIngestLog } from '../ingest/log/disk-ingest-log.ts'
 
-const { values } = parseArgs({ options: { limit: { type: 'string', default: '1000' } } })
+const USAGE = 'usage: npm run ingest:quarantine [-- --limit N]'
+const { values } = cliArgs({ options: { limit: { type: 'string', default: '1000' } } }, {
+  usage: USAGE,
+  about: 'Prints the rows this instance\'s ingest log holds in quarantine, one JSON object a line (safe to run beside the service).',
+})
 const limit = Number(values.limit)
-if (!Number.isInteger(limit) || limit < 1) {
-  console.error('usage: npm run ingest:quarantine [-- --limit N]')
-  process.exit(2)
-}
+if (!Number.isInteger(limit) || limit < 1) usageError(USAGE, '--limit must be a whole number above 0')
 const { ingest } = loadConfig()
 if (!existsSync(ingest.logDir)) {
   console.error(`no ingest log at ${ingest.logDir} (set INGEST_LOG_DIR or DATA_DIR)`)

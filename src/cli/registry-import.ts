@@ -7,6 +7,7 @@
  * the summary names it (`database`).
  */
 import { readFileSync } from 'node:fs'
+import { cliArgs, usageError } from './args.ts'
 import type { ValidateFunction } from 'ajv'
 import { bodyAjv, toDetails } from '../validation.ts'
 import { describePostgres } from '../storage/postgres.ts'
@@ -14,11 +15,13 @@ import { openExistingStores } from './existing-stores.ts'
 import { openCaches } from './caches.ts'
 import { RegistryRepository, type RegistryEntry } from '../storage/registry-repository.ts'
 
-const file = process.argv[2]
-if (!file) {
-  console.error('usage: npm run registry:import -- <file.json>')
-  process.exit(2)
-}
+const USAGE = 'usage: npm run registry:import -- <file.json>'
+const { positionals } = cliArgs({ allowPositionals: true, options: {} }, {
+  usage: USAGE,
+  about: 'Upserts public agents from a registry export (a JSON array of entries, or { "agents": [...] }) into the service\'s database.',
+})
+const file = positionals[0]
+if (!file) usageError(USAGE, 'name the file')
 let entries: unknown
 try {
   const parsed = JSON.parse(readFileSync(file, 'utf8'))

@@ -14,7 +14,7 @@
  * parts before and after on stderr.
  * Prints the user's subject; `npm run token -- <subject>` gives a token to read it with.
  */
-import { parseArgs } from 'node:util'
+import { cliArgs, usageError } from './args.ts'
 import pino from 'pino'
 import { loadConfig } from '../config.ts'
 import { buildEventRow, type IncomingEvent } from '../domain/event-row.ts'
@@ -25,7 +25,8 @@ import { EventsRepository } from '../storage/events-repository.ts'
 import { UsersRepository } from '../storage/users-repository.ts'
 import { AgentsRepository } from '../storage/agents-repository.ts'
 
-const { values } = parseArgs({
+const USAGE = 'usage: npm run seed -- --events N [--user name] [--agents N] [--days N] [--from N] [--settle]'
+const { values } = cliArgs({
   options: {
     events: { type: 'string', default: '100000' },
     user: { type: 'string', default: 'seed' },
@@ -34,14 +35,13 @@ const { values } = parseArgs({
     from: { type: 'string', default: '0' },
     settle: { type: 'boolean', default: false },
   },
-})
+}, { usage: USAGE, about: 'Fills one user with realistic events, straight into the event store (stop the service on the same DATA_DIR first with the embedded engine).' })
 const total = Number(values.events)
 const agentCount = Number(values.agents)
 const days = Number(values.days)
 const from = Number(values.from)
 if (![total, agentCount, days].every((n) => Number.isInteger(n) && n > 0) || !Number.isInteger(from) || from < 0) {
-  console.error('usage: npm run seed -- --events N [--user name] [--agents N] [--days N] [--from N] [--settle]')
-  process.exit(2)
+  usageError(USAGE, '--events, --agents and --days must be whole numbers above 0, --from 0 or more')
 }
 
 const config = loadConfig()

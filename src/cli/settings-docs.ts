@@ -7,15 +7,18 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
+import { cliArgs } from './args.ts'
 import { SETTINGS } from '../config.ts'
 import { settingsTable, withSettingsTable } from './settings-table.ts'
 
-const { values } = parseArgs({
+const { values } = cliArgs({
   options: {
     check: { type: 'boolean', default: false },
     doc: { type: 'string', default: fileURLToPath(new URL('../../docs/operations.md', import.meta.url)) },
   },
+}, {
+  usage: 'usage: npm run docs:settings | npm run docs:check (-- --check [--doc file])',
+  about: 'Writes the settings table of docs/operations.md from the schema in src/config.ts; with --check, writes nothing and exits 1 when it differs.',
 })
 const name = relative(process.cwd(), values.doc)
 const doc = readFileSync(values.doc, 'utf8')

@@ -9,25 +9,19 @@
  * so on stderr, naming the file: a service running on another DATA_DIR would refuse the token.
  */
 import { existsSync } from 'node:fs'
-import { parseArgs } from 'node:util'
+import { cliArgs, usageError } from './args.ts'
 import { loadConfig } from '../config.ts'
 import { loadLocalSigningKey, localSigningKeyPath, signLocalToken } from '../auth/local-signing-key.ts'
 
-function parse () {
-  try {
-    return parseArgs({ allowPositionals: true, options: { ttl: { type: 'string', default: '3600' } } })
-  } catch (err) {
-    console.error(`${(err as Error).message}\nusage: npm run token -- <user-name> [--ttl seconds]`)
-    process.exit(2)
-  }
-}
-const { positionals, values } = parse()
+const USAGE = 'usage: npm run token -- <user-name> [--ttl seconds]'
+const { positionals, values } = cliArgs({ allowPositionals: true, options: { ttl: { type: 'string', default: '3600' } } }, {
+  usage: USAGE,
+  about: 'Prints a dashboard token for a named user, signed with the local key under DATA_DIR, and the web UI address that signs in with it.',
+})
 const subject = positionals[0]
 const ttl = Number(values.ttl)
-if (!subject || !Number.isInteger(ttl) || ttl <= 0) {
-  console.error('usage: npm run token -- <user-name> [--ttl seconds]')
-  process.exit(2)
-}
+if (!subject) usageError(USAGE, 'name the user')
+if (!Number.isInteger(ttl) || ttl <= 0) usageError(USAGE, '--ttl must be a whole number of seconds above 0')
 const config = loadConfig()
 if ('jwksUrl' in config.auth) {
   console.error('AUTH_JWKS_URL is set: dashboard tokens come from the identity provider, and this service would refuse a local one.')

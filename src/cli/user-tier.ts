@@ -8,7 +8,7 @@
  * cached keys are invalidated in Redis and on every running instance, so the change holds at once (at
  * the latest within SHARED_CACHE_TTL_SECONDS if Redis cannot be reached).
  */
-import { parseArgs } from 'node:util'
+import { cliArgs, usageError } from './args.ts'
 import { openCaches } from './caches.ts'
 import { describePostgres } from '../storage/postgres.ts'
 import { openExistingStores } from './existing-stores.ts'
@@ -16,21 +16,15 @@ import { UsersRepository, type Tier } from '../storage/users-repository.ts'
 
 const USAGE = 'usage: npm run user:tier -- <user> <free|pro|enterprise> [--burst events-per-minute]'
 
-function parse () {
-  try {
-    return parseArgs({ allowPositionals: true, options: { burst: { type: 'string' } } })
-  } catch (err) {
-    console.error(`${(err as Error).message}\n${USAGE}`)
-    process.exit(2)
-  }
-}
-const { positionals, values } = parse()
+const { positionals, values } = cliArgs({ allowPositionals: true, options: { burst: { type: 'string' } } }, {
+  usage: USAGE,
+  about: 'Sets an existing user\'s ingestion tier and optional burst override (events per minute); running instances see it at once.',
+})
 const [subject, tier] = positionals
 const burst = values.burst === undefined ? null : Number(values.burst)
-if (!subject || !['free', 'pro', 'enterprise'].includes(tier ?? '') || (burst !== null && !(Number.isInteger(burst) && burst > 0))) {
-  console.error(USAGE)
-  process.exit(2)
-}
+if (!subject) usageError(USAGE, 'name the user')
+if (!['free', 'pro', 'enterprise'].includes(tier ?? '')) usageError(USAGE, `the tier must be free, pro or enterprise (got ${tier === undefined ? 'none' : JSON.stringify(tier)})`)
+if (burst !== null && !(Number.isInteger(burst) && burst > 0)) usageError(USAGE, '--burst must be a whole number of events per minute above 0')
 const { config, pool } = await openExistingStores('user:tier')
 // openExistingPostgres has checked the URL.
 const where = describePostgres(config.databaseUrl)

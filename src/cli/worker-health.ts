@@ -6,9 +6,14 @@
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import { loadConfig } from '../config.ts'
+import { cliArgs } from './args.ts'
 import { ANOMALY_QUEUE } from '../jobs/anomaly.queue.ts'
 import { MAINTENANCE_QUEUE } from '../jobs/maintenance.queue.ts'
 
+cliArgs({ options: {} }, {
+  usage: 'usage: node --import ./src/ts-loader.mjs src/cli/worker-health.ts',
+  about: 'Exits 0 while workers of the anomaly and maintenance queues are connected to Redis, else 1 (the worker container\'s healthcheck).',
+})
 const config = loadConfig()
 const connection = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 3000 })
 connection.on('error', () => {})

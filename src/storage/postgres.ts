@@ -20,13 +20,19 @@ export function withDefaultUser (databaseUrl: string): string {
   return url.toString()
 }
 
-/** Creates the database named in the URL when it does not exist yet (connecting to `postgres`). */
-async function ensureDatabase (databaseUrl: string): Promise<void> {
+/**
+ * Creates the database named in the URL when it does not exist yet (connecting to `postgres`). With
+ * timeouts (the service), a server that accepts the connection and says nothing fails it in time.
+ */
+async function ensureDatabase (databaseUrl: string, timeouts?: PostgresTimeouts): Promise<void> {
   const url = new URL(withDefaultUser(databaseUrl))
   const name = decodeURIComponent(url.pathname.slice(1))
   if (!name) throw new Error('DATABASE_URL names no database')
   url.pathname = '/postgres'
-  const admin = new pg.Client({ connectionString: url.toString() })
+  const admin = new pg.Client({
+    connectionString: url.toString(),
+    ...(timeouts && { connectionTimeoutMillis: timeouts.connectMs, query_timeout: timeouts.statementMs + CLIENT_GRACE_MS }),
+  })
   await admin.connect()
   try {
     const found = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])
@@ -43,9 +49,12 @@ async function ensureDatabase (databaseUrl: string): Promise<void> {
   }
 }
 
-/** Applies postgres/NNN.do.*.sql migrations not applied yet, one process at a time; returns the files applied. */
-async function migratePostgres (databaseUrl: string): Promise<string[]> {
-  const client = new pg.Client({ connectionString: withDefaultUser(databaseUrl) })
+/**
+ * Applies postgres/NNN.do.*.sql migrations not applied yet, one process at a time; returns the files
+ * applied. The connection is bounded by the timeouts; the wait for another process's migrations is not.
+ */
+async function migratePostgres (databaseUrl: string, timeouts?: PostgresTimeouts): Promise<string[]> {
+  const client = new pg.Client({ connectionString: withDefaultUser(databaseUrl), ...(timeouts && { connectionTimeoutMillis: timeouts.connectMs }) })
   await client.connect()
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK])
@@ -196,8 +205,8 @@ function postgresMigrationVersions (): number[] {
 
 /** Creates the database if missing, applies the migrations, and opens a pool: what every entry point does first. */
 export async function openPostgres (databaseUrl: string, timeouts?: PostgresTimeouts, onMigrated?: (applied: string[]) => void): Promise<CountingPool> {
-  await ensureDatabase(databaseUrl)
-  const applied = await migratePostgres(databaseUrl)
+  await ensureDatabase(databaseUrl, timeouts)
+  const applied = await migratePostgres(databaseUrl, timeouts)
   onMigrated?.(applied)
   return createPool(databaseUrl, timeouts)
 }

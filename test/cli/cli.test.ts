@@ -127,3 +127,25 @@ t.test('npm run registry:import upserts public agents by registryId and reports 
   t.equal(again.rows[0].reputation_score, 9, 'a second import updates in place')
   await t.rejects(cli('registry-import', [join(TEST_DATA_DIR, 'nope.json')]), { code: 2 })
 })
+
+t.test('every tool answers --help with what it does and its usage, and an unknown option with its usage, exit 2, no stack', async (t) => {
+  const tools: Array<[string, RegExp]> = [
+    ['seed', /usage: npm run seed/], ['quarantine', /usage: npm run ingest:quarantine/], ['settings-docs', /usage: npm run docs:settings/],
+    ['token', /usage: npm run token/], ['user-tier', /usage: npm run user:tier/], ['registry-import', /usage: npm run registry:import/],
+    ['migrate', /usage: .*src\/cli\/migrate\.ts/], ['worker-health', /usage: .*src\/cli\/worker-health\.ts/],
+  ]
+  for (const [tool, usage] of tools) {
+    // With a database that does not exist: --help must answer before reaching any store.
+    const help = await cli(tool, ['--help'], { DATABASE_URL: 'postgres://127.0.0.1:1/none', REDIS_URL: 'redis://127.0.0.1:1' })
+    t.match(help.stdout, usage, `${tool} --help`)
+    t.ok(help.stdout.split('\n')[0]!.length > 20, `${tool} --help says what it does`)
+    const unknown = await cli(tool, ['--no-such-option'], { DATABASE_URL: 'postgres://127.0.0.1:1/none' }).then(() => null, (err: { code: number; stderr: string }) => err)
+    t.equal(unknown?.code, 2, `${tool} --no-such-option exits 2`)
+    t.match(unknown?.stderr, /Unknown option '--no-such-option'/)
+    t.match(unknown?.stderr, usage)
+    t.notMatch(unknown?.stderr, /\n\s+at /, 'no stack trace')
+  }
+  const tier = await cli('user-tier', ['alice', 'gold']).then(() => null, (err: { code: number; stderr: string }) => err)
+  t.equal(tier?.code, 2)
+  t.match(tier?.stderr, /the tier must be free, pro or enterprise \(got "gold"\)/, 'says what is wrong, not only the usage')
+})

@@ -1,0 +1,27 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util'
+
+/**
+ * A command-line tool's arguments, parsed as `node:util` parseArgs does, with `--help` (`-h`) for every
+ * tool: it prints what the tool does and its usage on stdout and exits 0. An option the tool does not
+ * know, or a value it cannot take, prints the parser's message and the usage on stderr and exits 2,
+ * never a stack trace.
+ */
+export function cliArgs<T extends ParseArgsConfig> (config: T, help: { usage: string; about: string }): ReturnType<typeof parseArgs<T>> {
+  const argv = config.args ?? process.argv.slice(2)
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${help.about}\n\n${help.usage}\n`)
+    process.exit(0)
+  }
+  try {
+    return parseArgs(config)
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${help.usage}\n`)
+    process.exit(2)
+  }
+}
+
+/** Stops a tool with its usage on stderr, exit 2 (a missing or malformed argument the parser let through). */
+export function usageError (usage: string, problem?: string): never {
+  process.stderr.write(`${problem ? `${problem}\n` : ''}${usage}\n`)
+  process.exit(2)
+}
