@@ -45,7 +45,8 @@ function start (env: Record<string, string>): Promise<{ code: number | null; std
   })
 }
 
-// Servers that take a connection and never answer, or close it at once: not Postgres.
+// Servers that take a connection and never answer, or close it at once: not Postgres (the client
+// sees the close as the connection ending, or as a reset when it was writing).
 const stalled = createServer(() => {})
 const closing = createServer((socket) => socket.destroy())
 await Promise.all([stalled, closing].map((s) => new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))))
@@ -56,7 +57,7 @@ const cases: Array<[string, Record<string, string>, RegExp]> = [
   ['a Postgres address that takes the connection and never answers', { DATABASE_URL: `postgres://127.0.0.1:${portOf(stalled)}/agent_telemetry_x_test` },
     new RegExp(`cannot reach Postgres at 127\\.0\\.0\\.1:${portOf(stalled)} \\(DATABASE_URL\\): timed out`)],
   ['a Postgres address that closes the connection', { DATABASE_URL: `postgres://127.0.0.1:${portOf(closing)}/agent_telemetry_x_test` },
-    new RegExp(`cannot reach Postgres at 127\\.0\\.0\\.1:${portOf(closing)} \\(DATABASE_URL\\): the server closed the connection without answering`)],
+    new RegExp(`cannot reach Postgres at 127\\.0\\.0\\.1:${portOf(closing)} \\(DATABASE_URL\\): (the server closed the connection without answering|connection reset)`)],
   ['Postgres refusing connections', { DATABASE_URL: 'postgres://127.0.0.1:1/agent_telemetry_x_test' }, /cannot reach Postgres at 127\.0\.0\.1:1 \(DATABASE_URL\): connection refused/],
   ['an unknown Postgres role', { DATABASE_URL: TEST_DATABASE_URL.replace('postgres://', 'postgres://no_such_role_x@') }, /Postgres refused the login of user "no_such_role_x" \(DATABASE_URL\).*Create that role/],
   ['Redis down', { REDIS_URL: 'redis://127.0.0.1:1' }, /cannot reach Redis at 127\.0\.0\.1:1 \(REDIS_URL\)/],

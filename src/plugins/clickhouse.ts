@@ -4,6 +4,7 @@ import { ClickHouseLogLevel, createClient } from '@clickhouse/client'
 import { migrateClickHouse, openClickHouse } from '../storage/clickhouse-client.ts'
 import { CLICKHOUSE_MIGRATION_LOCK, withPostgresLock } from '../storage/migration-lock.ts'
 import { onCluster } from '../storage/cluster-ddl.ts'
+import { registerEmbeddedStore } from '../storage/embedded-stores.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -67,7 +68,15 @@ export default fp(async function clickhouse (app, opts: ClickHouseOptions) {
     throw err
   }
   app.decorate('clickhouse', handle.client)
+  // Several instances each with an embedded store split the events between them: said at start.
+  const store = opts.url ? null : await registerEmbeddedStore(app.db, opts.dataDir, (err) => app.log.warn({ err }, 'could not record this instance\'s embedded store in Postgres'))
+  for (const other of store?.others ?? []) {
+    app.log.warn({ otherHost: other.host, otherDataDir: other.dataDir, otherPid: other.pid },
+      'another instance with its own embedded ClickHouse uses this Postgres database: each stores the events it receives in its own DATA_DIR, ' +
+      'so neither shows all of them. Several instances need one ClickHouse server (set CLICKHOUSE_URL on each, docs/scaling.md)')
+  }
   app.addHook('onClose', async () => {
+    await store?.stop()
     await handle.release()
   })
 }, { name: 'clickhouse', dependencies: ['postgres'] })
