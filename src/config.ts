@@ -401,5 +401,11 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
     const problems = (validate.errors ?? []).map(problem)
     throw new ConfigError(`invalid settings: ${[...new Set(problems)].join('; ')}`)
   }
+  // A URL that starts right but does not parse (`postgres://localhost:abc/x`) fails here, not at its first use.
+  const unparsable = ([['DATABASE_URL', raw.databaseUrl], ['REDIS_URL', raw.redisUrl], ['CLICKHOUSE_URL', raw.clickhouseUrl]] as const)
+    .filter(([, url]) => url !== undefined && !URL.canParse(url))
+  if (unparsable.length > 0) {
+    throw new ConfigError(`invalid settings: ${unparsable.map(([name]) => `${name} is not a valid URL (a port must be a number from 0 to 65535)`).join('; ')}`)
+  }
   return derive(raw)
 }

@@ -1,10 +1,13 @@
 import { ConfigError, loadConfig, type Config } from './config.ts'
 import { prettyStream } from './log-format.ts'
-import { checkDataDirFree, describeStartupFailure } from './startup-failure.ts'
+import { checkDataDirFree, checkPortFree, describeStartupFailure } from './startup-failure.ts'
 
 /** Starts the service: reads settings, builds the app, listens, and closes with grace on a signal. */
 async function main (config: Config): Promise<void> {
   if (!config.clickhouseUrl) checkDataDirFree(config.dataDir)
+  // A port in use is told before the start's work (migrations, the engine), not after it.
+  if (config.roles.api) await checkPortFree(config.port, config.host)
+  if (!config.clickhouseUrl && config.analytics.port !== null) await checkPortFree(config.analytics.port, config.analytics.host)
   // The app's modules are loaded once the settings are known to be good and the data directory free:
   // a start refused for either answers at once, without loading them.
   const { buildApp } = await import('./app.ts')

@@ -1,5 +1,6 @@
+import { createServer } from 'node:net'
 import { existsSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, resolve, sep } from 'node:path'
 import type { Config } from './config.ts'
 import { ownerRuns } from './ingest/log/pid-lock.ts'
 import { NETWORK_ERROR_WORDS } from './domain/network-errors.ts'
@@ -9,7 +10,7 @@ export class StartupError extends Error {
   override name = 'StartupError'
 }
 
-type Failure = Error & { code?: unknown; address?: unknown; port?: unknown; errors?: unknown[]; cause?: unknown }
+type Failure = Error & { code?: unknown; address?: unknown; port?: unknown; path?: unknown; errors?: unknown[]; cause?: unknown }
 
 /** The error and everything it wraps (causes, aggregated errors), outermost first. */
 function chain (err: unknown): Failure[] {
@@ -69,8 +70,12 @@ export function describeStartupFailure (err: unknown, config: Config): string {
     if (code === 'EACCES' && typeof e.port === 'number') {
       return `not allowed to listen on port ${e.port} (PORT or ANALYTICS_PORT): choose a port above 1023.`
     }
-    if ((code === 'EACCES' || code === 'EROFS' || code === 'ENOSPC') && /DATA_DIR|data|ingest/i.test(e.message)) {
-      return `cannot write under DATA_DIR ${config.dataDir}: ${e.message}. Make it writable by this user, or set DATA_DIR (and INGEST_LOG_DIR).`
+    // A path of DATA_DIR's (or the ingest log's) that cannot be made or written: not a directory, read-only, full.
+    const path = typeof e.path === 'string' ? resolve(e.path) : ''
+    const ours = path !== '' && [config.dataDir, config.ingest.logDir].some((dir) => path === dir || path.startsWith(`${dir}${sep}`) || dir.startsWith(`${path}${sep}`))
+    if (['EACCES', 'EROFS', 'ENOSPC', 'EEXIST', 'ENOTDIR', 'ENOENT', 'EPERM'].includes(code) && (ours || (code !== 'ENOENT' && code !== 'EEXIST' && /DATA_DIR|data|ingest/i.test(e.message)))) {
+      const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'a file is where a directory must be' : code === 'EROFS' ? 'the file system is read-only' : code === 'ENOSPC' ? 'the disk is full' : code === 'ENOENT' ? 'a directory on the way cannot be made' : 'not allowed'
+      return `cannot write under DATA_DIR ${config.dataDir}: ${why} (${e.message}). Make it a directory this user can write, or set DATA_DIR (and INGEST_LOG_DIR).`
     }
     if (code === 'CHDB_CONNECTION' || /Another server instance in same directory|another process may be using this DATA_DIR/.test(e.message)) {
       return `DATA_DIR ${config.dataDir} is in use by another process (the embedded ClickHouse belongs to one process): ` +
@@ -118,4 +123,17 @@ export function checkDataDirFree (dataDir: string): void {
   if (!ownerRuns(pid, { command: 'node' })) return
   throw new StartupError(`DATA_DIR ${dataDir} is in use by process ${pid} (the embedded ClickHouse belongs to one process): ` +
     'stop that process, give this instance its own DATA_DIR, or set CLICKHOUSE_URL to use a ClickHouse server.')
+}
+
+/**
+ * Fails (EADDRINUSE, EACCES, as listening would) when `port` cannot be listened on now: a port in use
+ * is told at once rather than after the start's work. Port 0 is any free port.
+ */
+export async function checkPortFree (port: number, host: string): Promise<void> {
+  if (port === 0) return
+  await new Promise<void>((resolve, reject) => {
+    const probe = createServer()
+    probe.once('error', (err: NodeJS.ErrnoException) => reject(Object.assign(err, { port })))
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()))
+  })
 }

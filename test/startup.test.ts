@@ -87,6 +87,34 @@ t.test('a bad setting stops start-up before anything is reached: exit 2, one lin
   t.notMatch(stderr + stdout, /\n\s+at /, 'no stack trace')
 })
 
+t.test('a URL setting that does not parse is a bad setting: exit 2, naming it', async (t) => {
+  const { code, stderr } = await start({ DATABASE_URL: 'postgres://localhost:abc/agent_telemetry_x_test' })
+  t.equal(code, 2)
+  t.match(stderr, /^invalid settings: DATABASE_URL is not a valid URL/)
+})
+
+t.test('a DATA_DIR that cannot be a directory is one line naming DATA_DIR and why', async (t) => {
+  const file = join(mkdtempSync(join(tmpdir(), 'startup-file-')), 'afile')
+  writeFileSync(file, 'not a directory')
+  for (const dataDir of [file, join(file, 'sub')]) {
+    const { code, stderr } = await start({ DATA_DIR: dataDir })
+    t.equal(code, 1)
+    t.match(stderr, new RegExp(`^agent-telemetry could not start: cannot write under DATA_DIR ${dataDir}: a file is where a directory must be`), dataDir)
+    t.notMatch(stderr, /\n\s+at /)
+  }
+})
+
+t.test('a port in use is told before the start\'s work, with nothing logged as starting', async (t) => {
+  const holder = createServer()
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => holder.close())
+  const port = String((holder.address() as AddressInfo).port)
+  const { code, stdout, stderr } = await start({ PORT: port, HOST: '127.0.0.1' })
+  t.equal(code, 1)
+  t.match(stderr, new RegExp(`^agent-telemetry could not start: PORT ${port} on 127\\.0\\.0\\.1 \\(HOST\\) is already in use`))
+  t.notMatch(stdout, /agent-telemetry starting|migrations/, 'it stopped before building anything')
+})
+
 t.test('LOG_LEVEL=debug adds the stack', async (t) => {
   const { code, stderr } = await start({ REDIS_URL: 'redis://127.0.0.1:1', LOG_LEVEL: 'debug' })
   t.equal(code, 1)
