@@ -1,5 +1,5 @@
 import t from 'tap'
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { createServer, type AddressInfo } from 'node:net'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -137,6 +137,14 @@ t.test('a DATA_DIR held by another live process is refused before the engine ope
   t.equal(code, 1)
   t.equal(stderr.trim().split('\n').length, 1, stderr)
   t.match(stderr, /DATA_DIR .* is in use/)
+  // The tools that open the engine say the same, not the engine's lock error.
+  for (const tool of ['seed', 'migrate']) {
+    const run = spawnSync(process.execPath, [...TS_LOADER_ARGS, new URL(`../src/cli/${tool}.ts`, import.meta.url).pathname, ...(tool === 'seed' ? ['--events', '10'] : [])],
+      { env: { PATH: process.env.PATH ?? '', DATA_DIR: dir, DATABASE_URL: TEST_DATABASE_URL }, encoding: 'utf8' })
+    t.equal(run.status, 1, tool)
+    t.match(run.stderr, new RegExp(`^DATA_DIR ${dir} is in use by process ${holder.pid}`), tool)
+    t.notMatch(run.stderr, /\n\s+at |ChdbConnectionError/, `${tool}: no stack, no engine error`)
+  }
 })
 
 t.test('describeStartupFailure names the setting for ports and passes StartupErrors through', async (t) => {

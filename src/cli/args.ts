@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { checkDataDirFree, StartupError } from '../startup-failure.ts'
 
 /**
  * A command-line tool's arguments, parsed as `node:util` parseArgs does, with `--help` (`-h`) for every
@@ -24,4 +25,18 @@ export function cliArgs<T extends ParseArgsConfig> (config: T, help: { usage: st
 export function usageError (usage: string, problem?: string): never {
   process.stderr.write(`${problem ? `${problem}\n` : ''}${usage}\n`)
   process.exit(2)
+}
+
+/**
+ * Stops a tool that opens the embedded engine when a running service holds DATA_DIR (the engine
+ * belongs to one process), with the service's own one-line message, exit 1, rather than the engine's.
+ */
+export function exitIfDataDirInUse (dataDir: string): void {
+  try {
+    checkDataDirFree(dataDir)
+  } catch (err) {
+    if (!(err instanceof StartupError)) throw err
+    process.stderr.write(`${err.message}\n`)
+    process.exit(1)
+  }
 }

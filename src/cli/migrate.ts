@@ -4,7 +4,7 @@
  *   node --import ./src/ts-loader.mjs src/cli/migrate.ts
  */
 import { loadConfig } from '../config.ts'
-import { cliArgs } from './args.ts'
+import { cliArgs, exitIfDataDirInUse } from './args.ts'
 import { openPostgres } from '../storage/postgres.ts'
 import { migrateClickHouse, openClickHouse } from '../storage/clickhouse-client.ts'
 import { CLICKHOUSE_MIGRATION_LOCK, withPostgresLock } from '../storage/migration-lock.ts'
@@ -15,6 +15,7 @@ cliArgs({ options: {} }, {
   about: 'Applies the Postgres and ClickHouse migrations of the stores the settings name, and exits (the service applies them at start too).',
 })
 const config = loadConfig()
+if (!config.clickhouseUrl) exitIfDataDirInUse(config.dataDir)
 const pool = await openPostgres(config.databaseUrl, undefined, (applied) => console.log(JSON.stringify({ postgres: applied })))
 if (config.clickhouseUrl) await ensureServerDatabase(config.clickhouseUrl, config.clickhouseCluster)
 const handle = openClickHouse({ url: config.clickhouseUrl, dataDir: config.dataDir })

@@ -14,7 +14,7 @@
  * parts before and after on stderr.
  * Prints the user's subject; `npm run token -- <subject>` gives a token to read it with.
  */
-import { cliArgs, usageError } from './args.ts'
+import { cliArgs, exitIfDataDirInUse, usageError } from './args.ts'
 import pino from 'pino'
 import { loadConfig } from '../config.ts'
 import { buildEventRow, type IncomingEvent } from '../domain/event-row.ts'
@@ -45,6 +45,7 @@ if (![total, agentCount, days].every((n) => Number.isInteger(n) && n > 0) || !Nu
 }
 
 const config = loadConfig()
+if (!config.clickhouseUrl) exitIfDataDirInUse(config.dataDir)
 const pool = await openPostgres(config.databaseUrl)
 const handle = openClickHouse({ url: config.clickhouseUrl, dataDir: config.dataDir })
 await migrateClickHouse(handle.client, { cluster: config.clickhouseCluster })
