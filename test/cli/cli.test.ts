@@ -71,7 +71,7 @@ t.test('user:tier and registry:import: a wrong DATABASE_URL is one line naming t
     { url: 'postgres://localhost:5999/x', code: 1, says: /cannot reach postgres:\/\/localhost:5999\/x: connection refused/ },
     { url: 'postgres://nosuchrole:pw@localhost:5432/x', code: 1, says: /postgres:\/\/localhost:5432\/x refused the login: role "nosuchrole" does not exist/ },
     { url: 'not a url', code: 2, says: /invalid settings: DATABASE_URL must match/ },
-    { url: 'postgres://[bad', code: 1, says: /DATABASE_URL is not a valid URL/ },
+    { url: 'postgres://[bad', code: 2, says: /invalid settings: DATABASE_URL is not a valid URL/ },
   ]
   // The two tools share the check (openExistingPostgres) and each catch a ConfigError: every case
   // with user:tier, the login and settings ones with registry:import too. In parallel, to keep the
