@@ -349,9 +349,18 @@ function readSettings (env: Record<string, string | undefined>): Record<string, 
  * knows it by its environment variable, both for the subject and for the siblings a message names
  * (AUTH_JWKS_URL needs AUTH_ISSUER…).
  */
+/** What a setting's pattern means, said instead of the pattern. */
+const PATTERN_SAYS: ReadonlyMap<string, string> = new Map([
+  ['SECRETS_KEY', 'must be 32 random bytes in base64 (openssl rand -base64 32)'],
+  ['SECRETS_PREVIOUS_KEYS', 'must be earlier SECRETS_KEY values (32 bytes in base64 each), separated by commas'],
+])
+
 function problem (error: ErrorObject): string {
-  const message = (error.message ?? 'is invalid').replace(/\w+/g, (word) => NAME_AT.get(`${error.instancePath}/${word}`) ?? word)
-  return `${NAME_AT.get(error.instancePath) ?? 'settings'} ${message}`
+  const name = NAME_AT.get(error.instancePath)
+  if (error.keyword === 'pattern' && name !== undefined && PATTERN_SAYS.has(name)) return `${name} ${PATTERN_SAYS.get(name)}`
+  let message = (error.message ?? 'is invalid').replace(/\w+/g, (word) => NAME_AT.get(`${error.instancePath}/${word}`) ?? word)
+  if (error.keyword === 'enum') message += `: ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`
+  return `${name ?? 'settings'} ${message}`
 }
 
 type IdentityProvider = { jwksUrl: string; issuer: string; audience: string } | { local: true }
