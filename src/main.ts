@@ -24,7 +24,10 @@ async function main (config: Config): Promise<void> {
   }
   let closing = false
   const shutdown = async (signal: string) => {
-    if (closing) return
+    if (closing) {
+      app.log.info({ signal }, 'already shutting down (at most 30 s); every acknowledged event is in the ingest log, so SIGKILL stops at once without losing any')
+      return
+    }
     closing = true
     app.log.info({ signal }, 'shutting down: refusing new requests, finishing in-flight batches')
     const force = setTimeout(() => {
@@ -33,7 +36,7 @@ async function main (config: Config): Promise<void> {
     }, 30_000)
     force.unref()
     await app.close()
-    app.log.info('shut down cleanly')
+    app.log.info('shut down cleanly: every acknowledged event was shipped or waits in the ingest log for the next start')
     process.exit(0)
   }
   // A stray rejection (e.g. from a store's client after an I/O error) is logged, not fatal: every
