@@ -437,10 +437,13 @@ export class AgentTelemetry {
     this.abandoned = true
     this.stop.abort()
     for (const ch of this.channels) {
-      const left = ch.queue.length + inFlightCount(ch)
+      const unanswered = inFlightCount(ch)
+      const left = ch.queue.length + unanswered
       while (ch.queue.length > 0) ch.queue.shift()
       ch.inFlight.clear()
-      if (left > 0) this.drop('shutdown', left, `${left} ${ch.kind}s were still queued or unanswered when shutdown() timed out`, undefined, ch.kind)
+      // A request under way may have been stored: the service's answer is what did not arrive.
+      const maybe = unanswered > 0 ? ` (${unanswered} of them in requests under way, which the service may have stored)` : ''
+      if (left > 0) this.drop('shutdown', left, `${left} ${ch.kind}s were still queued or unanswered when shutdown() timed out${maybe}`, undefined, ch.kind)
     }
     for (const sleeper of [...this.sleepers]) sleeper.wake()
     this.settle()

@@ -109,3 +109,17 @@ t.test('span.set() with no fields does nothing; span() without a function says w
   t.throws(() => client.span('x', undefined as never), { name: 'TypeError', message: /span x: the second argument must be the function the span runs/ })
   await client.shutdown(10)
 })
+
+t.test('shutdown() at its timeout says which of what it gives up may have been stored', async (t) => {
+  const errors: TelemetryError[] = []
+  const client = new AgentTelemetry({
+    apiKey: KEY, baseUrl: 'http://127.0.0.1:9', agentId: 'a', flushAt: 2, requestTimeoutMs: 60_000,
+    fetch: () => new Promise<Response>(() => {}), onError: (e) => errors.push(e),
+  })
+  for (let i = 0; i < 3; i++) client.track({ type: 'action', metadata: { i } })
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  await client.shutdown(100)
+  const given = errors.find((e) => e.reason === 'shutdown')
+  t.equal(given?.count, 3)
+  t.match(given?.message, /3 events were still queued or unanswered when shutdown\(\) timed out \([23] of them in requests under way, which the service may have stored\)/)
+})
