@@ -258,9 +258,14 @@ const TOOL_NAME_MAX = 200
 
 /** A tool's name at `minimal`: file paths replaced, then scrubbed as `standard`, cut to what the service takes. */
 export function scrubToolName (text: string, count: { n: number }): string {
-  const out = scrubText(text.replace(TOOL_PATH, () => { count.n++; return '[redacted:path]' }), count)
+  return scrubNameText(text.replace(TOOL_PATH, () => { count.n++; return '[redacted:path]' }), count, text.length)
+}
+
+/** A name scrubbed as text (`standard`), cut to what the service takes when the replacements made it longer than it was. */
+function scrubNameText (text: string, count: { n: number }, given = text.length): string {
+  const out = scrubText(text, count)
   // A name the replacements made too long is cut; one too long as given is left for the schema check.
-  if (out.length <= TOOL_NAME_MAX || text.length > TOOL_NAME_MAX) return out
+  if (out.length <= TOOL_NAME_MAX || given > TOOL_NAME_MAX) return out
   const cut = out.slice(0, TOOL_NAME_MAX)
   return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut
 }
@@ -317,12 +322,19 @@ export function applyPrivacy (event: Record<string, unknown>, level: PrivacyLeve
     if (Array.isArray(event.toolsConsidered)) event.toolsConsidered = event.toolsConsidered.map((v: unknown) => typeof v === 'string' ? scrubToolName(v, count) : v)
     // A span is often named after the tool call or command it wraps: its name is a tool name here.
     if (metadata && typeof metadata.spanName === 'string') metadata.spanName = scrubToolName(metadata.spanName, count)
+    if (metadata && typeof metadata.tool === 'string') metadata.tool = scrubToolName(metadata.tool, count)
     return count.n
   }
   for (const key of Object.keys(event)) {
     if (IDENTIFIER_FIELDS.has(key) || key === 'metadata') continue
     event[key] = scrubDeep(event[key], count)
   }
+  // Names written by people (a tool's, a span's) often hold what they act on: credentials and
+  // personal data leave them, as from text; paths stay, as everywhere at this level.
+  const name = (v: unknown) => typeof v === 'string' ? scrubNameText(v, count) : v
+  if (typeof event.toolExecuted === 'string') event.toolExecuted = name(event.toolExecuted)
+  if (Array.isArray(event.toolsConsidered)) event.toolsConsidered = event.toolsConsidered.map(name)
+  for (const key of ['tool', 'spanName']) if (metadata && typeof metadata[key] === 'string') metadata[key] = name(metadata[key])
   if (metadata) {
     for (const key of Object.keys(metadata)) {
       if (IDENTIFIER_METADATA.has(key)) continue

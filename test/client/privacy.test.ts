@@ -137,6 +137,25 @@ t.test('minimal: file paths leave no tool name either; a namespaced name is kept
   t.equal(std.toolExecuted, 'read /home/bob/secret', 'standard keeps paths, as everywhere')
 })
 
+t.test('standard: names people write (tools, spans) lose credentials and personal data, as text does; never more than minimal sends', async (t) => {
+  const e: Record<string, unknown> = {
+    toolExecuted: 'email jane@example.com', toolsConsidered: ['search', `curl -H "x-key: ${OPENAI}"`],
+    metadata: { spanName: 'summarise /home/bob/a.pdf for jane@example.com', tool: 'Bearer abcdefghijklmnop', traceId: 'jane@example.com' },
+  }
+  t.equal(applyPrivacy(e, 'standard'), 4)
+  t.same(e, {
+    toolExecuted: 'email [redacted:email]', toolsConsidered: ['search', 'curl -H "x-key: [redacted:openai_key]"'],
+    metadata: { spanName: 'summarise /home/bob/a.pdf for [redacted:email]', tool: '[redacted:bearer_token]', traceId: 'jane@example.com' },
+  }, 'paths stay at standard; identifiers (traceId) are never scrubbed')
+  for (const name of ['Read', 'mcp__github__create_issue', 'github/create_issue', 'web_search']) {
+    const plain = { toolExecuted: name }
+    t.equal(applyPrivacy(plain, 'standard'), 0, `${name} is left as it is`)
+  }
+  const minimal: Record<string, unknown> = { metadata: { tool: 'Bearer abcdefghijklmnop /home/bob/x' } }
+  applyPrivacy(minimal, 'minimal')
+  t.same(minimal, { metadata: { tool: '[redacted:bearer_token] [redacted:path]' } }, 'minimal scrubs metadata.tool as a tool name')
+})
+
 t.test('scrubbing stays linear on long hostile text', async (t) => {
   // Each of these would take seconds with an unbounded pattern; the test fails by its timeout.
   for (const text of ['a'.repeat(200_000) + '@', '1 '.repeat(100_000), 'sk-' + '-'.repeat(200_000), 'eyJ' + 'a'.repeat(200_000) + '.', '+1' + ' 12'.repeat(70_000),
