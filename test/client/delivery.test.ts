@@ -82,7 +82,9 @@ t.test('the real burst limit: refused events wait for Retry-After and go again, 
   await client.shutdown(120_000)
   const stats = client.stats()
   t.equal(stats.sent, 650)
-  t.ok(stats.limited >= 50, `the limit refused some, which went again (${stats.limited})`)
+  // 650 against 600 a minute: about 50 are refused, fewer when sending is slow enough for the
+  // bucket to refill meanwhile (a busy machine), never none.
+  t.ok(stats.limited > 0, `the limit refused some, which went again (${stats.limited})`)
   t.same(Object.entries(stats.dropped).filter(([, n]) => n > 0), [], 'nothing dropped: rate-limited events are not refused events')
   await shipped(app)
   t.same(await stored(user.id, marker), { rows: 650, distinct: 650 })
