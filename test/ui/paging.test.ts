@@ -95,6 +95,16 @@ async function run () {
 
     const [fresh] = await send([{ toolExecuted: 'paged_tool', reasoning: 'after Load more' }, { toolExecuted: 'other_tool' }])
     t.same(await liveShows([fresh!.eventId, ...pagedIds]), [fresh!.eventId, ...pagedIds], 'a new match streams in at the top, the older pages stay below')
+
+    // Pause keeps what is shown, to be read; nothing streams in; Resume starts from the newest again.
+    await page.getByRole('button', { name: 'Pause' }).click()
+    await page.getByRole('status').filter({ hasText: /^Paused$/ }).waitFor()
+    const [whilePaused] = await send([{ toolExecuted: 'paged_tool', reasoning: 'while paused' }])
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    t.same(await liveIds(), [fresh!.eventId, ...pagedIds], 'paused: the rows stay, and what arrives is not added')
+    await page.getByRole('button', { name: 'Resume' }).click()
+    const newest = [whilePaused!.eventId, fresh!.eventId, ...pagedIds].slice(0, 100)
+    t.same(await liveShows(newest), newest, 'resumed: the newest matches again')
   })
 
   t.test('live: once rows past 500 were dropped, Load more still reaches every older match, each once', async (t) => {

@@ -122,13 +122,14 @@ export function LivePage ({ names, params }) {
     }
   }
   useEffect(() => {
+    // Paused: the stream stops (the cleanup below) and the rows shown stay, to be read; Resume starts afresh.
+    if (paused) return
     shown.current = []
     const w = { cursor: undefined, loaded: false, cut: false }
     walk.current = w
     setEvents(null)
     setOlder({ more: false, loaded: false, busy: false, error: null })
     setLink('connecting')
-    if (paused) return
     const stop = new AbortController()
     // The latest page, merged in: once the stream is ready (events before it), and after a gap. The
     // first one read starts the walk Load more goes on with.
