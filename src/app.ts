@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions, type RouteOptions } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions, type RouteOptions } from 'fastify'
 import type { Config } from './config.ts'
 import { prepareDataDir, warnOfFileSystem } from './data-dir.ts'
 import { sharedSchemas } from './validation.ts'
@@ -42,6 +42,22 @@ export interface BuildOptions {
   onRoute?: (route: RouteOptions) => void
 }
 
+/**
+ * Fastify's request lines at the level they are shown at: `debug`, not `info` (only LOG_LEVEL=debug
+ * shows them, so a filter by level finds them there). A request that failed stays an `error`.
+ */
+class DebugRequestLogs extends LogController {
+  override incomingRequest (request: FastifyRequest): void {
+    if (!this.isLogDisabled(request)) request.log.debug({ req: request }, 'incoming request')
+  }
+
+  override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (this.isLogDisabled(request)) return
+    if (error) reply.log.error({ res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
+    else reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed')
+  }
+}
+
 /** Builds the whole service from its plugins; main.ts listens on it, tests inject into it. */
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
@@ -50,7 +66,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     trustProxy: config.trustProxy,
     // A log line per request is too much at ingestion rates: request lines appear at LOG_LEVEL=debug;
     // errors, refusals of the stores and start/stop are logged at every level.
-    logController: new LogController({ disableRequestLogging: !['debug', 'trace'].includes(config.logLevel) }),
+    logController: new DebugRequestLogs({ disableRequestLogging: !['debug', 'trace'].includes(config.logLevel) }),
     // Requests that reach a closing instance on kept-alive connections are served (and told to close the
     // connection); the ingest log refuses with its own 503 + Retry-After once it is closed.
     return503OnClosing: false,
