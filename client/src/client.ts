@@ -205,6 +205,7 @@ export class AgentTelemetry {
       throw new TypeError(`agentId must be a string of 1 to 120 characters without NUL (got ${typeof options.agentId === 'string' ? `${options.agentId.length} characters` : typeof options.agentId})`)
     }
     if (options.onError !== undefined && typeof options.onError !== 'function') throw new TypeError(`onError must be a function (got ${typeof options.onError})`)
+    warnUnknownOptions(options)
     if (options.fetch !== undefined && typeof options.fetch !== 'function') throw new TypeError(`fetch must be a function (got ${typeof options.fetch})`)
     const fetchFn = options.fetch ?? globalThis.fetch
     if (typeof fetchFn !== 'function') throw new TypeError('no fetch in this runtime: pass options.fetch')
@@ -716,6 +717,21 @@ function typeOf (value: unknown): string {
 const MAX_MS = 2_147_483_647
 // Under the service's default 5 MiB BATCH_BODY_LIMIT, with room for the envelope.
 const MAX_BATCH_BYTES = 5 * 1024 * 1024 - 1024
+
+/** Every option the client reads: another name is a mistake the client would otherwise pass over in silence. */
+const OPTION_NAMES: ReadonlySet<string> = new Set<keyof AgentTelemetryOptions>([
+  'apiKey', 'baseUrl', 'agentId', 'privacyLevel', 'flushAt', 'flushIntervalMs', 'maxQueue', 'maxQueueBytes', 'maxBatchBytes', 'maxItemBytes',
+  'maxInFlight', 'maxRetries', 'retryBaseMs', 'retryMaxMs', 'requestTimeoutMs', 'onError', 'fetch',
+])
+
+/** A console warning for each option the client does not know (`flushAT`), naming the one meant when only its case differs. */
+function warnUnknownOptions (options: object): void {
+  for (const name of Object.keys(options)) {
+    if (OPTION_NAMES.has(name)) continue
+    const meant = [...OPTION_NAMES].find((known) => known.toLowerCase() === name.toLowerCase())
+    console.warn(`agent-telemetry-client: unknown option ${name}${meant ? ` (did you mean ${meant}?)` : ''}: it is ignored`)
+  }
+}
 
 type NumberOptionName = 'flushAt' | 'flushIntervalMs' | 'maxQueue' | 'maxQueueBytes' | 'maxBatchBytes' | 'maxItemBytes' | 'maxInFlight' | 'maxRetries' | 'retryBaseMs' | 'retryMaxMs' | 'requestTimeoutMs'
 

@@ -123,3 +123,16 @@ t.test('shutdown() at its timeout says which of what it gives up may have been s
   t.equal(given?.count, 3)
   t.match(given?.message, /3 events were still queued or unanswered when shutdown\(\) timed out \([23] of them in requests under way, which the service may have stored\)/)
 })
+
+t.test('an option the client does not know is warned about, naming the one meant', async (t) => {
+  const warned: string[] = []
+  const warn = console.warn
+  console.warn = (message: string) => { warned.push(message) }
+  t.teardown(() => { console.warn = warn })
+  const client = new AgentTelemetry({ apiKey: KEY, baseUrl: 'http://127.0.0.1:9', flushAT: 5, colour: 'red' } as never)
+  t.same(warned, [
+    'agent-telemetry-client: unknown option flushAT (did you mean flushAt?): it is ignored',
+    'agent-telemetry-client: unknown option colour: it is ignored',
+  ])
+  await client.shutdown(10)
+})
