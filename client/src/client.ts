@@ -4,7 +4,7 @@ import { newIdempotencyKey, newSpanId, newTraceId } from './ids.js'
 import { plainJson, utf8Length } from './json.js'
 import { applyPrivacy, PRIVACY_LEVELS, type PrivacyLevel } from './privacy.js'
 import { ItemQueue, type Item } from './queue.js'
-import { checkScore, type TelemetryScore } from './score.js'
+import { checkScore, type ScoreFields, type ScoreValue, type TelemetryScore } from './score.js'
 import { validateEvent, type Problem } from './validate.js'
 
 export type { TelemetryScore } from './score.js'
@@ -149,7 +149,7 @@ const inFlightCount = (ch: Channel): number => { let n = 0; for (const batch of 
 const noDrops = (): Record<DropReason, number> => Object.fromEntries(DROP_REASONS.map((r) => [r, 0])) as Record<DropReason, number>
 
 /** A score given to `span.score()`: its target is the span (its trace and span ids). */
-export type SpanScore = Omit<TelemetryScore, 'traceId' | 'spanId' | 'sessionId' | 'eventId'>
+export type SpanScore = ScoreFields & ScoreValue
 
 /** Fields a span's event carries, besides those the span sets itself. */
 export type SpanFields = Omit<TelemetryEvent, 'timestamp' | 'durationMs'>

@@ -1,5 +1,6 @@
 export { AgentTelemetry, Span, DROP_REASONS } from './client.js'
 export type { AgentTelemetryOptions, DropReason, ScoreStats, SpanFields, SpanScore, TelemetryError, TelemetryEvent, TelemetryScore, TelemetryStats } from './client.js'
+export type { ScoreTarget, ScoreValue } from './score.js'
 export type { SpanContext } from './context.js'
 export { hasAsyncContext } from './context.js'
 export type { ItemResult } from './delivery.js'

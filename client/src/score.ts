@@ -6,28 +6,35 @@ import type { Problem } from './validate.js'
  * One score, as the service's schema (schemas/score.ts) describes it: of exactly one of a trace
  * (optionally one of its spans), a session or an event; with exactly one of `value`, `label`, `boolean`.
  */
-export interface TelemetryScore {
+/** What every score carries, whatever it scores and however it says it. */
+export interface ScoreFields {
   /** Your id of the score; sending it again replaces the score. `score()` makes one when absent. */
   scoreId?: string
-  traceId?: string
-  /** A span of `traceId`. */
-  spanId?: string
-  sessionId?: string
-  /** An event id (`evt_…`) as the service acknowledged it. */
-  eventId?: string
   /** The agent scored; the client's `agentId` when absent. */
   agentId?: string
-  /** What is scored (`helpfulness`, `thumbs`): 1-200 characters, no control characters. */
+  /** What is scored (`helpfulness`, `thumbs`): the service's rule for names (docs/client.md). */
   name: string
-  value?: number
-  label?: string
-  boolean?: boolean
   /** Why; up to 4,000 characters. Scrubbed at `standard`, not sent at `minimal`. */
   comment?: string
   /** Who scored: `code` (the client's default), `api`, `human`, `llm`. */
   source?: 'api' | 'human' | 'llm' | 'code'
   metadata?: Record<string, unknown>
 }
+
+/** What a score is of: exactly one of a trace (optionally one of its spans), a session or an event. */
+export type ScoreTarget =
+  | { traceId: string; /** A span of `traceId`. */ spanId?: string; sessionId?: never; eventId?: never }
+  | { sessionId: string; traceId?: never; spanId?: never; eventId?: never }
+  | { /** An event id (`evt_…`) as the service acknowledged it. */ eventId: string; traceId?: never; spanId?: never; sessionId?: never }
+
+/** What a score says: exactly one of a number, a label or a boolean. */
+export type ScoreValue =
+  | { value: number; label?: never; boolean?: never }
+  | { label: string; value?: never; boolean?: never }
+  | { boolean: boolean; value?: never; label?: never }
+
+/** A score as `score()` takes it; the types say what the checks at the call say (one target, one value). */
+export type TelemetryScore = ScoreFields & ScoreTarget & ScoreValue
 
 export const SCORE_SOURCES = ['api', 'human', 'llm', 'code'] as const
 /** The source of a score that names none. */

@@ -136,3 +136,19 @@ t.test('an option the client does not know is warned about, naming the one meant
   ])
   await client.shutdown(10)
 })
+
+t.test('the score type says what the checks at the call say: one target, one value', async (t) => {
+  const client = new AgentTelemetry({ apiKey: KEY, baseUrl: 'http://127.0.0.1:9', agentId: 'a', onError: () => {}, flushIntervalMs: 60_000 })
+  // Each @ts-expect-error fails `npm run typecheck` if the type lets the mistake through.
+  // @ts-expect-error two targets
+  t.notOk(client.score({ traceId: 't', sessionId: 's', name: 'n', value: 1 }))
+  // @ts-expect-error two values
+  t.notOk(client.score({ traceId: 't', name: 'n', value: 1, label: 'x' }))
+  // @ts-expect-error no target
+  t.notOk(client.score({ name: 'n', value: 1 }))
+  // @ts-expect-error a span without its trace
+  t.notOk(client.score({ sessionId: 's', spanId: 'x', name: 'n', value: 1 }))
+  t.ok(client.score({ traceId: 't', spanId: 's', name: 'n', boolean: true }))
+  t.ok(client.score({ eventId: 'evt_1', name: 'n', label: 'good', comment: 'fine' }))
+  await client.shutdown(10)
+})

@@ -38,8 +38,8 @@ t.test('200 scores, then shutdown(): each stored once; an invalid score is dropp
     const score = i % 3 === 0 ? { traceId, name, value: i / 200 } : i % 3 === 1 ? { sessionId: `s-${i}`, name, label: 'good', source: 'llm' as const } : { traceId, spanId: `span-${i}`, name, boolean: true }
     if (!client.score({ ...score, metadata: { i } })) t.fail(`score ${i} was not queued`)
   }
-  t.notOk(client.score({ traceId, sessionId: 's', name, value: 1 }), 'two targets')
-  t.notOk(client.score({ traceId, name, value: 1, label: 'x' }), 'two values')
+  t.notOk(client.score({ traceId, sessionId: 's', name, value: 1 } as never), 'two targets')
+  t.notOk(client.score({ traceId, name, value: 1, label: 'x' } as never), 'two values')
   t.notOk(client.score({ traceId, value: 1 } as never), 'no name')
   t.notOk(client.score({ traceId, name, value: Number.NaN }), 'not a finite number')
   t.notOk(client.score(null as never), 'not an object')
