@@ -22,9 +22,22 @@ export default fp(async function redis (app, opts: { url: string; prefix: string
   const subscriber = new Redis(opts.url, { lazyConnect: true })
   // A first connection that fails is reported once, by the start-up error; later failures are logged.
   let connected = false
-  for (const c of [client, subscriber]) c.on('error', (err) => { if (connected) app.log.error({ err }, 'Redis connection error') })
-  await client.connect()
-  await subscriber.connect()
+  // What the first connection ran into (`ENOTFOUND` for a host that does not resolve): ioredis rejects
+  // connect() with its own "Connection is closed" once it gives up, which says neither.
+  let firstError: unknown
+  for (const c of [client, subscriber]) {
+    c.on('error', (err) => {
+      if (connected) app.log.error({ err }, 'Redis connection error')
+      else firstError ??= err
+    })
+  }
+  try {
+    await client.connect()
+    await subscriber.connect()
+  } catch (err) {
+    if (firstError !== undefined && err instanceof Error && !err.cause) err.cause = firstError
+    throw err
+  }
   connected = true
   const bus = new InvalidationBus(client, subscriber, opts.prefix, app.log)
   await bus.start()
