@@ -383,7 +383,7 @@ export class AgentTelemetry {
       span.end({ outcome: 'failed', errorMessage: errorText(err) })
       throw err
     }
-    if (result !== null && typeof result === 'object' && typeof (result as { then?: unknown }).then === 'function') {
+    if (isThenable(result)) {
       return (result as unknown as Promise<unknown>).then(
         (value) => { span.end(); return value },
         (err: unknown) => { span.end({ outcome: 'failed', errorMessage: errorText(err) }); throw err },
@@ -600,9 +600,7 @@ export class AgentTelemetry {
       if (this.o.onError) {
         // An async handler's rejection is the caller's too: it must not become an unhandled one.
         const returned = this.o.onError(error) as unknown
-        if (returned instanceof Promise || (typeof returned === 'object' && returned !== null && typeof (returned as { then?: unknown }).then === 'function')) {
-          Promise.resolve(returned).catch(() => {})
-        }
+        if (isThenable(returned)) Promise.resolve(returned).catch(() => {})
       } else if (!this.warned.has(error.reason)) {
         this.warned.add(error.reason)
         console.warn(`agent-telemetry-client: ${error.reason}: ${error.message} (further ${error.reason} reports are counted in stats(), not logged)`)
@@ -718,11 +716,21 @@ const MAX_MS = 2_147_483_647
 // Under the service's default 5 MiB BATCH_BODY_LIMIT, with room for the envelope.
 const MAX_BATCH_BYTES = 5 * 1024 * 1024 - 1024
 
-/** Every option the client reads: another name is a mistake the client would otherwise pass over in silence. */
-const OPTION_NAMES: ReadonlySet<string> = new Set<keyof AgentTelemetryOptions>([
-  'apiKey', 'baseUrl', 'agentId', 'privacyLevel', 'flushAt', 'flushIntervalMs', 'maxQueue', 'maxQueueBytes', 'maxBatchBytes', 'maxItemBytes',
-  'maxInFlight', 'maxRetries', 'retryBaseMs', 'retryMaxMs', 'requestTimeoutMs', 'onError', 'fetch',
-])
+/**
+ * Every option the client reads: another name is a mistake the client would otherwise pass over in
+ * silence. A record of them all, so an option added to AgentTelemetryOptions without it fails to compile.
+ */
+const OPTIONS: Record<keyof AgentTelemetryOptions, true> = {
+  apiKey: true, baseUrl: true, agentId: true, privacyLevel: true, flushAt: true, flushIntervalMs: true, maxQueue: true, maxQueueBytes: true,
+  maxBatchBytes: true, maxItemBytes: true, maxInFlight: true, maxRetries: true, retryBaseMs: true, retryMaxMs: true, requestTimeoutMs: true,
+  onError: true, fetch: true,
+}
+const OPTION_NAMES: ReadonlySet<string> = new Set(Object.keys(OPTIONS))
+
+/** Whether a value is a promise or promise-like (a `then` method): what `await` would wait for. */
+function isThenable (value: unknown): value is PromiseLike<unknown> {
+  return value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function'
+}
 
 /** A console warning for each option the client does not know (`flushAT`), naming the one meant when only its case differs. */
 function warnUnknownOptions (options: object): void {
