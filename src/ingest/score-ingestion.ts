@@ -139,13 +139,18 @@ function scoreResolveStep (agents: Pick<AgentResolver, 'resolve' | 'peek'>): Sco
 }
 
 /** `configs`: each score against its name's config, if the user set one (looked up once per request). */
+/** A score's refusal by the config of its name among the user's `byName`, or null when it fits or has none. */
+function refusalByConfig (score: IncomingScore, byName: Map<string, ScoreConfig>): HttpError | null {
+  const config = byName.get(score.name)
+  const mismatch = config ? configMismatch(score, config) : null
+  return mismatch ? configRefusal(mismatch) : null
+}
+
 function configsStep (configs: Pick<ScoreConfigResolver, 'peek' | 'get'>): ScoreStep {
   const check = (items: IngestItem[], byName: Map<string, ScoreConfig>) => items.map((item): Verdict<ScoreAck> => {
     if (byName.size === 0) return undefined
-    const score = item.event as IncomingScore
-    const config = byName.get(score.name)
-    const mismatch = config ? configMismatch(score, config) : null
-    return mismatch ? { kind: 'refused', error: configRefusal(mismatch) } : undefined
+    const refusal = refusalByConfig(item.event as IncomingScore, byName)
+    return refusal ? { kind: 'refused', error: refusal } : undefined
   })
   return {
     name: 'configs',
@@ -270,9 +275,8 @@ export class ScoreIngestionService {
     if (passed.length === 0) return refusals
     const byName = this.parts.configs.peek(caller.userId) ?? await this.parts.configs.get(caller.userId)
     for (const score of passed) {
-      const config = byName.get(score.name)
-      const mismatch = config ? configMismatch(score, config) : null
-      if (mismatch) refusals.push(configRefusal(mismatch))
+      const refusal = refusalByConfig(score, byName)
+      if (refusal) refusals.push(refusal)
     }
     return refusals
   }
