@@ -15,7 +15,7 @@ const AGENT_OPERATIONS = new Set(['invoke_agent', 'create_agent'])
 const PRIVACY_LEVELS = new Set(['minimal', 'standard', 'full'])
 
 // Attributes holding prompts, completions, tool arguments and results: kept only above `minimal`.
-const CONTENT_PREFIXES = [
+export const CONTENT_PREFIXES = [
   'gen_ai.input.messages', 'gen_ai.output.messages', 'gen_ai.system_instructions', 'gen_ai.tool.call.arguments',
   'gen_ai.tool.call.result', 'gen_ai.prompt', 'gen_ai.completion', 'llm.prompts', 'llm.completions',
   'traceloop.entity.input', 'traceloop.entity.output', 'ai.prompt', 'ai.response.text', 'ai.response.object',
@@ -23,6 +23,17 @@ const CONTENT_PREFIXES = [
 ]
 // Span events carrying content (the deprecated per-message events) or file paths (stack traces).
 const CONTENT_EVENT_PREFIXES = ['gen_ai.content.', 'gen_ai.user.message', 'gen_ai.system.message', 'gen_ai.assistant.message', 'gen_ai.tool.message', 'gen_ai.choice']
+
+/**
+ * Attributes unique to a span or measuring it: ids (of the response, of the tool call), its
+ * conversation (the event's sessionId), token counts and timings. The facets leave them out
+ * (src/storage/search-repository.ts, FACET_HIDDEN_OTEL): an hour's counts would hold a row per span.
+ */
+export const PER_SPAN_ATTRIBUTES = [
+  'gen_ai.response.id', 'gen_ai.tool.call.id', 'gen_ai.conversation.id', 'gen_ai.usage', 'llm.usage', 'session.id',
+  'ai.response.id', 'ai.response.timestamp', 'ai.response.msToFirstChunk', 'ai.response.msToFinish',
+  'ai.response.avgCompletionTokensPerSecond', 'ai.response.avgOutputTokensPerSecond', 'ai.toolCall.id', 'ai.usage',
+]
 
 const CONTENT_KEY = new RegExp(`^(${CONTENT_PREFIXES.map((p) => p.replace(/\./g, '\\.')).join('|')})(\\.|$)`)
 

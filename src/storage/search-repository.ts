@@ -3,6 +3,7 @@ import { encodeCursor, pageOf, type Page, type PageStart } from '../domain/curso
 import { MAX_META_PATH, MAX_META_VALUE, metaPathProblem, metaValueProblem, parseSearchFilters, type SearchFilters } from '../domain/search-filters.ts'
 import { likePattern, termForms } from '../domain/search-text.ts'
 import { isoFromMs as iso } from './timestamps.ts'
+import { CONTENT_PREFIXES, PER_SPAN_ATTRIBUTES } from '../domain/otlp-mapping.ts'
 import { EVENT_COLUMNS, SPAN_END, TOKEN_SUMS, newestEventUpTo, orNull, toEvent, tokensOf } from './event-rows.ts'
 import { BY_SKIP_INDEX } from './clickhouse-client.ts'
 import { type DashboardEvent, type Reader, type SessionSummary, type TraceSummary } from './dashboard-repository.ts'
@@ -20,6 +21,20 @@ import { type DashboardEvent, type Reader, type SessionSummary, type TraceSummar
 
 /** Metadata keys the facets leave out: ids and figures the service keeps in columns of their own. */
 export const FACET_HIDDEN_KEYS = ['traceId', 'sessionId', 'spanId', 'parentSpanId', 'dedupKey', 'privacyLevel', 'tokensBreakdown']
+
+/**
+ * Paths of an OTLP span's metadata (`otel.attributes.<name>`, src/domain/otlp-mapping.ts) the facets
+ * leave out, as an RE2 pattern: the attributes unique to a span or measuring it, and the content
+ * attributes (prompts, completions, tool arguments and results). Each of these would put a row per
+ * span into an hour's counts (`search_facets_hourly`), and no value of one is shared by enough
+ * events to be worth a click. The view counting them (clickhouse/025_search_facets_otel.sql) holds
+ * this pattern as a literal: a change here is a new migration there.
+ */
+export const FACET_HIDDEN_OTEL = `^otel\\.attributes\\.(${[...PER_SPAN_ATTRIBUTES, ...CONTENT_PREFIXES]
+  .map((name) => name.replace(/\./g, '\\.')).join('|')})(\\.|$)`
+
+/** The pattern as a ClickHouse string literal. */
+export const FACET_HIDDEN_OTEL_SQL = `'${FACET_HIDDEN_OTEL.replace(/\\/g, '\\\\')}'`
 
 /** How many values a facet lists, how many metadata keys and how many values of each. */
 export const FACET_TOP = 20
@@ -470,6 +485,7 @@ export class SearchRepository {
          SELECT facet, key, value, toInt64(sum(events)) AS n FROM search_facets_hourly
          WHERE user_id = {u:String} AND hour >= toDateTime({hFirst:UInt32}, 'UTC') AND hour < toDateTime({hEnd:UInt32}, 'UTC')
            AND toUnixTimestamp(hour) NOT IN {late:Array(UInt32)}
+           AND NOT (facet IN ('meta', 'metadup') AND match(key, ${FACET_HIDDEN_OTEL_SQL})) -- counted before clickhouse/025
          GROUP BY facet, key, value
          UNION ALL
          SELECT f.1 AS facet, f.2 AS key, f.3 AS value, toInt64(count()) AS n
@@ -551,9 +567,9 @@ type PageRows = { rows: Record<string, any>[]; more?: { ts_ms: string; event_id:
 /** How many rows of the facets the queries return (FACET_TOP, FACET_META_KEYS, FACET_META_VALUES). */
 const FACET_LIMITS = { top: FACET_TOP, metaKeys: FACET_META_KEYS, metaValues: FACET_META_VALUES }
 
-/** The distinct (path, value) pairs of an event's metadata the facets show (first segment not hidden). */
+/** The distinct (path, value) pairs of an event's metadata the facets show (first segment not hidden, no OTLP path hidden). */
 const SHOWN_PAIRS = `arrayDistinct(arrayFilter(kv -> extract(kv.1, '^[^.]*') NOT IN
-      (${FACET_HIDDEN_KEYS.map((k) => `'${k}'`).join(', ')}),
+      (${FACET_HIDDEN_KEYS.map((k) => `'${k}'`).join(', ')}) AND NOT match(kv.1, ${FACET_HIDDEN_OTEL_SQL}),
       arrayZip(metadata_flat.keys, metadata_flat.values)))`
 
 /**
@@ -564,8 +580,8 @@ const SHOWN_PAIRS = `arrayDistinct(arrayFilter(kv -> extract(kv.1, '^[^.]*') NOT
  * events are its values' counts less its `metadup` count (a path's second and later values: its
  * occurrence number by arrayEnumerateUniq, linear in the paths; a lambda looking each path up in the
  * whole list was quadratic, and an event with 20,000 paths took gigabytes). The same tuples feed
- * `search_facets_hourly` (its view: clickhouse/021_search_feed_and_facets.sql, 022 and, as it is now,
- * 023_search_insert_cost.sql): a change here is a new migration there.
+ * `search_facets_hourly` (its view: clickhouse/021_search_feed_and_facets.sql, 022, 023 and, as it is
+ * now, 025_search_facets_otel.sql): a change here is a new migration there.
  */
 export const FACET_TUPLES = `arrayConcat(
     [('total', '', ''), ('type', '', toString(type)), ('outcome', '', toString(outcome)), ('model', '', toString(model)),

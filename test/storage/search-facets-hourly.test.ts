@@ -1,7 +1,8 @@
 import t from 'tap'
+import { readFileSync } from 'node:fs'
 import { migrateClickHouse } from '../../src/storage/clickhouse-client.ts'
 import { EventsRepository } from '../../src/storage/events-repository.ts'
-import { SearchRepository, type SearchWindow } from '../../src/storage/search-repository.ts'
+import { FACET_HIDDEN_OTEL_SQL, SearchRepository, type SearchWindow } from '../../src/storage/search-repository.ts'
 import { COST_STATUSES, parseSearchFilters, type SearchFilters } from '../../src/domain/search-filters.ts'
 import { buildEventRow, type EventRow } from '../../src/domain/event-row.ts'
 import { newEventId } from '../../src/domain/ids.ts'
@@ -95,9 +96,10 @@ t.test('the hourly counts are backfilled once, however often the migration runs'
     format: 'JSONEachRow',
   })).json<{ n: string }>())[0]!.n)
   t.equal(await count(), 60, 'fed by the view')
-  // 021 empties the counts, 022's rows too, and 022 brings back the view 023 replaces: they run again together.
-  await ch.command({ query: 'ALTER TABLE schema_migrations DELETE WHERE version IN (21, 22, 23) SETTINGS mutations_sync = 2' })
-  t.same(await migrateClickHouse(ch), ['021_search_feed_and_facets.sql', '022_search_facets_path_events.sql', '023_search_insert_cost.sql'], 'the migrations run again')
+  // 021 empties the counts, 022's rows too, 022 brings back the view 023 replaces, and 023 the query 025
+  // replaces: they run again together.
+  await ch.command({ query: 'ALTER TABLE schema_migrations DELETE WHERE version IN (21, 22, 23, 25) SETTINGS mutations_sync = 2' })
+  t.same(await migrateClickHouse(ch), ['021_search_feed_and_facets.sql', '022_search_facets_path_events.sql', '023_search_insert_cost.sql', '025_search_facets_otel.sql'], 'the migrations run again')
   t.equal(await count(), 60, 'each event counted once after the backfill ran again')
   const f = noFilter()
   t.same(await search.facets({ userId, hidden: [] }, { sinceMs: 0, asOf }, f), await search.facets({ userId, hidden: [] }, { sinceMs: 0, asOf }, { ...f, costStatuses: [...COST_STATUSES] }), 'and the facets agree')
@@ -111,7 +113,60 @@ t.test('the path counts of 022 are backfilled once, however often the migration 
   const branch = async () => (await search.facets({ userId, hidden: [] }, { sinceMs: 0, asOf }, f)).metadata.find((m) => m.key === 'git.branch')
   // i % 3 === 0: 20 events at git.branch, 10 of them (i % 6 === 0) with a second value.
   t.same(await branch(), { key: 'git.branch', count: 20, values: [{ value: 'dev', count: 10 }, { value: 'dotted', count: 10 }, { value: 'main', count: 10 }] }, 'fed by the view: 20 events')
-  await ch.command({ query: 'ALTER TABLE schema_migrations DELETE WHERE version IN (22, 23) SETTINGS mutations_sync = 2' })
-  t.same(await migrateClickHouse(ch), ['022_search_facets_path_events.sql', '023_search_insert_cost.sql'], 'the migrations run again')
+  await ch.command({ query: 'ALTER TABLE schema_migrations DELETE WHERE version IN (22, 23, 25) SETTINGS mutations_sync = 2' })
+  t.same(await migrateClickHouse(ch), ['022_search_facets_path_events.sql', '023_search_insert_cost.sql', '025_search_facets_otel.sql'], 'the migrations run again')
   t.equal((await branch())?.count, 20, 'each event counted once after the backfill ran again')
+})
+
+t.test('per-span OTLP paths are neither counted by the view nor read from counts made before 025', async (t) => {
+  const userId = randomId('facets-otel-')
+  const asOf = Date.parse('2026-07-02T10:00:00Z')
+  const spans = Array.from({ length: 40 }, (_, i) => buildEventRow({
+    agentId: 'otel-agent',
+    type: 'reasoning',
+    timestamp: asOf - 6 * HOUR + i * 60_000,
+    model: 'gpt-4o',
+    metadata: {
+      otel: {
+        name: 'chat gpt-4o',
+        attributes: {
+          'gen_ai.request.model': 'gpt-4o',
+          'gen_ai.response.id': `resp-${i}`,
+          'gen_ai.usage.input_tokens': 1000 + i,
+          'gen_ai.prompt.0.content': `question ${i}`,
+          'gen_ai.promptly': 'shared',
+        },
+        resource: { 'service.name': 'svc' },
+      },
+    },
+  }, { eventId: newEventId(asOf - HOUR), userId, agentId: 'otel-agent', receivedAt: asOf - HOUR }))
+  await events.insert(spans)
+  const keys = async () => (await (await ch.query({
+    query: "SELECT DISTINCT key FROM search_facets_hourly WHERE user_id = {u:String} AND facet = 'meta' ORDER BY key",
+    query_params: { u: userId },
+    format: 'JSONEachRow',
+  })).json<{ key: string }>()).map((r) => r.key)
+  t.same(await keys(), ['otel.attributes.gen_ai.promptly', 'otel.attributes.gen_ai.request.model', 'otel.name', 'otel.resource.service.name'],
+    'the view counts the shared paths only (a name that only begins like a hidden one is shared)')
+  // Rows counted at a hidden path, as the view did before 025.
+  await ch.insert({
+    table: 'search_facets_hourly',
+    values: [{ user_id: userId, hour: '2026-07-02 05:00:00', facet: 'meta', key: 'otel.attributes.gen_ai.response.id', value: 'resp-0', events: 40, last_received: '2026-07-02 09:00:00.000' }],
+    format: 'JSONEachRow',
+  })
+  const w = { sinceMs: 0, asOf }
+  const byHour = await search.facets({ userId, hidden: [] }, w, noFilter())
+  t.same(byHour, await search.facets({ userId, hidden: [] }, w, { ...noFilter(), costStatuses: [...COST_STATUSES] }), 'the hourly counts give what counting the events gives')
+  t.same(byHour.metadata.map((m) => m.key).sort(), ['otel.attributes.gen_ai.promptly', 'otel.attributes.gen_ai.request.model', 'otel.name', 'otel.resource.service.name'])
+  t.equal(byHour.metadata.find((m) => m.key === 'otel.attributes.gen_ai.request.model')?.count, 40)
+})
+
+t.test('the view of 025 and the reads leave out the same paths', async (t) => {
+  const sql = readFileSync(new URL('../../clickhouse/025_search_facets_otel.sql', import.meta.url), 'utf8')
+  t.equal(sql.split(FACET_HIDDEN_OTEL_SQL).length - 1, 2, 'the migration holds FACET_HIDDEN_OTEL as it is now, in the view and in the delete')
+  const view = (await (await ch.query({
+    query: "SELECT create_table_query AS q FROM system.tables WHERE database = currentDatabase() AND name = 'search_facets_hourly_mv'",
+    format: 'JSONEachRow',
+  })).json<{ q: string }>())[0]!.q
+  t.ok(view.includes('gen_ai\\\\.response\\\\.id'), 'the view in the store has the pattern')
 })

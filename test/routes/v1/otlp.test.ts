@@ -369,3 +369,46 @@ t.test('an export sent again (its answer was lost) does not store its spans twic
   t.equal(spend.total.eventCount, 2)
   t.equal(Math.round(spend.total.costUsd * 1e9), (1000 * 2.5 + 100 * 10) * NANO_PER_MTOK, 'gpt-4o priced once: 1,000 in at $2.50/Mtok, 100 out at $10/Mtok')
 })
+
+t.test('the facets of spans leave out what is unique to a span: ids, token counts, conversation, content', async (t) => {
+  const { user, headers } = await userWithKey()
+  // Privacy level full: the prompts are kept in metadata.otel.attributes, and would be counted.
+  const otel = instrumented({ 'service.name': randomId('facets-'), 'agent_telemetry.privacy_level': 'full' })
+  const start = Date.now() - 5 * 3_600_000 // whole hours before now: the facets come from the hourly counts
+  for (let i = 0; i < 30; i++) {
+    const span = otel.tracer.startSpan('chat gpt-4o', {
+      startTime: start + i * 1000,
+      attributes: {
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'openai',
+        'gen_ai.request.model': 'gpt-4o',
+        'gen_ai.response.id': `chatcmpl-${i}`,
+        'gen_ai.conversation.id': `conv-${i % 10}`,
+        'gen_ai.usage.input_tokens': 1000 + i,
+        'gen_ai.usage.output_tokens': 100 + i,
+        'gen_ai.input.messages': `[{"role":"user","parts":[{"type":"text","content":"question ${i}"}]}]`,
+        'deployment.environment': i % 3 === 0 ? 'staging' : 'prod',
+      },
+    })
+    span.end(start + i * 1000 + 500)
+  }
+  const body = Buffer.from(ProtobufTraceSerializer.serializeRequest(otel.spans())!)
+  t.equal((await post({ ...headers, 'content-type': 'application/x-protobuf' }, body)).statusCode, 200)
+  const hidden = /^otel\.attributes\.gen_ai\.(response\.id|conversation\.id|usage\.|input\.messages)/
+  for (const filter of ['', '&type=reasoning']) {
+    const label = filter === '' ? 'hourly counts' : 'counted from events'
+    const res = await get(user, `/v1/me/events/facets?since=all${filter}`)
+    t.equal(res.statusCode, 200)
+    const facets = res.json() as { total: number; metadata: { key: string; count: number; values: { value: string; count: number }[] }[] }
+    t.equal(facets.total, 30, `30 spans (${label})`)
+    const keys = facets.metadata.map((m) => m.key)
+    t.same(keys.filter((k) => hidden.test(k)), [], `no per-span path listed (${label})`)
+    t.ok(keys.includes('otel.attributes.gen_ai.provider.name'), `a shared attribute is listed (${label})`)
+    // The paths left out stay filterable.
+    const one = await get(user, `/v1/me/events?since=all&meta.otel.attributes.gen_ai.response.id=chatcmpl-7${filter}`)
+    t.equal(one.json().events.length, 1, `meta.otel.attributes.gen_ai.response.id still filters (${label})`)
+  }
+  const env = await get(user, '/v1/me/events/facets?since=all&hasMeta=otel.attributes.deployment.environment')
+  t.same(env.json().metadata.find((m: { key: string }) => m.key === 'otel.attributes.deployment.environment')?.values,
+    [{ value: 'prod', count: 20 }, { value: 'staging', count: 10 }], 'an attribute shared by spans is counted per value')
+})
