@@ -127,6 +127,57 @@ async function run () {
     t.same(shown.sort(), newest.slice().sort(), 'every match, the dropped rows and the older ones included')
   })
 
+  t.test('live: events that came while the stream was down are all shown after it reconnects, not only the newest page', async (t) => {
+    // The stream is answered here: each connection says it is ready and ends at once, so the page
+    // reconnects after its backoff (on the page's clock) and reads what came meanwhile.
+    const streams: string[] = []
+    await page.route('**/v1/me/events/stream**', (route) => {
+      streams.push(route.request().url())
+      return route.fulfill({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: ': ready\n\n' })
+    })
+    t.teardown(() => page.unroute('**/v1/me/events/stream**'))
+    const older = (await send(Array.from({ length: 40 }, (_, i) => ({ toolExecuted: 'gap_tool', timestamp: start + i * 1000 })))).map((r) => r.eventId).reverse()
+    await visit('#/live?tool=gap_tool')
+    await heading('Live events').waitFor()
+    t.same(await liveShows(older), older, 'the 40 matches before')
+
+    // 250 while the stream is down: more than a page.
+    const meanwhile = (await send(Array.from({ length: 250 }, (_, i) => ({ toolExecuted: 'gap_tool', timestamp: start + 600_000 + i * 1000 })))).map((r) => r.eventId).reverse()
+    const connections = streams.length
+    await settled()
+    await page.clock.runFor(2_500) // the first reconnection's backoff (2 s)
+    while (streams.length === connections) await new Promise((resolve) => setTimeout(resolve, 20))
+    const all = [...meanwhile, ...older]
+    t.same(await liveShows(all), all, 'all 290, newest first: no hole between the newest page and the rows shown before')
+    const pages = reads.filter((u) => u.pathname === '/v1/me/events' && u.searchParams.get('tool') === 'gap_tool')
+    t.ok(pages.some((u) => u.searchParams.has('cursor')), 'the pages after the first were read with its cursor')
+
+    // More than 500 meanwhile: the newest pages, the rows below the hole dropped, Load more goes on
+    // below the pages read.
+    const flood = [
+      ...await send(Array.from({ length: 280 }, (_, i) => ({ toolExecuted: 'gap_tool', timestamp: start + 1_200_000 + i * 1000 }))),
+      ...await send(Array.from({ length: 280 }, (_, i) => ({ toolExecuted: 'gap_tool', timestamp: start + 1_480_000 + i * 1000 }))),
+    ].map((r) => r.eventId).reverse()
+    const before = streams.length
+    await settled()
+    await page.clock.runFor(5_000) // the next backoff (4 s)
+    while (streams.length === before) await new Promise((resolve) => setTimeout(resolve, 20))
+    await liveShows(flood.slice(0, 500))
+    const shown = await liveIds()
+    t.same(shown, flood.slice(0, 500), 'the newest 500, nothing older than the hole')
+    const every = [...flood, ...meanwhile, ...older]
+    // Each click reads a page below the last row shown, until no page is left.
+    for (let clicks = 0; clicks < 5 && await loadMore.count() > 0; clicks++) {
+      await loadMore.click()
+      await settled()
+    }
+    await liveHolds(every)
+    t.equal(await loadMore.count(), 0, 'no Load more past the last page')
+    const after = await liveIds()
+    t.equal(new Set(after).size, after.length, 'Load more: no event twice')
+    t.same(after.sort(), every.slice().sort(), 'Load more: every match')
+  })
+
   t.test('traces and sessions: a list with more pages loaded is not refreshed: no run twice, none lost', async (t) => {
     for (const [list, title, runOf, field] of [['traces', 'Traces', trace, 'traceId'], ['sessions', 'Sessions', session, 'sessionId']] as const) {
       /** The runs, latest activity first. */

@@ -131,17 +131,35 @@ export function LivePage ({ names, params }) {
     setOlder({ more: false, loaded: false, busy: false, error: null })
     setLink('connecting')
     const stop = new AbortController()
-    // The latest page, merged in: once the stream is ready (events before it), and after a gap. The
-    // first one read starts the walk Load more goes on with.
+    // The latest events, merged in: once the stream is ready (events before it), and after a gap or a
+    // reconnection without a resume point. The first page read starts the walk Load more goes on with.
+    // With rows shown, pages are read until they reach the newest of them (at most KEEP rows): more
+    // than a page may have come meanwhile, and rows below a hole would look like the events before.
     const catchUp = async (mark) => {
       try {
-        const page = await api('/v1/me/events', { query: { limit: PAGE, ...query } })
+        const newest = shown.current[0]?.timestamp
+        const pages = [await api('/v1/me/events', { query: { limit: PAGE, ...query } })]
+        const reaches = (page) => newest === undefined || !page?.nextCursor || (page.events || []).some((e) => e.timestamp <= newest)
+        let read = pages[0]?.events?.length || 0
+        while (!reaches(pages.at(-1)) && read < KEEP && !stop.signal.aborted) {
+          pages.push(await api('/v1/me/events', { query: { limit: PAGE, ...query, cursor: pages.at(-1).nextCursor } }))
+          read += pages.at(-1)?.events?.length || 0
+        }
         if (stop.signal.aborted) return
-        if (w.cursor === undefined) {
-          w.cursor = page?.nextCursor || null
+        const last = pages.at(-1)
+        if (!reaches(last)) {
+          // More than KEEP came: the rows shown are older than a hole, so they go, and Load more
+          // goes on below the pages read.
+          shown.current = []
+          w.cursor = last.nextCursor
+          w.loaded = false
+          w.cut = false
+          setOlder((o) => ({ ...o, more: true, loaded: false }))
+        } else if (w.cursor === undefined) {
+          w.cursor = pages[0]?.nextCursor || null
           setOlder((o) => ({ ...o, more: Boolean(w.cursor) || w.cut }))
         }
-        add(page?.events || [], mark)
+        add(pages.flatMap((page) => page?.events || []), mark)
       } catch (err) {
         if (err.status !== 401) setError(err)
       }
