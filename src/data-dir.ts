@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs'
-import { basename } from 'node:path'
+import { basename, dirname, resolve } from 'node:path'
 import type { FastifyBaseLogger } from 'fastify'
 
 /**
@@ -9,14 +9,35 @@ import type { FastifyBaseLogger } from 'fastify'
  * line naming the path and the fix. Returns whether it was created.
  */
 export function prepareDataDir (dir: string, log: Pick<FastifyBaseLogger, 'warn'>): boolean {
-  const created = mkdirSync(dir, { recursive: true, mode: 0o700 }) !== undefined
-  if (created) return true
+  if (makeDirs(dir, 0o700)) return true
   const mode = statSync(dir).mode & 0o777
   if (mode & 0o077) {
     log.warn({ path: dir, mode: mode.toString(8).padStart(4, '0') },
       `DATA_DIR is readable or writable by other users of this machine (event payloads, keys): run chmod 700 ${dir}`)
   }
   return false
+}
+
+/**
+ * `mkdir -p`: creates `dir` and its missing parents (with `mode`), one level at a time; returns
+ * whether it created any. Node's own recursive mkdir never returns where a parent cannot be made
+ * but reports ENOENT, as under /proc (`DATA_DIR=/proc/x/data` held the start for ever); here the
+ * first level that fails throws its error.
+ */
+export function makeDirs (dir: string, mode?: number): boolean {
+  const missing: string[] = []
+  for (let at = resolve(dir); !existsSync(at); at = dirname(at)) {
+    missing.unshift(at)
+    if (dirname(at) === at) break
+  }
+  for (const at of missing) {
+    try {
+      mkdirSync(at, mode === undefined ? undefined : { mode })
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    }
+  }
+  return missing.length > 0
 }
 
 /** Where the kernel describes mounts and file systems; tests point these at a copy. */

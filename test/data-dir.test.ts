@@ -2,7 +2,7 @@ import t from 'tap'
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { ext4WithoutJournal, prepareDataDir, warnOfFileSystem } from '../src/data-dir.ts'
+import { ext4WithoutJournal, makeDirs, prepareDataDir, warnOfFileSystem } from '../src/data-dir.ts'
 
 const root = mkdtempSync(join(tmpdir(), 'data-dir-'))
 t.teardown(() => rmSync(root, { recursive: true, force: true }))
@@ -18,6 +18,17 @@ t.test('a DATA_DIR the service creates is 0700, its missing parents too; no warn
   t.equal(prepareDataDir(dir, log), true)
   t.equal(statSync(dir).mode & 0o777, 0o700)
   t.equal(lines.length, 0)
+})
+
+t.test('makeDirs makes the missing levels, says whether it made any, and throws where a level cannot be made', async (t) => {
+  const dir = join(root, 'made', 'a', 'b')
+  t.equal(makeDirs(dir, 0o700), true)
+  t.equal(statSync(join(root, 'made')).mode & 0o777, 0o700, 'a parent made has the mode too')
+  t.equal(makeDirs(dir), false, 'nothing to make')
+  const file = join(root, 'plain-file')
+  writeFileSync(file, 'x')
+  t.throws(() => makeDirs(join(file, 'sub')), { code: 'ENOTDIR' })
+  if (process.platform === 'linux') t.throws(() => makeDirs('/proc/agent-telemetry-x/y'), { code: 'ENOENT' }, 'where Node\'s recursive mkdir never returns')
 })
 
 t.test('an existing DATA_DIR open to group or others gets one warn line with the fix, and is not changed', async (t) => {

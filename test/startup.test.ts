@@ -106,6 +106,14 @@ t.test('a DATA_DIR that cannot be a directory is one line naming DATA_DIR and wh
   }
 })
 
+t.test('a DATA_DIR under a directory that cannot be made (under /proc) is told, not waited on for ever', async (t) => {
+  // Node's recursive mkdir loops without end on the ENOENT /proc answers; the start made no progress.
+  const { code, stderr } = await start({ DATA_DIR: '/proc/agent-telemetry-x/data' })
+  t.equal(code, 1)
+  t.match(stderr, /^agent-telemetry could not start: cannot write under DATA_DIR \/proc\/agent-telemetry-x\/data: a directory on the way cannot be made/)
+  t.notMatch(stderr, /\n\s+at /)
+})
+
 t.test('a port in use is told before the start\'s work, with nothing logged as starting', async (t) => {
   const holder = createServer()
   await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve))

@@ -1,7 +1,8 @@
 import { randomBytes, createHash, timingSafeEqual } from 'node:crypto'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { StartupError } from '../startup-failure.ts'
+import { makeDirs } from '../data-dir.ts'
 
 /** The analysts' user name on the SQL port (as in a ClickHouse server's users.xml). */
 export const ANALYST_USER = 'analyst'
@@ -24,7 +25,7 @@ export interface AnalystPassword {
 export function loadAnalystPassword (dataDir: string, configured: string | undefined): AnalystPassword {
   if (configured) return { password: configured, file: undefined }
   const file = join(dataDir, 'analyst-password')
-  mkdirSync(dataDir, { recursive: true })
+  makeDirs(dataDir)
   try {
     writeFileSync(file, `${randomBytes(18).toString('base64url')}\n`, { mode: 0o600, flag: 'wx' })
   } catch (err) {

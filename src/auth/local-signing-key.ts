@@ -1,6 +1,7 @@
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose'
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
+import { readFileSync, writeFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
+import { makeDirs } from '../data-dir.ts'
 
 /** Issuer and audience of tokens signed with the local key; a configured provider never accepts them. */
 export const LOCAL_ISSUER = 'agent-telemetry-local'
@@ -29,7 +30,7 @@ export async function loadLocalSigningKey (dataDir: string): Promise<LocalSignin
   if (!existsSync(path)) {
     const { privateKey } = await generateKeyPair(LOCAL_ALG, { extractable: true })
     const jwk = await exportJWK(privateKey)
-    mkdirSync(join(dataDir, 'auth'), { recursive: true, mode: 0o700 })
+    makeDirs(join(dataDir, 'auth'), 0o700)
     try {
       writeFileSync(path, JSON.stringify({ ...jwk, alg: LOCAL_ALG }), { mode: 0o600, flag: 'wx' })
     } catch (err) {

@@ -1,7 +1,8 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { SecretBox, newKeyText, parseKey } from '../domain/secret-box.ts'
 import { StartupError } from '../startup-failure.ts'
+import { makeDirs } from '../data-dir.ts'
 
 export interface SecretsKeySettings {
   /** DATA_DIR: where a generated key lives. */
@@ -37,7 +38,7 @@ export function loadSecretsKey (s: SecretsKeySettings): LoadedSecretsKey {
       'make one with `openssl rand -base64 32` and give every instance the same value; see docs/operations.md#secrets-at-rest.')
   }
   const file = secretsKeyFile(s.dataDir)
-  mkdirSync(s.dataDir, { recursive: true })
+  makeDirs(s.dataDir)
   try {
     writeFileSync(file, `${newKeyText()}\n`, { mode: 0o600, flag: 'wx' })
   } catch (err) {

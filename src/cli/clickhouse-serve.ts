@@ -5,7 +5,6 @@
  *   npm run clickhouse:serve -- [--port 8123] [--host 127.0.0.1] [--data-dir ./data] [--log-level warn] [--exit-with-parent]
  * Prints one line, `clickhouse-serve listening on http://HOST:PORT`, once it accepts queries.
  */
-import { mkdirSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -14,6 +13,7 @@ import { AnalyticsEngine } from '../analytics-sql/engine.ts'
 import { createAnalyticsHttpServer } from '../analytics-sql/http-interface.ts'
 import { prettyStream } from '../log-format.ts'
 import { checkDataDirFree } from '../startup-failure.ts'
+import { makeDirs } from '../data-dir.ts'
 
 const USAGE = `usage: npm run clickhouse:serve -- [--port 8123] [--host 127.0.0.1] [--data-dir ./data] [--log-level warn] [--exit-with-parent]
 
@@ -69,7 +69,7 @@ try {
   process.exit(1)
 }
 const path = join(dataDir, 'clickhouse')
-mkdirSync(path, { recursive: true })
+makeDirs(path)
 const engine = await AnalyticsEngine.open(path, { writable: true })
 const server = createAnalyticsHttpServer({ engine, credentials: null, log, maxBodyBytes: MAX_BODY_BYTES, displayName: 'clickhouse-serve' })
 // Inserts of large blocks and long statements (OPTIMIZE … FINAL) take longer than a browser request.

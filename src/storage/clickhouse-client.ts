@@ -1,9 +1,10 @@
 import { ClickHouseLogLevel, createClient, parseError, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client'
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { checkStoreForm, clusterStatement, migrationsTableEngine } from './cluster-ddl.ts'
 import { spreadReads } from './embedded-reads.ts'
+import { makeDirs } from '../data-dir.ts'
 
 /**
  * Where ClickHouse lives: a server when a URL is given, else the embedded engine under dataDir.
@@ -66,7 +67,7 @@ export function openClickHouse (target: ClickHouseTarget): ClickHouseHandle {
   const path = join(target.dataDir, 'clickhouse')
   let entry = shared.get(path)
   if (!entry) {
-    mkdirSync(path, { recursive: true })
+    makeDirs(path)
     // chdb (the embedded engine, a large native library built for Linux and macOS only) is loaded only
     // here, so a deployment with CLICKHOUSE_URL starts where chdb cannot load.
     const { createChdbConnection } = createRequire(import.meta.url)('chdb/connection') as typeof import('chdb/connection')

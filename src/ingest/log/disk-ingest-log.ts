@@ -1,6 +1,5 @@
 import { open, type Database, type RootDatabase } from 'lmdb'
 import { randomBytes } from 'node:crypto'
-import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { collectSpans, decodeEntry, encodeEntry, entryHeader, HEADER_BYTES, rowBytes, type Entry, type LogRow, type LogSpan, type PositionRange, type RowBytes } from './entry-codec.ts'
 import { GroupCommit, groupUpTo } from './group-commit.ts'
@@ -10,6 +9,7 @@ import { QuarantineStore, type QuarantinedRow } from './quarantine-store.ts'
 import { addRefused, stillRefused } from './refused-ranges.ts'
 import { SegmentFiles, type EntryToWrite } from './segment-files.ts'
 import { TailCache, type TailEntry } from './tail-cache.ts'
+import { makeDirs } from '../../data-dir.ts'
 
 export type { QuarantinedRow } from './quarantine-store.ts'
 
@@ -103,7 +103,7 @@ export class DiskIngestLog implements IngestLog {
 
   /** Opens (creating if needed) the log under `dir`; one owner per directory. */
   static open (opts: DiskIngestLogOptions): DiskIngestLog {
-    mkdirSync(opts.dir, { recursive: true })
+    makeDirs(opts.dir)
     if (openPaths.has(opts.dir)) throw new Error(`the ingest log ${opts.dir} is already open in this process`)
     const unlock = lockDirectory(opts.dir)
     try {
