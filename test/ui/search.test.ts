@@ -57,6 +57,9 @@ async function run () {
   }
   page.on('request', recordCalls)
   page.setDefaultTimeout(30_000)
+  // The page's timers on a clock the test can move (it flows as usual otherwise): a retry or a
+  // refresh that must not come is made due, not waited for.
+  await page.clock.install()
   const visit = (hash: string) => page.evaluate((h) => { location.hash = h }, hash)
   const heading = (name: string) => page.getByRole('heading', { level: 1, name })
   /** The parameters of the page's hash: everything after its first `?`, as the UI reads them. */
@@ -179,7 +182,8 @@ async function run () {
     await heading('Live events').waitFor()
     await results.getByRole('alert').filter({ hasText: refused }).waitFor()
     await facets.getByRole('alert').filter({ hasText: refused }).waitFor()
-    await page.waitForTimeout(5_000) // past the first two reconnects' backoff (2 s, 4 s)
+    await page.clock.runFor(7_000) // past the first two reconnects' backoff (2 s, 4 s)
+    await page.waitForTimeout(300) // for a request the timers would have sent to be seen here
     t.equal(calls.filter((p) => p === '/v1/me/events/stream').length, 1, 'the stream is not reopened after a 400')
     t.equal(calls.filter((p) => p === '/v1/me/events/facets').length, 1, 'the facets are not asked again')
     t.match(await page.getByRole('status').filter({ hasText: 'Not connected' }).innerText(), /the service refused this search/)
@@ -190,7 +194,8 @@ async function run () {
     await visit('#/traces?minCostUsd=abc')
     await heading('Traces').waitFor()
     await results.getByRole('alert').filter({ hasText: refused }).waitFor()
-    await page.waitForTimeout(16_000) // past the list's 10 s refresh and the facets' 15 s
+    await page.clock.runFor(16_000) // past the list's 10 s refresh and the facets' 15 s
+    await page.waitForTimeout(300)
     t.equal(calls.filter((p) => p === '/v1/me/traces').length, 1, 'the list is not asked again every 10 s')
     t.equal(calls.filter((p) => p === '/v1/me/events/facets').length, 1, 'nor the facets every 15 s')
     t.equal(await results.getByText('Loading…').count(), 0, 'the list does not say it is loading')
