@@ -36,6 +36,8 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 const dataDir = mkdtempSync(join(tmpdir(), 'agent-telemetry-otlp-bench-'))
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://localhost:5432/agent_telemetry_bench'
 const SPANS = 512
+/** The start of each chat span's gen_ai.response.id, found in the body to give every request new ones. */
+const RESPONSE_ID = 'msg_bench'
 const EVENTS = 500
 
 let service: ChildProcess | undefined
@@ -44,7 +46,7 @@ let service: ChildProcess | undefined
  * 512 spans as an agent instrumented with the SDK exports them: per turn an agent span, a chat span
  * and a tool span. With where each trace id lies in the body, so that a request can be given new ones.
  */
-function otlpBody (): { body: Buffer; traceIdsAt: number[] } {
+function otlpBody (): { body: Buffer; traceIdsAt: number[]; responseIdsAt: number[] } {
   const memory = new InMemorySpanExporter()
   const provider = new BasicTracerProvider({ resource: resourceFromAttributes({ 'service.name': 'bench-service' }), spanProcessors: [new SimpleSpanProcessor(memory)] })
   const tracer = provider.getTracer('bench', '1.0.0')
@@ -57,6 +59,8 @@ function otlpBody (): { body: Buffer; traceIdsAt: number[] } {
         'gen_ai.operation.name': 'chat', 'gen_ai.agent.name': agent, 'gen_ai.provider.name': 'anthropic', 'gen_ai.request.model': 'claude-sonnet-4-5',
         'gen_ai.response.model': 'claude-sonnet-4-5-20250929', 'gen_ai.usage.input_tokens': 2000, 'gen_ai.usage.cache_read.input_tokens': 800,
         'gen_ai.usage.output_tokens': 300, 'gen_ai.conversation.id': 'bench-session',
+        // As a provider answers: an id per response (its last 16 characters rewritten per request).
+        'gen_ai.response.id': `${RESPONSE_ID}${String(i).padStart(6, '0')}${'0'.repeat(16)}`,
       },
     }, ctx).end()
     tracer.startSpan('execute_tool search', { attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.agent.name': agent, 'gen_ai.tool.name': 'search' } }, ctx).end()
@@ -69,20 +73,24 @@ function otlpBody (): { body: Buffer; traceIdsAt: number[] } {
     const bytes = Buffer.from(traceId, 'hex')
     for (let at = body.indexOf(bytes); at !== -1; at = body.indexOf(bytes, at + bytes.length)) traceIdsAt.push(at)
   }
-  return { body, traceIdsAt }
+  const responseIdsAt: number[] = []
+  for (let at = body.indexOf(RESPONSE_ID); at !== -1; at = body.indexOf(RESPONSE_ID, at + 1)) responseIdsAt.push(at + RESPONSE_ID.length + 6)
+  return { body, traceIdsAt, responseIdsAt }
 }
 
 /**
- * (t)'s requests: the export with new trace ids (the first 8 bytes of each, a counter), so that every
- * span is a new one, as from an agent that keeps working; the same body would be a re-send, which
+ * (t)'s requests: the export with new trace ids (the first 8 bytes of each, a counter) and new
+ * response ids (the same counter), so that every span is a new one, as from an agent that keeps working; the same body would be a re-send, which
  * the service answers without storing it.
  */
-function withNewTraceIds (traces: { body: Buffer; traceIdsAt: number[] }): (request: autocannon.Request) => autocannon.Request {
+function withNewTraceIds (traces: { body: Buffer; traceIdsAt: number[]; responseIdsAt: number[] }): (request: autocannon.Request) => autocannon.Request {
   let sent = 0n
   return (request) => {
     const body = Buffer.from(traces.body)
     sent++
     for (const at of traces.traceIdsAt) body.writeBigUInt64BE(sent, at)
+    const id = sent.toString(16).padStart(16, '0')
+    for (const at of traces.responseIdsAt) body.write(id, at, 'latin1')
     return { ...request, body }
   }
 }
@@ -97,7 +105,8 @@ type Steps = Record<string, { events: number; totalMs: number }>
 try {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
-  service = spawn(process.execPath, serviceArgs(), {
+  // BENCH_PROFILE=dir writes a CPU profile of the service (node --cpu-prof) into dir when it exits.
+  service = spawn(process.execPath, serviceArgs(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), {
     cwd: root,
     env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: databaseUrl, ROLES: 'api', REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:`, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
