@@ -34,7 +34,10 @@ function eventsOf (batch: LiveBatch): DashboardEvent[] {
  * as Server-Sent Events (`id:` and `data:` one event as GET /v1/me/events shows it), a comment as
  * heartbeat, and, when the reader falls behind by more than `bufferBytes`, drops events instead of
  * buffering them; once the reader has caught up it is told what it missed (`event: gap`). Ingestion
- * never waits for a stream: a batch is written or counted as missed at once.
+ * never waits for a stream: a batch is written or counted as missed at once. A batch that finds the
+ * reader within `bufferBytes` is written up to that much unread, and its rest (the same batch, not
+ * a copy) once the reader has taken that: a batch larger than the buffer is not a slow reader. The
+ * batches that come while such a rest waits are the reader's to miss.
  *
  * Until `start` is called (after the replay of a resumed stream), batches are held, then sent in
  * order without those the replay already sent. The replay is paced by the reader: read from Redis a
@@ -53,6 +56,8 @@ export class LiveStream {
   /** The newest batch sent (or skipped), so that a batch that came both ways is sent once. */
   private lastEntry: string | null = null
   private missed: { count: number; first: string; last: string } | null = null
+  /** The rest of a batch written until the buffer was full: written on 'drain', before anything newer. */
+  private rest: { batch: LiveBatch; from: number } | null = null
   private readonly heartbeat: NodeJS.Timeout
   /** Batches waiting while the names of agents new to this stream are looked up. */
   private waiting: LiveBatch[] | null = null
@@ -133,6 +138,7 @@ export class LiveStream {
   close (): void {
     if (this.closed) return
     this.closed = true
+    this.rest = null
     clearInterval(this.heartbeat)
     this.res.end()
     this.wake?.()
@@ -189,12 +195,21 @@ export class LiveStream {
     if (this.closed) return
     if (this.lastEntry !== null && compareEntries(batch.entry, this.lastEntry) <= 0) return
     this.lastEntry = batch.entry
+    // A reader with more than the buffer unread, or still to take the rest of an earlier batch, misses it.
+    this.writeFrom(batch, from, this.rest !== null || this.overBudget())
+  }
+
+  /**
+   * Writes the batch's matching events from `from`: each counted as missed when `missing`, else
+   * written until the buffer is full, the rest kept for 'drain'.
+   */
+  private writeFrom (batch: LiveBatch, from: number, missing: boolean): void {
     const events = eventsOf(batch)
     for (let i = from; i < events.length; i++) {
       const e = events[i]!
       if (!eventMatches(e, this.filters)) continue
       const id = formatLiveId({ entry: batch.entry, index: i })
-      if (this.overBudget()) {
+      if (missing) {
         if (this.missed) {
           this.missed.count++
           this.missed.last = id
@@ -202,6 +217,10 @@ export class LiveStream {
           this.missed = { count: 1, first: id, last: id }
         }
         continue
+      }
+      if (this.overBudget()) {
+        this.rest = { batch, from: i }
+        return
       }
       this.res.write(`id: ${id}\ndata: ${JSON.stringify({ ...e, agent: agentOf(this.names, e.agentId) })}\n\n`)
     }
@@ -211,7 +230,14 @@ export class LiveStream {
     const wake = this.wake
     this.wake = null
     wake?.()
-    if (!this.missed || this.closed) return
+    if (this.closed) return
+    const rest = this.rest
+    if (rest) {
+      this.rest = null
+      this.writeFrom(rest.batch, rest.from, false)
+      if (this.rest) return // full again: the rest of it, and then the gap, after the next 'drain'
+    }
+    if (!this.missed) return
     const { count, first, last } = this.missed
     this.missed = null
     this.res.write(`event: gap\ndata: ${JSON.stringify({ missed: count, first, last })}\n\n`)

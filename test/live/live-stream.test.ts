@@ -35,27 +35,45 @@ const noFilters = (parseSearchFilters({}) as { ok: true; filters: ReturnType<typ
 const line = (i: number) => eventLine(buildEventRow({ agentId: 'a', reasoning: 'x'.repeat(500) }, { eventId: `evt_${i}`, userId: 'u', agentId: 'agent-1', receivedAt: 1_764_000_000_000 }))
 const names = new Map([['agent-1', 'one']])
 
-t.test('a slow reader: events past the buffer are dropped and counted, and a gap says how many once it catches up', async (t) => {
+t.test('a slow reader: the batches that come while it has not taken the last are dropped and counted, and a gap says how many once it catches up', async (t) => {
   const reader = slowReader()
   const stream = new LiveStream(reader.res, noFilters, names, async () => names, { bufferBytes: 2000, heartbeatMs: 60_000 })
   t.teardown(() => stream.close())
   stream.start()
-  // 10 events of about 900 bytes each: about two fit within 2,000 bytes unread, the rest are dropped.
+  // 10 events of about 900 bytes each: about two fit within 2,000 bytes unread, the rest of the batch
+  // waits for the reader; the two batches after it come while it still waits.
   stream.push({ entry: '1-0', lines: Array.from({ length: 10 }, (_, i) => line(i)) })
+  const first = (reader.text().match(/^id: /gm) ?? []).length
+  t.ok(first >= 1 && first < 10, `${first} written while the reader read nothing`)
+  stream.push({ entry: '2-0', lines: Array.from({ length: 3 }, (_, i) => line(10 + i)) })
+  stream.push({ entry: '3-0', lines: Array.from({ length: 4 }, (_, i) => line(20 + i)) })
+  t.ok(reader.text().length < 2000 + 1000, 'nothing more written while the reader is behind')
   t.notMatch(reader.text(), /event: gap/, 'no gap told while the reader is still behind')
   await reader.catchUp()
-  const written = (reader.text().match(/^id: /gm) ?? []).length
-  t.ok(written >= 1 && written < 10, `${written} written while the reader read nothing`)
+  const ids = [...reader.text().matchAll(/^id: (.*)$/gm)].map((m) => m[1])
+  t.same(ids, Array.from({ length: 10 }, (_, i) => `1-0:${i}`), 'the first batch whole, in order')
   const gap = /event: gap\ndata: (.*)\n\n/.exec(reader.text())
   t.ok(gap, 'a gap once the reader caught up')
-  const told = JSON.parse(gap![1]!)
-  t.equal(told.missed, 10 - written, 'with the count of events it missed')
-  t.equal(told.first, `1-0:${written}`)
-  t.equal(told.last, '1-0:9')
+  t.ok(gap!.index > reader.text().lastIndexOf('id: 1-0:9'), 'after the first batch')
+  t.same(JSON.parse(gap![1]!), { missed: 7, first: '2-0:0', last: '3-0:3' }, 'with the count of events it missed, the first and the last')
   // After the gap, events flow again.
-  stream.push({ entry: '2-0', lines: [line(10)] })
+  stream.push({ entry: '4-0', lines: [line(30)] })
   await reader.catchUp()
-  t.match(reader.text(), /id: 2-0:0\n/)
+  t.match(reader.text(), /id: 4-0:0\n/)
+})
+
+t.test('a batch far larger than the buffer reaches a reader that takes it, whole and in order, without a gap', async (t) => {
+  const reader = slowReader()
+  const stream = new LiveStream(reader.res, noFilters, names, async () => names, { bufferBytes: 2000, heartbeatMs: 60_000 })
+  t.teardown(() => stream.close())
+  stream.start()
+  stream.push({ entry: '1-0', lines: Array.from({ length: 50 }, (_, i) => line(i)) })
+  await reader.catchUp()
+  stream.push({ entry: '2-0', lines: Array.from({ length: 50 }, (_, i) => line(50 + i)) })
+  await reader.catchUp()
+  const ids = [...reader.text().matchAll(/^id: (.*)$/gm)].map((m) => m[1])
+  t.same(ids, [...Array.from({ length: 50 }, (_, i) => `1-0:${i}`), ...Array.from({ length: 50 }, (_, i) => `2-0:${i}`)])
+  t.notMatch(reader.text(), /event: gap/)
 })
 
 t.test('a reader that keeps up misses nothing', async (t) => {

@@ -121,6 +121,26 @@ t.test('an acknowledged event reaches the stream after its 202, as GET /v1/me/ev
   t.strictSame(Object.keys(live).sort(), Object.keys(listed!).sort())
 })
 
+t.test('a batch larger than the stream buffer (256 KiB) reaches a reader that keeps up, every event once, without a gap', async (t) => {
+  const user = await newUser(a, { tier: 'enterprise', burst: 100_000 })
+  const key = await user.createKey()
+  const stream = await openStream(baseA, user)
+  t.teardown(() => stream.close())
+  // 500 events of about 1.2 KB each on the stream: about 600 KB in one batch.
+  const events = Array.from({ length: 500 }, (_, i) => ({ agentId: 'big-batch', type: 'action', reasoning: `step ${i} ${'r'.repeat(400)}`, metadata: { k: i } }))
+  const res = await sendBatch(a, key.secret, events)
+  t.equal(res.statusCode, 207)
+  const sent = (res.json().results as { eventId: string }[]).map((r) => r.eventId)
+  const got: string[] = []
+  while (got.length < sent.length) {
+    const m = await stream.next()
+    t.equal(m.event, 'message', `no ${m.event === 'gap' ? `gap (${m.data})` : m.event} told`)
+    if (m.event !== 'message') break
+    got.push(JSON.parse(m.data).eventId)
+  }
+  t.same(got, sent, 'all 500, in order')
+})
+
 t.test('a stream sees only its user\'s events', async (t) => {
   const alice = await newUser(a, { tier: 'enterprise' })
   const bob = await newUser(a, { tier: 'enterprise' })
