@@ -36,6 +36,20 @@ export const FACET_HIDDEN_OTEL = `^otel\\.attributes\\.(${[...PER_SPAN_ATTRIBUTE
 /** The pattern as a ClickHouse string literal. */
 export const FACET_HIDDEN_OTEL_SQL = `'${FACET_HIDDEN_OTEL.replace(/\\/g, '\\\\')}'`
 
+/**
+ * Paths of an OTLP span's metadata that say again what the event's fields and the facets above them
+ * say (the span's kind, operation, scope and status; the attributes its mapping reads the model,
+ * provider, agent, tool and privacy level from), as an RE2 pattern. The facets rank them after
+ * every other path (FACET_KEY_TIER): a span holds each of them, so by count alone they would fill
+ * the list ahead of the paths a client chose to send.
+ */
+export const FACET_RESTATED_OTEL = `^otel\\.(kind|operation|scope\\..*|status\\..*|(attributes|resource)\\.(${[
+  'gen_ai.operation.name', 'gen_ai.agent.name', 'gen_ai.agent.id', 'gen_ai.request.model', 'gen_ai.response.model',
+  'gen_ai.provider.name', 'gen_ai.system', 'gen_ai.tool.name', 'agent_telemetry.privacy_level', 'llm.request.type',
+  'traceloop.span.kind', 'traceloop.entity.name', 'ai.operationId', 'ai.model.id', 'ai.model.provider', 'ai.toolCall.name',
+].map((name) => name.replace(/\./g, '\\.')).join('|')}))$`
+const FACET_RESTATED_OTEL_SQL = `'${FACET_RESTATED_OTEL.replace(/\\/g, '\\\\')}'`
+
 /** How many values a facet lists, how many metadata keys and how many values of each. */
 export const FACET_TOP = 20
 export const FACET_META_KEYS = 10
@@ -602,15 +616,23 @@ const PATH_FILTERABLE = `lengthUTF8(key) BETWEEN 1 AND ${MAX_META_PATH} AND NOT 
 const VALUE_FILTERABLE = `lengthUTF8(value) <= ${MAX_META_VALUE} AND NOT match(value, ${CONTROL})`
 
 /**
+ * A metadata path's tier among the facets (FACETS_TOP ranks by tier, then by events): 0 a path the
+ * client sent, 1 a path of an OTLP span's own data (`otel.*`), 2 one of those that restate the
+ * event's fields (FACET_RESTATED_OTEL). The plain facets' empty key is of tier 0.
+ */
+const FACET_KEY_TIER = `multiIf(NOT startsWith(key, 'otel.'), 0, match(key, ${FACET_RESTATED_OTEL_SQL}), 2, 1)`
+
+/**
  * The answer's rows from counts (facet, key, value, n): the total; the FACET_TOP most frequent
- * values of each plain facet (then by value); the FACET_META_KEYS metadata keys with the most events
+ * values of each plain facet (then by value); the FACET_META_KEYS metadata keys, those the client
+ * sent first (FACET_KEY_TIER), then with the most events
  * (their values' counts less their `metadup` count, FACET_TUPLES; then by key), each with its
  * FACET_META_VALUES most frequent values. Ordered by facet, the keys by rank, the values by count.
  * Paths the filters cannot name are left out, and values they cannot take come after every value
  * they can (the caller drops them), so a key's count still counts its events with such a value.
  */
 const FACETS_TOP = (counts: string) => `SELECT facet, key, value, n, kn FROM (
-    SELECT facet, key, value, n, kn, vr, dense_rank() OVER (PARTITION BY facet ORDER BY kn DESC, key) AS kr FROM (
+    SELECT facet, key, value, n, kn, vr, dense_rank() OVER (PARTITION BY facet ORDER BY ${FACET_KEY_TIER}, kn DESC, key) AS kr FROM (
       SELECT facet, key, value, n,
              sum(if(facet = 'metadup', -n, n)) OVER (PARTITION BY if(facet = 'metadup', 'meta', facet), key) AS kn,
              row_number() OVER (PARTITION BY facet, key ORDER BY facet = 'meta' AND NOT (${VALUE_FILTERABLE}), n DESC, value) AS vr

@@ -86,3 +86,32 @@ t.test('an event with 20,000 metadata paths ships, and the facets count it as an
       `then the paths of one event, by key (${label})`)
   }
 })
+
+t.test('the paths a client sent rank first; an OTLP span\'s own paths next; those restating the event\'s fields last', async (t) => {
+  const app = await buildTestApp(t)
+  const user = await newUser(app, { burst: 1_000_000 })
+  const { secret } = await user.createKey()
+  const timestamp = new Date(Date.now() - 5 * HOUR).toISOString()
+  // 30 events shaped as OTLP spans store their data (metadata.otel), 4 with two keys of the client's.
+  const otel = {
+    name: 'chat gpt-4o', kind: 3, operation: 'chat', scope: { name: 'openai-instr', version: '1.0.0' }, status: { code: 0 },
+    attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'gpt-4o', 'gen_ai.provider.name': 'openai', 'deployment.environment': 'prod' },
+    resource: { 'service.name': 'svc', 'agent_telemetry.privacy_level': 'full' },
+  }
+  const events = [
+    ...Array.from({ length: 30 }, () => ({ metadata: { otel } })),
+    ...Array.from({ length: 4 }, (_, i) => ({ metadata: { env: 'prod', customer: `c${i % 2}` } })),
+  ].map((e) => ({ agentId: 'ranked', type: 'reasoning', timestamp, ...e }))
+  t.equal((await sendBatch(app, secret, events)).statusCode, 207)
+  await shipped(app)
+  for (const filter of ['', '&type=reasoning']) {
+    const metadata = (await app.inject({ method: 'GET', url: `/v1/me/events/facets?since=all${filter}`, headers: user.auth })).json().metadata as Ev[]
+    const label = filter || 'hourly counts'
+    t.same(metadata.map((m) => [m.key, m.count]), [
+      ['customer', 4], ['env', 4],
+      ['otel.attributes.deployment.environment', 30], ['otel.name', 30], ['otel.resource.service.name', 30],
+      ['otel.attributes.gen_ai.operation.name', 30], ['otel.attributes.gen_ai.provider.name', 30], ['otel.attributes.gen_ai.request.model', 30],
+      ['otel.kind', 30], ['otel.operation', 30],
+    ], `by tier, then by events, then by path; 10 paths (${label})`)
+  }
+})
