@@ -69,6 +69,18 @@ export function numberText (n: number): string {
 }
 
 /**
+ * A JSON value's text as the engine writes it again (JSONExtractKeysAndValuesRaw): JSON.stringify's,
+ * but numbers as numberText and U+2028 and U+2029 escaped, as `\u2028` and `\u2029`.
+ */
+function engineJson (v: unknown): string {
+  if (typeof v === 'number') return numberText(v)
+  if (typeof v === 'string') return JSON.stringify(v).replace(/[\u2028\u2029]/g, (c) => (c === '\u2028' ? '\\u2028' : '\\u2029'))
+  if (Array.isArray(v)) return `[${v.map(engineJson).join(',')}]`
+  if (v !== null && typeof v === 'object') return `{${Object.entries(v).map(([k, x]) => `${engineJson(k)}:${engineJson(x)}`).join(',')}}`
+  return JSON.stringify(v)
+}
+
+/**
  * Whether the engine cannot read a JSON text holding this number: an integer JSON.stringify writes
  * in plain digits (below 1e21) that fits neither Int64 nor UInt64. Such a text is not read at all,
  * so none of its leaves is searchable (the whole object counts as empty).
@@ -84,15 +96,19 @@ function hasUnreadable (v: unknown): boolean {
 /**
  * Scalar leaves of a JSON object up to three levels deep by dotted path, as clickhouse/018_search.sql
  * computes `metadata_flat`: strings as they are, numbers as numberText, booleans as their JSON text;
- * nulls, arrays and deeper levels left out; nothing of an object the engine cannot read.
+ * nulls, arrays and deeper levels left out; nothing of an object the engine cannot read. With
+ * `arrays`, an array is a leaf too, as its JSON text: what `search_text` holds of `input`
+ * (clickhouse/026_search_input_arrays.sql; the engine takes the array's text as the ingest line has
+ * it, which JSON.stringify writes again the same from the line's values).
  */
-export function flatLeaves (value: unknown): [string, string][] {
+export function flatLeaves (value: unknown, arrays = false): [string, string][] {
   const out: [string, string][] = []
   const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v)
   const leaf = (path: string, v: unknown) => {
     if (typeof v === 'string') out.push([path, v])
     else if (typeof v === 'number') out.push([path, numberText(v)])
     else if (typeof v === 'boolean') out.push([path, String(v)])
+    else if (arrays && Array.isArray(v)) out.push([path, engineJson(v)])
   }
   if (!isObject(value) || hasUnreadable(value)) return out
   // Paths as the engine joins them (concat(a, '.', b)): an empty key is a path of its own ('', 'a.').
@@ -111,7 +127,7 @@ export function flatLeaves (value: unknown): [string, string][] {
 /** The text `q` looks in, lower-cased, as `search_text` (clickhouse/018_search.sql) holds it. */
 function searchText (e: DashboardEvent, meta: [string, string][]): string {
   const parts = [
-    ...flatLeaves(e.input).map(([, v]) => v),
+    ...flatLeaves(e.input, true).map(([, v]) => v),
     e.reasoning ?? '', e.errorMessage ?? '', e.toolExecuted ?? '', e.model ?? '',
     ...meta.map(([, v]) => v),
   ]

@@ -40,7 +40,8 @@ async function streamMatches (user: { auth: Record<string, string> }, query: str
         sent = true
         await send()
       }
-      if (/^data: .*"marker"/m.test(text)) return /^data: .*"number"/m.test(text)
+      // [^\n], not `.`: a data line may hold U+2028, which `.` does not cross (SSE breaks lines at \r and \n only).
+      if (/^data: [^\n]*"marker"/m.test(text)) return /^data: [^\n]*"number"/m.test(text)
     }
   } finally {
     controller.abort()
@@ -72,4 +73,39 @@ t.test('a number in metadata matches the same texts in the search and on the str
     }
   }
   t.equal(matched, cases.length - 2, 'each number but 1e20 and -2^63 is found by one text')
+})
+
+t.test('an array in input is searched as the engine writes its JSON text, on the stream as in the search', async (t) => {
+  const user = await newUser(app, { tier: 'enterprise', burst: 100_000 })
+  const key = await user.createKey()
+  const post = async (raw: string) => {
+    const res = await app.inject({ method: 'POST', url: '/v1/events', headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' }, payload: raw })
+    t.equal(res.statusCode, 202, raw)
+  }
+  // JSON literals of input arrays, and q terms for each with whether the engine's text holds them.
+  const arrays: { literal: string; texts: [string, boolean][] }[] = [
+    { literal: '[1e21]', texts: [['1e21', true], ['1e+21', false]] },
+    { literal: '["x\\u2028y"]', texts: [['x\\u2028y', true]] }, // the engine escapes U+2028, JSON.stringify does not
+    { literal: '[{"k":1.50}]', texts: [['{"k":1.5}', true], ['1.50', false]] },
+    { literal: '["C:\\\\dir"]', texts: [['c:\\\\dir', true], ['c:\\dir', false]] },
+    { literal: '[true,null,"café"]', texts: [['true,null', true], ['"café"]', true]] },
+  ]
+  for (const [i, c] of arrays.entries()) {
+    for (const [j, [text, held]] of c.texts.entries()) {
+      const mark = `a${i}-${j}`
+      // q holds the text as a phrase (its quotes doubled would end it: these texts hold none but the last).
+      const term = text.includes('"') ? text : `"${text}"`
+      const query = `meta.case=${mark}&q=${encodeURIComponent(term)}`
+      const onStream = await streamMatches(user, query, async () => {
+        await post(`{"agentId":"n","reasoning":"number","input":{"a":${c.literal}},"metadata":{"case":"${mark}"}}`)
+        await post(`{"agentId":"n","reasoning":${JSON.stringify(`marker ${text}`)},"metadata":{"case":"${mark}","kind":"marker"}}`)
+      })
+      await shipped(app)
+      const found = await app.inject({ url: `/v1/me/events?${query}`, headers: user.auth })
+      t.equal(found.statusCode, 200)
+      const inSearch = found.json().events.some((e: { reasoning: string }) => e.reasoning === 'number')
+      t.equal(inSearch, held, `${c.literal}, q=${term}: ${held ? 'found' : 'not found'} by the search`)
+      t.equal(onStream, inSearch, `${c.literal}, q=${term}: the stream agrees with the search`)
+    }
+  }
 })

@@ -412,3 +412,25 @@ t.test('the facets of spans leave out what is unique to a span: ids, token count
   t.same(env.json().metadata.find((m: { key: string }) => m.key === 'otel.attributes.deployment.environment')?.values,
     [{ value: 'prod', count: 20 }, { value: 'staging', count: 10 }], 'an attribute shared by spans is counted per value')
 })
+
+t.test('q finds what a span\'s prompt and system instructions say (arrays in input), in the lists and on the live tail', async (t) => {
+  const { user, headers } = await userWithKey()
+  const otel = instrumented({ 'service.name': randomId('prompts-'), 'agent_telemetry.privacy_level': 'full' })
+  const word = randomId('quokka').replace(/[^a-z0-9]/gi, '')
+  otel.span('chat gpt-4o', {
+    'gen_ai.operation.name': 'chat',
+    'gen_ai.request.model': 'gpt-4o',
+    'gen_ai.input.messages': JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: `Where is my ${word}? 订单支付失败 ☕` }] }]),
+    'gen_ai.system_instructions': JSON.stringify([{ type: 'text', content: `You answer about ${word}s politely.` }]),
+  }).end()
+  otel.span('chat gpt-4o', { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'gpt-4o', 'gen_ai.input.messages': JSON.stringify([{ role: 'user', parts: [{ type: 'text', content: 'nothing to see' }] }]) }).end()
+  const body = Buffer.from(ProtobufTraceSerializer.serializeRequest(otel.spans())!)
+  t.equal((await post({ ...headers, 'content-type': 'application/x-protobuf' }, body)).statusCode, 200)
+  for (const q of [word, '支付失败', '☕', `"${word}s politely"`]) {
+    const events = (await get(user, `/v1/me/events?q=${encodeURIComponent(q)}`)).json().events as { input: { messages: unknown[] } }[]
+    t.equal(events.length, 1, `q=${q}: the one span`)
+    t.ok(Array.isArray(events[0]?.input.messages), 'its messages kept as a list')
+  }
+  const traces = (await get(user, `/v1/me/traces?q=${encodeURIComponent(word)}`)).json().traces as unknown[]
+  t.equal(traces.length, 1, 'and its trace')
+})

@@ -57,7 +57,7 @@ export function generate (n: number, seed: number, now: number) {
       type,
       // Spread over the last two days, with ties.
       timestamp: new Date(now - 2 * HOUR - Math.floor(r() * 40) * HOUR - (i % 7) * 1000).toISOString(),
-      ...(r() < 0.7 ? { input: { prompt: text(), context: { lang: pick(['fr', 'ru', 'zh']), nested: { hint: pick(WORDS) } } } } : {}),
+      ...inputOf(i, r() < 0.7 ? { prompt: text(), context: { lang: pick(['fr', 'ru', 'zh']), nested: { hint: pick(WORDS) } } } : undefined),
       ...(r() < 0.6 ? { reasoning: text() } : {}),
       ...(type === 'error' || outcome === 'failed' ? { errorMessage: text() } : {}),
       ...(model ? { model } : {}),
@@ -70,6 +70,16 @@ export function generate (n: number, seed: number, now: number) {
 }
 
 export type Ev = Record<string, any>
+
+/**
+ * An event's input: with every fourth event, a list of messages as an OpenTelemetry span's prompt
+ * holds them (an array: searched as its JSON text). Drawn from the event's number, not the generator,
+ * so the other values stay those of the seed.
+ */
+function inputOf (i: number, input: Record<string, unknown> | undefined): { input?: Record<string, unknown> } {
+  const messages = i % 4 === 0 ? { messages: [{ role: 'user', parts: [{ type: 'text', content: WORDS[(i * 7) % WORDS.length] }] }] } : undefined
+  return input || messages ? { input: { ...input, ...messages } } : {}
+}
 
 /** Scalar leaves up to three levels by dotted path (clickhouse/018_search.sql). */
 export function flatten (value: unknown, prefix = '', depth = 1): [string, string][] {
@@ -84,8 +94,16 @@ export function flatten (value: unknown, prefix = '', depth = 1): [string, strin
   return out
 }
 
+/** What q looks in of `input`: its scalar leaves as flatten has them, and its arrays (three levels) as their JSON text. */
+function inputText (input: unknown, depth = 1): string[] {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return []
+  return Object.values(input).flatMap((v) => Array.isArray(v)
+    ? [JSON.stringify(v)]
+    : typeof v === 'string' ? [v] : typeof v === 'number' || typeof v === 'boolean' ? [JSON.stringify(v)] : v && typeof v === 'object' && depth < 3 ? inputText(v, depth + 1) : [])
+}
+
 export function haystack (e: Ev): string {
-  return [...flatten(e.input).map((x) => x[1]), e.reasoning ?? '', e.errorMessage ?? '', e.toolExecuted ?? '', e.model ?? '', ...flatten(e.metadata).map((x) => x[1])]
+  return [...inputText(e.input), e.reasoning ?? '', e.errorMessage ?? '', e.toolExecuted ?? '', e.model ?? '', ...flatten(e.metadata).map((x) => x[1])]
     .join('\n').toLowerCase()
 }
 
