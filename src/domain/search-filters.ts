@@ -170,8 +170,14 @@ export function parseSearchFilters (query: Record<string, unknown>): ParsedFilte
     const ms = DIGITS.test(s) ? (isEventTime(Number(s)) ? Number(s) : NaN) : parseIsoDateTime(s)
     return Number.isNaN(ms) ? null : ms
   }
-  // A real date-time or a number of milliseconds outside the range is refused for its range.
-  const instantMessage = (s: string) => DIGITS.test(s) || isIsoDateTimeOutOfRange(s) ? INSTANT_RANGE : INSTANT_FORMS
+  // A real date-time or a number of milliseconds outside the range is refused for its range; a date
+  // alone, and an offset whose `+` the query string turned into a space, are told what to send.
+  const instantMessage = (s: string) => {
+    if (DIGITS.test(s) || isIsoDateTimeOutOfRange(s)) return INSTANT_RANGE
+    if (/^\d{4}-\d{2}-\d{2}$/.test(s)) return `${INSTANT_FORMS}: a date alone is not an instant (its midnight in UTC: ${s}T00:00:00Z)`
+    if (/\d \d{2}:?\d{2}$/.test(s)) return `${INSTANT_FORMS}: a + in a query string is read as a space (send an offset's + as %2B)`
+    return INSTANT_FORMS
+  }
 
   const filters: SearchFilters = {
     types: list('type', oneOf(EVENT_TYPES)),

@@ -57,6 +57,13 @@ t.test('filters: repeatable values, strict new filters, lenient agentId', async 
   t.same(problems({ minCostUsd: '2', maxCostUsd: '1.999999999' }), ['minCostUsd'])
   t.same(problems({ minCostUsd: '1.0', maxCostUsd: '1' }), [], 'equal bounds are fine')
   t.same(problems({ from: '2026-01-02', to: '2026-01-01T00:00:00Z' }), ['from'], 'a date without a time is not an instant')
+  const message = (q: Record<string, unknown>) => {
+    const p = parseSearchFilters(q)
+    return p.ok ? '' : p.problems[0]!.message
+  }
+  t.match(message({ from: '2026-01-02' }), /a date alone is not an instant \(its midnight in UTC: 2026-01-02T00:00:00Z\)/, 'a date alone: what to send')
+  t.match(message({ to: '2026-01-02T09:00:00 01:00' }), /send an offset's \+ as %2B/, 'an offset whose + became a space: how to send it')
+  t.notMatch(message({ to: 'soon' }), /%2B|midnight/, 'otherwise the forms alone')
   t.same(problems({ 'meta.a..b': 'x', 'meta.': 'y' }), ['meta.', 'meta.a..b'])
   t.same(problems({ 'meta.k': 'v'.repeat(1001) }), ['meta.k'])
   t.same(problems({ type: Array.from({ length: 51 }, () => 'tool') }), ['type'], 'at most 50 values')
