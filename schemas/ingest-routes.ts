@@ -69,7 +69,12 @@ export const postBatch = {
           items: {
             type: 'object',
             required: ['status'],
-            properties: { status: { type: 'integer', examples: [202] }, ...ack.properties, ...errorShape.properties },
+            properties: {
+              status: { type: 'integer', examples: [202] },
+              ...ack.properties,
+              ...errorShape.properties,
+              retryAfter: { type: 'integer', minimum: 1, description: 'a 429 result: seconds until this event would fit (the Retry-After it would have got alone)', examples: [20] },
+            },
           },
         },
       },

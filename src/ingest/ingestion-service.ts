@@ -139,8 +139,15 @@ export class IngestionService {
   }
 }
 
+/**
+ * An event's result in a 207: its acknowledgement, or the status and body it alone would have got;
+ * a 429's `Retry-After` (a header, which a result cannot have) as `retryAfter`, in seconds.
+ */
 function batchResult (outcome: Outcome<EventAck>): BatchResult {
-  return outcome.kind === 'accepted' ? { status: 202, ...outcome.ack } : { status: outcome.error.statusCode, ...outcome.error.body() }
+  if (outcome.kind === 'accepted') return { status: 202, ...outcome.ack }
+  const result: BatchResult = { status: outcome.error.statusCode, ...outcome.error.body() }
+  if (outcome.kind === 'rate_limited') result.retryAfter = Number(outcome.error.headers['retry-after'])
+  return result
 }
 
 /** The longest wait any refused event was told, for the whole answer's Retry-After. */

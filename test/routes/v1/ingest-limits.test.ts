@@ -102,6 +102,12 @@ t.test('batch: the burst admits what fits and refuses the rest with 429', async 
   t.same(res.json().results.map((r: { status: number }) => r.status), [202, 202, 202, 429, 429])
   t.equal(res.json().results[3].error, 'rate_limited')
   t.match(res.headers['retry-after'], /^[1-9]\d*$/, 'the answer says when the refused events fit')
+  // 3 a minute: one more event every 20 s.
+  const [first, second] = [res.json().results[3].retryAfter, res.json().results[4].retryAfter]
+  t.ok(first >= 1 && first <= 20, `the first refused fits within 20 s (${first})`)
+  t.ok(second - first >= 19 && second - first <= 21, `the next one 20 s later (${second})`)
+  t.equal(res.headers['retry-after'], String(second), 'the answer\'s Retry-After is the longest')
+  t.equal(res.json().results[0].retryAfter, undefined, 'an accepted event has none')
   const fits = await sendBatch((await (await newUser(app, { burst: 3 })).createKey()).secret, [{ agentId: 'b' }])
   t.equal(fits.headers['retry-after'], undefined, 'no Retry-After when nothing was refused for the rate')
 })
