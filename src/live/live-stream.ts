@@ -15,6 +15,12 @@ export interface LiveStreamOptions {
 /** One chunk of a user's replay stream after `entry` (`inclusive`: that entry too), oldest first. */
 export type ReplayRead = (entry: string, count: number, inclusive: boolean) => Promise<{ batches: LiveBatch[]; complete: boolean }>
 
+/**
+ * How many times `bufferBytes` of batches may queue behind one under way: two parallel requests of
+ * 500 events of a few KB each are about 2-3 MB, over ten times the default buffer.
+ */
+const QUEUED_BUFFERS = 16
+
 /** Batches read from the replay stream at a time while resuming. */
 const REPLAY_CHUNK = 8
 
@@ -34,10 +40,14 @@ function eventsOf (batch: LiveBatch): DashboardEvent[] {
  * as Server-Sent Events (`id:` and `data:` one event as GET /v1/me/events shows it), a comment as
  * heartbeat, and, when the reader falls behind by more than `bufferBytes`, drops events instead of
  * buffering them; once the reader has caught up it is told what it missed (`event: gap`). Ingestion
- * never waits for a stream: a batch is written or counted as missed at once. A batch that finds the
- * reader within `bufferBytes` is written up to that much unread, and its rest (the same batch, not
- * a copy) once the reader has taken that: a batch larger than the buffer is not a slow reader. The
- * batches that come while such a rest waits are the reader's to miss.
+ * never waits for a stream: a batch is written, queued or counted as missed at once. A batch that
+ * finds the reader within `bufferBytes` is written up to that much unread, and its rest once the
+ * reader has taken that: a batch larger than the buffer is not a slow reader. Batches that come
+ * meanwhile (parallel requests; several at once after an agent's name is looked up) queue behind it,
+ * the batches themselves (shared by the user's streams), up to QUEUED_BUFFERS × `bufferBytes` of
+ * their lines; past that the reader is behind, and what is queued and what comes until it has caught
+ * up is counted as missed. (Node writes a tick's writes to the socket only at the end of the tick, so
+ * what is written in one synchronous pass is all unread at first, however fast the reader.)
  *
  * Until `start` is called (after the replay of a resumed stream), batches are held, then sent in
  * order without those the replay already sent. The replay is paced by the reader: read from Redis a
@@ -56,8 +66,12 @@ export class LiveStream {
   /** The newest batch sent (or skipped), so that a batch that came both ways is sent once. */
   private lastEntry: string | null = null
   private missed: { count: number; first: string; last: string } | null = null
-  /** The rest of a batch written until the buffer was full: written on 'drain', before anything newer. */
-  private rest: { batch: LiveBatch; from: number } | null = null
+  /**
+   * The rest of a batch written until the buffer was full, then the batches that came after it:
+   * written on 'drain', in order. Null when nothing waits.
+   */
+  private queue: { batch: LiveBatch; from: number }[] | null = null
+  private queuedBytes = 0
   private readonly heartbeat: NodeJS.Timeout
   /** Batches waiting while the names of agents new to this stream are looked up. */
   private waiting: LiveBatch[] | null = null
@@ -138,7 +152,7 @@ export class LiveStream {
   close (): void {
     if (this.closed) return
     this.closed = true
-    this.rest = null
+    this.queue = null
     clearInterval(this.heartbeat)
     this.res.end()
     this.wake?.()
@@ -195,35 +209,56 @@ export class LiveStream {
     if (this.closed) return
     if (this.lastEntry !== null && compareEntries(batch.entry, this.lastEntry) <= 0) return
     this.lastEntry = batch.entry
-    // A reader with more than the buffer unread, or still to take the rest of an earlier batch, misses it.
-    this.writeFrom(batch, from, this.rest !== null || this.overBudget())
+    // A reader not yet told of what it missed misses this one too (the gap comes before anything newer).
+    if (this.missed) return this.count(batch, from)
+    if (this.queue) return this.enqueue(batch, from)
+    // More than the buffer unread: the reader is behind.
+    if (this.overBudget()) return this.count(batch, from)
+    this.writeFrom(batch, from)
+  }
+
+  /** Queues a batch behind the rest of one under way; past QUEUED_BUFFERS × `bufferBytes` queued, the reader is behind. */
+  private enqueue (batch: LiveBatch, from: number): void {
+    this.queue!.push({ batch, from })
+    for (const line of batch.lines) this.queuedBytes += line.length
+    if (this.queuedBytes <= QUEUED_BUFFERS * this.opts.bufferBytes) return
+    // Missed: the batches queued behind the rest (which is still written), and all until 'drain'.
+    for (const queued of this.queue!.splice(1)) this.count(queued.batch, queued.from)
+    this.queuedBytes = 0
+  }
+
+  /** Counts the batch's matching events from `from` as missed. */
+  private count (batch: LiveBatch, from: number): void {
+    const events = eventsOf(batch)
+    for (let i = from; i < events.length; i++) {
+      if (!eventMatches(events[i]!, this.filters)) continue
+      const id = formatLiveId({ entry: batch.entry, index: i })
+      if (this.missed) {
+        this.missed.count++
+        this.missed.last = id
+      } else {
+        this.missed = { count: 1, first: id, last: id }
+      }
+    }
   }
 
   /**
-   * Writes the batch's matching events from `from`: each counted as missed when `missing`, else
-   * written until the buffer is full, the rest kept for 'drain'.
+   * Writes the batch's matching events from `from` until the buffer is full; then the rest of it
+   * waits at the head of the queue. Answers whether it was written whole.
    */
-  private writeFrom (batch: LiveBatch, from: number, missing: boolean): void {
+  private writeFrom (batch: LiveBatch, from: number): boolean {
     const events = eventsOf(batch)
     for (let i = from; i < events.length; i++) {
       const e = events[i]!
       if (!eventMatches(e, this.filters)) continue
-      const id = formatLiveId({ entry: batch.entry, index: i })
-      if (missing) {
-        if (this.missed) {
-          this.missed.count++
-          this.missed.last = id
-        } else {
-          this.missed = { count: 1, first: id, last: id }
-        }
-        continue
-      }
       if (this.overBudget()) {
-        this.rest = { batch, from: i }
-        return
+        if (this.queue) this.queue.unshift({ batch, from: i })
+        else this.queue = [{ batch, from: i }]
+        return false
       }
-      this.res.write(`id: ${id}\ndata: ${JSON.stringify({ ...e, agent: agentOf(this.names, e.agentId) })}\n\n`)
+      this.res.write(`id: ${formatLiveId({ entry: batch.entry, index: i })}\ndata: ${JSON.stringify({ ...e, agent: agentOf(this.names, e.agentId) })}\n\n`)
     }
+    return true
   }
 
   private drained (): void {
@@ -231,11 +266,17 @@ export class LiveStream {
     this.wake = null
     wake?.()
     if (this.closed) return
-    const rest = this.rest
-    if (rest) {
-      this.rest = null
-      this.writeFrom(rest.batch, rest.from, false)
-      if (this.rest) return // full again: the rest of it, and then the gap, after the next 'drain'
+    // What waits, in order, until the buffer is full again (then the rest after the next 'drain').
+    const queue = this.queue ?? []
+    this.queue = null
+    this.queuedBytes = 0
+    for (let i = 0; i < queue.length; i++) {
+      if (this.writeFrom(queue[i]!.batch, queue[i]!.from)) continue
+      for (const next of queue.slice(i + 1)) {
+        this.queue!.push(next)
+        for (const line of next.batch.lines) this.queuedBytes += line.length
+      }
+      return
     }
     if (!this.missed) return
     const { count, first, last } = this.missed

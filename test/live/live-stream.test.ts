@@ -41,12 +41,13 @@ t.test('a slow reader: the batches that come while it has not taken the last are
   t.teardown(() => stream.close())
   stream.start()
   // 10 events of about 900 bytes each: about two fit within 2,000 bytes unread, the rest of the batch
-  // waits for the reader; the two batches after it come while it still waits.
+  // waits for the reader; the two batches after it come while it still waits, more than 16 × 2,000
+  // bytes of them: the reader is behind.
   stream.push({ entry: '1-0', lines: Array.from({ length: 10 }, (_, i) => line(i)) })
   const first = (reader.text().match(/^id: /gm) ?? []).length
   t.ok(first >= 1 && first < 10, `${first} written while the reader read nothing`)
-  stream.push({ entry: '2-0', lines: Array.from({ length: 3 }, (_, i) => line(10 + i)) })
-  stream.push({ entry: '3-0', lines: Array.from({ length: 4 }, (_, i) => line(20 + i)) })
+  stream.push({ entry: '2-0', lines: Array.from({ length: 40 }, (_, i) => line(10 + i)) })
+  stream.push({ entry: '3-0', lines: Array.from({ length: 4 }, (_, i) => line(60 + i)) })
   t.ok(reader.text().length < 2000 + 1000, 'nothing more written while the reader is behind')
   t.notMatch(reader.text(), /event: gap/, 'no gap told while the reader is still behind')
   await reader.catchUp()
@@ -55,7 +56,7 @@ t.test('a slow reader: the batches that come while it has not taken the last are
   const gap = /event: gap\ndata: (.*)\n\n/.exec(reader.text())
   t.ok(gap, 'a gap once the reader caught up')
   t.ok(gap!.index > reader.text().lastIndexOf('id: 1-0:9'), 'after the first batch')
-  t.same(JSON.parse(gap![1]!), { missed: 7, first: '2-0:0', last: '3-0:3' }, 'with the count of events it missed, the first and the last')
+  t.same(JSON.parse(gap![1]!), { missed: 44, first: '2-0:0', last: '3-0:3' }, 'with the count of events it missed, the first and the last')
   // After the gap, events flow again.
   stream.push({ entry: '4-0', lines: [line(30)] })
   await reader.catchUp()
@@ -74,6 +75,39 @@ t.test('a batch far larger than the buffer reaches a reader that takes it, whole
   const ids = [...reader.text().matchAll(/^id: (.*)$/gm)].map((m) => m[1])
   t.same(ids, [...Array.from({ length: 50 }, (_, i) => `1-0:${i}`), ...Array.from({ length: 50 }, (_, i) => `2-0:${i}`)])
   t.notMatch(reader.text(), /event: gap/)
+})
+
+t.test('batches that come while a large one is being read queue behind it, up to the buffer: none missed', async (t) => {
+  const reader = slowReader()
+  const stream = new LiveStream(reader.res, noFilters, names, async () => names, { bufferBytes: 2000, heartbeatMs: 60_000 })
+  t.teardown(() => stream.close())
+  stream.start()
+  stream.push({ entry: '1-0', lines: Array.from({ length: 10 }, (_, i) => line(i)) })
+  stream.push({ entry: '2-0', lines: [line(10)] }) // about 900 bytes: within the buffer's worth of queued lines
+  stream.push({ entry: '3-0', lines: [line(11)] })
+  await reader.catchUp()
+  const ids = [...reader.text().matchAll(/^id: (.*)$/gm)].map((m) => m[1])
+  t.same(ids, [...Array.from({ length: 10 }, (_, i) => `1-0:${i}`), '2-0:0', '3-0:0'], 'the large batch, then those queued behind it, in order')
+  t.notMatch(reader.text(), /event: gap/)
+})
+
+t.test('batches held while a new agent\'s name is looked up all reach a reader that keeps up', async (t) => {
+  const reader = slowReader()
+  const looked = { up: 0 }
+  const later = new Map([...names, ['agent-2', 'two']])
+  const stream = new LiveStream(reader.res, noFilters, names, async () => { looked.up++; return later }, { bufferBytes: 2000, heartbeatMs: 60_000 })
+  t.teardown(() => stream.close())
+  stream.start()
+  const newAgentLine = (i: number) => eventLine(buildEventRow({ agentId: 'b', reasoning: 'y'.repeat(500) }, { eventId: `evt_n${i}`, userId: 'u', agentId: 'agent-2', receivedAt: 1_764_000_000_000 }))
+  // Two large batches of the new agent arrive while its name is looked up: sent together after it.
+  stream.push({ entry: '1-0', lines: Array.from({ length: 5 }, (_, i) => newAgentLine(i)) })
+  stream.push({ entry: '2-0', lines: Array.from({ length: 5 }, (_, i) => newAgentLine(5 + i)) })
+  while (looked.up === 0 || !reader.text().includes('id: ')) await new Promise((resolve) => setImmediate(resolve))
+  await reader.catchUp()
+  const ids = [...reader.text().matchAll(/^id: (.*)$/gm)].map((m) => m[1])
+  t.same(ids, [...Array.from({ length: 5 }, (_, i) => `1-0:${i}`), ...Array.from({ length: 5 }, (_, i) => `2-0:${i}`)])
+  t.notMatch(reader.text(), /event: gap/)
+  t.match(reader.text(), /"displayName":"two"/, 'named')
 })
 
 t.test('a reader that keeps up misses nothing', async (t) => {

@@ -141,6 +141,29 @@ t.test('a batch larger than the stream buffer (256 KiB) reaches a reader that ke
   t.same(got, sent, 'all 500, in order')
 })
 
+t.test('two large batches of a new agent, sent together, reach a reader that keeps up, every event once, without a gap', async (t) => {
+  const user = await newUser(a, { tier: 'enterprise', burst: 100_000 })
+  const key = await user.createKey()
+  const stream = await openStream(baseA, user)
+  t.teardown(() => stream.close())
+  // An agent the stream has not seen: its name is looked up while both batches arrive.
+  const agentId = randomId('pair-')
+  const batch = (k: number) => Array.from({ length: 500 }, (_, i) => ({ agentId, type: 'action', reasoning: `b${k} ${i} ${'p'.repeat(1500)}` }))
+  const [one, two] = await Promise.all([sendBatch(a, key.secret, batch(0)), sendBatch(a, key.secret, batch(1))])
+  const sent = new Set([...one!.json().results, ...two!.json().results].map((r: { eventId: string }) => r.eventId))
+  t.equal(sent.size, 1000)
+  const got = new Set<string>()
+  while (got.size < sent.size) {
+    const m = await stream.next()
+    if (m.event !== 'message') {
+      t.fail(`${m.event} told: ${m.data}`)
+      break
+    }
+    got.add(JSON.parse(m.data).eventId)
+  }
+  t.same([...got].sort(), [...sent].sort(), 'all 1,000, each once')
+})
+
 t.test('a stream sees only its user\'s events', async (t) => {
   const alice = await newUser(a, { tier: 'enterprise' })
   const bob = await newUser(a, { tier: 'enterprise' })
