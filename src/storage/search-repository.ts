@@ -37,18 +37,19 @@ export const FACET_HIDDEN_OTEL = `^otel\\.attributes\\.(${[...PER_SPAN_ATTRIBUTE
 export const FACET_HIDDEN_OTEL_SQL = `'${FACET_HIDDEN_OTEL.replace(/\\/g, '\\\\')}'`
 
 /**
- * Paths of an OTLP span's metadata that say again what the event's fields and the facets above them
- * say (the span's kind, operation, scope and status; the attributes its mapping reads the model,
- * provider, agent, tool and privacy level from), as an RE2 pattern. The facets rank them after
- * every other path (FACET_KEY_TIER): a span holds each of them, so by count alone they would fill
- * the list ahead of the paths a client chose to send.
+ * Metadata paths that say again what the event's fields say, as an RE2 pattern: `tool` and
+ * `provider` (each kept in a column of its own; an OTLP span's mapping sets them from its scope and
+ * its provider attribute), and of an OTLP span's metadata its kind, operation, scope and status and
+ * the attributes its mapping reads the model, provider, agent, tool and privacy level from. The
+ * facets rank them after every other path (FACET_KEY_TIER): a span holds each of them, so by count
+ * alone they would fill the list ahead of the paths a client chose to send.
  */
-export const FACET_RESTATED_OTEL = `^otel\\.(kind|operation|scope\\..*|status\\..*|(attributes|resource)\\.(${[
+export const FACET_RESTATED = `^(tool|provider)$|^otel\\.(kind|operation|scope\\..*|status\\..*|(attributes|resource)\\.(${[
   'gen_ai.operation.name', 'gen_ai.agent.name', 'gen_ai.agent.id', 'gen_ai.request.model', 'gen_ai.response.model',
   'gen_ai.provider.name', 'gen_ai.system', 'gen_ai.tool.name', 'agent_telemetry.privacy_level', 'llm.request.type',
   'traceloop.span.kind', 'traceloop.entity.name', 'ai.operationId', 'ai.model.id', 'ai.model.provider', 'ai.toolCall.name',
 ].map((name) => name.replace(/\./g, '\\.')).join('|')}))$`
-const FACET_RESTATED_OTEL_SQL = `'${FACET_RESTATED_OTEL.replace(/\\/g, '\\\\')}'`
+const FACET_RESTATED_SQL = `'${FACET_RESTATED.replace(/\\/g, '\\\\')}'`
 
 /** How many values a facet lists, how many metadata keys and how many values of each. */
 export const FACET_TOP = 20
@@ -616,11 +617,11 @@ const PATH_FILTERABLE = `lengthUTF8(key) BETWEEN 1 AND ${MAX_META_PATH} AND NOT 
 const VALUE_FILTERABLE = `lengthUTF8(value) <= ${MAX_META_VALUE} AND NOT match(value, ${CONTROL})`
 
 /**
- * A metadata path's tier among the facets (FACETS_TOP ranks by tier, then by events): 0 a path the
- * client sent, 1 a path of an OTLP span's own data (`otel.*`), 2 one of those that restate the
- * event's fields (FACET_RESTATED_OTEL). The plain facets' empty key is of tier 0.
+ * A metadata path's tier among the facets (FACETS_TOP ranks by tier, then by events): 2 a path that
+ * restates the event's fields (FACET_RESTATED), 1 another path of an OTLP span's own data (`otel.*`),
+ * 0 any other path the client sent. The plain facets' empty key is of tier 0.
  */
-const FACET_KEY_TIER = `multiIf(NOT startsWith(key, 'otel.'), 0, match(key, ${FACET_RESTATED_OTEL_SQL}), 2, 1)`
+const FACET_KEY_TIER = `multiIf(match(key, ${FACET_RESTATED_SQL}), 2, startsWith(key, 'otel.'), 1, 0)`
 
 /**
  * The answer's rows from counts (facet, key, value, n): the total; the FACET_TOP most frequent

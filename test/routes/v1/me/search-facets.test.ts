@@ -99,7 +99,8 @@ t.test('the paths a client sent rank first; an OTLP span\'s own paths next; thos
     resource: { 'service.name': 'svc', 'agent_telemetry.privacy_level': 'full' },
   }
   const events = [
-    ...Array.from({ length: 30 }, () => ({ metadata: { otel } })),
+    // `tool` and `provider` as an OTLP span's mapping sets them (the scope's name, the provider).
+    ...Array.from({ length: 30 }, () => ({ metadata: { otel, tool: 'openai-instr', provider: 'openai' } })),
     ...Array.from({ length: 4 }, (_, i) => ({ metadata: { env: 'prod', customer: `c${i % 2}` } })),
   ].map((e) => ({ agentId: 'ranked', type: 'reasoning', timestamp, ...e }))
   t.equal((await sendBatch(app, secret, events)).statusCode, 207)
@@ -112,6 +113,6 @@ t.test('the paths a client sent rank first; an OTLP span\'s own paths next; thos
       ['otel.attributes.deployment.environment', 30], ['otel.name', 30], ['otel.resource.service.name', 30],
       ['otel.attributes.gen_ai.operation.name', 30], ['otel.attributes.gen_ai.provider.name', 30], ['otel.attributes.gen_ai.request.model', 30],
       ['otel.kind', 30], ['otel.operation', 30],
-    ], `by tier, then by events, then by path; 10 paths (${label})`)
+    ], `by tier, then by events, then by path; 10 paths; tool and provider after them (${label})`)
   }
 })
