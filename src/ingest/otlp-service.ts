@@ -121,15 +121,23 @@ function shared (refusals: HttpError[]): HttpError {
   return new HttpError(400, 'bad_request', { message: summary(refusals, refusals.length) })
 }
 
-/** "3 of 512 spans refused: 2 rate_limited (retry after 4 s); 1 invalid_span (span has no valid trace id …)". */
+/**
+ * "3 of 512 spans refused: 2 rate_limited (retry after 4 s); 1 invalid_span (span has no valid trace
+ * id …)". Of refusals of one kind the one with the longest Retry-After is told: the wait until all of
+ * them fit, as a batch's Retry-After says.
+ */
 function summary (refusals: HttpError[], total: number, what = 'spans'): string {
   if (refusals.length === 0) return ''
   const groups = new Map<string, { n: number; sample: HttpError }>()
+  const wait = (r: HttpError) => Number(r.headers['retry-after'] ?? 0)
   for (const r of refusals) {
     const key = `${r.code}:${String(r.extra.reason ?? '')}`
     const g = groups.get(key)
-    if (g) g.n++
-    else groups.set(key, { n: 1, sample: r })
+    if (!g) groups.set(key, { n: 1, sample: r })
+    else {
+      g.n++
+      if (wait(r) > wait(g.sample)) g.sample = r
+    }
   }
   const parts = [...groups.values()].map(({ n, sample }) => `${n} ${sample.code}${describe(sample)}`)
   return `${refusals.length} of ${total} ${what} refused: ${parts.join('; ')}`

@@ -303,6 +303,9 @@ t.test('burst limit per span: a request over it is partly accepted, the next get
   const first = await post({ ...headers, 'content-type': 'application/x-protobuf' }, body)
   t.equal(first.statusCode, 200)
   t.match(decodeResponse(first.rawPayload), { rejectedSpans: 2, errorMessage: /2 of 5 spans refused: 2 rate_limited \(retry after \d+ s\)/ })
+  // 3 a minute, a span every 20 s: the second refused fits about 40 s on, and that is the wait told.
+  const told = Number(/retry after (\d+) s/.exec(decodeResponse(first.rawPayload)!.errorMessage)![1])
+  t.ok(told > 20 && told <= 40, `the wait until both refused spans fit (${told} s)`)
   const second = await post({ ...headers, 'content-type': 'application/x-protobuf' }, body)
   t.equal(second.statusCode, 429)
   t.match(second.headers['retry-after'], /^\d+$/)
