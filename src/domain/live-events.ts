@@ -184,7 +184,9 @@ export function formatLiveId (id: LiveId): string {
 
 /** A Last-Event-ID as formatLiveId writes it, or null when it is not one. */
 export function parseLiveId (s: string | undefined): LiveId | null {
-  const m = s === undefined ? null : /^(\d{1,15})-(\d{1,15}):(\d{1,6})$/.exec(s.trim())
+  // Digits as the stream writes them, without leading zeros: `01-0` would name the entry `1-0` but
+  // not equal it as text, and the batch it names would be sent again from its start.
+  const m = s === undefined ? null : /^(0|[1-9]\d{0,14})-(0|[1-9]\d{0,14}):(0|[1-9]\d{0,5})$/.exec(s.trim())
   return m ? { entry: `${m[1]}-${m[2]}`, index: Number(m[3]) } : null
 }
 

@@ -70,6 +70,10 @@ t.test('metadata leaves as metadata_flat holds them', async (t) => {
 t.test('stream ids', async (t) => {
   t.same(parseLiveId(formatLiveId({ entry: '1764000000000-3', index: 7 })), { entry: '1764000000000-3', index: 7 })
   t.equal(parseLiveId('nonsense'), null)
+  for (const padded of ['01764000000000-3:7', '1764000000000-03:7', '1764000000000-3:07']) {
+    t.equal(parseLiveId(padded), null, `${padded}: leading zeros are not an id the stream gives (its batch would be sent again)`)
+  }
+  t.same(parseLiveId('1764000000000-0:0'), { entry: '1764000000000-0', index: 0 }, 'a zero is one digit')
   t.equal(parseLiveId(undefined), null)
   t.ok(compareEntries('10-0', '9-5') > 0)
   t.ok(compareEntries('10-1', '10-2') < 0)
