@@ -168,8 +168,16 @@ function contentInput (a: Attributes): IncomingEvent['input'] | undefined {
   if (messages !== undefined) input.messages = messages
   const system = a['gen_ai.system_instructions']
   if (system !== undefined) input.system = jsonish(system)
-  const prompt = str(a, 'ai.prompt', 'traceloop.entity.input')
-  if (prompt !== undefined) input.prompt = prompt
+  // The Vercel AI SDK's call-level prompt: the JSON of the call's `system`, `prompt` and `messages`.
+  const call = jsonish(a['ai.prompt'])
+  if (isCallPrompt(call)) {
+    if (call.prompt !== undefined && call.prompt !== null) input.prompt = call.prompt
+    if (input.system === undefined && call.system !== undefined && call.system !== null) input.system = call.system
+    if (input.messages === undefined && Array.isArray(call.messages)) input.messages = call.messages
+  } else {
+    const prompt = str(a, 'ai.prompt', 'traceloop.entity.input')
+    if (prompt !== undefined) input.prompt = prompt
+  }
   const args = a['gen_ai.tool.call.arguments'] ?? a['ai.toolCall.args']
   if (args !== undefined) input.arguments = jsonish(args)
   return Object.keys(input).length > 0 ? input : undefined
@@ -208,6 +216,13 @@ function withoutContent (a: Attributes): Attributes {
 function withoutStack (a: Attributes): Attributes {
   const { 'exception.stacktrace': _stack, ...rest } = a
   return rest
+}
+
+/** An object of the Vercel AI SDK's `ai.prompt` keys (`system`, `prompt`, `messages`), and only those. */
+function isCallPrompt (v: unknown): v is { system?: unknown; prompt?: unknown; messages?: unknown } {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false
+  const keys = Object.keys(v)
+  return keys.length > 0 && keys.every((k) => k === 'system' || k === 'prompt' || k === 'messages')
 }
 
 /** A JSON text attribute (the conventions send message lists as JSON strings) parsed, else as it is. */

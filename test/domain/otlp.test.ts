@@ -121,6 +121,18 @@ t.test('identity, time, errors and privacy', async (t) => {
   t.equal((spanToEvent(span({ resource: {} })) as any).agentId, 'unknown_service')
 })
 
+t.test('the Vercel AI SDK\'s ai.prompt (the JSON of system, prompt and messages) is read into input', async (t) => {
+  const full = { 'service.name': 'svc', 'agent_telemetry.privacy_level': 'full' }
+  const call = spanToEvent(span({ resource: full, attributes: { 'ai.prompt': JSON.stringify({ system: 'be brief', prompt: 'open C:\\Users\\me\nnow' }) } })) as any
+  t.same(call.input, { prompt: 'open C:\\Users\\me\nnow', system: 'be brief' }, 'the prompt as text, not its JSON')
+  const messages = spanToEvent(span({ resource: full, attributes: { 'ai.prompt': JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }) } })) as any
+  t.same(messages.input, { messages: [{ role: 'user', content: 'hi' }] })
+  const plain = spanToEvent(span({ resource: full, attributes: { 'ai.prompt': 'just text' } })) as any
+  t.same(plain.input, { prompt: 'just text' }, 'a prompt that is no such JSON is kept as it is')
+  const other = spanToEvent(span({ resource: full, attributes: { 'ai.prompt': '{"question":"why"}' } })) as any
+  t.same(other.input, { prompt: '{"question":"why"}' }, 'nor is JSON of other keys')
+})
+
 t.test('trace tree: parents by span id, orphans and events without spans are roots, cycles are cut', async (t) => {
   const ev = (spanId: string | null, parentSpanId: string | null) => ({ spanId, parentSpanId })
   // r ← c ← g, o names a parent that is not there, flat has no span.
