@@ -24,6 +24,13 @@ const QUEUED_BUFFERS = 16
 /** Batches read from the replay stream at a time while resuming. */
 const REPLAY_CHUNK = 8
 
+/** What a batch's lines weigh against `bufferBytes` (UTF-16 units, as their length counts). */
+function linesLength (batch: LiveBatch): number {
+  let n = 0
+  for (const line of batch.lines) n += line.length
+  return n
+}
+
 /** Each batch's events decoded once, however many streams of its user this instance holds. */
 const decoded = new WeakMap<LiveBatch, DashboardEvent[]>()
 function eventsOf (batch: LiveBatch): DashboardEvent[] {
@@ -96,7 +103,7 @@ export class LiveStream {
     if (this.closed) return
     if (this.held) {
       this.held.push(batch)
-      for (const l of batch.lines) this.heldBytes += l.length
+      this.heldBytes += linesLength(batch)
       if (this.heldBytes > this.opts.bufferBytes) {
         // A replay the reader is slow to take: these are in the replay stream, read from there later.
         this.held = []
@@ -220,7 +227,7 @@ export class LiveStream {
   /** Queues a batch behind the rest of one under way; past QUEUED_BUFFERS × `bufferBytes` queued, the reader is behind. */
   private enqueue (batch: LiveBatch, from: number): void {
     this.queue!.push({ batch, from })
-    for (const line of batch.lines) this.queuedBytes += line.length
+    this.queuedBytes += linesLength(batch)
     if (this.queuedBytes <= QUEUED_BUFFERS * this.opts.bufferBytes) return
     // Missed: the batches queued behind the rest (which is still written), and all until 'drain'.
     for (const queued of this.queue!.splice(1)) this.count(queued.batch, queued.from)
@@ -274,7 +281,7 @@ export class LiveStream {
       if (this.writeFrom(queue[i]!.batch, queue[i]!.from)) continue
       for (const next of queue.slice(i + 1)) {
         this.queue!.push(next)
-        for (const line of next.batch.lines) this.queuedBytes += line.length
+        this.queuedBytes += linesLength(next.batch)
       }
       return
     }

@@ -22,6 +22,16 @@ import { type DashboardEvent, type Reader, type SessionSummary, type TraceSummar
 /** Metadata keys the facets leave out: ids and figures the service keeps in columns of their own. */
 export const FACET_HIDDEN_KEYS = ['traceId', 'sessionId', 'spanId', 'parentSpanId', 'dedupKey', 'privacyLevel', 'tokensBreakdown']
 
+/** Dotted names as an RE2 alternation that matches each name literally. */
+function anyOf (names: string[]): string {
+  return names.map((name) => name.replace(/\./g, '\\.')).join('|')
+}
+
+/** An RE2 pattern (no quote in it) as a ClickHouse string literal. */
+function sqlPattern (pattern: string): string {
+  return `'${pattern.replace(/\\/g, '\\\\')}'`
+}
+
 /**
  * Paths of an OTLP span's metadata (`otel.attributes.<name>`, src/domain/otlp-mapping.ts) the facets
  * leave out, as an RE2 pattern: the attributes unique to a span or measuring it, and the content
@@ -30,11 +40,10 @@ export const FACET_HIDDEN_KEYS = ['traceId', 'sessionId', 'spanId', 'parentSpanI
  * events to be worth a click. The view counting them (clickhouse/025_search_facets_otel.sql) holds
  * this pattern as a literal: a change here is a new migration there.
  */
-export const FACET_HIDDEN_OTEL = `^otel\\.attributes\\.(${[...PER_SPAN_ATTRIBUTES, ...CONTENT_PREFIXES]
-  .map((name) => name.replace(/\./g, '\\.')).join('|')})(\\.|$)`
+export const FACET_HIDDEN_OTEL = `^otel\\.attributes\\.(${anyOf([...PER_SPAN_ATTRIBUTES, ...CONTENT_PREFIXES])})(\\.|$)`
 
 /** The pattern as a ClickHouse string literal. */
-export const FACET_HIDDEN_OTEL_SQL = `'${FACET_HIDDEN_OTEL.replace(/\\/g, '\\\\')}'`
+export const FACET_HIDDEN_OTEL_SQL = sqlPattern(FACET_HIDDEN_OTEL)
 
 /**
  * Metadata paths that say again what the event's fields say, as an RE2 pattern: `tool` and
@@ -44,12 +53,12 @@ export const FACET_HIDDEN_OTEL_SQL = `'${FACET_HIDDEN_OTEL.replace(/\\/g, '\\\\'
  * facets rank them after every other path (FACET_KEY_TIER): a span holds each of them, so by count
  * alone they would fill the list ahead of the paths a client chose to send.
  */
-export const FACET_RESTATED = `^(tool|provider)$|^otel\\.(kind|operation|scope\\..*|status\\..*|(attributes|resource)\\.(${[
+export const FACET_RESTATED = `^(tool|provider)$|^otel\\.(kind|operation|scope\\..*|status\\..*|(attributes|resource)\\.(${anyOf([
   'gen_ai.operation.name', 'gen_ai.agent.name', 'gen_ai.agent.id', 'gen_ai.request.model', 'gen_ai.response.model',
   'gen_ai.provider.name', 'gen_ai.system', 'gen_ai.tool.name', 'agent_telemetry.privacy_level', 'llm.request.type',
   'traceloop.span.kind', 'traceloop.entity.name', 'ai.operationId', 'ai.model.id', 'ai.model.provider', 'ai.toolCall.name',
-].map((name) => name.replace(/\./g, '\\.')).join('|')}))$`
-const FACET_RESTATED_SQL = `'${FACET_RESTATED.replace(/\\/g, '\\\\')}'`
+])}))$`
+const FACET_RESTATED_SQL = sqlPattern(FACET_RESTATED)
 
 /** How many values a facet lists, how many metadata keys and how many values of each. */
 export const FACET_TOP = 20

@@ -81,29 +81,24 @@ function inputOf (i: number, input: Record<string, unknown> | undefined): { inpu
   return input || messages ? { input: { ...input, ...messages } } : {}
 }
 
-/** Scalar leaves up to three levels by dotted path (clickhouse/018_search.sql). */
-export function flatten (value: unknown, prefix = '', depth = 1): [string, string][] {
+/**
+ * Scalar leaves up to three levels by dotted path (clickhouse/018_search.sql); with `arrays`, an array
+ * within those levels is a leaf too, as its JSON text (what q reads of `input`: clickhouse/026).
+ */
+export function flatten (value: unknown, arrays = false, prefix = '', depth = 1): [string, string][] {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return []
   const out: [string, string][] = []
   for (const [k, v] of Object.entries(value)) {
     const path = prefix ? `${prefix}.${k}` : k
     if (typeof v === 'string') out.push([path, v])
-    else if (typeof v === 'number' || typeof v === 'boolean') out.push([path, JSON.stringify(v)])
-    else if (v && typeof v === 'object' && !Array.isArray(v) && depth < 3) out.push(...flatten(v, path, depth + 1))
+    else if (typeof v === 'number' || typeof v === 'boolean' || (arrays && Array.isArray(v))) out.push([path, JSON.stringify(v)])
+    else if (v && typeof v === 'object' && !Array.isArray(v) && depth < 3) out.push(...flatten(v, arrays, path, depth + 1))
   }
   return out
 }
 
-/** What q looks in of `input`: its scalar leaves as flatten has them, and its arrays (three levels) as their JSON text. */
-function inputText (input: unknown, depth = 1): string[] {
-  if (input === null || typeof input !== 'object' || Array.isArray(input)) return []
-  return Object.values(input).flatMap((v) => Array.isArray(v)
-    ? [JSON.stringify(v)]
-    : typeof v === 'string' ? [v] : typeof v === 'number' || typeof v === 'boolean' ? [JSON.stringify(v)] : v && typeof v === 'object' && depth < 3 ? inputText(v, depth + 1) : [])
-}
-
 export function haystack (e: Ev): string {
-  return [...inputText(e.input), e.reasoning ?? '', e.errorMessage ?? '', e.toolExecuted ?? '', e.model ?? '', ...flatten(e.metadata).map((x) => x[1])]
+  return [...flatten(e.input, true).map((x) => x[1]), e.reasoning ?? '', e.errorMessage ?? '', e.toolExecuted ?? '', e.model ?? '', ...flatten(e.metadata).map((x) => x[1])]
     .join('\n').toLowerCase()
 }
 
