@@ -126,7 +126,16 @@ export const postScoreBatch = {
         results: {
           type: 'array',
           description: 'in the order sent: `{ status: 202, ...acknowledgement }` or `{ status, ...error body }` exactly as the score alone would have got',
-          items: { type: 'object', required: ['status'], properties: { status: { type: 'integer', examples: [202] }, ...scoreAckProps, ...errorShape.properties } },
+          items: {
+            type: 'object',
+            required: ['status'],
+            properties: {
+              status: { type: 'integer', examples: [202] },
+              ...scoreAckProps,
+              ...errorShape.properties,
+              retryAfter: { type: 'integer', minimum: 1, description: 'a 429 result: seconds until this score would fit (the Retry-After it would have got alone)', examples: [20] },
+            },
+          },
         },
       },
     },

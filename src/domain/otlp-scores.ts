@@ -1,5 +1,5 @@
 import type { OtlpSpan } from './otlp-codec.ts'
-import { SCORE_COMMENT_MAX, SCORE_LABEL_MAX, SCORE_NAME_MAX } from '../../schemas/score.ts'
+import { SCORE_COMMENT_MAX, SCORE_LABEL_MAX } from '../../schemas/score.ts'
 import type { IncomingScore } from './score-row.ts'
 
 /** The span event the OpenTelemetry GenAI conventions carry an evaluation's result in. */
@@ -21,10 +21,11 @@ export function spanEvaluations (span: OtlpSpan, agentId: string | undefined): I
     if (e.name !== EVALUATION_EVENT) continue
     const at = n++
     const a = e.attributes
-    const name = text(a['gen_ai.evaluation.name'], SCORE_NAME_MAX)
+    // The name as sent: one the score rule refuses is refused (and told), never changed into another.
+    const name = a['gen_ai.evaluation.name']
     const value = numberOf(a['gen_ai.evaluation.score.value'])
     const label = text(a['gen_ai.evaluation.score.label'], SCORE_LABEL_MAX)
-    if (!name || (value === undefined && !label)) continue
+    if (typeof name !== 'string' || name === '' || (value === undefined && !label)) continue
     const score: IncomingScore = {
       scoreId: `otel:${span.traceId}:${span.spanId}:${at}`,
       traceId: span.traceId,
@@ -46,10 +47,10 @@ export function spanEvaluations (span: OtlpSpan, agentId: string | undefined): I
   return scores
 }
 
-/** A non-empty string attribute, cut to `max`; control characters (which names and labels refuse) as spaces when `plain`. */
+/** A non-empty string attribute, cut to `max`; control characters as spaces when `plain`. */
 function text (v: unknown, max: number, plain = true): string | undefined {
   if (typeof v !== 'string') return undefined
-  // eslint-disable-next-line no-control-regex -- names refuse control characters (schemas/score.ts)
+  // eslint-disable-next-line no-control-regex -- a label or id shown on one line
   const s = (plain ? v.replace(/[\u0000-\u001F\u007F]/g, ' ') : v).trim()
   return s === '' ? undefined : s.slice(0, max)
 }

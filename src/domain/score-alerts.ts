@@ -48,7 +48,7 @@ export interface ScoreWindow {
   baselineCount: number
 }
 
-export interface ScoreDropFinding { rule: string; severity: 'warning' | 'critical'; message: string; figures: Record<string, number | string> }
+export interface ScoreDropFinding { rule: string; severity: 'warning' | 'critical'; message: string; figures: Record<string, number | string | null> }
 
 const round = (n: number) => Math.round(n * 1e4) / 1e4
 
@@ -79,7 +79,8 @@ export function scoreDropped (w: ScoreWindow, rule: ScoreAlertRule): ScoreDropFi
       name: w.name,
       mean: round(w.windowMean),
       scores: w.windowCount,
-      baselineMean: round(w.baselineMean),
+      // No baseline scores: no mean (null), not a mean of 0.
+      baselineMean: w.baselineCount > 0 ? round(w.baselineMean) : null,
       baselineScores: w.baselineCount,
       ...(drop !== null ? { drop: round(drop) } : {}),
       ...(rule.below !== null ? { below: rule.below } : {}),

@@ -6,7 +6,7 @@ import { AcceptedActivity } from './accepted-activity.ts'
 import type { AgentResolver } from '../cache/agent-resolver.ts'
 import type { EventShipper } from './shipper.ts'
 import type { IngestLog } from './log/ingest-log.ts'
-import type { Outcome, PipelineRunner } from './pipeline.ts'
+import { batchResult, longestRetryAfter, type BatchResult as PipelineBatchResult, type Outcome, type PipelineRunner } from './pipeline.ts'
 import { ReadYourWrites } from './read-your-writes.ts'
 import { rowBytesOf } from './row-thread.ts'
 import { burstStep, type BurstLimiter } from './steps/burst.ts'
@@ -21,7 +21,7 @@ export { callerOfKey, type BatchText, type EventAck, type IngestCaller } from '.
 export type { BurstLimiter } from './steps/burst.ts'
 export type { AcknowledgedRows } from './steps/log.ts'
 
-export type BatchResult = ({ status: 202 } & EventAck) | ({ status: number } & Record<string, unknown>)
+export type BatchResult = PipelineBatchResult<EventAck>
 
 export interface IngestionParts {
   agents: Pick<AgentResolver, 'resolve' | 'peek'>
@@ -137,25 +137,4 @@ export class IngestionService {
       this.inFlight.answered(receivedAt)
     }
   }
-}
-
-/**
- * An event's result in a 207: its acknowledgement, or the status and body it alone would have got;
- * a 429's `Retry-After` (a header, which a result cannot have) as `retryAfter`, in seconds.
- */
-function batchResult (outcome: Outcome<EventAck>): BatchResult {
-  if (outcome.kind === 'accepted') return { status: 202, ...outcome.ack }
-  const result: BatchResult = { status: outcome.error.statusCode, ...outcome.error.body() }
-  if (outcome.kind === 'rate_limited') result.retryAfter = Number(outcome.error.headers['retry-after'])
-  return result
-}
-
-/** The longest wait any refused event was told, for the whole answer's Retry-After. */
-function longestRetryAfter (outcomes: Outcome<EventAck>[]): string | null {
-  let longest: string | null = null
-  for (const o of outcomes) {
-    const after = o.kind === 'rate_limited' ? o.error.headers['retry-after'] : undefined
-    if (after !== undefined && (longest === null || Number(after) > Number(longest))) longest = after
-  }
-  return longest
 }

@@ -10,6 +10,30 @@ export type Outcome<A> =
   | { kind: 'refused'; error: HttpError }
   | { kind: 'rate_limited'; error: HttpError }
 
+/** An item's result in a batch's 207: its acknowledgement, or the status and body it alone would have got. */
+export type BatchResult<A> = ({ status: 202 } & A) | ({ status: number } & Record<string, unknown>)
+
+/**
+ * An item's result in a 207: its acknowledgement, or the status and body it alone would have got;
+ * a 429's `Retry-After` (a header, which a result cannot have) as `retryAfter`, in seconds.
+ */
+export function batchResult<A> (outcome: Outcome<A>): BatchResult<A> {
+  if (outcome.kind === 'accepted') return { status: 202, ...outcome.ack }
+  const result: BatchResult<A> = { status: outcome.error.statusCode, ...outcome.error.body() }
+  if (outcome.kind === 'rate_limited') result.retryAfter = Number(outcome.error.headers['retry-after'])
+  return result
+}
+
+/** The longest wait any refused item was told, for the whole answer's Retry-After. */
+export function longestRetryAfter<A> (outcomes: readonly Outcome<A>[]): string | null {
+  let longest: string | null = null
+  for (const o of outcomes) {
+    const after = o.kind === 'rate_limited' ? o.error.headers['retry-after'] : undefined
+    if (after !== undefined && (longest === null || Number(after) > Number(longest))) longest = after
+  }
+  return longest
+}
+
 /** A step's answer for one item: its final outcome, or undefined to hand it on to the next step. */
 export type Verdict<A> = Outcome<A> | undefined
 

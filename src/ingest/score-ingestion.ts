@@ -8,7 +8,7 @@ import type { ScoreConfigsRepository } from '../storage/score-configs-repository
 import type { ActivityRecorder } from './activity-recorder.ts'
 import type { IngestLog } from './log/ingest-log.ts'
 import { rowBytes } from './log/entry-codec.ts'
-import { passAll, type Outcome, type PipelineRunner, type Step, type Verdict } from './pipeline.ts'
+import { batchResult, longestRetryAfter, passAll, type BatchResult, type Outcome, type PipelineRunner, type Step, type Verdict } from './pipeline.ts'
 import type { EventShipper } from './shipper.ts'
 import { burstStep, type BurstLimiter } from './steps/burst.ts'
 import { burstLimit } from '../domain/tiers.ts'
@@ -36,7 +36,7 @@ function scoreBucketOf (caller: IngestCaller): string {
 
 /** The acknowledgement of an accepted score. */
 export type ScoreAck = { id: string; accepted: true; scoreId: string }
-export type ScoreBatchResult = ({ status: 202 } & ScoreAck) | ({ status: number } & Record<string, unknown>)
+export type ScoreBatchResult = BatchResult<ScoreAck>
 
 /** What a score's item carries beyond an event's: the config it was checked against, who wrote it. */
 type ScoreStep = Step<ScoreRun, IngestItem, ScoreAck>
@@ -307,17 +307,4 @@ export class ScoreIngestionService {
       this.parts.inFlight.answered(receivedAt)
     }
   }
-}
-
-function batchResult (outcome: Outcome<ScoreAck>): ScoreBatchResult {
-  return outcome.kind === 'accepted' ? { status: 202, ...outcome.ack } : { status: outcome.error.statusCode, ...outcome.error.body() }
-}
-
-function longestRetryAfter (outcomes: Outcome<ScoreAck>[]): string | null {
-  let longest: string | null = null
-  for (const o of outcomes) {
-    const after = o.kind === 'rate_limited' ? o.error.headers['retry-after'] : undefined
-    if (after !== undefined && (longest === null || Number(after) > Number(longest))) longest = after
-  }
-  return longest
 }

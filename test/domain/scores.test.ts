@@ -58,7 +58,7 @@ const span = (events: OtlpSpan['events']): OtlpSpan => ({
   status: { code: 0, message: '' }, resource: {}, scope: { name: 's', version: '' },
 })
 
-t.test('OTLP evaluation results: mapped by the GenAI conventions, ids by their place in the span', async (t) => {
+t.test('OTLP evaluation results: mapped by the GenAI conventions, ids by their place in the span, names as sent', async (t) => {
   const scores = spanEvaluations(span([
     { name: 'exception', timeMs: 1, attributes: {} },
     { name: 'gen_ai.evaluation.result', timeMs: 1, attributes: { 'gen_ai.evaluation.name': 'rel\nevance', 'gen_ai.evaluation.score.value': '0.5', 'gen_ai.evaluation.explanation': 'line 1\nline 2', 'gen_ai.response.id': 'r1' } },
@@ -67,7 +67,7 @@ t.test('OTLP evaluation results: mapped by the GenAI conventions, ids by their p
     { name: 'gen_ai.evaluation.result', timeMs: 1, attributes: { 'gen_ai.evaluation.score.value': 1 } },
   ]), 'agent-x')
   t.same(scores, [
-    { scoreId: 'otel:aa:bb:0', traceId: 'aa', spanId: 'bb', name: 'rel evance', source: 'api', agentId: 'agent-x', value: 0.5, comment: 'line 1\nline 2', metadata: { responseId: 'r1' } },
+    { scoreId: 'otel:aa:bb:0', traceId: 'aa', spanId: 'bb', name: 'rel\nevance', source: 'api', agentId: 'agent-x', value: 0.5, comment: 'line 1\nline 2', metadata: { responseId: 'r1' } },
     { scoreId: 'otel:aa:bb:1', traceId: 'aa', spanId: 'bb', name: 'tone', source: 'api', agentId: 'agent-x', label: 'polite' },
   ])
 })

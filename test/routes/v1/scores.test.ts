@@ -343,6 +343,23 @@ t.test('OTLP gen_ai.evaluation.result span events become scores of their span, o
   t.equal(await stored.writesOf(user.id, `otel:${traceId}:${spanId}:0`), 1, 'a re-sent span writes its scores no second time')
 })
 
+t.test('an OTLP evaluation name the score rule refuses is refused and told, never trimmed into another', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const traceId = randomBytes(16).toString('hex')
+  const spanId = randomBytes(8).toString('hex')
+  const body = otlpExport(traceId, spanId, 'judged-agent', [
+    { name: 'gen_ai.evaluation.result', attributes: { 'gen_ai.evaluation.name': 'accuracy ', 'gen_ai.evaluation.score.value': 1 } },
+    { name: 'gen_ai.evaluation.result', attributes: { 'gen_ai.evaluation.name': 'acc\nuracy', 'gen_ai.evaluation.score.value': 1 } },
+    { name: 'gen_ai.evaluation.result', attributes: { 'gen_ai.evaluation.name': 'accuracy', 'gen_ai.evaluation.score.value': 0.5 } },
+  ])
+  const res = await app.inject({ method: 'POST', url: '/v1/traces', headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) })
+  t.equal(res.statusCode, 200, res.body)
+  t.match(res.json(), { partialSuccess: { rejectedSpans: 0, errorMessage: /^2 of 3 evaluation results refused: 2 validation_failed/ } })
+  const { scores } = (await app.inject({ method: 'GET', url: `/v1/me/traces/${traceId}/scores`, headers: user.auth })).json()
+  t.same(scores.map((s: { name: string; value: number }) => [s.name, s.value]), [['accuracy', 0.5]], 'only the valid name is stored')
+})
+
 /** The p-th quantile as ClickHouse's quantileExact takes it: the element at floor(p * n) of the sorted values. */
 function quantileExact (values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b)
@@ -684,4 +701,20 @@ t.test('a name no score can have is a 400 saying what a name is, not a pattern',
     }
     t.equal((await read(user, `${path}?name=${'x'.repeat(200)}`)).statusCode, 200, `${path} a name of 200 characters`)
   }
+})
+
+t.test('a scores batch over the burst: each refused score carries its retryAfter, as in the events batch', async (t) => {
+  const user = await newUser(app, { burst: 3 })
+  const key = await user.createKey()
+  const traceId = randomId('trace-')
+  const res = await postScores(app, key.secret, Array.from({ length: 5 }, (_, i) => ({ traceId, name: 'burst', value: i })))
+  t.equal(res.statusCode, 207)
+  const { results } = res.json()
+  t.same(results.map((r: { status: number }) => r.status), [202, 202, 202, 429, 429])
+  t.equal(results[3].error, 'rate_limited')
+  const [first, second] = [results[3].retryAfter, results[4].retryAfter]
+  t.ok(Number.isInteger(first) && first >= 1 && first <= 20, `the first refused fits within 20 s (${first})`)
+  t.ok(second > first, `the next one later (${second})`)
+  t.equal(res.headers['retry-after'], String(second), 'the answer\'s Retry-After is the longest')
+  t.equal(results[0].retryAfter, undefined, 'an accepted score has none')
 })
