@@ -185,13 +185,34 @@ function contentInput (a: Attributes): IncomingEvent['input'] | undefined {
 
 function contentOutput (a: Attributes): string | undefined {
   const messages = a['gen_ai.output.messages']
-  if (messages !== undefined) return typeof messages === 'string' ? messages : JSON.stringify(messages)
+  if (messages !== undefined) return outputText(jsonish(messages)) ?? (typeof messages === 'string' ? messages : JSON.stringify(messages))
   const completions = indexedMessages(a, 'gen_ai.completion')
   if (completions !== undefined) return completions.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''))).join('\n')
   const text = str(a, 'ai.response.text', 'gen_ai.tool.call.result', 'ai.toolCall.result', 'traceloop.entity.output')
   if (text !== undefined) return text
   const object = a['ai.response.object'] ?? a['gen_ai.tool.call.result']
   return object === undefined ? undefined : JSON.stringify(object)
+}
+
+/**
+ * The text of the conventions' output messages (`[{ role, parts: [{ type: 'text', content }] }]`) when
+ * every part of every message is text: their contents, one line apart, as OpenLLMetry's completions
+ * are kept. Undefined for anything else (a tool call, a blob, another shape), which is then kept as
+ * its JSON text, so that nothing the messages say is dropped.
+ */
+function outputText (messages: unknown): string | undefined {
+  if (!Array.isArray(messages) || messages.length === 0) return undefined
+  const texts: string[] = []
+  for (const message of messages) {
+    const parts = (message as { parts?: unknown } | null)?.parts
+    if (!Array.isArray(parts) || parts.length === 0) return undefined
+    for (const part of parts) {
+      const { type, content } = (part ?? {}) as { type?: unknown; content?: unknown }
+      if (type !== 'text' || typeof content !== 'string') return undefined
+      texts.push(content)
+    }
+  }
+  return texts.join('\n')
 }
 
 /** OpenLLMetry's flattened messages (`gen_ai.prompt.0.role`, `gen_ai.prompt.0.content`, …) as a list. */

@@ -121,6 +121,20 @@ t.test('identity, time, errors and privacy', async (t) => {
   t.equal((spanToEvent(span({ resource: {} })) as any).agentId, 'unknown_service')
 })
 
+t.test('gen_ai.output.messages: text parts kept as their text, anything else as the JSON sent', async (t) => {
+  const full = { 'service.name': 'svc', 'agent_telemetry.privacy_level': 'full' }
+  const output = (messages: unknown) => (spanToEvent(span({ resource: full, attributes: { 'gen_ai.output.messages': JSON.stringify(messages) } })) as any).reasoning
+  t.equal(output([{ role: 'assistant', parts: [{ type: 'text', content: 'Paris.' }, { type: 'text', content: 'It is "the capital".' }], finish_reason: 'stop' }]),
+    'Paris.\nIt is "the capital".', 'the text, not its JSON')
+  t.equal(output([{ role: 'assistant', parts: [{ type: 'text', content: 'a' }] }, { role: 'assistant', parts: [{ type: 'text', content: 'b' }] }]), 'a\nb')
+  const call = [{ role: 'assistant', parts: [{ type: 'text', content: 'calling' }, { type: 'tool_call', id: 'c1', name: 'search', arguments: { q: 'x' } }] }]
+  t.equal(output(call), JSON.stringify(call), 'a tool call keeps the whole JSON')
+  for (const other of [[], [{ role: 'assistant' }], [{ parts: [] }], [{ parts: [{ type: 'text', content: 3 }] }], { parts: [] }]) {
+    t.equal(output(other), JSON.stringify(other), `kept as sent: ${JSON.stringify(other)}`)
+  }
+  t.equal((spanToEvent(span({ resource: full, attributes: { 'gen_ai.output.messages': 'not json' } })) as any).reasoning, 'not json')
+})
+
 t.test('the Vercel AI SDK\'s ai.prompt (the JSON of system, prompt and messages) is read into input', async (t) => {
   const full = { 'service.name': 'svc', 'agent_telemetry.privacy_level': 'full' }
   const call = spanToEvent(span({ resource: full, attributes: { 'ai.prompt': JSON.stringify({ system: 'be brief', prompt: 'open C:\\Users\\me\nnow' }) } })) as any
