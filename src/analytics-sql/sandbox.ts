@@ -93,6 +93,49 @@ const ANALYST_TABLE_FUNCTIONS = new Set([
 const SERVE_TABLE_FUNCTIONS = new Set([
   ...ANALYST_TABLE_FUNCTIONS, 'input', 'format', 'merge', 'mergetreeindex', 'mergetreeprojection', 'mergetreeanalyzeindexes', 'null',
 ])
+/**
+ * Table functions that read one of their arguments as a structure (`name Type, …`), and which: the
+ * first of `values` (when a string and not its only argument), `generateRandom`, `input` and `null`,
+ * the second of `format` (when it has three). A structure may declare a column with an expression
+ * (`b String ALIAS file('/etc/passwd')`, DEFAULT, MATERIALIZED, EPHEMERAL), which the engine runs when
+ * the column is read, under `readonly` too; `EXPLAIN AST` shows the structure as a string literal, so
+ * the function checks never see that expression. A structure is therefore taken only as a literal
+ * declaring names and types: any clause that could hold an expression is refused (STRUCTURE_CLAUSE),
+ * and so is an expression in place of the literal (`concat('… AL', 'IAS …')`), which the engine would
+ * compute into a structure first.
+ */
+const STRUCTURE_ARGUMENT: ReadonlyMap<string, (args: number) => number | null> = new Map<string, (args: number) => number | null>([
+  ['values', (args: number) => (args > 1 ? 0 : null)],
+  ['generaterandom', () => 0],
+  ['input', () => 0],
+  ['null', () => 0],
+  ['format', (args: number) => (args === 3 ? 1 : null)],
+])
+/** A column declaration's clauses beyond its name and type (any case, as the engine's parser takes keywords). */
+const STRUCTURE_CLAUSE = /\b(DEFAULT|MATERIALIZED|ALIAS|EPHEMERAL|TTL|CODEC|STATISTICS?|SETTINGS|COMMENT)\b/i
+
+/** The arguments of a function's node in an `EXPLAIN AST` listing (the children of its ExpressionList). */
+function argumentsOf (nodes: AstNode[], fn: AstNode): AstNode[] {
+  const list = nodes.find((n) => n.parent === fn && n.node.startsWith('ExpressionList'))
+  return list ? nodes.filter((n) => n.parent === list) : []
+}
+
+/** Refuses a structure argument (STRUCTURE_ARGUMENT) that is not a literal of names and types only. */
+function refuseStructureExpressions (nodes: AstNode[], fn: AstNode, name: string, shown: string): void {
+  const at = STRUCTURE_ARGUMENT.get(name)
+  if (!at) return
+  const args = argumentsOf(nodes, fn)
+  const i = at(args.length)
+  // `generateRandom`'s other arguments (seed, lengths) are computed too: literals only, as the structure.
+  const checked = name === 'generaterandom' ? args : i === null || args[i] === undefined ? [] : [args[i]]
+  for (const arg of checked) {
+    if (name === 'values' && !/^Literal '/.test(arg.node)) continue // not a string: a row, which values() never reads as a structure
+    if (!/^Literal /.test(arg.node)) throw new SandboxRefusal(`The arguments of ${shown} must be written out as literals (a structure as a string such as 'a UInt8, b String'), not computed`)
+    const clause = STRUCTURE_CLAUSE.exec(arg.node)
+    if (clause) throw new SandboxRefusal(`The structure of ${shown} may only name columns and their types: ${clause[1]!.toUpperCase()} is not allowed in it`)
+  }
+}
+
 /** Functions that read the machine's files, load models or a format's schema, or show certificates. */
 const REFUSED_FUNCTIONS = new Set([
   'file', 'catboostevaluate', 'naivebayesclassifier', 'showcertificate', 'modelevaluate', 'formatrow', 'formatrownonewline',
@@ -326,7 +369,7 @@ export function checkAnalystStatement (formatted: string, ast: string, tableFunc
   if (!ANALYST_STATEMENTS.has(kind)) {
     throw new SandboxRefusal(`Only SELECT, EXPLAIN, SHOW, DESCRIBE and EXISTS queries are allowed (got ${nodes[0]?.node.replace(/\s*\(children \d+\)$/, '') ?? 'nothing'})`)
   }
-  for (const { node, parent } of nodes) {
+  for (const [at, { node, parent }] of nodes.entries()) {
     // EXPLAIN's own options (`EXPLAIN indexes = 1, json = 1 …`): the engine takes only its options there.
     const explainOptions = kind === 'Explain' && parent === nodes[0]
     if ((node === 'Set' || node.startsWith('Set ')) && !explainOptions) {
@@ -341,6 +384,7 @@ export function checkAnalystStatement (formatted: string, ast: string, tableFunc
     const fn = /^Function (\S+)/.exec(node)
     if (fn) {
       const name = fn[1]!.toLowerCase()
+      refuseStructureExpressions(nodes, nodes[at]!, name, fn[1]!)
       const table = (parent?.node.startsWith('TableExpression') ?? false) || tableFunctions.tableOnly.has(name)
       if (table && !ANALYST_TABLE_FUNCTIONS.has(name)) throw new SandboxRefusal(`Table function ${fn[1]} is not allowed: only the service's tables can be read`)
       if (!table && (REFUSED_FUNCTIONS.has(name) || ANALYST_REFUSED_FUNCTIONS.has(name) || DICTIONARY_FUNCTION.test(name))) {
@@ -404,7 +448,7 @@ export function checkServeStatement (formatted: string, ast: string, tableFuncti
   const kind = nodes[0]?.node.split(/\s/, 1)[0] ?? ''
   if (kind === 'BackupQuery') throw new SandboxRefusal('BACKUP and RESTORE are not allowed: they write and read files')
   const withChild = new Set<AstNode>()
-  for (const { node, parent } of nodes) {
+  for (const [at, { node, parent }] of nodes.entries()) {
     // A storage definition's first child is its engine (PARTITION BY, ORDER BY … follow).
     const firstChild = parent !== null && !withChild.has(parent)
     if (parent) withChild.add(parent)
@@ -413,6 +457,7 @@ export function checkServeStatement (formatted: string, ast: string, tableFuncti
     const fn = /^Function (\S+)/.exec(node)
     if (fn) {
       const name = fn[1]!.toLowerCase()
+      refuseStructureExpressions(nodes, nodes[at]!, name, fn[1]!)
       const where = parent?.node ?? ''
       if (where.startsWith('Storage definition') && firstChild) {
         if (!SERVE_ENGINES.test(fn[1]!)) throw new SandboxRefusal(`Engine ${fn[1]} is not allowed: only engines that keep data in the engine's own directory`)

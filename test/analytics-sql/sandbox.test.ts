@@ -200,6 +200,47 @@ t.test('files, URLs, programs, models, paths and the engine\'s configuration are
   t.equal(header.status, 404, 'another database is refused by header too')
 })
 
+t.test('a table function\'s structure holds names and types only: no column expression runs a refused function', async (t) => {
+  const missing = join(dir, 'no-such-file')
+  const vectors = [
+    `SELECT b FROM generateRandom('a UInt8, b String ALIAS file(''${secretFile}'')') LIMIT 1`,
+    `SELECT b FROM values('a UInt8, b String ALIAS file(''${secretFile}'')', 1)`,
+    `SELECT * FROM values('a UInt8, b String DEFAULT file(''${secretFile}'')', 1)`,
+    `SELECT b FROM values('a UInt8, b String materialized file(''${secretFile}'')', 1)`,
+    `SELECT b FROM generateRandom('a UInt8, b String EPHEMERAL file(''${secretFile}'')') LIMIT 1`,
+    "SELECT b FROM generateRandom('a UInt8, b String ALIAS getServerSetting(''path'')') LIMIT 1",
+    `SELECT b FROM generateRandom('a UInt8, b String   Alias\tfile(''${missing}'')') LIMIT 1`,
+    // A structure computed by an expression is read by the engine as one, so it is refused whole.
+    `SELECT b FROM generateRandom(concat('a UInt8, b String AL', 'IAS file(''${secretFile}'')')) LIMIT 1`,
+    "SELECT b FROM generateRandom('a UInt8, b String', toUInt64(1)) LIMIT 1",
+    `SELECT 1 WHERE 1 IN (SELECT a FROM values('a UInt8, b String ALIAS file(''${secretFile}'')', 1))`,
+    `SELECT * FROM view(SELECT b FROM values('a UInt8, b String ALIAS file(''${secretFile}'')', 1))`,
+  ]
+  for (const sql of vectors) {
+    const res = await post('', sql)
+    t.equal(res.status, 403, `${sql}: ${res.text}`)
+    t.equal(res.code, '164', sql)
+    t.match(res.text, /structure of|must be written out as literals/, sql)
+  }
+  // Whether a file exists is not told either: both names get the same refusal, before the engine runs.
+  const [present, absent] = [
+    await post('', `SELECT b FROM values('a UInt8, b String ALIAS file(''${secretFile}'')', 1)`),
+    await post('', `SELECT b FROM values('a UInt8, b String ALIAS file(''${missing}'')', 1)`),
+  ]
+  t.equal(present.text.replace(secretFile, 'F'), absent.text.replace(missing, 'F'), 'the same answer for a file and for none')
+  // What analysts use them for still works, values with strings that name a clause among them.
+  for (const [sql, expected] of [
+    ["SELECT a, b FROM values('a UInt8, b String', (1, 'x'), (2, 'y')) ORDER BY a FORMAT CSV", '1,"x"\n2,"y"\n'],
+    ["SELECT * FROM values('x String', 'default', 'alias') FORMAT CSV", '"default"\n"alias"\n'],
+    ['SELECT count() FROM values(1, 2, 3) FORMAT CSV', '3\n'],
+    ["SELECT count() FROM (SELECT * FROM generateRandom('a UInt8, b Decimal(10, 2), c DateTime64(3, ''UTC''), d Enum8(''x'' = 1)', 1, 10, 2) LIMIT 5) FORMAT CSV", '5\n'],
+  ] as const) {
+    const res = await post('', sql)
+    t.equal(res.status, 200, `${sql}: ${res.text}`)
+    t.equal(res.text, expected, sql)
+  }
+})
+
 t.test('a table is checked wherever a query names one: IN, joinGet, EXISTS, SHOW CREATE; names by string are refused', async (t) => {
   const refused = [
     "SELECT ('VERSION_FULL', 'x') IN system.build_options",
@@ -518,6 +559,16 @@ t.test('npm run clickhouse:serve refuses the same hidden functions (its check sh
   ].join('\n')
   t.throws(() => checkServeStatement('SELECT * APPLY(file)\nFROM t', apply), { name: 'Error', message: /APPLY column transformers are not allowed/ })
   t.throws(() => checkServeStatement('SELECT 1 AS `a\\nb`', 'SelectWithUnionQuery (children 1)'), { message: /control characters/ })
+  // A table function's structure declaring a column expression (the listing shows it as a literal).
+  const structure = (fn: string, args: string[]) => [
+    'SelectWithUnionQuery (children 1)', ' ExpressionList (children 1)', '  SelectQuery (children 2)', '   ExpressionList (children 1)', '    Asterisk',
+    '   TablesInSelectQuery (children 1)', '    TablesInSelectQueryElement (children 1)', '     TableExpression (children 1)',
+    `      Function ${fn} (children 1)`, `       ExpressionList (children ${args.length})`, ...args.map((a) => `        ${a}`),
+  ].join('\n')
+  t.throws(() => checkServeStatement('SELECT * FROM input(…)', structure('input', ["Literal 'a String ALIAS file(\\'/etc/passwd\\')'"])), { message: /structure of input may only name columns and their types: ALIAS/ })
+  t.throws(() => checkServeStatement('SELECT * FROM format(…)', structure('format', ['Identifier JSONEachRow', "Literal 'a String DEFAULT file(\\'x\\')'", "Literal '{}'"])), { message: /DEFAULT/ })
+  t.doesNotThrow(() => checkServeStatement('SELECT * FROM format(…)', structure('format', ['Identifier JSONEachRow', "Literal '{\"note\": \"default\"}'"])), 'data (two arguments) is no structure')
+  t.doesNotThrow(() => checkServeStatement('SELECT * FROM input(…)', structure('input', ["Literal 'a String, b Nullable(UInt8)'"])))
 })
 
 t.test('a query answered as timed out keeps its slot until the engine stops computing it', async (t) => {
