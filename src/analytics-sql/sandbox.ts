@@ -120,6 +120,20 @@ function argumentsOf (nodes: AstNode[], fn: AstNode): AstNode[] {
   return list ? nodes.filter((n) => n.parent === list) : []
 }
 
+/** The escapes `EXPLAIN AST` writes a string literal's characters with, and what each stands for. */
+const LITERAL_ESCAPES: Readonly<Record<string, string>> = { b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', 0: '\0', a: '\x07', v: '\v' }
+
+/**
+ * The value of a string literal as `EXPLAIN AST` prints it (`Literal 'a\nb'`), its escapes decoded:
+ * the listing writes a line break before a word as `\n`, which would hide the word's start from a
+ * pattern (`String\nALIAS`), where the engine reads the break as a space. Another node as it is.
+ */
+export function literalValue (node: string): string {
+  const m = /^Literal '(.*)'$/s.exec(node)
+  if (!m) return node
+  return m[1]!.replace(/\\(x[0-9A-Fa-f]{2}|.)/gs, (_, e: string) => (e.length === 3 ? String.fromCharCode(parseInt(e.slice(1), 16)) : LITERAL_ESCAPES[e] ?? e))
+}
+
 /** Refuses a structure argument (STRUCTURE_ARGUMENT) that is not a literal of names and types only. */
 function refuseStructureExpressions (nodes: AstNode[], fn: AstNode, name: string, shown: string): void {
   const at = STRUCTURE_ARGUMENT.get(name)
@@ -131,7 +145,7 @@ function refuseStructureExpressions (nodes: AstNode[], fn: AstNode, name: string
   for (const arg of checked) {
     if (name === 'values' && !/^Literal '/.test(arg.node)) continue // not a string: a row, which values() never reads as a structure
     if (!/^Literal /.test(arg.node)) throw new SandboxRefusal(`The arguments of ${shown} must be written out as literals (a structure as a string such as 'a UInt8, b String'), not computed`)
-    const clause = STRUCTURE_CLAUSE.exec(arg.node)
+    const clause = STRUCTURE_CLAUSE.exec(literalValue(arg.node))
     if (clause) throw new SandboxRefusal(`The structure of ${shown} may only name columns and their types: ${clause[1]!.toUpperCase()} is not allowed in it`)
   }
 }

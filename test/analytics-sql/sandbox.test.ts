@@ -210,6 +210,11 @@ t.test('a table function\'s structure holds names and types only: no column expr
     `SELECT b FROM generateRandom('a UInt8, b String EPHEMERAL file(''${secretFile}'')') LIMIT 1`,
     "SELECT b FROM generateRandom('a UInt8, b String ALIAS getServerSetting(''path'')') LIMIT 1",
     `SELECT b FROM generateRandom('a UInt8, b String   Alias\tfile(''${missing}'')') LIMIT 1`,
+    // A line break or tab before the word, written as an escape, which the listing writes as one too.
+    `SELECT b FROM values('a UInt8, b String\\nALIAS file(''${secretFile}'')', 1)`,
+    `SELECT b FROM values('a UInt8, b String\\x0aALIAS file(''${secretFile}'')', 1)`,
+    `SELECT b FROM generateRandom('a UInt8, b String\\tDEFAULT file(''${secretFile}'')') LIMIT 1`,
+    `SELECT b FROM values('a UInt8, b String \\x41LIAS file(''${secretFile}'')', 1)`,
     // A structure computed by an expression is read by the engine as one, so it is refused whole.
     `SELECT b FROM generateRandom(concat('a UInt8, b String AL', 'IAS file(''${secretFile}'')')) LIMIT 1`,
     "SELECT b FROM generateRandom('a UInt8, b String', toUInt64(1)) LIMIT 1",
