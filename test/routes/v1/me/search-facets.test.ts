@@ -116,3 +116,20 @@ t.test('the paths a client sent rank first; an OTLP span\'s own paths next; thos
     ], `by tier, then by events, then by path; 10 paths; tool and provider after them (${label})`)
   }
 })
+
+t.test('values of equal counts are ordered by value, null (none sent) before any other', async (t) => {
+  const app = await buildTestApp(t)
+  const user = await newUser(app, { burst: 1_000_000 })
+  const { secret } = await user.createKey()
+  const timestamp = new Date(Date.now() - 5 * HOUR).toISOString()
+  const events = [
+    ...['b-tool', 'a-tool', null, 'b-tool', 'a-tool', null].map((tool) => ({ agentId: 'facets', type: 'tool', timestamp, ...(tool ? { toolExecuted: tool } : {}) })),
+    { agentId: 'facets', type: 'tool', timestamp, toolExecuted: 'c-tool' },
+  ]
+  t.equal((await sendBatch(app, secret, events)).statusCode, 207)
+  await shipped(app)
+  for (const filter of ['', '&type=tool']) {
+    const res = await app.inject({ method: 'GET', url: `/v1/me/events/facets?since=all${filter}`, headers: user.auth })
+    t.same(res.json().facets.tool, [{ value: null, count: 2 }, { value: 'a-tool', count: 2 }, { value: 'b-tool', count: 2 }, { value: 'c-tool', count: 1 }], filter || 'hourly counts')
+  }
+})
