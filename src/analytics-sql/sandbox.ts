@@ -150,10 +150,14 @@ function refuseStructureExpressions (nodes: AstNode[], fn: AstNode, name: string
   }
 }
 
-/** Functions that read the machine's files, load models or a format's schema, or show certificates. */
+/**
+ * Functions that read the machine's files, load models or a format's schema, or show certificates;
+ * and those that read a structure from a string (`structureTo…Schema('a String DEFAULT file(…)')`):
+ * the engine computes its columns' expressions, which the checks cannot see (STRUCTURE_ARGUMENT).
+ */
 const REFUSED_FUNCTIONS = new Set([
   'file', 'catboostevaluate', 'naivebayesclassifier', 'showcertificate', 'modelevaluate', 'formatrow', 'formatrownonewline',
-  'getserversetting',
+  'getserversetting', 'structuretocapnprotoschema', 'structuretoprotobufschema',
 ])
 /**
  * Functions analysts may not call besides: those that read a table or a dictionary named by a string

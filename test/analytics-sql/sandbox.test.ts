@@ -221,6 +221,17 @@ t.test('a table function\'s structure holds names and types only: no column expr
     `SELECT 1 WHERE 1 IN (SELECT a FROM values('a UInt8, b String ALIAS file(''${secretFile}'')', 1))`,
     `SELECT * FROM view(SELECT b FROM values('a UInt8, b String ALIAS file(''${secretFile}'')', 1))`,
   ]
+  // Functions that read a structure from a string compute its expressions too: refused whole.
+  for (const sql of [
+    `SELECT structureToCapnProtoSchema('a String DEFAULT toUInt8(file(''${secretFile}''))')`,
+    `SELECT structureToProtobufSchema(concat('x UInt8, a UInt8 DEF', 'AULT toUInt8(file(''${secretFile}''))'))`,
+    `SELECT count() FROM numbers(toUInt64OrZero(STRUCTURETOCAPNPROTOSCHEMA('a UInt8 DEFAULT toUInt8(file(''${secretFile}''))')))`,
+    "SELECT structureToCapnProtoSchema('a String')",
+  ]) {
+    const res = await post('', sql)
+    t.equal(res.status, 403, `${sql}: ${res.text}`)
+    t.match(res.text, /Function structureTo\w+ is not allowed/i, sql)
+  }
   for (const sql of vectors) {
     const res = await post('', sql)
     t.equal(res.status, 403, `${sql}: ${res.text}`)
