@@ -40,3 +40,10 @@ export const payloadTooLarge = (limit: number) => new HttpError(413, 'payload_to
 export const agentDeleted = () => new HttpError(410, 'agent_deleted')
 export const rateLimited = (retryAfterSeconds: number) =>
   new HttpError(429, 'rate_limited', {}, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) })
+/**
+ * A 503 of a `/v1/me` read whose caller's acknowledged events are not yet in ClickHouse when
+ * READ_YOUR_WRITES_TIMEOUT_MS runs out: an answer without them would say they are not there.
+ */
+export const writesNotYetReadable = (timeoutMs: number) => new HttpError(503, 'writes_not_yet_readable', {
+  message: `events this instance acknowledged to you are not yet readable (still on their way to ClickHouse after ${timeoutMs} ms); retry shortly`,
+}, { 'retry-after': '1' })

@@ -143,7 +143,10 @@ function refuseStructureExpressions (nodes: AstNode[], fn: AstNode, name: string
   // `generateRandom`'s other arguments (seed, lengths) are computed too: literals only, as the structure.
   const checked = name === 'generaterandom' ? args : i === null || args[i] === undefined ? [] : [args[i]]
   for (const arg of checked) {
-    if (name === 'values' && !/^Literal '/.test(arg.node)) continue // not a string: a row, which values() never reads as a structure
+    // A name (a WITH alias of a string) is read as the structure it stands for; a row, a number or
+    // an expression computing a string (`concat(…)`) is read as a row, never as a structure.
+    if (name === 'values' && /^Identifier /.test(arg.node)) throw new SandboxRefusal(`The structure of ${shown} must be written out as a string literal, not named (${arg.node.slice('Identifier '.length)})`)
+    if (name === 'values' && !/^Literal '/.test(arg.node)) continue
     if (!/^Literal /.test(arg.node)) throw new SandboxRefusal(`The arguments of ${shown} must be written out as literals (a structure as a string such as 'a UInt8, b String'), not computed`)
     const clause = STRUCTURE_CLAUSE.exec(literalValue(arg.node))
     if (clause) throw new SandboxRefusal(`The structure of ${shown} may only name columns and their types: ${clause[1]!.toUpperCase()} is not allowed in it`)
@@ -152,12 +155,16 @@ function refuseStructureExpressions (nodes: AstNode[], fn: AstNode, name: string
 
 /**
  * Functions that read the machine's files, load models or a format's schema, or show certificates;
- * and those that read a structure from a string (`structureTo…Schema('a String DEFAULT file(…)')`):
- * the engine computes its columns' expressions, which the checks cannot see (STRUCTURE_ARGUMENT).
+ * and those that read SQL from a string: a structure (`structureTo…Schema('a String DEFAULT file(…)')`),
+ * whose columns' expressions the engine computes (STRUCTURE_ARGUMENT), or an aggregate function with
+ * its parameters. `EXPLAIN AST` shows such a string as a literal, so the checks cannot see into it.
  */
 const REFUSED_FUNCTIONS = new Set([
   'file', 'catboostevaluate', 'naivebayesclassifier', 'showcertificate', 'modelevaluate', 'formatrow', 'formatrownonewline',
   'getserversetting', 'structuretocapnprotoschema', 'structuretoprotobufschema',
+  // An aggregate function named by a string, `arrayReduce('groupArrayInsertAt(file(…), 2)', …)`:
+  // the engine computes the parameters written in it (scalar subqueries included), unseen by the checks.
+  'arrayreduce', 'arrayreduceinranges', 'initializeaggregation',
 ])
 /**
  * Functions analysts may not call besides: those that read a table or a dictionary named by a string

@@ -220,6 +220,10 @@ t.test('a table function\'s structure holds names and types only: no column expr
     "SELECT b FROM generateRandom('a UInt8, b String', toUInt64(1)) LIMIT 1",
     `SELECT 1 WHERE 1 IN (SELECT a FROM values('a UInt8, b String ALIAS file(''${secretFile}'')', 1))`,
     `SELECT * FROM view(SELECT b FROM values('a UInt8, b String ALIAS file(''${secretFile}'')', 1))`,
+    // A WITH alias of the structure: the engine reads the string it names as the structure.
+    `WITH 'x String, y String ALIAS file(''${secretFile}'')' AS s SELECT x, y FROM values(s, 'a')`,
+    `SELECT * FROM view(WITH 'x String, y String ALIAS file(''${secretFile}'')' AS s SELECT y FROM values(s, 'a'))`,
+    "WITH 'x String' AS s SELECT x FROM values(s, 'a')",
   ]
   // Functions that read a structure from a string compute its expressions too: refused whole.
   for (const sql of [
@@ -231,6 +235,18 @@ t.test('a table function\'s structure holds names and types only: no column expr
     const res = await post('', sql)
     t.equal(res.status, 403, `${sql}: ${res.text}`)
     t.match(res.text, /Function structureTo\w+ is not allowed/i, sql)
+  }
+  // An aggregate function named by a string: the engine computes the parameters written in it.
+  for (const sql of [
+    `SELECT arrayReduce('groupArrayInsertAt(file(''${secretFile}''), 3)', ['a'], [0])`,
+    `SELECT initializeAggregation('groupArrayInsertAt(file(''${secretFile}''), 3)', 'a', 0)`,
+    `SELECT arrayReduceInRanges('groupArrayInsertAt(file(''${secretFile}''), 2)', [(1, 1)], ['a'], [0])`,
+    "SELECT arrayReduce('groupArrayInsertAt(toString((SELECT groupArray(name) FROM system.server_settings)), 2)', ['a'], [0])",
+    "SELECT ArrayReduce('max', [1, 2])",
+  ]) {
+    const res = await post('', sql)
+    t.equal(res.status, 403, `${sql}: ${res.text}`)
+    t.match(res.text, /Function (arrayReduce|initializeAggregation|arrayReduceInRanges)\w* is not allowed/i, sql)
   }
   for (const sql of vectors) {
     const res = await post('', sql)

@@ -1,9 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { LENIENT } from '../../../../schemas/common.ts'
 import { repeatedParams } from '../../../domain/query-params.ts'
-import { querystringInvalid } from '../../../http-error.ts'
+import { querystringInvalid, writesNotYetReadable } from '../../../http-error.ts'
 import { rateLimitHook } from '../../../plugins/rate-limit.ts'
 import type { DashboardReader } from '../../../services/dashboard-service.ts'
+
+/** How often at most the 503 of reads not yet able to read their writes is logged. */
+const WARN_EVERY_MS = 10_000
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -45,11 +48,21 @@ export default async function meHooks (app: FastifyInstance) {
     limit: (request) => (request.method === 'GET' || request.method === 'HEAD' ? meLimits.readsPerMinute : meLimits.writesPerMinute),
   }))
   // Read-your-writes: what this instance acknowledged to the caller is in ClickHouse before the request runs
-  // (waiting at most READ_YOUR_WRITES_TIMEOUT_MS).
+  // (waiting at most READ_YOUR_WRITES_TIMEOUT_MS). A read that would still miss some of it is a 503
+  // (Retry-After: 1), never an answer without them; a write goes on (it reads no events).
   // The snapshot instant of paged reads is taken first, so that every row it covers is waited for.
+  let warnedAt = -Infinity
   app.addHook('onRequest', async (request) => {
     request.settledAt = app.ingestion.settledBefore()
-    await app.shipper.waitForUser(request.user.id, readYourWritesTimeoutMs)
+    if (await app.shipper.waitForUser(request.user.id, readYourWritesTimeoutMs)) return
+    if (request.method !== 'GET' && request.method !== 'HEAD') return
+    // One line per WARN_EVERY_MS: while a backlog ships, every read of its users would say it again.
+    if (performance.now() - warnedAt >= WARN_EVERY_MS) {
+      warnedAt = performance.now()
+      request.log.warn({ userId: request.user.id, timeoutMs: readYourWritesTimeoutMs },
+        'reads answered 503: events acknowledged to their users are not yet in ClickHouse after READ_YOUR_WRITES_TIMEOUT_MS (is ClickHouse slow or down? /health shows the backlog)')
+    }
+    throw writesNotYetReadable(readYourWritesTimeoutMs)
   })
   // Before the schema, whose words for it would be about types (`must be string`): a lenient
   // parameter given more than once takes its default, any other single-valued one is a 400 naming it.

@@ -15,6 +15,7 @@ import type { User } from '../../../../src/storage/users-repository.ts'
 async function mount () {
   const log: string[] = []
   let admitted = 1
+  let settled = true
   const app = Fastify({ logger: false })
   await app.register(errors)
   // Only the members the hooks use: each fake stands for the whole service it decorates.
@@ -34,7 +35,7 @@ async function mount () {
   }))
   app.decorate('ingestion', stand<FastifyInstance['ingestion']>({ settledBefore: () => { log.push('settledBefore'); return 1_234 } }))
   app.decorate('shipper', stand<FastifyInstance['shipper']>({
-    async waitForUser (userId: string, timeoutMs: number) { log.push(`wait ${userId} ${timeoutMs}`); return true },
+    async waitForUser (userId: string, timeoutMs: number) { log.push(`wait ${userId} ${timeoutMs}`); return settled },
   }))
   app.decorate('dashboardService', stand<FastifyInstance['dashboardService']>({
     async readerOf (userId: string, settledAt: number): Promise<DashboardReader> {
@@ -55,7 +56,7 @@ async function mount () {
   app.get('/elsewhere', async () => ({ ok: true }))
   await app.ready()
   t.teardown(() => app.close())
-  return { app, log, refuse: () => { admitted = 0 } }
+  return { app, log, refuse: () => { admitted = 0 }, behind: () => { settled = false } }
 }
 
 const auth = { authorization: 'Bearer ok' }
@@ -104,4 +105,17 @@ t.test('outside the folder nothing of it runs', async (t) => {
   const { app, log } = await mount()
   t.equal((await app.inject({ url: '/elsewhere' })).statusCode, 200)
   t.same(log, [])
+})
+
+t.test('the wait runs out: a read is a 503 with Retry-After, never an answer without the caller\'s writes; a write goes on', async (t) => {
+  const { app, log, behind } = await mount()
+  behind()
+  const res = await app.inject({ url: '/v1/me/x', headers: auth })
+  t.equal(res.statusCode, 503)
+  t.equal(res.headers['retry-after'], '1')
+  t.match(res.json(), { error: 'writes_not_yet_readable', message: /not yet readable .*250 ms/ })
+  t.notOk(log.some((l) => l.startsWith('readerOf')), 'the handler did not run')
+  t.equal((await app.inject({ method: 'HEAD', url: '/v1/me/x', headers: auth })).statusCode, 503)
+  const write = await app.inject({ method: 'POST', url: '/v1/me/x', headers: auth })
+  t.equal(write.statusCode, 200, 'a write reads no events')
 })
