@@ -13,13 +13,18 @@ import { compileRouteValidator, toDetails } from '../validation.ts'
 // (55P03) and a database that does not exist (3D000, e.g. during a restore).
 const OUTAGE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '55000', '55P03', '3D000'])
 const OUTAGE_SQLSTATE_CLASSES = ['08', '53', '57']
-// What node-postgres and ioredis say when a connect, a pool checkout or a command timed out or lost its connection.
-const OUTAGE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Connection is closed\.|Command timed out|Client has encountered a connection error|Stream isn't writeable)/
+// What node-postgres, ioredis and @clickhouse/client say when a connect, a pool checkout, a command
+// or a request timed out or lost its connection.
+const OUTAGE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Connection is closed\.|Command timed out|Client has encountered a connection error|Stream isn't writeable|Timeout error\.)/
+// A ClickHouse server's errors (their `type`) that say it cannot serve now, not that the query is wrong:
+// its network to another node, a socket timeout, too many queries at once, a server shutting down.
+const CLICKHOUSE_OUTAGE_TYPES = new Set(['NETWORK_ERROR', 'SOCKET_TIMEOUT', 'TOO_MANY_SIMULTANEOUS_QUERIES', 'ALL_CONNECTION_TRIES_FAILED', 'ABORTED'])
 
-/** A failure to reach Postgres or Redis in time (not a bug): the caller should retry, so it is a 503. */
-function isStoreOutage (err: { code?: unknown; name?: string; message?: string }): boolean {
+/** A failure to reach Postgres, Redis or ClickHouse in time (not a bug): the caller should retry, so it is a 503. */
+function isStoreOutage (err: { code?: unknown; name?: string; message?: string; type?: unknown }): boolean {
   const code = typeof err.code === 'string' ? err.code : ''
   if (OUTAGE_CODES.has(code)) return true
+  if (typeof err.type === 'string' && CLICKHOUSE_OUTAGE_TYPES.has(err.type)) return true
   if (/^[0-9A-Z]{5}$/.test(code) && OUTAGE_SQLSTATE_CLASSES.includes(code.slice(0, 2))) return true
   if (err.name === 'MaxRetriesPerRequestError') return true
   return OUTAGE_MESSAGES.test(err.message ?? '')

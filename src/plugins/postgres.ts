@@ -15,10 +15,22 @@ export default fp(async function postgres (app, opts: { databaseUrl: string; tim
   const pool = await openPostgres(opts.databaseUrl, opts.timeouts, (applied) => {
     if (applied.length) app.log.info({ applied }, 'Postgres migrations applied')
   })
-  pool.on('error', (err) => app.log.error({ err }, 'idle Postgres connection failed'))
+  // The error alone, not what node-postgres hangs on it (the client, with its connection's
+  // parameters, process id and cancel key): a line an operator reads, with nothing secret in it.
+  pool.on('error', (err) => app.log.error({ error: errorSummary(err) }, 'idle Postgres connection failed; the pool opens another when one is needed'))
   app.decorate('db', pool)
   app.decorate('pgQueries', { getter: () => pool.queriesSent })
   app.addHook('onClose', async () => {
     await pool.end()
   })
 }, { name: 'postgres' })
+
+/** An error as a log line shows it: its type, message, code and stack, and nothing else it carries. */
+export function errorSummary (err: Error & { code?: unknown }): { type: string; message: string; code?: string; stack?: string } {
+  return {
+    type: err.name,
+    message: err.message,
+    ...(typeof err.code === 'string' ? { code: err.code } : {}),
+    ...(err.stack === undefined ? {} : { stack: err.stack }),
+  }
+}
