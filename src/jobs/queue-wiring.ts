@@ -1,6 +1,7 @@
 import { Queue, Worker, type JobsOptions, type Processor } from 'bullmq'
 import { Redis } from 'ioredis'
 import type { FastifyBaseLogger } from 'fastify'
+import { isConnectionError, type RedisOutageLog } from '../storage/redis-outage.ts'
 
 /** A BullMQ job scheduler: a job `name` with `data` every `everyMs`, kept under the id `id`. */
 interface JobSchedule<Data> {
@@ -35,6 +36,8 @@ export interface QueueWiringOptions {
   /** The worker role: run a worker per queue and keep the job schedulers. */
   worker: boolean
   log: FastifyBaseLogger
+  /** Where the connection's errors go, and the queues' and workers' that say the connection is gone. */
+  outage: RedisOutageLog
 }
 
 // Longest time between two checks that a job scheduler still exists in Redis.
@@ -60,8 +63,14 @@ export class QueueWiring {
 
   constructor (private readonly opts: QueueWiringOptions) {
     this.connection = new Redis(opts.redisUrl, { maxRetriesPerRequest: null })
-    this.connection.on('error', (err) => opts.log.error({ err }, 'queue Redis connection error'))
+    opts.outage.watch(this.connection, 'queues')
     this.prefix = `${opts.prefix}bull`
+  }
+
+  /** A queue's or worker's error: part of an outage when it says the connection is gone, else logged. */
+  private failed (err: Error, message: string): void {
+    if (isConnectionError(err) || this.opts.outage.active) this.opts.outage.failed('queues', err)
+    else this.opts.log.error({ err }, message)
   }
 
   /** Every queue added, in order (metrics read their job counts). */
@@ -85,7 +94,7 @@ export class QueueWiring {
    */
   queue<Data> (contract: QueueContract): Queue<Data> {
     const queue = new Queue<Data>(contract.name, { connection: this.connection, prefix: this.prefix, defaultJobOptions: contract.defaultJobOptions })
-    queue.on('error', (err) => this.opts.log.error({ err }, `${contract.name} queue error`))
+    queue.on('error', (err) => this.failed(err, `${contract.name} queue error`))
     this.wired.push({ queue, worker: undefined, stopKeeping: undefined })
     return queue
   }
@@ -103,7 +112,7 @@ export class QueueWiring {
 
     const worker = new Worker<Data>(queue.name, work.processor, { connection: this.connection, prefix: this.prefix, concurrency: work.concurrency })
     worker.on('failed', (job, err) => log.error({ err, job: job?.name, attempts: job?.attemptsMade }, `${queue.name} job failed`))
-    worker.on('error', (err) => log.error({ err }, `${queue.name} worker error`))
+    worker.on('error', (err) => this.failed(err, `${queue.name} worker error`))
     wired.worker = worker
     if (work.schedules.length > 0) wired.stopKeeping = await keepSchedules(queue, work.schedules, log)
   }

@@ -22,7 +22,8 @@ const HANDSHAKE_MS = 1000
 export default fp(async function live (app, opts: { redisUrl: string; live: Config['live'] }) {
   const subscriber = new Redis(opts.redisUrl, { lazyConnect: true })
   let connected = false
-  subscriber.on('error', (err) => { if (connected) app.log.error({ err }, 'Redis connection error (live tail)') })
+  subscriber.on('error', (err) => { if (connected) app.redisOutage.failed('live tail', err) })
+  subscriber.on('ready', () => app.redisOutage.ready())
   await subscriber.connect()
   connected = true
   const replayMs = opts.live.replaySeconds * 1000

@@ -20,6 +20,9 @@ const OUTAGE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to
 // its network to another node, a socket timeout, too many queries at once, a server shutting down.
 const CLICKHOUSE_OUTAGE_TYPES = new Set(['NETWORK_ERROR', 'SOCKET_TIMEOUT', 'TOO_MANY_SIMULTANEOUS_QUERIES', 'ALL_CONNECTION_TRIES_FAILED', 'ABORTED'])
 
+/** How often at most the 503 of a store that cannot be reached is logged (with the count of the others). */
+const OUTAGE_LOG_EVERY_MS = 10_000
+
 /** A failure to reach Postgres, Redis or ClickHouse in time (not a bug): the caller should retry, so it is a 503. */
 function isStoreOutage (err: { code?: unknown; name?: string; message?: string; type?: unknown }): boolean {
   const code = typeof err.code === 'string' ? err.code : ''
@@ -79,6 +82,8 @@ export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoExce
  * whose body says nothing about internals (the log has the stack, keyed by request id).
  */
 export default fp(async function errors (app) {
+  let outageLoggedAt = -Infinity
+  let outagesLeftOut = 0
   // Which part of a request is checked where is decided in src/validation.ts; failures are answered below.
   app.setValidatorCompiler(compileRouteValidator)
 
@@ -115,7 +120,13 @@ export default fp(async function errors (app) {
       return reply.code(text.statusCode).send(text.body())
     }
     if (isStoreOutage(err)) {
-      request.log.error({ err }, 'a backing store is unreachable; answering 503')
+      // Once per OUTAGE_LOG_EVERY_MS: an outage fails every request that needs the store.
+      const now = performance.now()
+      if (now - outageLoggedAt >= OUTAGE_LOG_EVERY_MS) {
+        request.log.warn({ err, alsoAnswered503: outagesLeftOut }, 'a backing store is unreachable; answering 503 (this line at most every 10 s)')
+        outageLoggedAt = now
+        outagesLeftOut = 0
+      } else outagesLeftOut++
       return reply.code(503).headers({ 'retry-after': '1' }).send({ error: 'unavailable', message: 'a backing store is unreachable, retry with backoff' })
     }
     const status = err.statusCode ?? 500

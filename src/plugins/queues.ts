@@ -15,7 +15,7 @@ interface QueuesOptions { redisUrl: string; prefix: string; worker: boolean }
  * job schedulers in the worker role. Jobs are idempotent, so a retried or duplicated job is harmless.
  */
 export default fp(async function queues (app, opts: QueuesOptions) {
-  const wiring = new QueueWiring({ ...opts, log: app.log })
+  const wiring = new QueueWiring({ ...opts, log: app.log, outage: app.redisOutage })
   app.decorate('queues', wiring)
   // Registered before the plugins that enqueue, so it closes after them.
   app.addHook('onClose', async () => { await wiring.close() })

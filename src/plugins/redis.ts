@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { Redis } from 'ioredis'
 import { InvalidationBus } from '../cache/invalidation-bus.ts'
 import { RateLimiter } from '../storage/rate-limiter.ts'
+import { RedisOutageLog } from '../storage/redis-outage.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -10,6 +11,8 @@ declare module 'fastify' {
     redisPrefix: string
     bus: InvalidationBus
     rateLimiter: RateLimiter
+    /** How this instance's Redis connections report an outage: one warning, then one line when it is over. */
+    redisOutage: RedisOutageLog
     /** What every shared (LRU → Redis) cache of this instance is built on. */
     sharedCacheBase: { redis: Redis; prefix: string; bus: InvalidationBus; log: FastifyBaseLogger }
   }
@@ -25,11 +28,13 @@ export default fp(async function redis (app, opts: { url: string; prefix: string
   // What the first connection ran into (`ENOTFOUND` for a host that does not resolve): ioredis rejects
   // connect() with its own "Connection is closed" once it gives up, which says neither.
   let firstError: unknown
-  for (const c of [client, subscriber]) {
+  const outage = new RedisOutageLog(app.log, RedisOutageLog.serverOf(opts.url))
+  for (const [c, source] of [[client, 'commands'], [subscriber, 'cache invalidation']] as const) {
     c.on('error', (err) => {
-      if (connected) app.log.error({ err }, 'Redis connection error')
+      if (connected) outage.failed(source, err)
       else firstError ??= err
     })
+    c.on('ready', () => outage.ready())
   }
   try {
     await client.connect()
@@ -43,6 +48,7 @@ export default fp(async function redis (app, opts: { url: string; prefix: string
   await bus.start()
   app.decorate('redis', client)
   app.decorate('redisPrefix', opts.prefix)
+  app.decorate('redisOutage', outage)
   app.decorate('bus', bus)
   app.decorate('rateLimiter', new RateLimiter(client, opts.prefix))
   app.decorate('sharedCacheBase', { redis: client, prefix: opts.prefix, bus, log: app.log })
