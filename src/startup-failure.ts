@@ -10,7 +10,7 @@ export class StartupError extends Error {
   override name = 'StartupError'
 }
 
-type Failure = Error & { code?: unknown; address?: unknown; port?: unknown; path?: unknown; errors?: unknown[]; cause?: unknown }
+type Failure = Error & { code?: unknown; address?: unknown; port?: unknown; path?: unknown; hostname?: unknown; errors?: unknown[]; cause?: unknown }
 
 /** The error and everything it wraps (causes, aggregated errors), outermost first. */
 function chain (err: unknown): Failure[] {
@@ -75,7 +75,21 @@ export function describeStartupFailure (err: unknown, config: Config): string {
     const ours = path !== '' && [config.dataDir, config.ingest.logDir].some((dir) => path === dir || path.startsWith(`${dir}${sep}`) || dir.startsWith(`${path}${sep}`))
     if (['EACCES', 'EROFS', 'ENOSPC', 'EEXIST', 'ENOTDIR', 'ENOENT', 'EPERM'].includes(code) && (ours || (code !== 'ENOENT' && code !== 'EEXIST' && /DATA_DIR|data|ingest/i.test(e.message)))) {
       const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'a file is where a directory must be' : code === 'EROFS' ? 'the file system is read-only' : code === 'ENOSPC' ? 'the disk is full' : code === 'ENOENT' ? 'a directory on the way cannot be made' : 'not allowed'
-      return `cannot write under DATA_DIR ${config.dataDir}: ${why} (${e.message}). Make it a directory this user can write, or set DATA_DIR (and INGEST_LOG_DIR).`
+      // The ingest log's own directory when the path is its (INGEST_LOG_DIR set apart from DATA_DIR).
+      const log = config.ingest.logDir
+      const inLog = path !== '' && !log.startsWith(`${config.dataDir}${sep}`) && (path === log || path.startsWith(`${log}${sep}`) || log.startsWith(`${path}${sep}`))
+      return inLog
+        ? `cannot write under INGEST_LOG_DIR ${log}: ${why} (${e.message}). Make it a directory this user can write, or set INGEST_LOG_DIR.`
+        : `cannot write under DATA_DIR ${config.dataDir}: ${why} (${e.message}). Make it a directory this user can write, or set DATA_DIR (and INGEST_LOG_DIR).`
+    }
+    // HOST (or ANALYTICS_HOST) names no address of this machine.
+    if (((code === 'ENOTFOUND' || code === 'EAI_AGAIN') && typeof e.hostname === 'string') || (code === 'EADDRNOTAVAIL' && typeof e.address === 'string')) {
+      const host = String(e.hostname ?? e.address)
+      const setting = host === config.host ? 'HOST' : config.analytics.host === host ? 'ANALYTICS_HOST' : null
+      if (setting) {
+        const why = code === 'EADDRNOTAVAIL' ? 'it is no address of this machine' : 'the name does not resolve'
+        return `cannot listen on ${setting} ${host}: ${why} (${code}). Set ${setting} to an address of this machine: 127.0.0.1 (this machine only) or 0.0.0.0 (every interface).`
+      }
     }
     if (code === 'CHDB_CONNECTION' || /Another server instance in same directory|another process may be using this DATA_DIR/.test(e.message)) {
       return `DATA_DIR ${config.dataDir} is in use by another process (the embedded ClickHouse belongs to one process): ` +
@@ -102,6 +116,10 @@ export function describeStartupFailure (err: unknown, config: Config): string {
   // one going down): only Postgres is reached through pg.
   if (errors.some((e) => /^Connection terminated unexpectedly$/.test(e.message)) && pg) {
     return `cannot reach Postgres at ${pg.host}:${pg.port} (DATABASE_URL): the server closed the connection without answering. Check that DATABASE_URL names a Postgres server, or start it.`
+  }
+  // @clickhouse/client's request timeout: a server that took the connection and never answered.
+  if (errors.some((e) => /^Timeout error\.$/.test(e.message)) && clickhouse) {
+    return `cannot reach ClickHouse at ${clickhouse.host}:${clickhouse.port} (CLICKHOUSE_URL): it took the connection but did not answer in time. Check that CLICKHOUSE_URL names a ClickHouse server that is up, or unset it to use the embedded engine.`
   }
   // ioredis reports a failed first connection as "Connection is closed" once its retries are spent.
   if (errors.some((e) => /^Connection is closed\.?$/.test(e.message)) && redis) {

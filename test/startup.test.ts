@@ -1,6 +1,6 @@
 import t from 'tap'
 import { spawn, spawnSync } from 'node:child_process'
-import { createServer, type AddressInfo } from 'node:net'
+import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -106,6 +106,21 @@ t.test('a DATA_DIR that cannot be a directory is one line naming DATA_DIR and wh
   }
 })
 
+t.test('an INGEST_LOG_DIR apart from DATA_DIR that cannot be a directory is told as INGEST_LOG_DIR', async (t) => {
+  const file = join(mkdtempSync(join(tmpdir(), 'startup-file-')), 'afile')
+  writeFileSync(file, 'not a directory')
+  const { code, stderr } = await start({ INGEST_LOG_DIR: file })
+  t.equal(code, 1)
+  t.match(stderr, new RegExp(`^agent-telemetry could not start: cannot write under INGEST_LOG_DIR ${file}: a file is where a directory must be`))
+  t.notMatch(stderr, /\n\s+at /)
+})
+
+t.test('a HOST that names no address of this machine is told as HOST', async (t) => {
+  const { code, stderr } = await start({ HOST: '999.1.1.1' })
+  t.equal(code, 1)
+  t.match(stderr, /^agent-telemetry could not start: cannot listen on HOST 999\.1\.1\.1: the name does not resolve \(ENOTFOUND\)\. Set HOST to an address of this machine/)
+})
+
 t.test('a DATA_DIR under a directory that cannot be made (under /proc) is told, not waited on for ever', async (t) => {
   // Node's recursive mkdir loops without end on the ENOENT /proc answers; the start made no progress.
   const { code, stderr } = await start({ DATA_DIR: '/proc/agent-telemetry-x/data' })
@@ -164,6 +179,21 @@ t.test('describeStartupFailure names the setting for ports and passes StartupErr
   t.match(describeStartupFailure(inUse(8123), config), /^ANALYTICS_PORT 8123/)
   t.equal(describeStartupFailure(new Error('wrapped', { cause: new StartupError('the reason') }), config), 'the reason')
   t.match(describeStartupFailure(new Error('something else'), config), /^something else \(set LOG_LEVEL=debug for the stack\)$/)
+})
+
+t.test('a ClickHouse server that takes the connection and never answers is named with CLICKHOUSE_URL', async (t) => {
+  const held: Socket[] = []
+  const stalled = createServer((socket) => { held.push(socket) })
+  await new Promise<void>((resolve) => stalled.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => { for (const s of held) s.destroy(); stalled.close() })
+  const url = `http://127.0.0.1:${(stalled.address() as AddressInfo).port}`
+  const { createClient, ClickHouseLogLevel } = await import('@clickhouse/client')
+  const client = createClient({ url, request_timeout: 200, log: { level: ClickHouseLogLevel.OFF } })
+  t.teardown(() => client.close())
+  const err = await client.query({ query: 'SELECT 1' }).then(() => null, (e: unknown) => e)
+  t.ok(err, 'the client gives up')
+  const config = loadConfig({ CLICKHOUSE_URL: url })
+  t.match(describeStartupFailure(err, config), /^cannot reach ClickHouse at 127\.0\.0\.1:\d+ \(CLICKHOUSE_URL\): it took the connection but did not answer in time/)
 })
 
 t.test('LOG_FORMAT=pretty lines', async (t) => {

@@ -229,7 +229,7 @@ export class AnalyticsEngine {
         if (lowered > 0 && lowered < caps[cap]) chosen[name] = String(lowered)
         continue
       }
-      sandboxed(() => checkAnalystSetting(name))
+      sandboxed(() => checkAnalystSetting(name, value))
       if (name === 'max_block_size' && !(/^\s*\d+\s*$/.test(value) && Number(value) >= 1 && Number(value) <= MAX_BLOCK_SIZE)) {
         throw refuse(`max_block_size must be a whole number from 1 to ${MAX_BLOCK_SIZE} on the analysts' port (got ${value})`)
       }

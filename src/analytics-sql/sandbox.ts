@@ -34,7 +34,9 @@ export const ANALYST_SETTINGS: ReadonlySet<string> = new Set([
   // Sent by clients with every request (inserts are refused anyway, so they change nothing).
   'date_time_input_format', 'input_format_null_as_default', 'input_format_skip_unknown_fields',
   // Query behaviour.
-  'session_timezone', 'use_client_time_zone', 'join_use_nulls', 'extremes', 'enable_analyzer', 'allow_experimental_analyzer',
+  // Not `enable_analyzer` / `allow_experimental_analyzer`: the old analyzer rewrites calls by settings
+  // (`count(DISTINCT x)` became a call of whatever `count_distinct_implementation` named, `file` too).
+  'session_timezone', 'use_client_time_zone', 'join_use_nulls', 'extremes',
   'max_block_size', 'max_rows_to_read', 'max_bytes_to_read', 'max_rows_to_group_by', 'max_rows_to_sort', 'max_rows_in_set',
   'prefer_column_name_to_alias', 'cast_keep_nullable', 'aggregate_functions_null_for_empty', 'transform_null_in', 'use_query_cache',
   'optimize_read_in_order', 'optimize_aggregation_in_order', 'optimize_move_to_prewhere', 'optimize_use_projections',
@@ -165,6 +167,8 @@ const REFUSED_FUNCTIONS = new Set([
   // An aggregate function named by a string, `arrayReduce('groupArrayInsertAt(file(…), 2)', …)`:
   // the engine computes the parameters written in it (scalar subqueries included), unseen by the checks.
   'arrayreduce', 'arrayreduceinranges', 'initializeaggregation',
+  // formatRow's aggregate form, with the formats formatRow is refused for.
+  'groupformat',
 ])
 /**
  * Functions analysts may not call besides: those that read a table or a dictionary named by a string
@@ -172,7 +176,7 @@ const REFUSED_FUNCTIONS = new Set([
  * servers, `joinGet('system.x', …)`, `dictGet*`) and the configuration's macros. The service keeps
  * no Join tables and no dictionaries, so analysts lose nothing.
  */
-const ANALYST_REFUSED_FUNCTIONS = new Set(['hascolumnintable', 'joinget', 'joingetornull', 'getmacro'])
+const ANALYST_REFUSED_FUNCTIONS = new Set(['hascolumnintable', 'joinget', 'joingetornull', 'getmacro', 'naivebayesclassifierwithprob', 'naivebayesclassifierwithallprobs'])
 /** `dictGet`, `dictHas`, `dictIsIn`, `dictGetHierarchy` …: every function reading a dictionary starts so. */
 const DICTIONARY_FUNCTION = /^dict/
 
@@ -444,9 +448,20 @@ function refuseTable (identifier: string): void {
   }
 }
 
-/** Checks a URL setting an analyst's client sent (those capped are checked by the engine). */
-export function checkAnalystSetting (name: string): void {
+/**
+ * The values an allowed setting that names a function may take: the engine calls what it names
+ * without checking it is one of these (with the old analyzer, `count_distinct_implementation=file`
+ * made `count(DISTINCT '/etc/passwd')` read the file).
+ */
+const SETTING_VALUES: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ['count_distinct_implementation', new Set(['uniq', 'uniqCombined', 'uniqCombined64', 'uniqHLL12', 'uniqExact', 'uniqTheta'])],
+])
+
+/** Checks a URL setting an analyst's client sent, and its value (those capped are checked by the engine). */
+export function checkAnalystSetting (name: string, value?: string): void {
   if (!ANALYST_SETTINGS.has(name)) throw new SandboxRefusal(`Setting ${name} is not allowed on the analysts' port (see docs/analysts.md for the settings allowed)`)
+  const values = SETTING_VALUES.get(name)
+  if (values && !values.has(value ?? '')) throw new SandboxRefusal(`Setting ${name} takes one of ${[...values].join(', ')} on the analysts' port (got ${value})`)
 }
 
 /** Refuses, for `npm run clickhouse:serve`, a setting that names a file, a directory, a URL or a schema. */

@@ -273,6 +273,28 @@ t.test('a table function\'s structure holds names and types only: no column expr
   }
 })
 
+t.test('a setting cannot turn a call into another: no old analyzer, count_distinct_implementation among its own', async (t) => {
+  for (const [search, sql] of [
+    ['?enable_analyzer=0&count_distinct_implementation=file', `SELECT count(DISTINCT '${secretFile}')`],
+    ['?allow_experimental_analyzer=0&count_distinct_implementation=file', `SELECT count(DISTINCT '${secretFile}')`],
+    ['?count_distinct_implementation=file', `SELECT count(DISTINCT '${secretFile}')`],
+    ['?count_distinct_implementation=structureToProtobufSchema', "SELECT count(DISTINCT 'x String', 'm')"],
+    ['?enable_analyzer=0', 'SELECT 1'],
+    ['?allow_experimental_analyzer=false', 'SELECT 1'],
+  ] as const) {
+    const res = await post(search, sql)
+    t.equal(res.status, 403, `${search}: ${res.text}`)
+    t.equal(res.code, '164', search)
+    t.notMatch(res.text, /kty/)
+  }
+  const allowed = await post('?count_distinct_implementation=uniqExact', 'SELECT count(DISTINCT number) FROM numbers(10)')
+  t.equal(allowed.text, '10\n', 'an implementation of its own still works')
+  const format = await post('', "SELECT groupFormat('Avro')(number) FROM numbers(1)")
+  t.equal(format.status, 403, 'formatRow\'s aggregate form is refused as formatRow is')
+  t.match(format.text, /Function groupFormat is not allowed/)
+  t.equal((await post('', "SELECT naiveBayesClassifierWithProb('d', 'x')")).status, 403)
+})
+
 t.test('a table is checked wherever a query names one: IN, joinGet, EXISTS, SHOW CREATE; names by string are refused', async (t) => {
   const refused = [
     "SELECT ('VERSION_FULL', 'x') IN system.build_options",
@@ -373,10 +395,10 @@ t.test('a plain name that is no table is never a file of the working directory, 
     t.equal((await post('', `WITH ${n} AS (SELECT 1 AS a) SELECT a FROM (SELECT a FROM ${n}) UNION ALL SELECT a FROM ${n}`)).text, '1\n1\n')
     t.equal((await post('', `WITH ${n} AS (SELECT 2 AS a) SELECT 2 IN ${n}`)).text, '1\n')
     t.match((await post('', `EXPLAIN WITH ${n} AS (SELECT 1 AS a) SELECT a FROM ${n}`)).text, /ReadFromSystemOne/)
-    // The analyzer decides which references a definition covers; with it off, such a query is refused.
+    // The analyzer decides which references a definition covers; it cannot be turned off here.
     const off = await post('?enable_analyzer=0', `WITH ${n} AS (SELECT 1 AS a) SELECT a FROM ${n}`)
-    t.equal(off.code, '60', off.text)
-    t.match(off.text, /runs with the analyzer on/)
+    t.equal(off.code, '164', off.text)
+    t.match(off.text, /Setting enable_analyzer is not allowed/)
   }
   // The query's own errors still come through.
   const typo = await post('', `WITH ${name} AS (SELECT 1 AS a) SELECT b FROM ${name}`)
