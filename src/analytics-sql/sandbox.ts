@@ -398,9 +398,11 @@ export function checkAnalystStatement (formatted: string, ast: string, tableFunc
   if (!ANALYST_STATEMENTS.has(kind)) {
     throw new SandboxRefusal(`Only SELECT, EXPLAIN, SHOW, DESCRIBE and EXISTS queries are allowed (got ${nodes[0]?.node.replace(/\s*\(children \d+\)$/, '') ?? 'nothing'})`)
   }
+  // EXPLAIN's own options (`EXPLAIN indexes = 1, json = 1 …`) come before the query explained; a
+  // SETTINGS clause after it (`EXPLAIN SELECT 1 FORMAT TSV SETTINGS …`) is the statement's.
+  const explained = kind === 'Explain' ? nodes.findIndex((n) => n.parent === nodes[0] && !/^Set\b/.test(n.node)) : -1
   for (const [at, { node, parent }] of nodes.entries()) {
-    // EXPLAIN's own options (`EXPLAIN indexes = 1, json = 1 …`): the engine takes only its options there.
-    const explainOptions = kind === 'Explain' && parent === nodes[0]
+    const explainOptions = kind === 'Explain' && parent === nodes[0] && (explained < 0 || at < explained)
     if ((node === 'Set' || node.startsWith('Set ')) && !explainOptions) {
       const named = settingsNamed(formatted)
       const first = named.find((n) => !ANALYST_SETTINGS.has(n)) ?? named[0]

@@ -273,6 +273,24 @@ t.test('a table function\'s structure holds names and types only: no column expr
   }
 })
 
+t.test('a SETTINGS clause after an EXPLAIN\'s query is the statement\'s, refused; EXPLAIN\'s own options still work', async (t) => {
+  for (const sql of [
+    "EXPLAIN SYNTAX SELECT 1 FORMAT TSV SETTINGS profile='default', readonly=1",
+    'EXPLAIN SELECT 1 FORMAT TSV SETTINGS max_threads = 1',
+    'EXPLAIN indexes = 1 SELECT 1 FORMAT TSV SETTINGS enable_analyzer = 0',
+  ]) {
+    const res = await post('', sql)
+    t.equal(res.status, 403, `${sql}: ${res.text}`)
+    t.equal(res.code, '164', sql)
+    // The check's own refusal, or the engine's when it applies the clause while listing the statement.
+    t.match(res.text, /SETTINGS clause|in readonly mode/, sql)
+  }
+  for (const sql of ['EXPLAIN indexes = 1, json = 1 SELECT 1', 'EXPLAIN SYNTAX SELECT 1 FORMAT TSV', 'EXPLAIN PIPELINE header = 1 SELECT 1']) {
+    const res = await post('', sql)
+    t.equal(res.status, 200, `${sql}: ${res.text}`)
+  }
+})
+
 t.test('a setting cannot turn a call into another: no old analyzer, count_distinct_implementation among its own', async (t) => {
   for (const [search, sql] of [
     ['?enable_analyzer=0&count_distinct_implementation=file', `SELECT count(DISTINCT '${secretFile}')`],
