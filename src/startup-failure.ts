@@ -72,12 +72,13 @@ export function describeStartupFailure (err: unknown, config: Config): string {
     }
     // A path of DATA_DIR's (or the ingest log's) that cannot be made or written: not a directory, read-only, full.
     const path = typeof e.path === 'string' ? resolve(e.path) : ''
-    const ours = path !== '' && [config.dataDir, config.ingest.logDir].some((dir) => path === dir || path.startsWith(`${dir}${sep}`) || dir.startsWith(`${path}${sep}`))
+    const touches = (dir: string) => path !== '' && (path === dir || path.startsWith(`${dir}${sep}`) || dir.startsWith(`${path}${sep}`))
+    const ours = touches(config.dataDir) || touches(config.ingest.logDir)
     if (['EACCES', 'EROFS', 'ENOSPC', 'EEXIST', 'ENOTDIR', 'ENOENT', 'EPERM'].includes(code) && (ours || (code !== 'ENOENT' && code !== 'EEXIST' && /DATA_DIR|data|ingest/i.test(e.message)))) {
       const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'a file is where a directory must be' : code === 'EROFS' ? 'the file system is read-only' : code === 'ENOSPC' ? 'the disk is full' : code === 'ENOENT' ? 'a directory on the way cannot be made' : 'not allowed'
       // The ingest log's own directory when the path is its (INGEST_LOG_DIR set apart from DATA_DIR).
       const log = config.ingest.logDir
-      const inLog = path !== '' && !log.startsWith(`${config.dataDir}${sep}`) && (path === log || path.startsWith(`${log}${sep}`) || log.startsWith(`${path}${sep}`))
+      const inLog = !log.startsWith(`${config.dataDir}${sep}`) && touches(log)
       return inLog
         ? `cannot write under INGEST_LOG_DIR ${log}: ${why} (${e.message}). Make it a directory this user can write, or set INGEST_LOG_DIR.`
         : `cannot write under DATA_DIR ${config.dataDir}: ${why} (${e.message}). Make it a directory this user can write, or set DATA_DIR (and INGEST_LOG_DIR).`

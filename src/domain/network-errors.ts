@@ -1,3 +1,11 @@
+/**
+ * Socket errors that say a server cannot be reached (or was lost), not that a request was wrong:
+ * those of NETWORK_ERROR_WORDS, and a write to a connection already closed (EPIPE).
+ */
+export const NETWORK_ERROR_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN',
+])
+
 /** Socket errors of a first connection to a store, in words for a log line or a tool's message. */
 export const NETWORK_ERROR_WORDS: Readonly<Record<string, string>> = {
   ECONNREFUSED: 'connection refused',

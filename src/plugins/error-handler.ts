@@ -2,7 +2,9 @@ import fp from 'fastify-plugin'
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { NETWORK_ERROR_CODES } from '../domain/network-errors.ts'
 import { HttpError, invalidText, payloadTooLarge } from '../http-error.ts'
+import { LogThrottle } from '../log-lines.ts'
 import { IngestLogRefused } from '../ingest/log/ingest-log.ts'
 import { compileRouteValidator, toDetails } from '../validation.ts'
 
@@ -11,7 +13,7 @@ import { compileRouteValidator, toDetails } from '../validation.ts'
 // full) and 57 (operator intervention: shutting down, starting up, a statement cancelled by
 // statement_timeout), a database that refuses connections (55000), a lock not granted in time
 // (55P03) and a database that does not exist (3D000, e.g. during a restore).
-const OUTAGE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '55000', '55P03', '3D000'])
+const OUTAGE_CODES = new Set([...NETWORK_ERROR_CODES, '55000', '55P03', '3D000'])
 const OUTAGE_SQLSTATE_CLASSES = ['08', '53', '57']
 // What node-postgres, ioredis and @clickhouse/client say when a connect, a pool checkout, a command
 // or a request timed out or lost its connection.
@@ -82,8 +84,8 @@ export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoExce
  * whose body says nothing about internals (the log has the stack, keyed by request id).
  */
 export default fp(async function errors (app) {
-  let outageLoggedAt = -Infinity
-  let outagesLeftOut = 0
+  // Once every 10 s: an outage fails every request that needs the store.
+  const outageLines = new LogThrottle(OUTAGE_LOG_EVERY_MS)
   // Which part of a request is checked where is decided in src/validation.ts; failures are answered below.
   app.setValidatorCompiler(compileRouteValidator)
 
@@ -120,13 +122,8 @@ export default fp(async function errors (app) {
       return reply.code(text.statusCode).send(text.body())
     }
     if (isStoreOutage(err)) {
-      // Once per OUTAGE_LOG_EVERY_MS: an outage fails every request that needs the store.
-      const now = performance.now()
-      if (now - outageLoggedAt >= OUTAGE_LOG_EVERY_MS) {
-        request.log.warn({ err, alsoAnswered503: outagesLeftOut }, 'a backing store is unreachable; answering 503 (this line at most every 10 s)')
-        outageLoggedAt = now
-        outagesLeftOut = 0
-      } else outagesLeftOut++
+      const held = outageLines.pass()
+      if (held !== null) request.log.warn({ err, alsoAnswered503: held }, 'a backing store is unreachable; answering 503 (this line at most every 10 s)')
       return reply.code(503).headers({ 'retry-after': '1' }).send({ error: 'unavailable', message: 'a backing store is unreachable, retry with backoff' })
     }
     const status = err.statusCode ?? 500

@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import type pg from 'pg'
+import { errorSummary } from '../log-lines.ts'
 import { openPostgres, type PostgresTimeouts } from '../storage/postgres.ts'
 
 declare module 'fastify' {
@@ -24,13 +25,3 @@ export default fp(async function postgres (app, opts: { databaseUrl: string; tim
     await pool.end()
   })
 }, { name: 'postgres' })
-
-/** An error as a log line shows it: its type, message, code and stack, and nothing else it carries. */
-export function errorSummary (err: Error & { code?: unknown }): { type: string; message: string; code?: string; stack?: string } {
-  return {
-    type: err.name,
-    message: err.message,
-    ...(typeof err.code === 'string' ? { code: err.code } : {}),
-    ...(err.stack === undefined ? {} : { stack: err.stack }),
-  }
-}

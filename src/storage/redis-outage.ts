@@ -1,23 +1,14 @@
 import type { FastifyBaseLogger } from 'fastify'
+import { NETWORK_ERROR_CODES } from '../domain/network-errors.ts'
+import { errorSummary } from '../log-lines.ts'
 
-/** What the log says of an error: its type, code and message (a connection error's stack is ioredis's own). */
-function brief (err: unknown): { type?: string; code?: string; message: string } {
-  const e = err as { name?: unknown; code?: unknown; message?: unknown }
-  return {
-    ...(typeof e.name === 'string' ? { type: e.name } : {}),
-    ...(typeof e.code === 'string' ? { code: e.code } : {}),
-    message: typeof e.message === 'string' ? e.message : String(err),
-  }
-}
-
-/** The errors a Redis connection reports while it cannot reach the server, as ioredis and BullMQ word them. */
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN'])
+/** What a Redis connection reports while it cannot reach the server, in ioredis's and BullMQ's words. */
 const CONNECTION_MESSAGES = /^(Connection is closed|connect ETIMEDOUT|Stream isn't writeable|read ECONNRESET)/
 
 /** Whether an error says the connection to Redis is gone (rather than a command or a job failing). */
 export function isConnectionError (err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown }
-  return (typeof e.code === 'string' && CONNECTION_CODES.has(e.code)) || (typeof e.message === 'string' && CONNECTION_MESSAGES.test(e.message))
+  return (typeof e.code === 'string' && NETWORK_ERROR_CODES.has(e.code)) || (typeof e.message === 'string' && CONNECTION_MESSAGES.test(e.message))
 }
 
 /**
@@ -54,7 +45,7 @@ export class RedisOutageLog {
       return
     }
     this.since = this.now()
-    this.log.warn({ redis: this.server, source, error: brief(err) },
+    this.log.warn({ redis: this.server, source, error: errorSummary(err, { stack: false }) },
       `Redis at ${this.server} cannot be reached: requests that need it are answered 503 until it is back; its next errors are not logged until then`)
   }
 

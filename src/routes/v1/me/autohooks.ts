@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { LENIENT } from '../../../../schemas/common.ts'
 import { repeatedParams } from '../../../domain/query-params.ts'
 import { querystringInvalid, writesNotYetReadable } from '../../../http-error.ts'
+import { LogThrottle } from '../../../log-lines.ts'
 import { rateLimitHook } from '../../../plugins/rate-limit.ts'
 import type { DashboardReader } from '../../../services/dashboard-service.ts'
 
@@ -51,14 +52,13 @@ export default async function meHooks (app: FastifyInstance) {
   // (waiting at most READ_YOUR_WRITES_TIMEOUT_MS). A read that would still miss some of it is a 503
   // (Retry-After: 1), never an answer without them; a write goes on (it reads no events).
   // The snapshot instant of paged reads is taken first, so that every row it covers is waited for.
-  let warnedAt = -Infinity
+  // One line per WARN_EVERY_MS: while a backlog ships, every read of its users would say it again.
+  const notReadableLines = new LogThrottle(WARN_EVERY_MS)
   app.addHook('onRequest', async (request) => {
     request.settledAt = app.ingestion.settledBefore()
     if (await app.shipper.waitForUser(request.user.id, readYourWritesTimeoutMs)) return
     if (request.method !== 'GET' && request.method !== 'HEAD') return
-    // One line per WARN_EVERY_MS: while a backlog ships, every read of its users would say it again.
-    if (performance.now() - warnedAt >= WARN_EVERY_MS) {
-      warnedAt = performance.now()
+    if (notReadableLines.pass() !== null) {
       request.log.warn({ userId: request.user.id, timeoutMs: readYourWritesTimeoutMs },
         'reads answered 503: events acknowledged to their users are not yet in ClickHouse after READ_YOUR_WRITES_TIMEOUT_MS (is ClickHouse slow or down? /health shows the backlog)')
     }
