@@ -58,6 +58,9 @@ class DebugRequestLogs extends LogController {
   }
 }
 
+/** How long a start that failed waits for what it started to close before it gives the failure up. */
+const FAILED_START_CLOSE_MS = 5_000
+
 /** Builds the whole service from its plugins; main.ts listens on it, tests inject into it. */
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
@@ -86,60 +89,67 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // Node checks those timeouts only every connectionsCheckingInterval (30 s by default).
     http: { headersTimeout: config.requestTimeoutMs, connectionsCheckingInterval: Math.min(1000, config.requestTimeoutMs) },
   })
-  if (options.onRoute) app.addHook('onRoute', options.onRoute)
-  for (const schema of sharedSchemas) app.addSchema(schema)
+  try {
+    if (options.onRoute) app.addHook('onRoute', options.onRoute)
+    for (const schema of sharedSchemas) app.addSchema(schema)
 
-  prepareDataDir(config.dataDir, app.log)
-  if (!config.clickhouseUrl) warnOfFileSystem(config.dataDir, app.log)
-  await app.register(errors)
-  await app.register(requestDeadline, { requestTimeoutMs: config.requestTimeoutMs })
-  await app.register(jsonBody)
-  await app.register(cors, { origins: config.corsOrigins })
-  await app.register(openapi)
-  // First of the stores' plugins: a missing SECRETS_KEY fails the start before any connection is made.
-  await app.register(secrets, { dataDir: config.dataDir, key: config.secrets.key, previousKeys: config.secrets.previousKeys, required: Boolean(config.clickhouseUrl) })
-  await app.register(redis, { url: config.redisUrl, prefix: config.redisPrefix, commandTimeoutMs: config.redisCommandTimeoutMs })
-  await app.register(postgres, { databaseUrl: config.databaseUrl, timeouts: config.postgresTimeouts })
-  await app.register(clickhouse, {
-    url: config.clickhouseUrl,
-    dataDir: config.dataDir,
-    cluster: config.clickhouseCluster,
-  })
-  await app.register(analyticsSql, {
-    enabled: !config.clickhouseUrl && config.analytics.port !== null,
-    port: config.analytics.port ?? 0,
-    host: config.analytics.host,
-    dataDir: config.dataDir,
-    password: config.analytics.password,
-    caps: config.analytics.caps,
-  })
-  await app.register(repositories)
-  await app.register(queues, { redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker })
-  await app.register(notifications, config.notify)
-  await app.register(anomaly, { everyMs: config.anomalyEveryMs, shipIntervalMs: config.ingest.shipMinIntervalMs })
-  await app.register(maintenance, { namesEveryMs: config.namesSyncEveryMs, retention: config.retention })
-  await app.register(metrics, { token: config.metricsToken })
-  const caches = { cacheTtlMs: config.cacheTtlMs, sharedCacheTtlSeconds: config.sharedCacheTtlSeconds }
-  await app.register(ingestion, { ...caches, activityFlushMs: config.activityFlushMs, burstLeaseMs: config.burstLeaseMs, ingest: config.ingest })
-  await app.register(live, { redisUrl: config.redisUrl, live: config.live })
-  await app.register(apiKeyAuth, caches)
-  await app.register(userAuth, { auth: config.auth, dataDir: config.dataDir, cacheTtlMs: config.cacheTtlMs })
+    prepareDataDir(config.dataDir, app.log)
+    if (!config.clickhouseUrl) warnOfFileSystem(config.dataDir, app.log)
+    await app.register(errors)
+    await app.register(requestDeadline, { requestTimeoutMs: config.requestTimeoutMs })
+    await app.register(jsonBody)
+    await app.register(cors, { origins: config.corsOrigins })
+    await app.register(openapi)
+    // First of the stores' plugins: a missing SECRETS_KEY fails the start before any connection is made.
+    await app.register(secrets, { dataDir: config.dataDir, key: config.secrets.key, previousKeys: config.secrets.previousKeys, required: Boolean(config.clickhouseUrl) })
+    await app.register(redis, { url: config.redisUrl, prefix: config.redisPrefix, commandTimeoutMs: config.redisCommandTimeoutMs })
+    await app.register(postgres, { databaseUrl: config.databaseUrl, timeouts: config.postgresTimeouts })
+    await app.register(clickhouse, {
+      url: config.clickhouseUrl,
+      dataDir: config.dataDir,
+      cluster: config.clickhouseCluster,
+    })
+    await app.register(analyticsSql, {
+      enabled: !config.clickhouseUrl && config.analytics.port !== null,
+      port: config.analytics.port ?? 0,
+      host: config.analytics.host,
+      dataDir: config.dataDir,
+      password: config.analytics.password,
+      caps: config.analytics.caps,
+    })
+    await app.register(repositories)
+    await app.register(queues, { redisUrl: config.redisUrl, prefix: config.redisPrefix, worker: config.roles.worker })
+    await app.register(notifications, config.notify)
+    await app.register(anomaly, { everyMs: config.anomalyEveryMs, shipIntervalMs: config.ingest.shipMinIntervalMs })
+    await app.register(maintenance, { namesEveryMs: config.namesSyncEveryMs, retention: config.retention })
+    await app.register(metrics, { token: config.metricsToken })
+    const caches = { cacheTtlMs: config.cacheTtlMs, sharedCacheTtlSeconds: config.sharedCacheTtlSeconds }
+    await app.register(ingestion, { ...caches, activityFlushMs: config.activityFlushMs, burstLeaseMs: config.burstLeaseMs, ingest: config.ingest })
+    await app.register(live, { redisUrl: config.redisUrl, live: config.live })
+    await app.register(apiKeyAuth, caches)
+    await app.register(userAuth, { auth: config.auth, dataDir: config.dataDir, cacheTtlMs: config.cacheTtlMs })
 
-  await app.register(services, {
-    x402: config.x402,
-    statsCacheSeconds: config.statsCacheSeconds,
-    explorerCacheSeconds: config.explorerCacheSeconds,
-    profileKpisCacheSeconds: config.profileKpisCacheSeconds,
-    degradedAfterMs: config.ingest.degradedAfterMs,
-  })
-  await app.register(cacheInvalidation)
+    await app.register(services, {
+      x402: config.x402,
+      statsCacheSeconds: config.statsCacheSeconds,
+      explorerCacheSeconds: config.explorerCacheSeconds,
+      profileKpisCacheSeconds: config.profileKpisCacheSeconds,
+      degradedAfterMs: config.ingest.degradedAfterMs,
+    })
+    await app.register(cacheInvalidation)
 
-  await app.register(webUi)
-  await app.register(routes, {
-    bodyLimit: config.bodyLimit,
-    batchBodyLimit: config.batchBodyLimit,
-    meLimits: config.meLimits,
-    readYourWritesTimeoutMs: config.ingest.readYourWritesTimeoutMs,
-  })
+    await app.register(webUi)
+    await app.register(routes, {
+      bodyLimit: config.bodyLimit,
+      batchBodyLimit: config.batchBodyLimit,
+      meLimits: config.meLimits,
+      readYourWritesTimeoutMs: config.ingest.readYourWritesTimeoutMs,
+    })
+  } catch (err) {
+    // The plugins started before the failure are closed, the embedded engine first among them: a
+    // process that exits with the engine still open can hang in its exit for good.
+    await Promise.race([app.close().catch(() => {}), new Promise((resolve) => setTimeout(resolve, FAILED_START_CLOSE_MS).unref())])
+    throw err
+  }
   return app
 }
