@@ -324,7 +324,8 @@ export class EventShipper {
     const now = Date.now()
     const message = String((err as Error)?.message ?? err).slice(0, 500)
     const e = err as { type?: unknown; code?: unknown } | null
-    const code = String(typeof e?.type === 'string' && e.type ? e.type : e?.code ?? 'unknown').slice(0, 64)
+    // The client's own request timeout carries no code: a stalled server is named for what it is.
+    const code = String(typeof e?.type === 'string' && e.type ? e.type : e?.code ?? (/^Timeout error\./.test(message) ? 'TIMEOUT' : 'unknown')).slice(0, 64)
     if (!this.state.retrying) {
       this.state.retrying = { since: now, attempts: 1, error: message, code }
       this.logger.error({ err }, 'ClickHouse insert failed; events stay in the ingest log and the insert is retried with backoff')

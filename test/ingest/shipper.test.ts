@@ -1,5 +1,7 @@
 import t from 'tap'
 import pino from 'pino'
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net'
+import { createClient, ClickHouseLogLevel } from '@clickhouse/client'
 import { migrateClickHouse } from '../../src/storage/clickhouse-client.ts'
 import { EventsRepository } from '../../src/storage/events-repository.ts'
 import { rowBytes } from '../../src/ingest/log/entry-codec.ts'
@@ -278,6 +280,28 @@ t.test('only errors met reading the input split a block; the same codes from els
   t.notOk(isRowRefusal(ch('60', 'Table default.events does not exist')))
   t.notOk(isRowRefusal(ch('252', 'Too many parts')))
   t.notOk(isRowRefusal(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })))
+})
+
+t.test('a ClickHouse that takes the connection and never answers is named TIMEOUT in the status, not unknown', async (t) => {
+  const sockets: Socket[] = []
+  const stalled = createTcpServer((socket) => { sockets.push(socket) })
+  await new Promise<void>((resolve) => stalled.listen(0, '127.0.0.1', resolve))
+  const client = createClient({ url: `http://127.0.0.1:${(stalled.address() as AddressInfo).port}`, request_timeout: 200, log: { level: ClickHouseLogLevel.OFF } })
+  t.teardown(async () => {
+    for (const s of sockets) s.destroy()
+    stalled.close()
+    await client.close()
+  })
+  const log = new MemoryIngestLog()
+  await append(log, [logLine(randomId('stalled-'))])
+  const stalledEvents = new EventsRepository(client)
+  const shipper = new EventShipper(log, (body, token) => stalledEvents.insertBlock(body, token), caps, logger)
+  t.teardown(() => shipper.stop(1000))
+  shipper.start()
+  const deadline = Date.now() + 10_000
+  while (!shipper.status.retrying && Date.now() < deadline) await sleep(20)
+  t.match(shipper.status.retrying, { code: 'TIMEOUT', error: /Timeout error/ })
+  t.equal(log.shipped, 0)
 })
 
 t.test('the interval runs from one block\'s read to the next: an insert that took the whole interval is followed at once', async (t) => {
