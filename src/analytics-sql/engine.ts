@@ -136,6 +136,12 @@ interface ParsedStatement {
   format: string
 }
 
+/**
+ * Leads the text of every statement the port runs, so that shutdown can cancel them by it
+ * (`KILL QUERY`, whose own text starts otherwise) and leave the service's own queries alone.
+ */
+const RUN_MARKER = '/* analytics-sql run */'
+
 function backquoted (name: string): string {
   return `\`${name.replace(/\\/g, '\\\\').replace(/`/g, '\\`')}\``
 }
@@ -181,9 +187,10 @@ export class AnalyticsEngine {
       throw new AnalyticsError(202, 'TOO_MANY_SIMULTANEOUS_QUERIES', `Too many simultaneous queries. Maximum: ${cap}`)
     }
     this.active++
-    // The engine cannot stop a query: one answered as timed out computes on. Its slot (and shutdown's
-    // wait) is held until the engine's own computation ends, not until the client is answered, so
-    // the cap on concurrent queries is a cap on what the engine runs.
+    // A query answered as timed out computes on until the engine stops it (max_execution_time, or
+    // shutdown's KILL QUERY). Its slot (and shutdown's wait) is held until the engine's own
+    // computation ends, not until the client is answered, so the cap on concurrent queries is a cap
+    // on what the engine runs.
     const computing: Array<Promise<unknown>> = []
     const work = this.access.writable ? this.executeWritable(query) : this.executeReadonly(query, this.access.caps, computing)
     const held = work.then(() => {}, () => {}).then(() => Promise.allSettled(computing))
@@ -364,7 +371,7 @@ export class AnalyticsEngine {
   private static async execute (session: Session, sql: string, format: string, timeoutMs?: number, computing?: Array<Promise<unknown>>): Promise<AnalyticsResult> {
     const started = Date.now()
     try {
-      const native = session.queryAsync(sql, { format })
+      const native = session.queryAsync(`${RUN_MARKER}\n${sql}`, { format })
       computing?.push(native.catch(() => {}))
       let timer: NodeJS.Timeout | undefined
       const timedOut = timeoutMs === undefined
@@ -376,7 +383,9 @@ export class AnalyticsEngine {
       const body = Buffer.from(result.bytes())
       return { body, format, rows: result.rowsRead ?? 0, bytes: result.bytesRead ?? 0, elapsedMs: Date.now() - started }
     } catch (err) {
-      throw toAnalyticsError(err)
+      const error = toAnalyticsError(err)
+      if (error.code === 394) throw new AnalyticsError(394, error.type, 'Query was cancelled: the service is shutting down')
+      throw error
     }
   }
 
@@ -418,10 +427,22 @@ export class AnalyticsEngine {
     }
   }
 
-  /** Refuses new queries and waits for those running. */
+  /**
+   * Refuses new queries and cancels those running, as a server cancels its queries when it stops:
+   * an analyst's query may be allowed minutes (ANALYTICS_MAX_EXECUTION_SECONDS), longer than shutdown
+   * may take. A query whose checks were under way when the first cancel went out is cancelled by the
+   * next one. Resolves once none runs.
+   */
   async close (): Promise<void> {
     this.closed = true
-    await Promise.allSettled([...this.inFlight])
+    while (this.inFlight.size > 0) {
+      await AnalyticsEngine.runOn(this.keeper, `KILL QUERY WHERE startsWith(query, '${RUN_MARKER}') ASYNC`).catch(() => {})
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([
+        Promise.allSettled([...this.inFlight]),
+        new Promise((resolve) => { timer = setTimeout(resolve, 250) }),
+      ]).finally(() => clearTimeout(timer))
+    }
     this.keeper.close()
   }
 }

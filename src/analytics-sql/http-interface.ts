@@ -54,13 +54,16 @@ const QUERY_ID = /^[\x20-\x7e]{1,256}$/
  */
 const QUERY_ERRORS = [20, 42, 69, 70, 179, 184, 190, 215, 352, 386]
 
-/** HTTP status of an engine error, as ClickHouse's HTTP handler chooses it (and 400 for QUERY_ERRORS). */
+/**
+ * HTTP status of an engine error, as ClickHouse's HTTP handler chooses it (and 400 for QUERY_ERRORS;
+ * 503 for QUERY_WAS_CANCELLED, which only shutdown causes here: a client may send it again later).
+ */
 function httpStatusOf (code: number): number {
   if (code === 516 || code === 194 || code === 192) return 401
   if (code === 164 || code === 497 || code === 446 || code === 291) return 403
   if ([60, 46, 47, 81, 16].includes(code)) return 404
   if ([62, 36, 115, 456, 457, 72, 27, 26, 6, 41, 43, 53, 44, ...QUERY_ERRORS].includes(code)) return 400
-  if (code === 202 || code === 210) return 503
+  if (code === 202 || code === 210 || code === 394) return 503
   return 500
 }
 
