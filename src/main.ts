@@ -31,8 +31,10 @@ async function main (config: Config): Promise<void> {
     closing = true
     app.log.info({ signal }, 'shutting down: refusing new requests, finishing in-flight batches')
     const force = setTimeout(() => {
-      app.log.error('shutdown took over 30 s; exiting')
-      process.exit(1)
+      app.log.error('shutdown took over 30 s; stopping at once (SIGKILL): what was acknowledged waits in the ingest log for the next start')
+      // Not process.exit: the exit waits for the embedded engine's threads, and one busy in a call
+      // the engine cannot interrupt would hold the process for good.
+      process.kill(process.pid, 'SIGKILL')
     }, 30_000)
     force.unref()
     await app.close()
