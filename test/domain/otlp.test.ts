@@ -82,6 +82,22 @@ t.test('attribute values of every kind read the same from protobuf and from JSON
   t.same(json, { ...proto, unset: null })
 })
 
+t.test('OTLP JSON: an attribute nested past 16 levels is cut to null there, never refused, whatever its depth', async (t) => {
+  for (const levels of [20, 5_000]) {
+    // Written out as text: JSON.stringify itself would run out of stack on such a value.
+    const value = '{"kvlistValue":{"values":[{"key":"k","value":'.repeat(levels) + '{"stringValue":"bottom"}' + '}]}}'.repeat(levels)
+    const body = `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"${TRACE}","spanId":"b7ad6b7169203331","name":"a","attributes":[{"key":"deep","value":${value}}]}]}]}]}`
+    let attr: unknown = decodeTraces(Buffer.from(body), 'json')[0]!.attributes.deep
+    let kept = 0
+    while (attr !== null && typeof attr === 'object') {
+      attr = (attr as Record<string, unknown>).k
+      kept++
+    }
+    t.equal(kept, 17, `${levels} levels: the value itself and 16 levels below it are kept`)
+    t.equal(attr, null, 'and below them a null')
+  }
+})
+
 t.test('span roles: current, deprecated (OpenLLMetry) and Vercel AI SDK names', async (t) => {
   t.equal(spanRole(span({ attributes: { 'gen_ai.operation.name': 'chat' } })), 'model')
   t.equal(spanRole(span({ attributes: { 'gen_ai.operation.name': 'generate_content' } })), 'model')
