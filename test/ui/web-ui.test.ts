@@ -381,6 +381,26 @@ async function run () {
     t.ok(texts.includes('action'), 'an event with nothing else shows its type')
   })
 
+  t.test('spans named by the project\'s client (metadata.spanName) show their names; a tool of several words once', async (t) => {
+    const named = randomId('named-')
+    const meta = (spanId: string, spanName: string, parentSpanId?: string) => ({ traceId: named, sessionId: `s-${named}`, spanId, spanName, ...(parentSpanId ? { parentSpanId } : {}) })
+    await send([
+      { agentId: planner, type: 'action', durationMs: 900, metadata: meta('root', 'answer ticket 2') },
+      { agentId: planner, type: 'tool', toolExecuted: 'lookup invoice', durationMs: 300, metadata: meta('tool', 'lookup invoice', 'root') },
+      { agentId: planner, type: 'tool', toolExecuted: 'fetch_order', durationMs: 200, metadata: meta('plan', 'plan the refund', 'root') },
+    ])
+    await shipped(app)
+    await visit(`#/traces/${named}`)
+    await heading(page, `Trace ${named}`).waitFor()
+    const rows = page.locator('.waterfall .wf-row:not(.wf-head)')
+    await rows.nth(2).waitFor()
+    const labels = await rows.locator('.span-name').allInnerTexts()
+    t.same(labels, ['answer ticket 2', 'lookup invoice', 'plan the refund'], 'each span by the name the client gave it, not its type')
+    const texts = await rows.allInnerTexts()
+    t.notMatch(texts[1], /lookup invoice[\s\S]*lookup invoice/, 'the tool, which is the span\'s name, is not said twice')
+    t.match(texts[2], /plan the refund[\s\S]*fetch_order/, 'a tool the name does not say is shown beside it')
+  })
+
   t.test('the Edit and Remove buttons of a price are the same size and style', async (t) => {
     await visit('#/prices')
     const row = page.locator('table.prices tr', { hasText: pricedLater })

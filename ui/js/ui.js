@@ -266,19 +266,25 @@ export function Chart ({ data, series, bars, height = 220, label, yFormat = (v) 
 
 /**
  * What an event is, as a person looks for it: the OpenTelemetry span name when it came by OTLP
- * (`chat gpt-4o`, `execute_tool web_search`), else the tool it ran, else its type.
+ * (`chat gpt-4o`, `execute_tool web_search`), else the name the project's client gives a span
+ * (`metadata.spanName`), else the tool it ran, else its type.
  */
 export function spanName (e) {
   const otel = e.metadata?.otel?.name
-  return (typeof otel === 'string' && otel) || e.toolExecuted || e.type
+  const given = e.metadata?.spanName
+  return (typeof otel === 'string' && otel) || (typeof given === 'string' && given.trim()) || e.toolExecuted || e.type
 }
 
-/** The model and the tool of an event where its name does not already say them (as a word of it). */
+/** The model and the tool of an event where its name does not already say them (as words of it). */
 export function spanFacts (e) {
   const words = spanName(e).split(/\s+/)
+  const says = (part) => {
+    const wanted = String(part).split(/\s+/)
+    return words.some((_, i) => wanted.every((w, j) => words[i + j] === w))
+  }
   return [
-    e.model && !words.includes(e.model) ? e.model : null,
-    e.toolExecuted && !words.includes(e.toolExecuted) ? e.toolExecuted : null,
+    e.model && !says(e.model) ? e.model : null,
+    e.toolExecuted && !says(e.toolExecuted) ? e.toolExecuted : null,
   ].filter(Boolean)
 }
 
