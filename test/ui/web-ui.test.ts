@@ -385,7 +385,7 @@ async function run () {
     const named = randomId('named-')
     const meta = (spanId: string, spanName: string, parentSpanId?: string) => ({ traceId: named, sessionId: `s-${named}`, spanId, spanName, ...(parentSpanId ? { parentSpanId } : {}) })
     await send([
-      { agentId: planner, type: 'action', durationMs: 900, metadata: meta('root', 'answer ticket 2') },
+      { agentId: planner, type: 'action', durationMs: 900, metadata: { ...meta('root', 'answer ticket 2'), tokensBreakdown: { inputBase: 1000, cacheRead: 400, cacheCreation: 50, output: 100 } } },
       { agentId: planner, type: 'tool', toolExecuted: 'lookup invoice', durationMs: 300, metadata: meta('tool', 'lookup invoice', 'root') },
       { agentId: planner, type: 'tool', toolExecuted: 'fetch_order', durationMs: 200, metadata: meta('plan', 'plan the refund', 'root') },
     ])
@@ -399,6 +399,8 @@ async function run () {
     const texts = await rows.allInnerTexts()
     t.notMatch(texts[1], /lookup invoice[\s\S]*lookup invoice/, 'the tool, which is the span\'s name, is not said twice')
     t.match(texts[2], /plan the refund[\s\S]*fetch_order/, 'a tool the name does not say is shown beside it')
+    t.match(await page.locator('.kpi', { has: page.locator('.kpi-label', { hasText: /^Tokens$/ }) }).innerText(),
+      /1,550[\s\S]*1,000 in · 400 cache read · 50 cache write · 100 out/, 'the parts under the total add up to it, cache tokens included')
   })
 
   t.test('the Edit and Remove buttons of a price are the same size and style', async (t) => {

@@ -49,6 +49,14 @@ export function dotted (...parts) {
   const kept = parts.filter((p) => p !== null && p !== undefined && p !== false && p !== '')
   return kept.flatMap((p, i) => (i ? [' · ', p] : [p]))
 }
+/**
+ * The parts of a tokens object that add up to its total: input, cache reads and writes, output. The
+ * cache parts only where some were counted, unless `all`.
+ */
+export function tokenParts (tokens, all = false) {
+  const part = (n, label) => (all || n > 0 ? `${count(n)} ${label}` : null)
+  return dotted(`${count(tokens?.inputBase)} in`, part(tokens?.cacheRead ?? 0, 'cache read'), part(tokens?.cacheCreation ?? 0, 'cache write'), `${count(tokens?.output)} out`)
+}
 export const Time = ({ iso }) => html`<time datetime=${iso} title=${iso}>${when(iso)}</time>`
 
 /**

@@ -4,7 +4,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { api, agentOf, isPermanent, readStream } from '../api.js'
 import { SearchBar, Facets, NoMatch, go, searchQuery, searching } from '../search.js'
-import { html, ErrorNote, Empty, PrivacyChip, Cost, Time, AgentLink, Name, count, duration, dotted, spanName, spanFacts, firstWords } from '../ui.js'
+import { html, ErrorNote, Empty, PrivacyChip, Cost, Time, AgentLink, Name, count, duration, dotted, spanName, spanFacts, firstWords, tokenParts } from '../ui.js'
 
 const TYPES = ['decision', 'reasoning', 'tool', 'action', 'tx', 'error']
 const RECONNECT_MS = 2000
@@ -55,7 +55,7 @@ function Detail ({ e }) {
     e.durationMs !== null && ['Duration', duration(e.durationMs)],
     e.model && ['Model', e.model],
     e.toolExecuted && ['Tool', e.toolExecuted],
-    ['Tokens', dotted(`${count(e.tokens?.inputBase)} in`, `${count(e.tokens?.cacheRead)} cache read`, `${count(e.tokens?.cacheCreation)} cache write`, `${count(e.tokens?.output)} out`)],
+    ['Tokens', tokenParts(e.tokens, true)],
     e.errorMessage && ['Error', html`<span class="bad">${e.errorMessage}</span>`],
     e.reasoning && ['Reasoning', e.reasoning],
     e.input !== null && e.input !== undefined && ['Input', html`<pre>${typeof e.input === 'string' ? e.input : JSON.stringify(e.input, null, 2)}</pre>`],

@@ -1,7 +1,7 @@
 // Spend: total, by agent, by model and by day, for a chosen number of days.
 import { useState } from 'preact/hooks'
 import { api, agentOf } from '../api.js'
-import { html, useData, ErrorNote, Loading, Empty, Kpi, Chart, AgentLink, Name, money, count, percent, plural, dotted } from '../ui.js'
+import { html, useData, ErrorNote, Loading, Empty, Kpi, Chart, AgentLink, Name, money, count, percent, plural, tokenParts } from '../ui.js'
 import { dailySpend } from './overview.js'
 
 const PRESETS = [1, 7, 30, 90, 365]
@@ -75,7 +75,7 @@ export function SpendPage ({ names }) {
     <div class="kpis">
       <${Kpi} label="Total spend" value=${money(t.costUsd)} hint=${unpriced ? html`<a href="#/prices">${plural(unpriced, 'model')} without a price</a>, counted at $0` : null} />
       <${Kpi} label="Events" value=${count(t.eventCount)} hint=${plural(t.errors, 'error')} />
-      <${Kpi} label="Tokens" value=${count(t.tokens?.total)} hint=${dotted(`${count(t.tokens?.inputBase)} in`, `${count(t.tokens?.output)} out`)} />
+      <${Kpi} label="Tokens" value=${count(t.tokens?.total)} hint=${tokenParts(t.tokens)} />
       <${Kpi} label="Average per day" value=${money(t.costUsd / data.days)} />
     </div>
     <div class="grid">

@@ -5,7 +5,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { api, agentOf, agentsOf } from '../api.js'
 import { SearchBar, Facets, NoMatch, go, hrefOf, searchQuery, searching } from '../search.js'
 import { SessionScores, TraceScores } from '../scores.js'
-import { html, useData, ErrorNote, Loading, Empty, Kpi, PrivacyChip, Cost, Time, AgentLink, count, money, duration, plural, dotted, spanName, spanFacts } from '../ui.js'
+import { html, useData, ErrorNote, Loading, Empty, Kpi, PrivacyChip, Cost, Time, AgentLink, count, money, duration, plural, dotted, spanName, spanFacts, tokenParts } from '../ui.js'
 
 /** Levels of indentation; deeper rows line up at the cap and show their depth. */
 export const INDENT_CAP = 10
@@ -226,7 +226,7 @@ function Detail ({ kind, item, names }) {
     <div class="kpis">
       <${Kpi} label="Duration" value=${duration(item.durationMs)} hint=${html`<${Time} iso=${item.start} />`} />
       <${Kpi} label="Events" value=${count(item.eventCount ?? spans.length)} hint=${plural(item.errors, 'error')} tone=${item.errors ? 'bad' : ''} />
-      <${Kpi} label="Tokens" value=${count(item.tokens?.total)} hint=${dotted(`${count(item.tokens?.inputBase)} in`, `${count(item.tokens?.output)} out`)} />
+      <${Kpi} label="Tokens" value=${count(item.tokens?.total)} hint=${tokenParts(item.tokens)} />
       <${Kpi} label="Cost" value=${money(item.costUsd)} hint=${unpriced ? `${plural(unpriced, 'event')} unpriced` : null} />
     </div>
     ${item.truncated ? html`<p class="note" role="status">This run has more spans than a trace detail holds: its first ${count(spans.length)} are shown, and the figures are theirs.</p>` : null}
