@@ -13,6 +13,12 @@ export interface CliCaches {
   agents: AgentResolver
   /** Says on stderr that Redis could not be told, and how long running instances may lag. */
   warnUntold(): void
+  /**
+   * Says on stderr when no running instance listens for invalidations under this REDIS_PREFIX:
+   * instances run with another prefix (or another Redis) were not told, and may serve the old data
+   * until their cache entries expire. Nothing when Redis cannot be reached (warnUntold says it).
+   */
+  warnIfUnheard(): Promise<void>
   close(): void
 }
 
@@ -32,7 +38,13 @@ export async function openCaches (config: Config, pool: pg.Pool): Promise<CliCac
   return {
     keys: new KeyResolver(new KeysRepository(pool), cache),
     agents: new AgentResolver(new AgentsRepository(pool), cache),
-    warnUntold: () => log.warn(`could not reach Redis: running instances may serve the old data for up to ${config.sharedCacheTtlSeconds} s`),
+    warnUntold: () => console.error(`warning: could not reach Redis: running instances may serve the old data for up to ${config.sharedCacheTtlSeconds} s`),
+    async warnIfUnheard () {
+      const counts = await redis.pubsub('NUMSUB', `${config.redisPrefix}invalidate`).catch(() => null) as [string, number] | null
+      if (!counts || Number(counts[1]) > 0) return
+      console.error(`warning: no running instance listens on Redis ${redis.options.host}:${redis.options.port} under REDIS_PREFIX "${config.redisPrefix}": ` +
+        `if the service runs with another REDIS_PREFIX or REDIS_URL, run this command with the service's, or its instances may serve the old data for up to ${config.sharedCacheTtlSeconds} s`)
+    },
     close: () => redis.disconnect(),
   }
 }

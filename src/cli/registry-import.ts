@@ -54,6 +54,7 @@ try {
   if (summary.inserted + summary.updated > 0) {
     const caches = await openCaches(config, pool)
     if (!(await caches.agents.forgetAll())) caches.warnUntold()
+    else await caches.warnIfUnheard()
     caches.close()
   }
 } finally {

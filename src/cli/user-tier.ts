@@ -39,6 +39,7 @@ try {
   console.log(`${subject}: tier ${user.tier}${user.burstPerMinute === null ? '' : `, burst ${user.burstPerMinute}/min`} (${where})`)
   // A key's cached identity carries its user's tier and burst override.
   if (!(await caches.keys.forgetUser(user.id))) caches.warnUntold()
+  else await caches.warnIfUnheard()
 } finally {
   caches.close()
   await pool.end()

@@ -88,10 +88,11 @@ t.test('npm run user:tier reaches running instances at once', async (t) => {
   const { rows } = await a.db.query('SELECT secret_sha256 FROM api_keys WHERE id = $1', [key.id])
   const bTold = told(b, 'key', rows[0].secret_sha256)
   const root = fileURLToPath(new URL('../..', import.meta.url))
-  await promisify(execFile)(process.execPath, [...TS_LOADER_ARGS, 'src/cli/user-tier.ts', user.subject, 'free', '--burst', '1'], {
+  const { stderr } = await promisify(execFile)(process.execPath, [...TS_LOADER_ARGS, 'src/cli/user-tier.ts', user.subject, 'free', '--burst', '1'], {
     cwd: root,
     env: { ...process.env, DATABASE_URL: TEST_DATABASE_URL, DATA_DIR: TEST_DATA_DIR, REDIS_PREFIX: prefix },
   })
+  t.notMatch(stderr, /no running instance listens/, 'the instances under the same prefix heard it')
   await bTold
   // What is left of the bucket leaves no room under a burst of 1/min; under the old 60/min it would.
   const res = await sendEvent(b, key.secret, { agentId: 'bot' })

@@ -40,6 +40,12 @@ t.test('npm run user:tier sets tier and burst override, and says in which databa
   const { rows } = await app.db.query('SELECT tier, burst_per_minute FROM users WHERE privy_id = $1', [name])
   t.same(rows[0], { tier: 'enterprise', burst_per_minute: 12345 })
   await t.rejects(cli('user-tier', [name, 'platinum']), { code: 2 })
+  // A prefix no running instance uses (the service's is another): the change is made, and the
+  // command says the instances were not told.
+  const lonely = `nobody-${randomId()}:`
+  const unheard = await cli('user-tier', [name, 'pro'], { REDIS_PREFIX: lonely })
+  t.equal(unheard.stdout.trim(), `${name}: tier pro (${describePostgres(TEST_DATABASE_URL)})`)
+  t.match(unheard.stderr, new RegExp(`no running instance listens on Redis .* under REDIS_PREFIX "${lonely}"`), 'the command says no instance heard it')
   await t.rejects(cli('user-tier', [name, 'pro', '--burst', '-1']), { code: 2 })
 })
 
