@@ -26,6 +26,7 @@ t.test('spend spike: several times the trailing hourly average, and above the fl
   t.match(spendSpike({ ...quiet, lastHourCost: 5, trailingDayCost: 24 }, d), { rule: 'spend_spike', figures: { hourlyAverageUsd: 1 } })
   t.equal(spendSpike({ ...quiet, lastHourCost: 0.9, trailingDayCost: 0 }, d), null, 'below the $1 floor')
   t.match(spendSpike({ ...quiet, lastHourCost: 3, trailingDayCost: 0 }, d), { severity: 'warning' }, 'no history: the floor alone')
+  t.match(spendSpike({ ...quiet, lastHourCost: 10_000, trailingDayCost: 0 }, d), { severity: 'warning' }, 'no history: a warning whatever the amount (docs/api.md)')
   t.equal(spendSpike({ ...quiet, lastHourCost: 10, trailingDayCost: 24 }, d)?.severity, 'critical')
 })
 
