@@ -102,6 +102,16 @@ t.test('Postgres holds no credential in clear; deliveries still sign and arrive'
   t.equal((await api(app, user, 'GET', '/v1/me/channels')).json().channels.find((c: { id: string }) => c.id === hook.id).url, receiver.url(hookPath), 'reads show the webhook URL as given')
 })
 
+t.test('the schema says the credentials are sealed, not kept in clear', async (t) => {
+  const { rows } = await app.db.query(`SELECT a.attname AS column, col_description(a.attrelid, a.attnum) AS comment
+    FROM pg_attribute a WHERE a.attrelid = 'notification_channels'::regclass AND a.attname IN ('url', 'routing_key', 'signing_secret') ORDER BY 1`)
+  t.equal(rows.length, 3)
+  for (const row of rows) {
+    t.match(row.comment, /sealed at rest/, `${row.column}: says how it is kept`)
+    t.notMatch(row.comment, /in clear/, `${row.column}: never "in clear"`)
+  }
+})
+
 t.test('rotation: a new SECRETS_KEY with the old one in SECRETS_PREVIOUS_KEYS re-encrypts at start; then the old key can go', async (t) => {
   const oldKey = newKeyText()
   const newKey = newKeyText()
