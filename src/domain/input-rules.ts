@@ -23,7 +23,8 @@ function tooDeep (maxDepth: number): string {
   return maxDepth === MAX_DEPTH ? TOO_DEEP : `nests objects or arrays more than ${maxDepth} levels deep`
 }
 
-const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed()
+/** Whether a string is well-formed Unicode (no lone surrogate). */
+export const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed()
 
 /**
  * The input-rule problems of one parsed JSON value: containers nested more than `maxDepth` levels

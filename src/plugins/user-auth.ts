@@ -7,6 +7,7 @@ import { HttpError, unauthorized } from '../http-error.ts'
 import { bearerToken } from '../auth/bearer.ts'
 import { loadLocalSigningKey, LOCAL_ALG, LOCAL_AUDIENCE, LOCAL_ISSUER } from '../auth/local-signing-key.ts'
 import type { User } from '../storage/users-repository.ts'
+import { isWellFormed } from '../domain/input-rules.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -58,9 +59,13 @@ export default fp(async function userAuth (app, opts: { auth: Config['auth']; da
         algorithms,
         requiredClaims: ['sub', 'exp'],
       })
-      subject = payload.sub!
-      // The subject becomes a key in Postgres and in caches: a sane provider never sends a huge one.
-      if (subject.length === 0 || subject.length > 255) throw new joseErrors.JWTClaimValidationFailed('sub is too long', payload, 'sub', 'check_failed')
+      // The subject becomes a key in Postgres and in caches: a name of 1 to 255 characters that Postgres
+      // stores as sent (no NUL, no lone surrogate), never a number or an object turned into text.
+      const sub: unknown = payload.sub
+      if (typeof sub !== 'string' || sub.length === 0 || sub.length > 255 || sub.includes('\u0000') || !isWellFormed(sub)) {
+        throw new joseErrors.JWTClaimValidationFailed('sub is not a name of 1 to 255 characters', payload, 'sub', 'check_failed')
+      }
+      subject = sub
     } catch (err) {
       // A timeout or a failed fetch of the provider's keys is ours to report, not the caller's fault.
       // The local key is always at hand, so in local mode every failure is the token's.

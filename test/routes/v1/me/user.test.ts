@@ -88,6 +88,14 @@ t.test('an identity provider: ES256 and RS256 accepted; expired, wrong issuer or
   const localUser = await newUser(local)
   t.equal((await me(localUser.token)).statusCode, 401, 'a local token is refused once a provider is configured')
   t.equal((await me(await sign(es.privateKey, 'ES256', 'es', { sub: 'x'.repeat(256) }))).statusCode, 401, 'a subject over 255 characters')
+  // A subject is a name: a number or an object is not one turned into text (12345 would be the user "12345").
+  for (const [name, sub] of Object.entries({ number: 12345, object: { a: 1 }, empty: '', 'with a NUL': 'carol\u0000', 'a lone surrogate': 'carol\ud800' })) {
+    const token = await new SignJWT({ sub } as Record<string, unknown>).setProtectedHeader({ alg: 'ES256', kid: 'es' }).setIssuer('https://idp.test')
+      .setAudience('dashboard').setIssuedAt().setExpirationTime('1h').sign(es.privateKey)
+    const res = await me(token)
+    t.equal(res.statusCode, 401, `a subject that is ${name}`)
+    t.equal(res.json().reason, 'invalid_token', `${name}: the reason`)
+  }
 })
 
 t.test('an unreachable identity provider is a 503, not a 401 or a 500', async (t) => {
