@@ -64,6 +64,8 @@ const cases: Array<[string, Record<string, string>, RegExp]> = [
   // A name that does not resolve (`.invalid` never does): said as such, not as a closed connection.
   ['a Redis host that does not resolve', { REDIS_URL: 'redis://nosuch.invalid:6379' }, /cannot reach Redis at nosuch\.invalid:6379 \(REDIS_URL\): (unknown host|host name lookup failed)/],
   ['a ClickHouse server down', { CLICKHOUSE_URL: 'http://127.0.0.1:1', SECRETS_KEY: TEST_SECRETS_KEY }, /cannot reach ClickHouse at 127\.0\.0\.1:1 \(CLICKHOUSE_URL\)/],
+  ['a ClickHouse address that takes the connection and never answers', { CLICKHOUSE_URL: `http://127.0.0.1:${portOf(stalled)}`, SECRETS_KEY: TEST_SECRETS_KEY },
+    new RegExp(`cannot reach ClickHouse at 127\\.0\\.0\\.1:${portOf(stalled)} \\(CLICKHOUSE_URL\\): it took the connection but did not answer in time`)],
   // Instances sharing Postgres cannot each generate a key: what one encrypted, the others could not read.
   ['CLICKHOUSE_URL and no SECRETS_KEY', { CLICKHOUSE_URL: 'http://127.0.0.1:1' }, /SECRETS_KEY is required when CLICKHOUSE_URL is set.*openssl rand -base64 32/],
 ]

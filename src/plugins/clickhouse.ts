@@ -20,6 +20,22 @@ interface ClickHouseOptions {
 }
 
 /**
+ * Asks a server's `/ping` before anything else, allowing it `timeoutMs`: a server that takes the
+ * connection and never answers (a wrong port, a proxy in front of nothing) is told in seconds rather
+ * than after the client's 30 s request timeout. Throws the client's error; the path is open to any
+ * user, so credentials are checked by the first query.
+ */
+export async function pingServer (url: string, timeoutMs = 5_000): Promise<void> {
+  const probe = createClient({ url, request_timeout: timeoutMs, log: { level: ClickHouseLogLevel.OFF } })
+  try {
+    const res = await probe.ping()
+    if (!res.success) throw res.error
+  } finally {
+    await probe.close()
+  }
+}
+
+/**
  * Creates the database named in a server URL when missing (the embedded engine uses `default`); on
  * every node of the cluster when one is named, since the migrations create tables there.
  */
@@ -49,7 +65,10 @@ export async function ensureServerDatabase (url: string, cluster?: string): Prom
  * ingestion plugin's shipper, which closes before this plugin does.
  */
 export default fp(async function clickhouse (app, opts: ClickHouseOptions) {
-  if (opts.url) await ensureServerDatabase(opts.url, opts.cluster)
+  if (opts.url) {
+    await pingServer(opts.url)
+    await ensureServerDatabase(opts.url, opts.cluster)
+  }
   let handle: ReturnType<typeof openClickHouse> | undefined
   try {
     handle = openClickHouse({ url: opts.url, dataDir: opts.dataDir })
