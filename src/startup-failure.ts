@@ -122,9 +122,11 @@ export function describeStartupFailure (err: unknown, config: Config): string {
   if (errors.some((e) => /^Timeout error\.$/.test(e.message)) && clickhouse) {
     return `cannot reach ClickHouse at ${clickhouse.host}:${clickhouse.port} (CLICKHOUSE_URL): it took the connection but did not answer in time. Check that CLICKHOUSE_URL names a ClickHouse server that is up, or unset it to use the embedded engine.`
   }
-  // ioredis reports a failed first connection as "Connection is closed" once its retries are spent.
+  // ioredis reports a failed first connection as "Connection is closed" once its retries are spent:
+  // a server that closed the connection, or took it and never answered (not Redis, or stalled).
   if (errors.some((e) => /^Connection is closed\.?$/.test(e.message)) && redis) {
-    return `cannot reach Redis at ${redis.host}:${redis.port} (REDIS_URL): connection closed. Start Redis, or set REDIS_URL.`
+    return `cannot reach Redis at ${redis.host}:${redis.port} (REDIS_URL): no answer (the server closed the connection, or took it and did not answer). ` +
+      'Check that REDIS_URL names a Redis server that is up, or start Redis.'
   }
   const first = errors[0]
   return `${first?.message ?? String(err)} (set LOG_LEVEL=debug for the stack)`

@@ -60,6 +60,8 @@ const cases: Array<[string, Record<string, string>, RegExp]> = [
     new RegExp(`cannot reach Postgres at 127\\.0\\.0\\.1:${portOf(closing)} \\(DATABASE_URL\\): (the server closed the connection without answering|connection reset)`)],
   ['Postgres refusing connections', { DATABASE_URL: 'postgres://127.0.0.1:1/agent_telemetry_x_test' }, /cannot reach Postgres at 127\.0\.0\.1:1 \(DATABASE_URL\): connection refused/],
   ['an unknown Postgres role', { DATABASE_URL: TEST_DATABASE_URL.replace('postgres://', 'postgres://no_such_role_x@') }, /Postgres refused the login of user "no_such_role_x" \(DATABASE_URL\).*Create that role/],
+  ['a Redis address that takes the connection and never answers', { REDIS_URL: `redis://127.0.0.1:${portOf(stalled)}` },
+    new RegExp(`cannot reach Redis at 127\\.0\\.0\\.1:${portOf(stalled)} \\(REDIS_URL\\): no answer \\(the server closed the connection, or took it and did not answer\\)`)],
   ['Redis down', { REDIS_URL: 'redis://127.0.0.1:1' }, /cannot reach Redis at 127\.0\.0\.1:1 \(REDIS_URL\): connection refused/],
   // A name that does not resolve (`.invalid` never does): said as such, not as a closed connection.
   ['a Redis host that does not resolve', { REDIS_URL: 'redis://nosuch.invalid:6379' }, /cannot reach Redis at nosuch\.invalid:6379 \(REDIS_URL\): (unknown host|host name lookup failed)/],
