@@ -1,5 +1,7 @@
--- Error clusters (events grouped by fingerprint) per tool over the last 7 days, with the agents'
--- names, the latest message and the owner's handle; most frequent first.
+-- Error clusters (events grouped by fingerprint) per tool over the last 7 days by event time (`ts`,
+-- as the dashboard's error clusters count; `received_at` is when the service got the event), with
+-- the agents' names, the latest message and the owner's handle; most frequent first. Deleted agents
+-- are left out, as the dashboard hides them and their events.
 SELECT
     e.tool_executed AS tool,
     e.error_fingerprint AS fingerprint,
@@ -11,7 +13,8 @@ SELECT
 FROM events AS e
 LEFT JOIN (SELECT agent_id, display_name FROM agent_names FINAL) AS n ON n.agent_id = e.agent_id
 LEFT JOIN (SELECT user_id, handle FROM user_handles FINAL) AS h ON h.user_id = e.user_id
-WHERE e.error_fingerprint != '' AND e.received_at >= now() - INTERVAL 7 DAY
+WHERE e.error_fingerprint != '' AND e.ts >= now() - INTERVAL 7 DAY
+  AND e.agent_id NOT IN (SELECT agent_id FROM agent_names FINAL WHERE deleted)
 GROUP BY tool, fingerprint
 ORDER BY errors DESC, tool
 LIMIT 100

@@ -91,6 +91,13 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 const MAX_BLOCK_SIZE = 1_048_576
 /** Room for the statements that set a request's parameters: its URL (1 MiB at most), escaped. */
 const PARAMETERS_QUERY_SIZE = 4 * 1024 * 1024
+/** The largest query an analyst may send, in bytes: a server's default `max_query_size`. */
+export const ANALYST_QUERY_SIZE = 262_144
+/**
+ * The limit of the port's own statements about a query (its formatting, EXPLAIN, the run of its
+ * formatted text): the query quoted in them, or formatted, is longer than as sent.
+ */
+const CHECKS_QUERY_SIZE = 4 * ANALYST_QUERY_SIZE
 
 function literal (s: string): string {
   return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`
@@ -244,6 +251,7 @@ export class AnalyticsEngine {
     }
     for (const [name, value] of Object.entries(chosen)) statements.push(`SET ${name} = ${literal(value)}`)
     statements.push(
+      `SET max_query_size = ${CHECKS_QUERY_SIZE}`,
       `SET max_execution_time = ${chosen.max_execution_time ?? caps.maxExecutionSeconds}`,
       `SET max_memory_usage = ${chosen.max_memory_usage ?? caps.maxMemoryBytes}`,
       `SET max_result_rows = ${chosen.max_result_rows ?? caps.maxResultRows}`,
@@ -284,7 +292,14 @@ export class AnalyticsEngine {
    * names its input).
    */
   private static async parse (session: Session, sql: string, defaultFormat: string): Promise<ParsedStatement> {
-    const formatted = (await AnalyticsEngine.runOn(session, `SELECT formatQuery(${literal(sql)})`)).trim()
+    let formatted: string
+    try {
+      formatted = (await AnalyticsEngine.runOn(session, `SELECT formatQuery(${literal(sql)})`)).trim()
+    } catch (err) {
+      // The engine names the statement it ran, which quotes the query: the analyst's own is enough.
+      if (!(err instanceof AnalyticsError)) throw err
+      throw new AnalyticsError(err.code, err.type, err.message.replace(/:? In scope SELECT formatQuery\([\s\S]*$/, ''))
+    }
     if (!formatted) throw new AnalyticsError(62, 'SYNTAX_ERROR', 'Empty query')
     const withFormat = /\nFORMAT (\w+)$/.exec(formatted)
     if (!withFormat || /^INSERT\b/.test(formatted)) return { statement: formatted, format: defaultFormat }
@@ -300,7 +315,12 @@ export class AnalyticsEngine {
     const parsed = await AnalyticsEngine.parse(session, sql, defaultFormat)
     // The format first: EXPLAIN AST runs nothing, but a refusal should name what was asked for.
     const format = sandboxed(() => analystFormat(parsed.format))
-    const ast = await AnalyticsEngine.runOn(session, `EXPLAIN AST ${parsed.statement}`)
+    const ast = await AnalyticsEngine.runOn(session, `EXPLAIN AST ${parsed.statement}`).catch((err: unknown) => {
+      // The engine applies a statement's own SETTINGS clause while it explains it, and refuses a
+      // change under readonly before the check below can say what to do instead.
+      const setting = err instanceof AnalyticsError && err.code === 164 ? /^Cannot modify '(\w+)' setting in readonly mode/.exec(err.message)?.[1] : undefined
+      throw setting ? refuse(`Setting ${setting} is not allowed in a SETTINGS clause: send allowed settings as URL parameters`) : err
+    })
     sandboxed(() => checkAnalystStatement(parsed.statement, ast, tableFunctions))
     const tables = await AnalyticsEngine.refuseFilesAsTables(session, parsed.statement, ast, true, analyzerOff(settings), true)
     return { statement: tables === 'absent' ? 'SELECT toUInt8(0) AS result' : parsed.statement, format }
@@ -394,6 +414,9 @@ export class AnalyticsEngine {
       throw new AnalyticsError(81, 'UNKNOWN_DATABASE', `Database ${query.database} does not exist (the service's tables are in default)`)
     }
     const sql = [query.sql, query.data ?? ''].filter((s) => s.trim()).join('\n')
+    if (Buffer.byteLength(sql) > ANALYST_QUERY_SIZE) {
+      throw new AnalyticsError(62, 'SYNTAX_ERROR', `Max query size exceeded: the analysts' port takes a query of at most ${ANALYST_QUERY_SIZE} bytes (this one has ${Buffer.byteLength(sql)}); pass long lists as query parameters ({name:Array(String)})`)
+    }
     // The settings asked for are checked first, so a refusal names the setting rather than its format.
     const runnerSetup = AnalyticsEngine.readonlySetup(query, caps)
     const guard = new this.SessionCtor(this.path)

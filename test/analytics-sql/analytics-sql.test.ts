@@ -133,8 +133,24 @@ async function run () {
     }
     const multi = await refusal(client.query({ query: "SELECT 1; SELECT file('/etc/hostname')" }))
     t.equal(multi.code, '62', 'more than one statement is a syntax error, as on a server')
+    t.notMatch(multi.message, /formatQuery|In scope/, 'the error names the analyst\'s query, not the port\'s statement about it')
     const count = await client.query({ query: 'SELECT count() AS n FROM events WHERE user_id = {u:String}', query_params: { u: user.id }, format: 'JSONEachRow' })
     t.same(await count.json(), [{ n: '3' }], 'nothing was written or dropped')
+  })
+
+  t.test('a query up to a server\'s default max_query_size (256 KiB) runs, whatever its formatting adds; a larger one is refused saying so', async (t) => {
+    // An IN list of quoted strings: the checks quote the query again and format it, which makes it longer than sent.
+    // Long strings, few of them: this file caps a query's memory at 64 MiB, and each element of a
+    // list costs the analyzer memory of its own.
+    const list = (n: number) => Array.from({ length: n }, (_, i) => `'${'evt-\\'.repeat(8)}${String(i).padStart(6, '0')}'`).join(',')
+    const near = `SELECT count() AS n FROM events WHERE event_id IN (${list(4_500)})`
+    t.ok(near.length > 200_000 && near.length < 262_144, `${near.length} bytes`)
+    const rs = await client.query({ query: near, format: 'JSONEachRow' })
+    t.same(await rs.json(), [{ n: '0' }])
+    const over = `SELECT count() AS n FROM events WHERE event_id IN (${list(6_000)})`
+    const err = await refusal(client.query({ query: over, format: 'JSONEachRow' }))
+    t.equal(err.code, '62')
+    t.match(err.message, /Max query size exceeded: the analysts' port takes a query of at most 262144 bytes/)
   })
 
   t.test('table functions and functions that reach files, URLs, other servers or programs are refused', async (t) => {

@@ -133,11 +133,14 @@ t.test('settings that name files, URLs or schemas are refused as URL parameters 
     'SELECT 1 SETTINGS readonly = 0',
     // A setting analysts may send in the URL is still refused in a clause, even at its current value.
     'SELECT 1 SETTINGS max_threads = 1',
+    'SELECT 1 SETTINGS max_block_size = 1',
   ]
   for (const sql of clauses) {
     const res = await post('?default_format=TabSeparated', sql)
     t.equal(res.status, 403, `${sql}: ${res.text}`)
     t.equal(res.code, '164')
+    // One answer whichever refuses first, the check or the engine applying the clause.
+    t.match(res.text, /is not allowed in a SETTINGS clause: send allowed settings as URL parameters/, sql)
   }
   t.notOk(existsSync(join(dir, 'y.proto')))
 })

@@ -78,20 +78,23 @@ t.test('agent names and user handles are copied to ClickHouse, follow renames an
   t.equal(Number(count!.n), 2, 'one row per agent however often it is copied')
 })
 
-t.test('the documented example queries run for an analyst and name agents and users', async (t) => {
+t.test('the documented example queries run for an analyst, name agents and users, and leave deleted agents out', async (t) => {
+  // The planner was deleted by the test before: the dashboard hides it and its events, and so do the examples.
   await app.maintenance.copyNames()
   const spend = await rows<{ agent: string; events: string; tokens: string; usd: number }>(example('spend-by-agent-name-per-day'), { handle, days: 30 })
-  t.same(spend.map((r) => [r.agent, r.events, r.tokens]).sort(), [['Trip planner', '2', '2200'], ['coder', '2', '2200']])
+  t.same(spend.map((r) => [r.agent, r.events, r.tokens]).sort(), [['coder', '2', '2200']])
   t.ok(spend.every((r) => Number(r.usd) > 0), 'priced models have a cost')
+  t.same(await rows(example('spend-by-agent-name-per-day'), { handle: handle.toUpperCase(), days: 30 }), spend, 'the handle whatever its case')
+  t.same(await rows(example('spend-by-agent-name-per-day'), { handle, days: 1 }), spend, 'days=1 is today alone, as the dashboard counts it')
 
   const clusters = (await rows<{ tool: string; errors: string; agents: string[]; owner: string; latest_message: string }>(example('error-clusters-by-tool')))
     .filter((r) => r.owner === handle)
-  t.same(clusters.map((r) => [r.tool, r.errors, r.agents, r.latest_message]).sort(),
-    [['search', '1', ['Trip planner'], 'planner failed'], ['shell', '1', ['coder'], 'coder failed']])
+  t.same(clusters.map((r) => [r.tool, r.errors, r.agents, r.latest_message]).sort(), [['shell', '1', ['coder'], 'coder failed']])
 
   const p95 = (await rows<{ model: string; agent: string; p95_ms: number; events: string }>(example('p95-duration-by-model')))
     .filter((r) => r.agent === 'coder' || r.agent === 'Trip planner')
-  const coder = p95.find((r) => r.agent === 'coder')!
+  t.same(p95.map((r) => r.agent), ['coder'])
+  const coder = p95[0]!
   t.equal(coder.model, 'claude-sonnet-4-5')
   t.equal(Number(coder.events), 2)
   t.ok(coder.p95_ms > 1000 && coder.p95_ms <= 2000, `p95 ${coder.p95_ms}`)
