@@ -69,7 +69,8 @@ function httpStatusOf (code: number): number {
 
 function contentType (format: string): string {
   if (/^JSON/.test(format)) return 'application/json; charset=UTF-8'
-  if (/^CSV/.test(format)) return 'text/csv; charset=UTF-8; header=absent'
+  // As a server says: the header row is there for the *WithNames formats.
+  if (/^CSV/.test(format)) return `text/csv; charset=UTF-8; header=${/WithNames/.test(format) ? 'present' : 'absent'}`
   if (/^(TabSeparated|TSV)/.test(format)) return 'text/tab-separated-values; charset=UTF-8'
   if (/^(RowBinary|Native|Parquet|Arrow|ORC|Avro|Protobuf|MsgPack|CapnProto)/.test(format)) return 'application/octet-stream'
   return 'text/plain; charset=UTF-8'
