@@ -59,8 +59,10 @@ export type DropReason =
   | 'shutdown'
   /** tracked after `shutdown()` */
   | 'closed'
+  /** still queued or unanswered when the Node process exited without `flush()` or `shutdown()` */
+  | 'exit'
 
-export const DROP_REASONS: readonly DropReason[] = ['invalid', 'too_large', 'queue_full', 'rejected', 'refused', 'retries_exhausted', 'shutdown', 'closed']
+export const DROP_REASONS: readonly DropReason[] = ['invalid', 'too_large', 'queue_full', 'rejected', 'refused', 'retries_exhausted', 'shutdown', 'closed', 'exit']
 
 /** What `onError` is told: events dropped (with the reason), or a batch being retried. */
 export interface TelemetryError {
@@ -169,6 +171,23 @@ function ref (timer: Timer | undefined): void {
 const now = (): number => (globalThis.performance?.now ? globalThis.performance.now() : Date.now())
 
 /**
+ * The clients of this Node process, told when it exits (one 'exit' listener for all of them, however
+ * many are made): what is still queued then is lost, and is counted and reported rather than lost
+ * without a word. Weak, so a client let go of is not kept for this.
+ */
+const clientsAtExit = new Set<WeakRef<AgentTelemetry>>()
+let exitListening = false
+function tellAtExit (client: AgentTelemetry): void {
+  const proc = (globalThis as { process?: { once?: (event: string, listener: () => void) => unknown } }).process
+  if (typeof proc?.once !== 'function' || typeof WeakRef !== 'function') return
+  if (clientsAtExit.size >= 64) for (const ref of clientsAtExit) if (!ref.deref()) clientsAtExit.delete(ref)
+  clientsAtExit.add(new WeakRef(client))
+  if (exitListening) return
+  exitListening = true
+  proc.once('exit', () => { for (const ref of clientsAtExit) ref.deref()?.processExiting() })
+}
+
+/**
  * The client: `track()` checks, scrubs and queues an event synchronously and never throws; batches
  * go to POST /v1/events/batch by size (`flushAt`) and time (`flushIntervalMs`), one request at a time
  * (up to `maxInFlight`), each with an Idempotency-Key kept across its retries, so a retried batch is
@@ -190,7 +209,7 @@ export class AgentTelemetry {
   private readonly sleepers = new Set<{ timer: Timer | undefined; wake: () => void }>()
   private pausedUntil = 0
   private limitedRounds = 0
-  private waiters: { seq: number; resolve: () => void }[] = []
+  private waiters: { seq: number; resolve: (settled: boolean) => void }[] = []
   private readonly warned = new Set<string>()
   private readonly counters = { retries: 0, replayed: 0, redactions: 0 }
 
@@ -232,6 +251,7 @@ export class AgentTelemetry {
     this.events = { kind: 'event', url: `${base}/v1/events/batch`, field: 'events', queue: new ItemQueue(), inFlight: new Set(), counters: { sent: 0, limited: 0, dropped: noDrops() } }
     this.scores = { kind: 'score', url: `${base}/v1/scores/batch`, field: 'scores', queue: new ItemQueue(), inFlight: new Set(), counters: { sent: 0, limited: 0, dropped: noDrops() } }
     this.channels = [this.events, this.scores]
+    tellAtExit(this)
   }
 
   /**
@@ -394,18 +414,30 @@ export class AgentTelemetry {
   }
 
   /**
-   * Sends everything queued so far and resolves once each of those events is acknowledged or given
-   * up (dropped and counted). Never rejects. For serverless: `ctx.waitUntil(telemetry.flush())`.
+   * Sends everything queued so far and resolves `true` once each of those events is acknowledged or
+   * given up (dropped and counted), or `false` after `timeoutMs` if given and some are still under
+   * way: they stay queued and go on being sent (nothing is dropped for the timeout). Never rejects.
+   * For serverless: `ctx.waitUntil(telemetry.flush())`, or `await telemetry.flush(2000)` where a
+   * function must return in time whatever the service does.
    */
-  flush (): Promise<void> {
+  flush (timeoutMs?: number): Promise<boolean> {
     const target = this.seq
     this.drainTo = Math.max(this.drainTo, target)
-    if (this.settledThrough() >= target) return Promise.resolve()
+    if (this.settledThrough() >= target) return Promise.resolve(true)
     // While someone waits, the timers of a retry keep a Node process alive; otherwise they do not.
     for (const sleeper of this.sleepers) ref(sleeper.timer)
-    const done = new Promise<void>((resolve) => this.waiters.push({ seq: target, resolve }))
+    const waiter = { seq: target, resolve: (_settled: boolean) => {} }
+    const done = new Promise<boolean>((resolve) => { waiter.resolve = resolve })
+    this.waiters.push(waiter)
     this.schedule()
-    return done
+    if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0) || timeoutMs > MAX_MS) return done
+    const timer = setTimeout(() => {
+      this.waiters = this.waiters.filter((w) => w !== waiter)
+      // Nobody waits any more: the retry timers stop holding the process, as before the call.
+      if (this.waiters.length === 0) for (const sleeper of this.sleepers) if (sleeper.timer !== undefined) unref(sleeper.timer)
+      waiter.resolve(false)
+    }, timeoutMs)
+    return done.finally(() => clearTimeout(timer))
   }
 
   /**
@@ -430,6 +462,18 @@ export class AgentTelemetry {
     return {
       ...this.counters, sent: e.counters.sent, limited: e.counters.limited, dropped: { ...e.counters.dropped }, queued: e.queue.length, inFlight: inFlightCount(e),
       scores: { sent: s.counters.sent, limited: s.counters.limited, dropped: { ...s.counters.dropped }, queued: s.queue.length, inFlight: inFlightCount(s) },
+    }
+  }
+
+  /**
+   * Called as the Node process exits: what is still queued or unanswered is lost with it, counted as
+   * `exit` and reported (synchronously: nothing else runs then). Not for use by callers.
+   */
+  processExiting (): void {
+    if (this.abandoned) return
+    for (const ch of this.channels) {
+      const left = ch.queue.length + inFlightCount(ch)
+      if (left > 0) this.drop('exit', left, `${left} ${ch.kind}s were still queued or unanswered when the process exited: await flush() or shutdown() before it ends`, undefined, ch.kind)
     }
   }
 
@@ -585,7 +629,7 @@ export class AgentTelemetry {
     const through = this.settledThrough()
     const ready = this.waiters.filter((w) => w.seq <= through)
     this.waiters = this.waiters.filter((w) => w.seq > through)
-    for (const w of ready) w.resolve()
+    for (const w of ready) w.resolve(true)
   }
 
   private drop (reason: DropReason, count: number, message: string, details?: Problem[] | ItemResult, kind: Kind = 'event'): false {
