@@ -58,13 +58,39 @@ export function cardPrefix (match: string): number {
     if (c < '0' || c > '9') continue
     digits += c
     group++
-    const groupEnds = i + 1 === match.length || match[i + 1] === ' ' || match[i + 1] === '-'
+    const groupEnds = i + 1 === match.length || match[i + 1] === ' ' || match[i + 1] === '-' || match[i + 1] === '.'
     if (!groupEnds) continue
     if (group < 3) break
     group = 0
     if (digits.length >= 13 && digits.length <= 19 && luhn(digits)) longest = i + 1
   }
   return longest
+}
+
+/**
+ * How many first characters of a match are an IBAN: the longest run of its groups whose ISO 7064
+ * mod-97 checksum holds (`DE89 3704 0044 0532 0130 00`), or 0.
+ */
+export function ibanPrefix (match: string): number {
+  let longest = 0
+  let compact = ''
+  for (let i = 0; i < match.length; i++) {
+    if (match[i] === ' ') continue
+    compact += match[i]
+    const groupEnds = i + 1 === match.length || match[i + 1] === ' '
+    if (groupEnds && compact.length >= 15 && compact.length <= 34 && ibanChecks(compact)) longest = i + 1
+  }
+  return longest
+}
+
+function ibanChecks (iban: string): boolean {
+  const moved = iban.slice(4) + iban.slice(0, 4)
+  let rest = 0
+  for (const c of moved) {
+    const v = c >= 'A' ? c.charCodeAt(0) - 55 : c.charCodeAt(0) - 48
+    rest = v >= 10 ? (rest * 100 + v) % 97 : (rest * 10 + v) % 97
+  }
+  return rest === 1
 }
 
 /** Words that follow "Bearer " in prose rather than a token. */
@@ -97,6 +123,10 @@ export const SCRUBBERS: readonly Scrubber[] = [
   { label: 'groq_key', gate: 'gsk_', pattern: '\\bgsk_[A-Za-z0-9]{20,255}' },
   { label: 'xai_key', gate: 'xai-', pattern: '\\bxai-[A-Za-z0-9]{20,255}' },
   { label: 'agent_telemetry_key', gate: 'vk_', pattern: '\\bvk_[A-Za-z0-9_-]{16,255}' },
+  { label: 'npm_token', gate: 'npm_', pattern: '\\bnpm_[A-Za-z0-9]{36}\\b' },
+  { label: 'gitlab_token', gate: 'glpat-', pattern: '\\bglpat-[A-Za-z0-9_-]{20,255}' },
+  // A Slack incoming webhook's URL is its credential: whoever holds it posts to the channel.
+  { label: 'slack_webhook', gate: 'hooks.slack.com/', pattern: 'https?://hooks\\.slack\\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{8,512}' },
   // Any token after `Bearer ` (or `bearer ` in an Authorization header), however short, except the
   // words prose puts there ("a Bearer token"); a lower-case `bearer ` elsewhere only before 16+ characters.
   { label: 'bearer_token', gate: 'earer ', pattern: `(?:\\bBearer|(?<=[Aa]uthori[sz]ation:[ \\t]{0,8})bearer) (?!${PROSE_AFTER_SCHEME})[A-Za-z0-9._~+/-]{1,4096}=*|\\bbearer [A-Za-z0-9._~+/-]{16,4096}=*` },
@@ -105,7 +135,10 @@ export const SCRUBBERS: readonly Scrubber[] = [
   { label: 'url_credentials', gate: '://', pattern: '(?<=://)[^\\s:/?#@]{1,256}:[^\\s/?#@]{1,256}(?=@)' },
   // Documents the rule; scrubEmails (below) applies it, in any script.
   { label: 'email', gate: '@', pattern: '[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\\.){1,8}[A-Za-z]{2,24}\\b' },
-  { label: 'card_number', gate: /\d(?:[ -]?\d){12}/, pattern: '\\b\\d(?:[ -]?\\d){12,18}\\b', check: cardPrefix },
+  { label: 'card_number', gate: /\d(?:[ .-]?\d){12}/, pattern: '\\b\\d(?:[ .-]?\\d){12,18}\\b', check: cardPrefix },
+  // A US social security number as written (area 001-899 but 666, group and serial not zero).
+  { label: 'ssn', gate: /\d{3}-\d{2}-\d{4}/, pattern: '\\b(?!000|666|9\\d\\d)\\d{3}-(?!00)\\d{2}-(?!0000)\\d{4}\\b' },
+  { label: 'iban', gate: /[A-Z]{2}\d{2}/, pattern: '\\b[A-Z]{2}\\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\\b', check: ibanPrefix },
   { label: 'phone', gate: /\+\d|\(\d|\d{3}[.-]\d{3}/, pattern: '(?:\\+[1-9]\\d{0,2}[ .-]?(?:\\(\\d{1,4}\\)[ .-]?)?\\d{2,4}(?:[ .-]?\\d{2,4}){1,4}|\\(\\d{3}\\)[ .-]?\\d{3}[ .-]\\d{4}|\\b\\d{3}[.-]\\d{3}[.-]\\d{4})\\b' },
 ]
 
@@ -181,6 +214,46 @@ function fold (text: string): string {
 }
 
 /**
+ * Names of settings, headers and fields whose value is a secret whatever it looks like: `password=…`,
+ * `DB_PASSWORD=…`, `"apiKey": "…"`, `x-api-key: …`, `Authorization: Token …`, `AccountKey=…;`. Not
+ * a bare `token` (a tokenizer's output, `max_token`, is not one).
+ */
+const SECRET_NAME = '(?:password|passwd|pwd|passphrase|secret|client[_-]?secret|secret[_-]?access[_-]?key|api[_-]?key|access[_-]?key|private[_-]?key|account[_-]?key|signing[_-]?key|(?:auth|access|refresh|api|id|session|bearer|csrf|x[_-]auth)[_-]?token|authori[sz]ation|cookie)'
+const SECRET_GATE = /pass|pwd|secret|key|token|authori[sz]ation|cookie/i
+/** Such a name right before a `:` or `=` (and a closing quote). */
+const SECRET_BEFORE = new RegExp(`${SECRET_NAME}["']?[ \\t]{0,4}$`, 'i')
+/** What follows the `:` or `=`: the value, after an opening quote and a scheme (`Token `), which stay. */
+const SECRET_VALUE = /[ \t]{0,4}["']?(?:(?:token|bearer|basic|digest|apikey|key|jwt)[ \t]{1,4})?(?!\[redacted:)([^\s"',;&<>]{1,4096})/iy
+/** A field whose name ends with such a name holds a secret as a whole (`{ dbPassword: '…' }`). */
+const SECRET_FIELD = new RegExp(`${SECRET_NAME}$`, 'i')
+const SEPARATOR = /[:=]/g
+
+/**
+ * Values after a secret's name and `:` or `=`. Found from each `:` and `=` (few in prose), looking
+ * back at most 48 characters for the name: a pattern tried at every position of the text cost twice
+ * the other rules together on 10 KB of prose.
+ */
+function scrubAssignments (source: string, count: { n: number }): string {
+  if (!SECRET_GATE.test(source)) return source
+  let out = ''
+  let done = 0
+  SEPARATOR.lastIndex = 0
+  for (let m = SEPARATOR.exec(source); m !== null; m = SEPARATOR.exec(source)) {
+    const at = m.index
+    if (!SECRET_BEFORE.test(source.slice(Math.max(done, at - 48), at))) continue
+    SECRET_VALUE.lastIndex = at + 1
+    const value = SECRET_VALUE.exec(source)
+    if (!value) continue
+    const end = SECRET_VALUE.lastIndex
+    out += source.slice(done, end - value[1]!.length) + '[redacted:secret]'
+    done = end
+    SEPARATOR.lastIndex = end
+    count.n++
+  }
+  return done === 0 ? source : out + source.slice(done)
+}
+
+/**
  * `source` with every credential and personal datum of SCRUBBERS replaced; `count` counts the
  * replacements. Rules match the text with fullwidth and small forms folded to ASCII by NFKC
  * (`jane＠example.com`, `４１１１ １１１１ …`); what is not replaced is sent as it was written.
@@ -201,6 +274,11 @@ export function scrubText (source: string, count: { n: number } = { n: 0 }): str
       source = replaced
       text = fold(source)
     }
+  }
+  const assigned = scrubAssignments(source, count)
+  if (assigned !== source) {
+    source = assigned
+    text = fold(source)
   }
   return emails ? scrubEmails(text, source, count) : source
 }
@@ -235,8 +313,11 @@ function replaceRules (text: string, source: string, mask: number, count: { n: n
   return done === 0 ? source : out + source.slice(done)
 }
 
-// Absolute and home-relative file paths (POSIX and Windows), for the error message kept by `minimal`.
-const FILE_PATH = /(?:~|\b[A-Za-z]:)?(?:[\\/][\w.@-]{1,255}){2,64}[\\/]?/g
+// File paths, for the error message kept by `minimal`: absolute and home-relative ones (POSIX and
+// Windows), a Windows path with spaces in its folders (`C:\Users\Jane Doe\key.pem`), and a relative
+// one with a folder and a file's extension after a space, quote, `=`, `(` or `:` (`'config/secret.env'`;
+// not `I/O`, `read/write` or `application/json`).
+const FILE_PATH = /\b[A-Za-z]:\\(?:[^\\\r\n"'<>|*?:]{1,255}\\){1,64}[^\\\s"'<>|*?:]{0,255}|(?:~|\b[A-Za-z]:)?(?:[\\/][\w.@-]{1,255}){2,64}[\\/]?|(?<=[\s"'=(:])(?:\.{1,2}[\\/])?[\w@-][\w.@-]{0,254}(?:[\\/][\w.@-]{1,255}){0,63}[\\/][\w@-][\w.@-]{0,250}\.[A-Za-z0-9]{1,10}\b/g
 
 /** `text` with file paths replaced by `[redacted:path]`, then scrubbed as `standard` does. */
 export function scrubMessage (text: string, count: { n: number }): string {
@@ -299,10 +380,19 @@ function scrubDeep (value: unknown, count: { n: number }): unknown {
   if (Array.isArray(value)) return value.map((v) => scrubDeep(v, count))
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {}
-    for (const [k, v] of Object.entries(value)) out[scrubKey(k, out, count)] = scrubDeep(v, count)
+    for (const [k, v] of Object.entries(value)) out[scrubKey(k, out, count)] = scrubField(k, v, count)
     return out
   }
   return value
+}
+
+/** The value of field `key`, scrubbed; a non-empty string under a secret's name (SECRET_FIELD) is replaced whole. */
+function scrubField (key: string, value: unknown, count: { n: number }): unknown {
+  if (typeof value === 'string' && value !== '' && !value.startsWith('[redacted:') && SECRET_FIELD.test(key)) {
+    count.n++
+    return '[redacted:secret]'
+  }
+  return scrubDeep(value, count)
 }
 
 /**
@@ -327,7 +417,7 @@ export function applyPrivacy (event: Record<string, unknown>, level: PrivacyLeve
   }
   for (const key of Object.keys(event)) {
     if (IDENTIFIER_FIELDS.has(key) || key === 'metadata') continue
-    event[key] = scrubDeep(event[key], count)
+    event[key] = scrubField(key, event[key], count)
   }
   // Names written by people (a tool's, a span's) often hold what they act on: credentials and
   // personal data leave them, as from text; paths stay, as everywhere at this level.
@@ -338,7 +428,7 @@ export function applyPrivacy (event: Record<string, unknown>, level: PrivacyLeve
   if (metadata) {
     for (const key of Object.keys(metadata)) {
       if (IDENTIFIER_METADATA.has(key)) continue
-      const value = scrubDeep(metadata[key], count)
+      const value = scrubField(key, metadata[key], count)
       if (scrubText(key, { n: 0 }) === key) {
         metadata[key] = value
         continue

@@ -15,6 +15,9 @@ const STRIPE = 'sk_live_' + 'x9Y8'.repeat(6)
 const GOOGLE = 'AIza' + 'SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6q'
 const JWT = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U'
 const OURS = 'vk_' + 'live_0123456789abcdef'
+const NPM = 'npm_' + 'a1B2c3D4e5'.repeat(3) + 'F6g7H8'
+const GITLAB = 'glpat-' + 'x1Y2z3'.repeat(4)
+const SLACK_HOOK = 'https://hooks.slack.com/services/' + 'T0000/B0000/' + 'XXXXxxxx'.repeat(3)
 
 t.test('standard: each credential and personal datum of the documented list is replaced', async (t) => {
   const cases: [string, string][] = [
@@ -26,6 +29,9 @@ t.test('standard: each credential and personal datum of the documented list is r
     ['mail alice.smith+tag@example.co.uk now', 'email'], ['card 4111 1111 1111 1111 exp', 'card_number'], ['card 4111-1111-1111-1111', 'card_number'],
     ['amex 378282246310005', 'card_number'], ['call +44 20 7946 0958', 'phone'], ['call (415) 555-2671', 'phone'], ['call 415-555-2671', 'phone'],
     ['-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----', 'private_key'],
+    [`npm ${NPM}`, 'npm_token'], [`gitlab ${GITLAB}`, 'gitlab_token'], [`post to ${SLACK_HOOK} now`, 'slack_webhook'],
+    ['ssn 123-45-6789', 'ssn'], ['pay to DE89 3704 0044 0532 0130 00 today', 'iban'], ['iban GB82WEST12345698765432', 'iban'],
+    ['card 4111.1111.1111.1111', 'card_number'],
   ]
   for (const [text, label] of cases) t.match(scrub(text), `[redacted:${label}]`, `${label}: ${text.slice(0, 30)}`)
   t.equal(new Set(cases.map(([, l]) => l)).size, SCRUBBERS.length, 'every rule has a case')
@@ -47,6 +53,34 @@ t.test('standard: short bearer tokens, addresses in any script or at localhost, 
   for (const text of ['use a Bearer token here', 'the bearer of bad news', 'Basic setup is easy', 'npm i react@latest', 'pkg@1.2.3', 'naïve café （注） text', '４１１１ １１１１ １１１１ １１１２']) {
     t.equal(scrub(text), text, `kept: ${text}`)
   }
+})
+
+t.test('standard: a value named as a secret is replaced whatever it looks like, in text and in fields', async (t) => {
+  const cases: [string, string][] = [
+    ['login with password=hunter2 now', 'login with password=[redacted:secret] now'],
+    ['Server=db;Database=x;User Id=sa;Password=Pa55w0rd!;', 'Server=db;Database=x;User Id=sa;Password=[redacted:secret];'],
+    ['export DB_PASSWORD=correct-horse', 'export DB_PASSWORD=[redacted:secret]'],
+    ['Authorization: Token 0123456789abcdef', 'Authorization: Token [redacted:secret]'],
+    ['-H "x-api-key: 9f8e7d6c5b4a"', '-H "x-api-key: [redacted:secret]"'],
+    ['{"authorization": "bearer abc123def"}', '{"authorization": "bearer [redacted:secret]"}'],
+    ['{"password": "hunter2", "user": "bob"}', '{"password": "[redacted:secret]", "user": "bob"}'],
+    ['DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=c2VjcmV0a2V5PT0=;', 'DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=[redacted:secret];'],
+    ['aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', 'aws_secret_access_key = [redacted:secret]'],
+    ['client_secret: s3cr3t-value', 'client_secret: [redacted:secret]'],
+  ]
+  for (const [text, expected] of cases) t.equal(scrub(text), expected, text)
+  for (const text of ['max_tokens=100', 'tokens: 1500', 'the secretary: Jane', 'press the key: enter', 'token_count=5', 'passes: 3', 'a keyboard: qwerty']) {
+    t.equal(scrub(text), text, `kept: ${text}`)
+  }
+  const e: Record<string, unknown> = {
+    input: { dbPassword: 'hunter2', apiKey: 'abc', nested: [{ accessToken: 'xyz', token: 'Hello', logprob: -0.1 }], password: '' },
+    metadata: { client_secret: 'shh', note: 'fine', sessionId: 's1' },
+  }
+  t.equal(applyPrivacy(e, 'standard'), 4)
+  t.same(e, {
+    input: { dbPassword: '[redacted:secret]', apiKey: '[redacted:secret]', nested: [{ accessToken: '[redacted:secret]', token: 'Hello', logprob: -0.1 }], password: '' },
+    metadata: { client_secret: '[redacted:secret]', note: 'fine', sessionId: 's1' },
+  }, 'fields named as secrets lose their value; a tokenizer\'s `token` is content, kept')
 })
 
 t.test('standard: keys are scrubbed as values are, and never overwrite one another', async (t) => {
@@ -111,6 +145,25 @@ t.test('minimal: no prompt, context, reasoning, paths, working directory, git or
   t.same(Object.keys(e.metadata).sort(), ['privacyLevel', 'provider', 'sessionId', 'spanId', 'tokensBreakdown', 'tool', 'traceId'])
   t.equal(e.errorMessage, 'ENOENT: [redacted:path] with [redacted:openai_key]', 'the error message stays for error clusters, without paths or secrets')
   t.match(e, { agentId: 'support-bot', type: 'tool', toolExecuted: 'send_email', model: 'gpt-4o', outcome: 'failed', durationMs: 120, metadata: { tokensBreakdown: { inputBase: 1200, output: 300 } } })
+})
+
+t.test('minimal: relative paths with a file\'s name, and Windows paths with spaces, leave the error message', async (t) => {
+  const cases: [string, string][] = [
+    ["ENOENT: open 'config/secret.env'", "ENOENT: open '[redacted:path]'"],
+    ['cannot read C:\\Users\\Jane Doe\\key.pem', 'cannot read [redacted:path]'],
+    ['failed at ./src/app.ts:12', 'failed at [redacted:path]:12'],
+    ['stat /var/lib/app/data.db failed', 'stat [redacted:path] failed'],
+  ]
+  for (const [message, expected] of cases) {
+    const e: Record<string, unknown> = { errorMessage: message }
+    applyPrivacy(e, 'minimal')
+    t.equal(e.errorMessage, expected, message)
+  }
+  for (const message of ['I/O error', 'expected application/json', 'read/write failed', 'timeout after 1.5s', 'HTTP/1.1 503', 'v1.2.3 broke', 'and/or retry.later']) {
+    const e: Record<string, unknown> = { errorMessage: message }
+    applyPrivacy(e, 'minimal')
+    t.equal(e.errorMessage, message, `kept: ${message}`)
+  }
 })
 
 t.test('minimal: file paths leave no tool name either; a namespaced name is kept', async (t) => {
