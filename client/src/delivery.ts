@@ -111,10 +111,14 @@ function errorCode (text: string): string | undefined {
 /**
  * The wait before retry number `attempt` (1, 2, ...): exponential from `baseMs`, capped at `maxMs`,
  * with "equal jitter" (half fixed, half random, so clients that failed together spread out and none
- * retries at once); never less than the server's `Retry-After`, which is capped at `maxMs` too.
+ * retries at once); never less than the server's `Retry-After` (capped at `maxMs` too), to which up
+ * to a fifth of it is added at random: a fleet told the same `Retry-After` does not come back at
+ * the same instant.
  */
 export function backoffMs (attempt: number, baseMs: number, maxMs: number, retryAfterMs: number | undefined, random = Math.random): number {
   const exp = Math.min(maxMs, baseMs * 2 ** (attempt - 1))
   const jittered = exp / 2 + random() * exp / 2
-  return Math.max(jittered, Math.min(retryAfterMs ?? 0, maxMs))
+  if (retryAfterMs === undefined || retryAfterMs <= 0) return jittered
+  const told = Math.min(retryAfterMs, maxMs)
+  return Math.max(jittered, told + random() * told / 5)
 }

@@ -259,3 +259,13 @@ t.test('maxInFlight: shutdown() at its timeout gives up on every batch under way
   await client.shutdown(300)
   t.match(client.stats(), { sent: 0, queued: 0, inFlight: 0, dropped: { shutdown: 20 } })
 })
+
+t.test('the wait before a retry: exponential with equal jitter; a Retry-After plus up to a fifth of it, capped at retryMaxMs', async (t) => {
+  const { backoffMs } = await import('../../client/src/delivery.ts')
+  t.equal(backoffMs(1, 500, 30_000, undefined, () => 0), 250, 'half of the first delay, fixed')
+  t.equal(backoffMs(3, 500, 30_000, undefined, () => 1), 2000, 'up to the whole of the third')
+  t.equal(backoffMs(1, 500, 30_000, 3000, () => 0), 3000, 'never less than Retry-After')
+  t.equal(backoffMs(1, 500, 30_000, 3000, () => 1), 3600, 'and up to a fifth more, so a fleet spreads out')
+  t.equal(backoffMs(1, 500, 30_000, 120_000, () => 0.5), 33_000, 'a Retry-After over retryMaxMs counts as retryMaxMs')
+  t.equal(backoffMs(10, 500, 30_000, 1000, () => 1), 30_000, 'the exponential delay wins when it is longer')
+})
