@@ -74,6 +74,8 @@ export interface TelemetryError {
   message: string
   /** for `invalid`: what was wrong, by path; for `rejected`: the service's answer for the event */
   details?: Problem[] | ItemResult
+  /** for `rejected` and `refused`: the HTTP status of the service's refusal */
+  status?: number
 }
 
 export interface AgentTelemetryOptions {
@@ -566,7 +568,7 @@ export class AgentTelemetry {
         a.results.forEach((r, i) => {
           if (r.status >= 200 && r.status < 300) ch.counters.sent++
           else if (r.status === 429) limited.push(batch[i]!)
-          else this.drop('rejected', 1, `the service refused ${k === 'score' ? 'a score' : 'an event'}: ${r.status} ${r.error ?? ''}${r.reason ? ` (${r.reason})` : ''}`, r, k)
+          else this.drop('rejected', 1, `the service refused ${k === 'score' ? 'a score' : 'an event'}: ${r.status} ${r.error ?? ''}${r.reason ? ` (${r.reason})` : ''}${whyRefused(r)}`, r, k, r.status)
         })
         if (limited.length > 0) {
           // Over the burst limit: these go first in a new batch (a new key), once the limit allows.
@@ -587,7 +589,7 @@ export class AgentTelemetry {
         return
       }
       if (a.kind === 'refused') {
-        this.drop('refused', batch.length, `the service refused a batch of ${batch.length} ${k}s: ${a.status} ${a.reason}`, undefined, k)
+        this.drop('refused', batch.length, `the service refused a batch of ${batch.length} ${k}s sent to ${ch.url}: ${a.status} ${a.reason}`, undefined, k, a.status)
         return
       }
       const reason = a.kind === 'retry' ? a.reason : 'results_mismatch'
@@ -598,7 +600,7 @@ export class AgentTelemetry {
       }
       const delay = backoffMs(attempt, this.o.retryBaseMs, this.o.retryMaxMs, retryAfterMs)
       this.counters.retries++
-      this.report({ reason: 'retrying', count: batch.length, kind: k, message: `${reason}: retry ${attempt} of ${this.o.maxRetries} in ${Math.round(delay)} ms` })
+      this.report({ reason: 'retrying', count: batch.length, kind: k, message: `${reason} sending to ${ch.url}: retry ${attempt} of ${this.o.maxRetries} in ${Math.round(delay)} ms` })
       await this.sleep(delay)
       if (this.abandoned) return
     }
@@ -632,10 +634,10 @@ export class AgentTelemetry {
     for (const w of ready) w.resolve(true)
   }
 
-  private drop (reason: DropReason, count: number, message: string, details?: Problem[] | ItemResult, kind: Kind = 'event'): false {
+  private drop (reason: DropReason, count: number, message: string, details?: Problem[] | ItemResult, kind: Kind = 'event', status?: number): false {
     const ch = kind === 'score' ? this.scores : this.events
     ch.counters.dropped[reason] += count
-    this.report({ reason, count, message, details, ...(kind === 'score' ? { kind } : {}) })
+    this.report({ reason, count, message, details, ...(kind === 'score' ? { kind } : {}), ...(status !== undefined ? { status } : {}) })
     return false
   }
 
@@ -645,9 +647,13 @@ export class AgentTelemetry {
         // An async handler's rejection is the caller's too: it must not become an unhandled one.
         const returned = this.o.onError(error) as unknown
         if (isThenable(returned)) Promise.resolve(returned).catch(() => {})
-      } else if (!this.warned.has(error.reason)) {
-        this.warned.add(error.reason)
-        console.warn(`agent-telemetry-client: ${error.reason}: ${error.message} (further ${error.reason} reports are counted in stats(), not logged)`)
+      } else {
+        // Once per reason, and per status of a refusal: a key revoked later (401) is told after an
+        // earlier wrong path (404).
+        const once = error.status === undefined ? error.reason : `${error.reason} ${error.status}`
+        if (this.warned.has(once)) return
+        this.warned.add(once)
+        console.warn(`agent-telemetry-client: ${error.reason}: ${error.message} (further ${once} reports are counted in stats(), not logged)`)
       }
     } catch {
       // onError is the caller's; its failure must not reach track().
@@ -658,6 +664,15 @@ export class AgentTelemetry {
   trackSpan (event: TelemetryEvent): void {
     this.track(event)
   }
+}
+
+/** The service's own words for a refused item: its message, else its first problem and where. */
+function whyRefused (r: ItemResult): string {
+  if (typeof r.message === 'string' && r.message) return `: ${r.message}`
+  const first = Array.isArray(r.details) ? r.details[0] as { path?: unknown; message?: unknown } | undefined : undefined
+  if (typeof first?.message !== 'string') return ''
+  const path = Array.isArray(first.path) && first.path.length > 0 ? `${first.path.join('.')} ` : ''
+  return `: ${path}${first.message}`
 }
 
 /** A unit of work in a trace; ends once, tracking one event with its timing and outcome. */

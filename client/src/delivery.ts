@@ -1,5 +1,5 @@
 /** One event's answer inside a 207: 202 with its ids, or the status and error body it alone would have got. */
-export interface ItemResult { status: number; eventId?: string; error?: string; reason?: string; details?: unknown }
+export interface ItemResult { status: number; eventId?: string; error?: string; reason?: string; message?: string; details?: unknown }
 
 /** What one POST of a batch came to. */
 export type Attempt =
@@ -81,12 +81,21 @@ export async function postBatch (o: PostOptions): Promise<Attempt> {
     if (res.status === 413) return { kind: 'too_large' }
     if (isRetryable(res.status)) return { kind: 'retry', reason: `http_${res.status}`, retryAfterMs }
     return { kind: 'refused', status: res.status, reason: errorCode(text) ?? `http_${res.status}` }
-  } catch {
-    return { kind: 'retry', reason: abort.signal.aborted ? 'timeout' : 'network_error', retryAfterMs: undefined }
+  } catch (err) {
+    if (abort.signal.aborted) return { kind: 'retry', reason: 'timeout', retryAfterMs: undefined }
+    return { kind: 'retry', reason: `network_error (${networkCause(err)})`, retryAfterMs: undefined }
   } finally {
     clearTimeout(timer)
     o.signal?.removeEventListener('abort', stop)
   }
+}
+
+/** What a failed fetch says of its cause: `ENOTFOUND no-such-host.invalid`, `ECONNREFUSED 127.0.0.1:1`, … */
+function networkCause (err: unknown): string {
+  const cause = (err as { cause?: { code?: unknown; message?: unknown } } | null)?.cause
+  const text = typeof cause?.message === 'string' && cause.message ? cause.message : err instanceof Error ? err.message : String(err)
+  const code = typeof cause?.code === 'string' ? cause.code : ''
+  return (code && !text.includes(code) ? `${code}: ${text}` : text).slice(0, 200)
 }
 
 function readResults (text: string): ItemResult[] | undefined {

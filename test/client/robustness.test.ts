@@ -152,3 +152,45 @@ t.test('the score type says what the checks at the call say: one target, one val
   t.ok(client.score({ eventId: 'evt_1', name: 'n', label: 'good', comment: 'fine' }))
   await client.shutdown(10)
 })
+
+t.test('a network error says what failed and where; the service\'s reason for refusing an event is in the warning', async (t) => {
+  const errors: TelemetryError[] = []
+  // A port nothing listens on (fetch refuses some ports, such as 1, before connecting).
+  const closed = await listen(() => {})
+  await new Promise((resolve) => closed.server.close(resolve))
+  const down = new AgentTelemetry({ apiKey: KEY, baseUrl: closed.url, agentId: 'a', maxRetries: 1, retryBaseMs: 1, onError: (e) => errors.push(e) })
+  down.track({ reasoning: 'x' })
+  await down.flush()
+  t.match(errors.find((e) => e.reason === 'retrying')?.message, new RegExp(`^network_error \\(.*ECONNREFUSED.*\\) sending to ${closed.url}/v1/events/batch: retry 1 of 1`))
+  t.match(errors.find((e) => e.reason === 'retries_exhausted')?.message, /ECONNREFUSED/)
+
+  const warned: string[] = []
+  const warn = console.warn
+  console.warn = (message: string) => { warned.push(message) }
+  t.teardown(() => { console.warn = warn })
+  // One event refused with the service's details, then whole batches refused with 404, 404 and 401.
+  let n = 0
+  const { server, url } = await listen((req, res) => {
+    req.resume()
+    req.on('end', () => {
+      n++
+      if (n === 1) {
+        res.writeHead(207, { 'content-type': 'application/json' }).end(JSON.stringify({ results: [{ status: 400, error: 'validation_failed', details: [{ path: ['agentId'], message: 'is required when the API key is not bound to an agent' }] }] }))
+      } else {
+        const status = n === 4 ? 401 : 404
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: status === 401 ? 'revoked_key' : 'not_found' }))
+      }
+    })
+  })
+  t.teardown(() => server.close())
+  const client = new AgentTelemetry({ apiKey: KEY, baseUrl: url })
+  for (let i = 0; i < 4; i++) {
+    client.track({ agentId: 'a', reasoning: `r${i}` })
+    await client.flush()
+  }
+  t.equal(warned.length, 3, warned.join('\n'))
+  t.match(warned[0], /rejected: the service refused an event: 400 validation_failed: agentId is required when the API key is not bound to an agent/)
+  t.match(warned[1], /refused: the service refused a batch of 1 events sent to http:\/\/127\.0\.0\.1:\d+\/v1\/events\/batch: 404 not_found/)
+  t.match(warned[2], /refused: .*401 revoked_key/, 'a later refusal of another status is told too, once')
+  await client.shutdown(100)
+})
