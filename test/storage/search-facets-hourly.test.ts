@@ -170,3 +170,15 @@ t.test('the view of 025 and the reads leave out the same paths', async (t) => {
   })).json<{ q: string }>())[0]!.q
   t.ok(view.includes('gen_ai\\\\.response\\\\.id'), 'the view in the store has the pattern')
 })
+
+t.test('the columns say what they hold: the metadup facet, the empty tool name of the error clusters (clickhouse/027)', async (t) => {
+  const rs = await ch.query({
+    query: "SELECT table, name, comment FROM system.columns WHERE database = currentDatabase() AND ((table = 'search_facets_hourly' AND name IN ('facet', 'key', 'value')) OR (table IN ('error_clusters_hourly', 'error_clusters_daily') AND name = 'tools')) ORDER BY table, name",
+    format: 'JSONEachRow',
+  })
+  const comments = Object.fromEntries((await rs.json<{ table: string; name: string; comment: string }>()).map((c) => [`${c.table}.${c.name}`, c.comment]))
+  t.match(comments['search_facets_hourly.facet'], /\| metadup \(/)
+  t.match(comments['search_facets_hourly.key'], /meta and metadup/)
+  t.match(comments['error_clusters_hourly.tools'], /empty string for an event that named none/)
+  t.match(comments['error_clusters_daily.tools'], /empty string for an event that named none/)
+})
