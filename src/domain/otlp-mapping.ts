@@ -21,8 +21,39 @@ export const CONTENT_PREFIXES = [
   'traceloop.entity.input', 'traceloop.entity.output', 'ai.prompt', 'ai.response.text', 'ai.response.object',
   'ai.response.toolCalls', 'ai.response.reasoning', 'ai.toolCall.args', 'ai.toolCall.result',
 ]
+// OpenInference's and Langfuse's content, read into the event's input and output above `minimal` and
+// so not kept twice. Apart from CONTENT_PREFIXES, whose list the facet view of clickhouse/025 holds:
+// these never reach the facets either (moved out above `minimal`, dropped at it).
+const MOVED_CONTENT_PREFIXES = ['input.value', 'output.value', 'llm.input_messages', 'llm.output_messages', 'tool.parameters',
+  'langfuse.observation.input', 'langfuse.observation.output']
 // Span events carrying content (the deprecated per-message events) or file paths (stack traces).
 const CONTENT_EVENT_PREFIXES = ['gen_ai.content.', 'gen_ai.user.message', 'gen_ai.system.message', 'gen_ai.assistant.message', 'gen_ai.tool.message', 'gen_ai.choice']
+
+/**
+ * What a span keeps at `minimal`, which sends metadata only, no content: attributes that describe the
+ * call (operation, model, provider, usage, timings, status, ids), never one that may hold what was
+ * said, read or passed, whatever the instrumentation names it (`input.value`, `langfuse.observation.input`,
+ * `pydantic_ai.all_messages`, `http.url` with its query, a resource's `process.command_args`). An
+ * attribute not on this list is dropped at `minimal`; above it, everything is kept.
+ */
+const MINIMAL_ATTRIBUTE = new RegExp('^(?:' + [
+  String.raw`gen_ai\.(?:operation\.name|system|provider\.name|request\.(?:model|max_tokens|temperature|top_p|top_k|frequency_penalty|presence_penalty|seed|choice\.count|encoding_formats)|response\.(?:model|id|finish_reasons)|usage\..+|agent\.(?:name|id)|conversation\.id|tool\.(?:name|call\.id|type)|data_source\.id|output\.type|token\.type|evaluation\.(?:name|score\.value|score\.label))`,
+  String.raw`llm\.(?:model_name|provider|system|request\.(?:type|model)|response\.model|token_count\..+|usage\..+|is_streaming)`,
+  String.raw`openinference\.span\.kind`,
+  String.raw`ai\.(?:operationId|model\.(?:id|provider)|usage\..+|response\.(?:id|model|finishReason|timestamp|msToFirstChunk|msToFinish|avgCompletionTokensPerSecond|avgOutputTokensPerSecond)|settings\.(?:maxRetries|maxOutputTokens|maxTokens|temperature|topP|topK)|telemetry\.functionId|telemetry\.metadata\.sessionId|toolCall\.(?:name|id))`,
+  String.raw`traceloop\.(?:span\.kind|entity\.name|workflow\.name|association\.properties\.session_id)`,
+  String.raw`langfuse\.(?:observation\.(?:type|level|model\.name|usage_details|completion_start_time)|session\.id|trace\.name|environment|release|version)`,
+  String.raw`session\.id|error\.type|exception\.type|otel\..+|thread\.(?:id|name)|code\.(?:function|namespace|lineno)`,
+  String.raw`http\.(?:method|request\.method|status_code|response\.status_code|route)|server\.(?:address|port)|url\.scheme|rpc\.(?:system|service|method)`,
+  String.raw`agent_telemetry\..+`,
+].join('|') + ')$')
+
+/** What a resource keeps at `minimal`: the service and where it runs, not its command line or paths. */
+const MINIMAL_RESOURCE = /^(?:service\..+|telemetry\.sdk\..+|telemetry\.distro\..+|deployment\..+|host\.(?:name|arch|type)|os\.(?:type|version)|cloud\..+|k8s\..+|container\.(?:name|id)|process\.runtime\..+|process\.pid|faas\.(?:name|version|instance)|agent_telemetry\..+)$/
+
+export function isMinimalAttribute (key: string): boolean {
+  return MINIMAL_ATTRIBUTE.test(key)
+}
 
 /**
  * Attributes unique to a span or measuring it: ids (of the response, of the tool call), its
@@ -35,7 +66,7 @@ export const PER_SPAN_ATTRIBUTES = [
   'ai.response.avgCompletionTokensPerSecond', 'ai.response.avgOutputTokensPerSecond', 'ai.toolCall.id', 'ai.usage',
 ]
 
-const CONTENT_KEY = new RegExp(`^(${CONTENT_PREFIXES.map((p) => p.replace(/\./g, '\\.')).join('|')})(\\.|$)`)
+const CONTENT_KEY = new RegExp(`^(${[...CONTENT_PREFIXES, ...MOVED_CONTENT_PREFIXES].map((p) => p.replace(/\./g, '\\.')).join('|')})(\\.|$)`)
 
 export function isContentAttribute (key: string): boolean {
   return CONTENT_KEY.test(key)
@@ -51,10 +82,14 @@ export function spanRole (span: OtlpSpan): SpanRole {
   const op = str(a, 'gen_ai.operation.name', 'llm.request.type')
   const traceloop = str(a, 'traceloop.span.kind')
   const vercel = str(a, 'ai.operationId') ?? span.name
-  if (op === 'execute_tool' || traceloop === 'tool' || vercel === 'ai.toolCall') return 'tool'
-  if (op !== undefined && MODEL_CALLS.has(op)) return 'model'
+  // OpenInference (LlamaIndex, DSPy, CrewAI, smolagents, Phoenix) and Langfuse name the kind outright.
+  const kind = str(a, 'openinference.span.kind')?.toUpperCase()
+  const observation = str(a, 'langfuse.observation.type')?.toLowerCase()
+  if (op === 'execute_tool' || traceloop === 'tool' || vercel === 'ai.toolCall' || kind === 'TOOL' || observation === 'tool') return 'tool'
+  if (op !== undefined && (MODEL_CALLS.has(op) || op === 'embedding')) return 'model'
   if (/^ai\.\w+\.do(Generate|Stream|Embed)$/.test(vercel)) return 'model'
-  if ((op !== undefined && AGENT_OPERATIONS.has(op)) || traceloop === 'agent') return 'agent'
+  if (kind === 'LLM' || kind === 'EMBEDDING' || observation === 'generation' || observation === 'embedding') return 'model'
+  if ((op !== undefined && AGENT_OPERATIONS.has(op)) || traceloop === 'agent' || kind === 'AGENT' || observation === 'agent') return 'agent'
   return 'other'
 }
 
@@ -68,9 +103,12 @@ export function spanToEvent (span: OtlpSpan): IncomingEvent | string {
   const withContent = privacy !== 'minimal'
 
   const exception = span.events.find((e) => e.name === 'exception')
-  const failed = span.status.code === 2 || exception !== undefined
+  // Langfuse's SDKs mark a failed observation by its level rather than the span's status.
+  const levelError = str(a, 'langfuse.observation.level')?.toUpperCase() === 'ERROR'
+  const failed = span.status.code === 2 || exception !== undefined || levelError
   const errorType = str(exception?.attributes ?? {}, 'exception.type') ?? str(a, 'error.type')
-  const errorText = str(exception?.attributes ?? {}, 'exception.message') ?? (span.status.message || undefined)
+  const errorText = str(exception?.attributes ?? {}, 'exception.message') ?? (span.status.message || undefined) ??
+    (levelError ? str(a, 'langfuse.observation.status_message') : undefined)
 
   const event: IncomingEvent = {
     agentId: agentOf(span),
@@ -92,16 +130,26 @@ export function spanToEvent (span: OtlpSpan): IncomingEvent | string {
     event.errorMessage = [errorType, errorText ?? (errorType ? undefined : `${span.name} failed`)].filter(Boolean).join(': ')
   }
 
-  const model = str(a, 'gen_ai.response.model', 'gen_ai.request.model', 'ai.response.model', 'ai.model.id')
+  const model = str(a, 'gen_ai.response.model', 'gen_ai.request.model', 'ai.response.model', 'ai.model.id', 'llm.model_name',
+    'langfuse.observation.model.name', 'llm.response.model', 'llm.request.model')
   if (model) event.model = cut(model, 200)
-  const provider = str(a, 'gen_ai.provider.name', 'gen_ai.system', 'ai.model.provider')
+  const provider = str(a, 'gen_ai.provider.name', 'gen_ai.system', 'ai.model.provider', 'llm.provider', 'llm.system')
   if (provider) meta.provider = cut(provider, 100)
-  const tool = role === 'tool' ? str(a, 'gen_ai.tool.name', 'ai.toolCall.name', 'traceloop.entity.name') ?? span.name : undefined
+  const tool = role === 'tool' ? str(a, 'gen_ai.tool.name', 'ai.toolCall.name', 'tool.name', 'traceloop.entity.name') ?? span.name : undefined
   if (tool) event.toolExecuted = cut(tool, 200)
-  const session = str(a, 'gen_ai.conversation.id', 'session.id')
+  const session = str(a, 'gen_ai.conversation.id', 'session.id', 'langfuse.session.id', 'ai.telemetry.metadata.sessionId',
+    'traceloop.association.properties.session_id')
   if (session) meta.sessionId = cut(session, 200)
-  const tokens = tokensOf(a)
+  // Usage is counted on model calls and on spans of no known kind (an instrumentation of its own), not
+  // on agent runs, tools or Langfuse's non-generation observations: an agent's span repeats the usage
+  // of the model calls under it (Strands, Pydantic AI), which would count it twice. It stays in the
+  // span's attributes.
+  const tokens = role === 'model' || (role === 'other' && !nonGeneration(a)) ? tokensOf(a) : undefined
   if (tokens) meta.tokensBreakdown = tokens
+  if (withContent) {
+    const user = str(a, 'user.id', 'enduser.id', 'langfuse.user.id', 'ai.telemetry.metadata.userId', 'traceloop.association.properties.user_id')
+    if (user) meta.userId = cut(user, 200)
+  }
 
   if (withContent) {
     const input = contentInput(a)
@@ -116,11 +164,14 @@ export function spanToEvent (span: OtlpSpan): IncomingEvent | string {
     scope: span.scope,
     status: span.status,
     ...(errorType ? { errorType } : {}),
-    attributes: withoutContent(a),
-    resource: span.resource,
+    attributes: withContent ? withoutContent(a) : minimalOf(a, MINIMAL_ATTRIBUTE),
+    resource: withContent ? span.resource : minimalOf(span.resource, MINIMAL_RESOURCE),
+    // At `minimal` a span event keeps its name and time, and of its attributes only those that
+    // describe; an exception keeps its type and message (the error clusters are built from it), never
+    // its stack trace (file paths).
     events: span.events
       .filter((e) => withContent || !CONTENT_EVENT_PREFIXES.some((p) => e.name.startsWith(p)))
-      .map((e) => ({ name: e.name, timeMs: e.timeMs, attributes: withContent ? e.attributes : withoutStack(e.attributes) })),
+      .map((e) => ({ name: e.name, timeMs: e.timeMs, attributes: withContent ? e.attributes : minimalEventAttributes(e.name, e.attributes) })),
   }
   return event
 }
@@ -144,11 +195,22 @@ function privacyLevel (span: OtlpSpan): 'minimal' | 'standard' | 'full' {
  * smaller than its cache counts sent them apart (as Anthropic's API does), and its input is kept whole.
  */
 function tokensOf (a: Attributes): NonNullable<IncomingEvent['metadata']>['tokensBreakdown'] | undefined {
-  const input = count(a, 'gen_ai.usage.input_tokens', 'gen_ai.usage.prompt_tokens')
-  const output = count(a, 'gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens')
-  const cacheRead = count(a, 'gen_ai.usage.cache_read.input_tokens', 'gen_ai.usage.cache_read_input_tokens')
-  const cacheCreation = count(a, 'gen_ai.usage.cache_creation.input_tokens', 'gen_ai.usage.cache_creation_input_tokens')
-  const reasoning = count(a, 'gen_ai.usage.reasoning.output_tokens', 'gen_ai.usage.reasoning_tokens')
+  // Langfuse's usage_details, a JSON object of its own names.
+  const details = jsonish(a['langfuse.observation.usage_details'])
+  const lf = details !== null && typeof details === 'object' && !Array.isArray(details) ? details as Attributes : {}
+  const input = count(a, 'gen_ai.usage.input_tokens', 'gen_ai.usage.prompt_tokens', 'llm.token_count.prompt', 'llm.usage.prompt_tokens') ??
+    count(lf, 'input', 'prompt_tokens', 'input_tokens')
+  const output = count(a, 'gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens', 'llm.token_count.completion', 'llm.usage.completion_tokens') ??
+    count(lf, 'output', 'completion_tokens', 'output_tokens')
+  // Current names, then OpenInference's, Pydantic AI's `details`, Sentry's, the Vercel AI SDK's (on
+  // its model calls: its wrapper spans carry no gen_ai.usage) and Langfuse's.
+  const cacheRead = count(a, 'gen_ai.usage.cache_read.input_tokens', 'gen_ai.usage.cache_read_input_tokens', 'llm.token_count.prompt_details.cache_read',
+    'gen_ai.usage.details.cache_read_tokens', 'gen_ai.usage.input_tokens.cached', 'ai.usage.cachedInputTokens') ??
+    count(lf, 'cache_read_input_tokens', 'input_cached_tokens', 'cache_read')
+  const cacheCreation = count(a, 'gen_ai.usage.cache_creation.input_tokens', 'gen_ai.usage.cache_creation_input_tokens', 'llm.token_count.prompt_details.cache_write',
+    'gen_ai.usage.details.cache_write_tokens') ?? count(lf, 'cache_creation_input_tokens', 'cache_write')
+  const reasoning = count(a, 'gen_ai.usage.reasoning.output_tokens', 'gen_ai.usage.reasoning_tokens', 'llm.token_count.completion_details.reasoning',
+    'gen_ai.usage.details.reasoning_tokens', 'gen_ai.usage.output_tokens.reasoning', 'ai.usage.reasoningTokens') ?? count(lf, 'reasoning_tokens', 'output_reasoning_tokens')
   if (input === undefined && output === undefined && cacheRead === undefined && cacheCreation === undefined) return undefined
   const cached = (cacheRead ?? 0) + (cacheCreation ?? 0)
   const total = input ?? 0
@@ -164,7 +226,8 @@ function tokensOf (a: Attributes): NonNullable<IncomingEvent['metadata']>['token
 
 function contentInput (a: Attributes): IncomingEvent['input'] | undefined {
   const input: Record<string, unknown> = {}
-  const messages = jsonish(a['gen_ai.input.messages']) ?? indexedMessages(a, 'gen_ai.prompt') ?? jsonish(a['ai.prompt.messages'])
+  const messages = jsonish(a['gen_ai.input.messages']) ?? indexedMessages(a, 'gen_ai.prompt') ?? jsonish(a['ai.prompt.messages']) ??
+    indexedMessages(a, 'llm.input_messages')?.map(openInferenceMessage)
   if (messages !== undefined) input.messages = messages
   const system = a['gen_ai.system_instructions']
   if (system !== undefined) input.system = jsonish(system)
@@ -175,10 +238,10 @@ function contentInput (a: Attributes): IncomingEvent['input'] | undefined {
     if (input.system === undefined && call.system !== undefined && call.system !== null) input.system = call.system
     if (input.messages === undefined && Array.isArray(call.messages)) input.messages = call.messages
   } else {
-    const prompt = str(a, 'ai.prompt', 'traceloop.entity.input')
+    const prompt = str(a, 'ai.prompt', 'traceloop.entity.input', 'input.value', 'langfuse.observation.input')
     if (prompt !== undefined) input.prompt = prompt
   }
-  const args = a['gen_ai.tool.call.arguments'] ?? a['ai.toolCall.args']
+  const args = a['gen_ai.tool.call.arguments'] ?? a['ai.toolCall.args'] ?? a['tool.parameters']
   if (args !== undefined) input.arguments = jsonish(args)
   return Object.keys(input).length > 0 ? input : undefined
 }
@@ -188,7 +251,9 @@ function contentOutput (a: Attributes): string | undefined {
   if (messages !== undefined) return outputText(jsonish(messages)) ?? (typeof messages === 'string' ? messages : JSON.stringify(messages))
   const completions = indexedMessages(a, 'gen_ai.completion')
   if (completions !== undefined) return completions.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''))).join('\n')
-  const text = str(a, 'ai.response.text', 'gen_ai.tool.call.result', 'ai.toolCall.result', 'traceloop.entity.output')
+  const openInference = indexedMessages(a, 'llm.output_messages')
+  if (openInference !== undefined) return openInference.map((m) => { const c = openInferenceMessage(m).content; return typeof c === 'string' ? c : JSON.stringify(c ?? '') }).join('\n')
+  const text = str(a, 'ai.response.text', 'gen_ai.tool.call.result', 'ai.toolCall.result', 'traceloop.entity.output', 'output.value', 'langfuse.observation.output')
   if (text !== undefined) return text
   const object = a['ai.response.object'] ?? a['gen_ai.tool.call.result']
   return object === undefined ? undefined : JSON.stringify(object)
@@ -215,6 +280,13 @@ function outputText (messages: unknown): string | undefined {
   return texts.join('\n')
 }
 
+/** An OpenInference message (`message.role`, `message.content` flattened under its index) as `{ role, content }`. */
+function openInferenceMessage (m: Record<string, AttrValue>): Record<string, AttrValue> {
+  const out: Record<string, AttrValue> = {}
+  for (const [k, v] of Object.entries(m)) out[k.startsWith('message.') ? k.slice('message.'.length) : k] = v
+  return out
+}
+
 /** OpenLLMetry's flattened messages (`gen_ai.prompt.0.role`, `gen_ai.prompt.0.content`, …) as a list. */
 function indexedMessages (a: Attributes, prefix: string): Record<string, AttrValue>[] | undefined {
   const byIndex = new Map<number, Record<string, AttrValue>>()
@@ -234,9 +306,27 @@ function withoutContent (a: Attributes): Attributes {
   return out
 }
 
-function withoutStack (a: Attributes): Attributes {
-  const { 'exception.stacktrace': _stack, ...rest } = a
-  return rest
+/** The attributes whose keys `allowed` matches. */
+function minimalOf (a: Attributes, allowed: RegExp): Attributes {
+  const out: Attributes = {}
+  for (const [k, v] of Object.entries(a)) if (allowed.test(k)) out[k] = v
+  return out
+}
+
+function minimalEventAttributes (name: string, a: Attributes): Attributes {
+  const out = minimalOf(a, MINIMAL_ATTRIBUTE)
+  if (name === 'exception') {
+    for (const k of ['exception.type', 'exception.message', 'exception.escaped']) if (a[k] !== undefined) out[k] = a[k]!
+  }
+  return out
+}
+
+/** A Langfuse observation typed as something other than a model call (span, agent, chain, event …). */
+function nonGeneration (a: Attributes): boolean {
+  const observation = str(a, 'langfuse.observation.type')?.toLowerCase()
+  const kind = str(a, 'openinference.span.kind')?.toUpperCase()
+  return (observation !== undefined && observation !== 'generation' && observation !== 'embedding') ||
+    (kind !== undefined && kind !== 'LLM' && kind !== 'EMBEDDING')
 }
 
 /** An object of the Vercel AI SDK's `ai.prompt` keys (`system`, `prompt`, `messages`), and only those. */

@@ -137,6 +137,97 @@ t.test('identity, time, errors and privacy', async (t) => {
   t.equal((spanToEvent(span({ resource: {} })) as any).agentId, 'unknown_service')
 })
 
+t.test('minimal keeps only the attributes that describe a call, whatever names the content goes by', async (t) => {
+  const e = spanToEvent(span({
+    resource: { 'service.name': 'svc', 'process.command_args': ['node', '/home/jane/agent.js', '--token=abc'], 'host.name': 'h1' },
+    attributes: {
+      'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'gpt-4o', 'gen_ai.usage.input_tokens': 10, 'gen_ai.conversation.id': 'c1',
+      'input.value': 'my SSN is 078-05-1120', 'output.value': 'noted', 'llm.input_messages.0.message.content': 'secret prompt',
+      'langfuse.observation.input': 'secret', 'pydantic_ai.all_messages': '[{"content":"secret"}]', 'http.url': 'https://x.test/?api_key=abc',
+      'mlflow.spanInputs': 'secret', 'crewai.task.description': 'secret', 'my.custom': 'secret', 'code.function': 'run', 'code.filepath': '/home/jane/agent.js',
+    },
+    events: [
+      { name: 'gen_ai.client.inference.operation.details', timeMs: 1, attributes: { 'gen_ai.input.messages': '[{"content":"secret"}]', 'gen_ai.response.id': 'r1' } },
+      { name: 'exception', timeMs: 2, attributes: { 'exception.type': 'ValueError', 'exception.message': 'bad input', 'exception.stacktrace': 'at /home/jane/agent.js:1' } },
+    ],
+  })) as any
+  t.equal(e.metadata.privacyLevel, 'minimal')
+  t.same(Object.keys(e.metadata.otel.attributes).sort(), ['code.function', 'gen_ai.conversation.id', 'gen_ai.operation.name', 'gen_ai.request.model', 'gen_ai.usage.input_tokens'])
+  t.same(e.metadata.otel.resource, { 'service.name': 'svc', 'host.name': 'h1' }, 'no command line or paths from the resource')
+  t.same(e.metadata.otel.events.map((x: any) => [x.name, x.attributes]), [
+    ['gen_ai.client.inference.operation.details', { 'gen_ai.response.id': 'r1' }],
+    ['exception', { 'exception.type': 'ValueError', 'exception.message': 'bad input' }],
+  ])
+  t.notMatch(JSON.stringify(e), /secret|078-05-1120|api_key|jane/, 'nothing of the content anywhere in the event')
+  t.equal(e.input, undefined)
+  t.equal(e.reasoning, undefined)
+  t.equal(e.metadata.userId, undefined)
+  t.match(e, { model: 'gpt-4o', errorMessage: 'ValueError: bad input', metadata: { sessionId: 'c1', tokensBreakdown: { inputBase: 10 } } })
+})
+
+t.test('usage counts once: not on agent runs, tools or non-generation observations, which repeat their model calls\' usage', async (t) => {
+  const usage = { 'gen_ai.request.model': 'gpt-4o', 'gen_ai.usage.input_tokens': 2200, 'gen_ai.usage.output_tokens': 300 }
+  const tokens = (attributes: Record<string, unknown>) => (spanToEvent(span({ attributes: attributes as never })) as any).metadata.tokensBreakdown
+  t.notOk(tokens({ 'gen_ai.operation.name': 'invoke_agent', ...usage }), 'an agent run (Strands, Pydantic AI) repeats its calls\' usage')
+  t.notOk(tokens({ 'langfuse.observation.type': 'agent', ...usage }), 'a Langfuse agent observation')
+  t.notOk(tokens({ 'langfuse.observation.type': 'span', ...usage }), 'a Langfuse span observation')
+  t.notOk(tokens({ 'openinference.span.kind': 'CHAIN', 'llm.token_count.prompt': 100 }), 'an OpenInference chain')
+  t.match(tokens({ 'gen_ai.operation.name': 'chat', ...usage }), { inputBase: 2200, output: 300 }, 'a model call counts')
+  t.match(tokens({ 'langfuse.observation.type': 'generation', ...usage }), { inputBase: 2200 }, 'a Langfuse generation counts')
+  t.match(tokens(usage), { inputBase: 2200 }, 'a span of no known kind with usage counts, as before')
+  const agent = spanToEvent(span({ attributes: { 'gen_ai.operation.name': 'invoke_agent', ...usage } as never })) as any
+  t.equal(agent.metadata.otel.attributes['gen_ai.usage.input_tokens'], 2200, 'the repeated usage stays in the attributes')
+})
+
+t.test('OpenInference: LLM and TOOL spans with their model, tokens, tool and content; EMBEDDING is a model call', async (t) => {
+  const standard = { 'service.name': 'oi-app', 'agent_telemetry.privacy_level': 'standard' }
+  const llm = spanToEvent(span({ resource: standard, attributes: {
+    'openinference.span.kind': 'LLM', 'llm.model_name': 'gpt-4o-2024-08-06', 'llm.provider': 'openai', 'llm.token_count.prompt': 900,
+    'llm.token_count.completion': 60, 'llm.token_count.prompt_details.cache_read': 400, 'llm.token_count.completion_details.reasoning': 20,
+    'llm.input_messages.0.message.role': 'user', 'llm.input_messages.0.message.content': 'hello', 'llm.output_messages.0.message.role': 'assistant',
+    'llm.output_messages.0.message.content': 'hi there', 'input.value': '{"q":"hello"}',
+  } })) as any
+  t.match(llm, { type: 'reasoning', model: 'gpt-4o-2024-08-06', reasoning: 'hi there', metadata: { provider: 'openai', tokensBreakdown: { inputBase: 500, cacheRead: 400, output: 60, reasoning: 20 } } })
+  t.same(llm.input.messages, [{ role: 'user', content: 'hello' }])
+  t.notOk('llm.input_messages.0.message.content' in llm.metadata.otel.attributes, 'content moved to input, not kept twice')
+  const tool = spanToEvent(span({ resource: standard, attributes: { 'openinference.span.kind': 'TOOL', 'tool.name': 'get_order', 'tool.parameters': '{"id":7}', 'output.value': 'shipped' } })) as any
+  t.match(tool, { type: 'tool', toolExecuted: 'get_order', input: { arguments: { id: 7 } }, reasoning: 'shipped' })
+  t.equal(spanRole(span({ attributes: { 'openinference.span.kind': 'EMBEDDING' } })), 'model')
+  t.equal(spanRole(span({ attributes: { 'openinference.span.kind': 'AGENT' } })), 'agent')
+  t.equal(spanRole(span({ attributes: { 'llm.request.type': 'embedding' } })), 'model', 'OpenLLMetry\'s embedding request')
+})
+
+t.test('Langfuse, Vercel, OpenLLMetry, Pydantic AI and Sentry names: model, usage details, errors, session and user', async (t) => {
+  const standard = { 'service.name': 'svc', 'agent_telemetry.privacy_level': 'standard' }
+  const lf = spanToEvent(span({ attributes: {
+    'langfuse.observation.type': 'generation', 'langfuse.observation.model.name': 'gpt-4o',
+    'langfuse.observation.usage_details': '{"input":700,"output":70,"cache_read_input_tokens":200}', 'langfuse.session.id': 'lf-s',
+  } })) as any
+  t.match(lf, { type: 'reasoning', model: 'gpt-4o', metadata: { sessionId: 'lf-s', tokensBreakdown: { inputBase: 500, cacheRead: 200, output: 70 } } })
+  const failed = spanToEvent(span({ attributes: { 'langfuse.observation.type': 'tool', 'langfuse.observation.level': 'ERROR', 'langfuse.observation.status_message': 'card declined' } })) as any
+  t.match(failed, { type: 'error', outcome: 'failed', errorMessage: 'card declined' })
+  const vercel = spanToEvent(span({ name: 'ai.streamText.doStream', resource: standard, attributes: {
+    'ai.operationId': 'ai.streamText.doStream', 'gen_ai.usage.input_tokens': 500, 'gen_ai.usage.output_tokens': 40, 'ai.usage.cachedInputTokens': 100,
+    'ai.usage.reasoningTokens': 10, 'ai.telemetry.metadata.sessionId': 'v-s', 'ai.telemetry.metadata.userId': 'v-u',
+  } })) as any
+  t.match(vercel, { metadata: { sessionId: 'v-s', userId: 'v-u', tokensBreakdown: { inputBase: 400, cacheRead: 100, output: 40, reasoning: 10 } } })
+  const traceloop = spanToEvent(span({ resource: standard, attributes: {
+    'llm.request.type': 'chat', 'llm.request.model': 'gpt-4', 'llm.usage.prompt_tokens': 30, 'llm.usage.completion_tokens': 3,
+    'traceloop.association.properties.session_id': 'tl-s', 'traceloop.association.properties.user_id': 'tl-u',
+  } })) as any
+  t.match(traceloop, { model: 'gpt-4', metadata: { sessionId: 'tl-s', userId: 'tl-u', tokensBreakdown: { inputBase: 30, output: 3 } } })
+  const pydantic = spanToEvent(span({ attributes: {
+    'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'claude-sonnet-4-5', 'gen_ai.usage.input_tokens': 1000, 'gen_ai.usage.output_tokens': 10,
+    'gen_ai.usage.details.cache_read_tokens': 800, 'gen_ai.usage.details.cache_write_tokens': 100,
+  } })) as any
+  t.match(pydantic.metadata.tokensBreakdown, { inputBase: 100, cacheRead: 800, cacheCreation: 100, output: 10 })
+  const sentry = spanToEvent(span({ attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.usage.input_tokens': 100, 'gen_ai.usage.input_tokens.cached': 40, 'gen_ai.usage.output_tokens': 9, 'gen_ai.usage.output_tokens.reasoning': 4 } })) as any
+  t.match(sentry.metadata.tokensBreakdown, { inputBase: 60, cacheRead: 40, output: 9, reasoning: 4 })
+  const minimalUser = spanToEvent(span({ attributes: { 'user.id': 'jane@example.com', 'session.id': 's' } })) as any
+  t.equal(minimalUser.metadata.userId, undefined, 'the end user is kept above minimal only')
+  t.notOk('user.id' in minimalUser.metadata.otel.attributes)
+})
+
 t.test('gen_ai.output.messages: text parts kept as their text, anything else as the JSON sent', async (t) => {
   const full = { 'service.name': 'svc', 'agent_telemetry.privacy_level': 'full' }
   const output = (messages: unknown) => (spanToEvent(span({ resource: full, attributes: { 'gen_ai.output.messages': JSON.stringify(messages) } })) as any).reasoning

@@ -286,6 +286,8 @@ t.test('bad inputs get the right status and a Status body in the request encodin
   // Values the event store cannot hold are cleaned, not refused: NUL in the service name, NaN attributes.
   const odd = JSON.parse(requestOf({ x: 1 }, 'json', 'with\u0000nul').toString())
   odd.resourceSpans[0].scopeSpans[0].spans[0].attributes.push({ key: 'nan', value: { doubleValue: 'NaN' } }, { key: 'deep', value: { kvlistValue: { values: [{ key: 'a', value: { stringValue: '\ud800' } }] } } })
+  // Attributes of the agent's own are kept above `minimal` (at `minimal` only those that describe the call).
+  odd.resourceSpans[0].resource.attributes.push({ key: 'agent_telemetry.privacy_level', value: { stringValue: 'standard' } })
   const oddRes = await post(json, JSON.stringify(odd))
   t.equal(oddRes.statusCode, 200, `odd values: ${oddRes.body}`)
   const oddTrace = (await get(user, `/v1/me/traces/${odd.resourceSpans[0].scopeSpans[0].spans[0].traceId}`)).json()
