@@ -137,6 +137,8 @@ export function spanToEvent (span: OtlpSpan): IncomingEvent | string {
   if (provider) meta.provider = cut(provider, 100)
   const tool = role === 'tool' ? str(a, 'gen_ai.tool.name', 'ai.toolCall.name', 'tool.name', 'traceloop.entity.name') ?? span.name : undefined
   if (tool) event.toolExecuted = cut(tool, 200)
+  const offered = toolsOffered(a)
+  if (offered.length > 0) event.toolsConsidered = offered
   const session = str(a, 'gen_ai.conversation.id', 'session.id', 'langfuse.session.id', 'ai.telemetry.metadata.sessionId',
     'traceloop.association.properties.session_id')
   if (session) meta.sessionId = cut(session, 200)
@@ -278,6 +280,29 @@ function outputText (messages: unknown): string | undefined {
     }
   }
   return texts.join('\n')
+}
+
+/**
+ * The names of the tools offered to the model: the conventions' `gen_ai.tool.definitions` (a JSON
+ * list of `{ name }` or `{ function: { name } }`), OpenLLMetry's `llm.request.functions.N.name`, the
+ * Vercel AI SDK's `ai.prompt.tools` (a list of JSON texts). Names only, at every level (as a tool's
+ * name is kept at `minimal`); their descriptions and schemas stay in the attributes above `minimal`.
+ */
+function toolsOffered (a: Attributes): string[] {
+  const names: string[] = []
+  const add = (v: unknown) => {
+    const d = typeof v === 'string' ? jsonish(v) : v
+    const o = d !== null && typeof d === 'object' && !Array.isArray(d) ? d as Record<string, unknown> : undefined
+    const fn = o?.function !== null && typeof o?.function === 'object' ? o.function as Record<string, unknown> : undefined
+    const name = typeof o?.name === 'string' ? o.name : typeof fn?.name === 'string' ? fn.name : undefined
+    if (name && names.length < 100 && !names.includes(name)) names.push(cut(name, 200))
+  }
+  const definitions = jsonish(a['gen_ai.tool.definitions'])
+  if (Array.isArray(definitions)) definitions.forEach(add)
+  const vercel = a['ai.prompt.tools']
+  if (Array.isArray(vercel)) vercel.forEach(add)
+  for (const f of indexedMessages(a, 'llm.request.functions') ?? []) add(f)
+  return names
 }
 
 /** An OpenInference message (`message.role`, `message.content` flattened under its index) as `{ role, content }`. */

@@ -228,6 +228,14 @@ t.test('Langfuse, Vercel, OpenLLMetry, Pydantic AI and Sentry names: model, usag
   t.notOk('user.id' in minimalUser.metadata.otel.attributes)
 })
 
+t.test('the tools offered to the model are its toolsConsidered, by name, at every level', async (t) => {
+  const offered = (attributes: Record<string, unknown>) => (spanToEvent(span({ attributes: attributes as never })) as any).toolsConsidered
+  t.same(offered({ 'gen_ai.tool.definitions': JSON.stringify([{ type: 'function', name: 'search', description: 'd' }, { type: 'function', function: { name: 'lookup' } }]) }), ['search', 'lookup'])
+  t.same(offered({ 'ai.prompt.tools': [JSON.stringify({ type: 'function', name: 'weather', parameters: {} })] }), ['weather'])
+  t.same(offered({ 'llm.request.functions.0.name': 'a', 'llm.request.functions.0.description': 'x', 'llm.request.functions.1.name': 'b' }), ['a', 'b'])
+  t.equal(offered({ 'gen_ai.tool.definitions': 'not json' }), undefined)
+})
+
 t.test('gen_ai.output.messages: text parts kept as their text, anything else as the JSON sent', async (t) => {
   const full = { 'service.name': 'svc', 'agent_telemetry.privacy_level': 'full' }
   const output = (messages: unknown) => (spanToEvent(span({ resource: full, attributes: { 'gen_ai.output.messages': JSON.stringify(messages) } })) as any).reasoning
