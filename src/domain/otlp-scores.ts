@@ -13,8 +13,10 @@ export const EVALUATION_EVENT = 'gen_ai.evaluation.result'
  * else `gen_ai.evaluation.score.label` is its label (a label sent beside a value is kept in its
  * metadata); `gen_ai.evaluation.explanation` is its comment. An event without a name, or with neither
  * a value nor a label, is skipped. Their source is `api`: the conventions do not say what evaluated.
+ * Without `withContent` (a span at `minimal`) the explanation is left out: it may quote the content
+ * the level keeps out.
  */
-export function spanEvaluations (span: OtlpSpan, agentId: string | undefined): IncomingScore[] {
+export function spanEvaluations (span: OtlpSpan, agentId: string | undefined, withContent = true): IncomingScore[] {
   const scores: IncomingScore[] = []
   let n = 0
   for (const e of span.events) {
@@ -38,7 +40,7 @@ export function spanEvaluations (span: OtlpSpan, agentId: string | undefined): I
       score.value = value
       if (label) score.metadata = { label }
     } else score.label = label!
-    const explanation = text(a['gen_ai.evaluation.explanation'], SCORE_COMMENT_MAX, false)
+    const explanation = withContent ? text(a['gen_ai.evaluation.explanation'], SCORE_COMMENT_MAX, false) : undefined
     if (explanation) score.comment = explanation
     const responseId = text(a['gen_ai.response.id'], 200)
     if (responseId) score.metadata = { ...score.metadata, responseId }

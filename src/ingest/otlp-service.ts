@@ -102,7 +102,7 @@ function decodeSpans (body: Buffer, encoding: OtlpEncoding): { events: IncomingE
     if (typeof mapped === 'string') refusals.push(new HttpError(400, 'invalid_span', { message: mapped }))
     else {
       events.push(mapped)
-      const scores = spanEvaluations(span, mapped.agentId)
+      const scores = spanEvaluations(span, mapped.agentId, mapped.metadata?.privacyLevel !== 'minimal')
       if (scores.length > 0) evaluations.set(mapped, scores)
     }
   }

@@ -72,6 +72,13 @@ t.test('OTLP evaluation results: mapped by the GenAI conventions, ids by their p
   ])
 })
 
+t.test('OTLP evaluation results of a span at minimal keep no explanation, which may quote the content', async (t) => {
+  const scores = spanEvaluations(span([
+    { name: 'gen_ai.evaluation.result', timeMs: 1, attributes: { 'gen_ai.evaluation.name': 'relevance', 'gen_ai.evaluation.score.value': 0.5, 'gen_ai.evaluation.explanation': 'the answer quotes "my SSN"' } },
+  ]), 'agent-x', false)
+  t.same(scores, [{ scoreId: 'otel:aa:bb:0', traceId: 'aa', spanId: 'bb', name: 'relevance', source: 'api', agentId: 'agent-x', value: 0.5 }])
+})
+
 t.test('OTLP evaluation values: a string is a value only when it is a decimal number', async (t) => {
   const values = ['0x10', '0b1', '0o7', 'Infinity', '-Infinity', 'NaN', '', ' ', '1_000', '12abc', '0.5', ' -3 ', '1e-3', '.5', '5.', '+2']
   const scores = spanEvaluations(span(values.map((v) => ({ name: 'gen_ai.evaluation.result', timeMs: 1, attributes: { 'gen_ai.evaluation.name': 'n', 'gen_ai.evaluation.score.value': v, 'gen_ai.evaluation.score.label': 'text' } }))), undefined)

@@ -297,7 +297,8 @@ function otlpExport (traceId: string, spanId: string, service: string, events: {
   const now = BigInt(Date.now()) * 1_000_000n
   return {
     resourceSpans: [{
-      resource: { attributes: [attr('service.name', service)] },
+      // Above `minimal`, where an evaluation's explanation is kept as its comment.
+      resource: { attributes: [attr('service.name', service), attr('agent_telemetry.privacy_level', 'standard')] },
       scopeSpans: [{
         scope: { name: 'judge' },
         spans: [{
