@@ -5,7 +5,7 @@ import { apiKey, createdApiKey } from './api-key.ts'
 import { eventAck } from './event-ack.ts'
 import { user } from './user.ts'
 import { LENIENT, cuid, cursorParam, dashboardAuth, errorResponses, matching, nextCursor, noContent } from './common.ts'
-import { agentIdsParam, eventFacets, metaParamsDescription, scoreParamsDescription, searchFilterParams } from './search.ts'
+import { agentIdsParam, eventFacets, eventHistogram, metaParamsDescription, scoreParamsDescription, searchFilterParams } from './search.ts'
 
 const me = { tags: ['dashboard'], security: dashboardAuth } as const
 const readErrors = errorResponses(400, 401, 429, 503)
@@ -167,6 +167,22 @@ export const listEventFacets = {
     properties: { since: since('all'), agentId: agentIdsParam, ...searchFilterParams },
   },
   response: { 200: eventFacets, ...readErrors },
+} as const
+
+export const listEventHistogram = {
+  ...me,
+  summary: 'The caller\'s events matching the filters, counted per interval of event time',
+  querystring: {
+    type: 'object',
+    description: `${metaParamsDescription} ${scoreParamsDescription}`,
+    properties: {
+      since: since('24h'),
+      interval: { type: 'string', description: '`1m`, `5m`, `15m`, `1h` (default) or `1d` (UTC days); the window may hold at most 1,440 of them (400 otherwise)' },
+      agentId: agentIdsParam,
+      ...searchFilterParams,
+    },
+  },
+  response: { 200: eventHistogram, ...readErrors },
 } as const
 
 export const getTrace = {

@@ -93,3 +93,26 @@ export const eventFacets = {
     },
   },
 } as const
+
+export const eventHistogram = {
+  type: 'object',
+  description: 'The events matching the filters per interval of event time: the non-empty intervals, oldest first.',
+  required: ['interval', 'from', 'to', 'total', 'buckets'],
+  properties: {
+    interval: { type: 'string', description: 'as asked' },
+    from: { type: 'string', format: 'date-time', description: 'the start of the window (since, or from)' },
+    to: { type: 'string', format: 'date-time', description: 'its end (to, else the read\'s instant)' },
+    total: { type: 'integer', minimum: 0, description: 'events counted' },
+    buckets: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['start', 'events'],
+        properties: {
+          start: { type: 'string', format: 'date-time', description: 'the interval\'s start (intervals start on multiples of their length from the Unix epoch, UTC)' },
+          events: { type: 'integer', minimum: 1 },
+        },
+      },
+    },
+  },
+} as const

@@ -7,8 +7,13 @@ import { startOf, type DashboardReader, type DashboardService } from './dashboar
 
 type Query = Record<string, unknown>
 
+/** The intervals of GET /v1/me/events/histogram, in seconds. */
+const HISTOGRAM_INTERVALS: Record<string, number> = { '1m': 60, '5m': 300, '15m': 900, '1h': 3600, '1d': 86_400 }
+/** The most intervals one answer holds (a day of minutes). */
+export const HISTOGRAM_MAX_BUCKETS = 1440
+
 /** The filtered reads the service composes (SearchRepository is the one implementation). */
-export type EventSearch = Pick<SearchRepository, 'events' | 'sessions' | 'traces' | 'facets'>
+export type EventSearch = Pick<SearchRepository, 'events' | 'sessions' | 'traces' | 'facets' | 'histogram'>
 
 /**
  * The plain lists' own parameters. A repeated one never reaches here: the `/v1/me` hook gives a
@@ -62,6 +67,32 @@ export class SearchService {
     const sinceMs = sinceBound(plain.since, start.asOf, f.fromMs === undefined ? '7d' : 'all')
     const page = await this.search.traces(r, { sinceMs, asOf: start.asOf }, f, { limit: clampInt(plain.limit, 1, 200, 50), start })
     return { traces: page.items.map((s) => this.summary(r, s)), nextCursor: page.nextCursor }
+  }
+
+  /**
+   * The matching events per interval (`1m`, `5m`, `15m`, `1h`, `1d`; default `1h`) over since (default
+   * 24h, none when `from` is given) and any filter: at most HISTOGRAM_MAX_BUCKETS intervals.
+   */
+  async histogram (r: DashboardReader, q: Query) {
+    const f = filtersOf(q)
+    const interval = typeof q.interval === 'string' ? q.interval : '1h'
+    const seconds = HISTOGRAM_INTERVALS[interval]
+    if (seconds === undefined) throw querystringInvalid([{ path: ['interval'], message: `must be one of ${Object.keys(HISTOGRAM_INTERVALS).join(', ')}` }])
+    const sinceMs = sinceBound(q.since as string | undefined, r.settledAt, f.fromMs === undefined ? '24h' : 'all')
+    const from = Math.max(sinceMs, f.fromMs ?? 0)
+    const to = Math.min(r.settledAt, f.toMs ?? r.settledAt)
+    const buckets = Math.ceil(Math.max(0, to - from) / (seconds * 1000)) + 1
+    if (buckets > HISTOGRAM_MAX_BUCKETS) {
+      throw querystringInvalid([{ path: ['interval'], message: `the window holds ${buckets} intervals of ${interval}, over ${HISTOGRAM_MAX_BUCKETS}: choose a longer interval or a shorter window (from, to, since)` }])
+    }
+    const rows = await this.search.histogram(r, { sinceMs, asOf: r.settledAt }, f, seconds)
+    return {
+      interval,
+      from: new Date(from).toISOString(),
+      to: new Date(to).toISOString(),
+      total: rows.reduce((sum, x) => sum + x.events, 0),
+      buckets: rows.map((x) => ({ start: new Date(x.startMs).toISOString(), events: x.events })),
+    }
   }
 
   /** Counts of the matching events per facet; since (default all) and any filter. */

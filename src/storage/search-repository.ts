@@ -462,6 +462,20 @@ export class SearchRepository {
     return out
   }
 
+  /**
+   * The matching events counted per interval of event time (`intervalSeconds`, from the Unix epoch,
+   * so buckets of a day are UTC days), the non-empty intervals only, oldest first.
+   */
+  async histogram (r: Reader, w: SearchWindow, f: SearchFilters, intervalSeconds: number): Promise<{ startMs: number; events: number }[]> {
+    const { where, params } = await this.where(r, w, f)
+    const rows = await this.rows<{ start_ms: string; n: string }>(
+      `/* svc:search_histogram */ SELECT toUnixTimestamp64Milli(toDateTime64(toStartOfInterval(ts, toIntervalSecond({interval:UInt32})), 3, 'UTC')) AS start_ms, count() AS n
+       FROM events WHERE ${where} GROUP BY start_ms ORDER BY start_ms ${BY_SKIP_INDEX}`,
+      { ...params, interval: intervalSeconds },
+    )
+    return rows.map((x) => ({ startMs: Number(x.start_ms), events: Number(x.n) }))
+  }
+
   /** Every matching event counted (any filter). */
   private async facetRowsScanned (r: Reader, w: SearchWindow, f: SearchFilters, settings = '') {
     const { where, params } = await this.where(r, w, f)

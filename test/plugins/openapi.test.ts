@@ -175,6 +175,8 @@ t.test('every route answers bodies that match the document, on its happy path an
   await call('GET', '/v1/me/events', { ...me, url: '/v1/me/events?minCostUsd=x' })
   await call('GET', '/v1/me/events/facets', { ...me, url: '/v1/me/events/facets?type=tool' })
   await call('GET', '/v1/me/events/facets', { ...me, url: '/v1/me/events/facets?outcome=nope' })
+  await call('GET', '/v1/me/events/histogram', { ...me, url: '/v1/me/events/histogram?interval=1h&type=tool' })
+  await call('GET', '/v1/me/events/histogram', { ...me, url: '/v1/me/events/histogram?interval=2m' })
   await call('GET', '/v1/me/traces', { ...me, url: '/v1/me/traces?q=boom' })
   await call('GET', '/v1/me/sessions', { ...me, url: '/v1/me/sessions?type=error' })
   await call('GET', '/v1/me/sessions', me)

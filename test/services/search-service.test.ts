@@ -47,6 +47,7 @@ function fakes () {
         metadata: [],
       }
     },
+    async histogram (...args) { record('search.histogram')(args); return [{ startMs: 0, events: 2 }, { startMs: 60_000, events: 1 }] },
   }
   const dashboard: DashboardReads = {
     async events (...args) { record('dashboard.events')(args); return { items: [event()], nextCursor: null } },

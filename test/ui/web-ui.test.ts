@@ -131,6 +131,17 @@ async function run () {
     await p.getByRole('alert').filter({ hasText: 'not a dashboard token' }).or(p.getByRole('alert').filter({ hasText: 'refused' })).waitFor()
     t.notOk(p.url().includes('not-a-token'), 'the token is dropped from the address bar')
     await p.close()
+    // Opened from a link in a new tab: an expired token (npm run token's default lasts an hour) and
+    // one that is no token go to the sign-in form with the reason, never "Signing in…" for good.
+    const expired = `${header}.${Buffer.from(JSON.stringify({ sub: 'x', exp: Math.floor(Date.now() / 1000) - 60 })).toString('base64url')}.${'A'.repeat(86)}`
+    for (const [link, reason] of [[expired, 'That token has expired'], ['garbage', 'not a dashboard token']]) {
+      const fresh = await browser.context.newPage()
+      await fresh.goto(`${base}/#token=${link}`)
+      await fresh.getByRole('alert').filter({ hasText: reason }).waitFor()
+      t.ok(await fresh.getByLabel('Dashboard token').isVisible(), `${reason}: the sign-in form`)
+      t.equal(await fresh.getByText('Signing in…').count(), 0)
+      await fresh.close()
+    }
   })
 
   t.test('signing in with the URL npm run token prints opens the overview with chart data', async (t) => {

@@ -167,7 +167,7 @@ function App () {
       const jwt = token.get()
       if (!jwt) return
       const problem = tokenProblem(jwt)
-      if (problem) { token.clear(); setMe(null); setMessage(problem); return }
+      if (problem) { token.clear(); setMe(null); setMessage(problem); setChecking(false); return }
       // Show the pages at once (their reads start now); /v1/me confirms the token meanwhile, and any
       // 401 returns to sign-in.
       setMe({ privyId: claimsOf(jwt)?.sub, handle: null })

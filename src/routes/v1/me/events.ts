@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
 import type { FastifyRequest } from 'fastify'
-import { getSession, getTrace, listEventFacets, listEvents, listSessions, listTraces } from '../../../../schemas/me-routes.ts'
+import { getSession, getTrace, listEventFacets, listEventHistogram, listEvents, listSessions, listTraces } from '../../../../schemas/me-routes.ts'
 
 import { filterQueryProblems } from '../../../domain/search-filters.ts'
 import { querystringInvalid } from '../../../http-error.ts'
@@ -20,6 +20,8 @@ const events: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
   app.get('/events', { schema: listEvents, preValidation: filterQuery }, async (request) => search.events(await request.reader, request.query))
 
   app.get('/events/facets', { schema: listEventFacets, preValidation: filterQuery }, async (request) => search.facets(await request.reader, request.query))
+
+  app.get('/events/histogram', { schema: listEventHistogram, preValidation: filterQuery }, async (request) => search.histogram(await request.reader, request.query))
 
   app.get('/sessions', { schema: listSessions, preValidation: filterQuery }, async (request) => search.sessions(await request.reader, request.query))
 
