@@ -297,6 +297,16 @@ async function run () {
     t.match(await row.innerText(), new RegExp(secret.slice(0, 12)), 'listed by its prefix')
     await page.getByRole('button', { name: 'I have stored it' }).click()
     t.equal(await page.getByLabel('Secret').count(), 0, 'the secret is not shown again')
+    // Asked again with the focus on Cancel: Enter and Escape undo nothing.
+    await row.getByRole('button', { name: 'Revoke' }).click()
+    await page.getByRole('button', { name: 'Cancel' }).waitFor()
+    t.equal(await page.evaluate(() => document.activeElement?.textContent), 'Cancel', 'the focus is on Cancel, not on the button that revokes')
+    await page.keyboard.press('Escape')
+    await row.getByRole('button', { name: 'Revoke', exact: true }).waitFor()
+    t.equal(await row.getByRole('button', { name: 'Revoke now' }).count(), 0, 'Escape cancelled')
+    await row.getByRole('button', { name: 'Revoke' }).click()
+    await page.keyboard.press('Enter')
+    t.equal(await row.getByRole('button', { name: 'Revoke now' }).count(), 0, 'Enter on Cancel cancelled')
     await row.getByRole('button', { name: 'Revoke' }).click()
     await row.getByRole('button', { name: 'Revoke now' }).click()
     await row.waitFor({ state: 'detached' })
@@ -315,6 +325,21 @@ async function run () {
     t.match(await since.innerText(), /1 event at \$0 before its price/, 'its events from before the price are')
     t.match(await page.locator('.kpi', { hasText: 'Total spend' }).innerText(), /2 models without a price/, 'only the models still without a price are counted')
     t.match(await page.locator('.kpi', { hasText: 'Events' }).innerText(), /\b13 errors\b/)
+  })
+
+  t.test('on a phone the menu opens from its button and Escape closes it, the focus back on the button', async (t) => {
+    const phone = await browser.context.newPage()
+    await phone.setViewportSize({ width: 390, height: 844 })
+    await phone.goto(`${base}/#token=${user.token}`)
+    await heading(phone, 'Overview').waitFor()
+    const menu = phone.getByRole('button', { name: 'Menu' })
+    await menu.click()
+    t.equal(await menu.getAttribute('aria-expanded'), 'true')
+    await phone.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Spend' }).waitFor()
+    await phone.keyboard.press('Escape')
+    t.equal(await menu.getAttribute('aria-expanded'), 'false', 'Escape closed it')
+    t.equal(await phone.evaluate(() => document.activeElement?.textContent), 'Menu', 'the focus is back on the button')
+    await phone.close()
   })
 
   t.test('at 1280 px the spend tables fit their cards and long names stay whole words', async (t) => {

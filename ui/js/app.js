@@ -139,6 +139,17 @@ function Shell ({ me, onSignOut }) {
     window.addEventListener('hashchange', onHash)
     return () => window.removeEventListener('hashchange', onHash)
   }, [])
+  // Escape closes the menu (on a phone it covers the page), and gives the focus back to its button.
+  useEffect(() => {
+    if (!menuOpen) return
+    const onKey = (e) => {
+      if (e.key !== 'Escape') return
+      setMenuOpen(false)
+      document.querySelector('header .menu')?.focus()
+    }
+    window.addEventListener('keydown', onKey)
+    return () => window.removeEventListener('keydown', onKey)
+  }, [menuOpen])
   const exp = claimsOf(token.get() || '')?.exp
   return html`<div class="shell">
     <a class="skip" href="#main" onClick=${(e) => { e.preventDefault(); document.getElementById('main')?.focus() }}>Skip to content</a>

@@ -1,6 +1,6 @@
 // Small shared pieces: formatting, polling, chips, KPI cards, confirmations, and the uPlot wrapper.
 import { html } from 'htm/preact'
-import { useEffect, useRef, useState, useCallback } from 'preact/hooks'
+import { useEffect, useLayoutEffect, useRef, useState, useCallback } from 'preact/hooks'
 import { isPermanent } from './api.js'
 
 export { html }
@@ -145,14 +145,17 @@ export const Badge = ({ tone, children }) => html`<span class=${`badge badge-${t
  */
 export function ConfirmButton ({ label, question, confirmLabel, onConfirm, busy, small, quiet }) {
   const [asking, setAsking] = useState(false)
-  const yes = useRef()
-  useEffect(() => { if (asking) yes.current?.focus() }, [asking])
+  // Focus goes to Cancel, not to the button that destroys: a stray Enter then undoes nothing. Escape
+  // cancels. Before the browser paints: the button clicked is reused for the one that destroys, and
+  // it would keep the focus until an effect ran.
+  const no = useRef()
+  useLayoutEffect(() => { if (asking) no.current?.focus() }, [asking])
   const size = small ? ' small' : ''
   if (!asking) return html`<button class=${`${quiet ? '' : 'danger'}${size}`.trim() || undefined} onClick=${() => setAsking(true)}>${label}</button>`
-  return html`<span class="confirm" role="group" aria-label=${question}>
+  return html`<span class="confirm" role="group" aria-label=${question} onKeyDown=${(e) => { if (e.key === 'Escape') { e.stopPropagation(); setAsking(false) } }}>
     <span>${question}</span>
-    <button class=${`danger${size}`} ref=${yes} disabled=${busy} onClick=${async () => { await onConfirm(); setAsking(false) }}>${confirmLabel || label}</button>
-    <button class=${size.trim() || undefined} onClick=${() => setAsking(false)}>Cancel</button>
+    <button class=${`danger${size}`} disabled=${busy} onClick=${async () => { await onConfirm(); setAsking(false) }}>${confirmLabel || label}</button>
+    <button class=${size.trim() || undefined} ref=${no} onClick=${() => setAsking(false)}>Cancel</button>
   </span>`
 }
 
