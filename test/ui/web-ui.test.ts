@@ -327,6 +327,16 @@ async function run () {
     t.match(await page.locator('.kpi', { hasText: 'Events' }).innerText(), /\b13 errors\b/)
   })
 
+  t.test('a service that cannot be reached is said so in words, not in the browser\'s "Failed to fetch"', async (t) => {
+    const p = await browser.context.newPage()
+    await p.route('**/v1/me/**', (route) => route.abort('connectionrefused'))
+    await p.goto(`${base}/#token=${user.token}`)
+    await heading(p, 'Overview').waitFor()
+    await p.getByRole('alert').filter({ hasText: 'The service cannot be reached' }).first().waitFor()
+    t.equal(await p.getByText('Failed to fetch').count(), 0)
+    await p.close()
+  })
+
   t.test('on a phone the menu opens from its button and Escape closes it, the focus back on the button', async (t) => {
     const phone = await browser.context.newPage()
     await phone.setViewportSize({ width: 390, height: 844 })

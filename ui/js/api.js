@@ -46,6 +46,7 @@ export function isPermanent (err) {
 
 function describe (status, body) {
   const code = body && (body.reason || body.error)
+  if (status === 0) return body?.message || 'The service cannot be reached.'
   if (status === 429) return 'Too many requests; retrying shortly.'
   if (status === 503) return 'The service is briefly unavailable; retrying shortly.'
   if (body && Array.isArray(body.details) && body.details.length) {
@@ -72,7 +73,14 @@ export async function api (path, { method = 'GET', body, query } = {}) {
   }
   const headers = { authorization: `Bearer ${token.get() || ''}` }
   if (body !== undefined) headers['content-type'] = 'application/json'
-  const res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
+  let res
+  try {
+    res = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
+  } catch (err) {
+    // The browser's own words ("Failed to fetch", "NetworkError when attempting to fetch resource") say less.
+    if (err?.name === 'AbortError') throw err
+    throw new ApiError(0, { message: 'The service cannot be reached (it may be restarting or your network is down); this page retries on its own.' })
+  }
   const text = await res.text()
   let data = null
   try { data = text ? JSON.parse(text) : null } catch { data = null }
