@@ -211,6 +211,9 @@ async function run () {
 
   t.test('a trace page shows its timeline', async (t) => {
     await visit('#/traces')
+    await page.getByRole('link', { name: traceId }).waitFor()
+    t.same(await page.locator('table.groups thead th').allInnerTexts().then((h) => h.slice(0, 3)), ['Trace', 'Last activity', 'Started'],
+      'the list says the order it is in: the latest activity first')
     await page.getByRole('link', { name: traceId }).click()
     await heading(page, `Trace ${traceId}`).waitFor()
     const rows = page.locator('.waterfall .wf-row:not(.wf-head)')

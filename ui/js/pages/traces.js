@@ -305,11 +305,11 @@ function List ({ kind, names, params }) {
   : html`<${Empty}>No ${key} ${windowLabel}: events carry them in <code>metadata.${idKey}</code>.</${Empty}>`
 : html`
     <div class="table-wrap"><table class="groups">
-      <thead><tr><th scope="col">${kind === 'trace' ? 'Trace' : 'Session'}</th><th scope="col">Started</th><th scope="col" class="num">Duration</th>
+      <thead><tr><th scope="col">${kind === 'trace' ? 'Trace' : 'Session'}</th><th scope="col" title="the list is in this order: the latest activity first">Last activity</th><th scope="col">Started</th><th scope="col" class="num">Duration</th>
         <th scope="col" class="num">Events</th><th scope="col" class="num">Errors</th><th scope="col" class="num">Tokens</th><th scope="col" class="num">Cost</th><th scope="col">Agents</th></tr></thead>
       <tbody>${rows.map((s) => html`<tr key=${s[idKey]}>
         <th scope="row"><a href=${hrefOf(`${key}/${encodeURIComponent(s[idKey])}`, params)}>${s[idKey]}</a></th>
-        <td><${Time} iso=${s.start} /></td><td class="num">${duration(s.durationMs)}</td>
+        <td><${Time} iso=${s.end ?? s.start} /></td><td><${Time} iso=${s.start} /></td><td class="num">${duration(s.durationMs)}</td>
         <td class="num">${count(s.eventCount)}</td><td class=${`num ${s.errors ? 'bad' : ''}`}>${count(s.errors)}</td>
         <td class="num">${count(s.tokens?.total ?? s.tokens)}</td><td class="num">${money(s.costUsd)}</td>
         <td>${agentsOf(s, names).map((a, i) => html`${i ? ', ' : ''}<${AgentLink} agent=${a} />`)}</td></tr>`)}</tbody>
