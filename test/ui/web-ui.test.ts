@@ -212,7 +212,7 @@ async function run () {
   t.test('a trace page shows its timeline', async (t) => {
     await visit('#/traces')
     await page.getByRole('link', { name: traceId }).waitFor()
-    t.same(await page.locator('table.groups thead th').allInnerTexts().then((h) => h.slice(0, 3)), ['Trace', 'Last activity', 'Started'],
+    t.same(await page.locator('table.groups thead th').allTextContents().then((h) => h.slice(0, 3)), ['Trace', 'Last activity', 'Started'],
       'the list says the order it is in: the latest activity first')
     await page.getByRole('link', { name: traceId }).click()
     await heading(page, `Trace ${traceId}`).waitFor()
