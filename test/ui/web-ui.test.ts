@@ -243,6 +243,21 @@ async function run () {
     t.equal(api.clusters.find((c) => c.sampleMessage === 'upstream 502 from billing')?.status, 'resolved', 'the service has it resolved')
     await cluster.getByRole('button', { name: /^Re-open/ }).click()
     await cluster.getByRole('button', { name: /^Resolve/ }).waitFor()
+    // The window and status are in the URL; a cluster's events are a click away.
+    await page.getByLabel('Status').selectOption('open')
+    await page.waitForURL(/#\/errors\?.*status=open/)
+    t.equal(await page.getByLabel('Status').inputValue(), 'open', 'kept through the URL')
+    const fingerprint = await cluster.getAttribute('data-fingerprint')
+    await cluster.getByRole('link', { name: 'Its events' }).click()
+    await page.waitForURL(new RegExp(`#/live\\?fingerprint=${fingerprint}`))
+    await page.locator('table.events tbody tr').first().waitFor()
+    t.equal(await page.locator('table.events tbody tr').count(), 12, 'the cluster\'s 12 events')
+    await page.goBack()
+    await page.waitForURL(/#\/errors\?.*status=open/)
+    // A link to one cluster scrolls it into view.
+    await visit(`#/errors/${fingerprint}`)
+    await page.locator(`li.cluster.highlight[data-fingerprint="${fingerprint}"]`).waitFor()
+    t.ok(await page.locator('li.cluster.highlight').isVisible(), 'the linked cluster is highlighted')
   })
 
   t.test('an alert says when it was raised, and that it still fires when the service says so', async (t) => {

@@ -1,5 +1,5 @@
 // Error clusters: counts, first and last seen, latest message, tools; resolve and re-open.
-import { useState } from 'preact/hooks'
+import { useEffect } from 'preact/hooks'
 import { api, agentsOf } from '../api.js'
 import { html, useData, useAction, ErrorNote, Loading, Empty, Badge, Time, AgentLink, count, plural, noun, dotted } from '../ui.js'
 
@@ -23,15 +23,39 @@ function Cluster ({ c, names, highlight, onChange }) {
         html`<code>${c.fingerprint}</code>`,
       )}
     </p>
+    <p class="cluster-links">${dotted(
+      html`<a href=${`#/live?fingerprint=${encodeURIComponent(c.fingerprint)}`}>Its events</a>`,
+      html`<a href=${`#/traces?fingerprint=${encodeURIComponent(c.fingerprint)}`}>its traces</a>`,
+      html`<a href=${`#/sessions?fingerprint=${encodeURIComponent(c.fingerprint)}`}>its sessions</a>`,
+    )}</p>
     <button onClick=${toggle} disabled=${action.busy} aria-label=${`${resolved ? 'Re-open' : 'Resolve'}: ${c.sampleMessage || c.fingerprint}`}>${resolved ? 'Re-open' : 'Resolve'}</button>
     <${ErrorNote} error=${action.error} />
   </li>`
 }
 
-export function ErrorsPage ({ id, names }) {
-  const [since, setSince] = useState('7d')
-  const [status, setStatus] = useState('all')
+const SINCE = ['24h', '7d', '30d', 'all']
+const STATUS = ['all', 'open', 'resolved']
+
+/**
+ * The window and status are in the URL (`#/errors?since=30d&status=open`), so a view is shared and the
+ * back button returns to it. A link to one cluster (`#/errors/<fingerprint>`) looks over all time
+ * unless it says otherwise, and scrolls the cluster into view.
+ */
+export function ErrorsPage ({ id, params, names }) {
+  const since = SINCE.includes(params?.get('since')) ? params.get('since') : id ? 'all' : '7d'
+  const status = STATUS.includes(params?.get('status')) ? params.get('status') : 'all'
+  const choose = (key, value) => {
+    const next = new URLSearchParams(params)
+    next.set(key, value)
+    window.location.hash = `#/errors${id ? `/${encodeURIComponent(id)}` : ''}?${next}`
+  }
+  const setSince = (v) => choose('since', v)
+  const setStatus = (v) => choose('status', v)
   const { data, error, reload } = useData(() => api('/v1/me/errors', { query: { since } }), [since], 15_000)
+  const shown = Boolean(data)
+  useEffect(() => {
+    if (shown && id) document.getElementById(`fp-${id}`)?.scrollIntoView({ block: 'center' })
+  }, [shown, id])
   const clusters = (data?.clusters || []).filter((c) => status === 'all' || c.status === status)
   const open = (data?.clusters || []).filter((c) => c.status === 'open').length
   return html`
