@@ -84,6 +84,21 @@ async function run () {
     t.same(pageErrors, [], 'no script errors')
   })
 
+  t.test('on a phone (390 px) every row shows the start of its name, however deep, never an ellipsis alone', async (t) => {
+    const phone = await browser.context.newPage()
+    await phone.setViewportSize({ width: 390, height: 844 })
+    await phone.goto(`${base}/#token=${user.token}`)
+    await phone.evaluate((h) => { location.hash = h }, `#/traces/${traceId}`)
+    const phoneRows = phone.locator('.waterfall .tree-row')
+    await phoneRows.nth(OPEN_DEPTH - 1).waitFor()
+    for (let i = 0; i < OPEN_DEPTH; i++) {
+      const name = (await phoneRows.nth(i).locator('button.span-name').boundingBox())!
+      const cell = (await phoneRows.nth(i).locator('.wf-label').boundingBox())!
+      t.ok(name.width >= 30 && name.x + 30 <= cell.x + cell.width, `depth ${i}: the name has room in its cell (${name.x.toFixed(0)} + ${name.width.toFixed(0)} px in ${cell.x.toFixed(0)} + ${cell.width.toFixed(0)})`)
+    }
+    await phone.close()
+  })
+
   t.test('a session page draws its events as the same tree', async (t) => {
     await page.evaluate((h) => { location.hash = h }, `#/sessions/session-${traceId}`)
     await page.getByRole('heading', { level: 1, name: `Session session-${traceId}` }).waitFor()

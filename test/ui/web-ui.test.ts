@@ -198,7 +198,8 @@ async function run () {
     await heading(page, `Trace ${otelTrace}`).waitFor()
     const rows = page.locator('.waterfall .wf-row:not(.wf-head)')
     await rows.nth(4).waitFor()
-    const texts = await rows.allInnerTexts()
+    // A row's parts are laid out in a line (flex items, which innerText puts on lines of their own).
+    const texts = (await rows.allInnerTexts()).map((x) => x.replace(/\s+/g, ' '))
     t.match(texts[0], /^\W*invoke_agent research-assistant\b/, 'the root span by its name')
     t.match(texts[1], /chat gpt-4o gpt-4o-2024-08-06 · reasoning · success · 2\.10 s/, 'the model that answered, the outcome and the duration')
     t.match(texts[2], /execute_tool lookup_invoice\b[\s\S]*900 ms/)
@@ -367,6 +368,16 @@ async function run () {
     await phone.keyboard.press('Escape')
     t.equal(await menu.getAttribute('aria-expanded'), 'false', 'Escape closed it')
     t.equal(await phone.evaluate(() => document.activeElement?.textContent), 'Menu', 'the focus is back on the button')
+    // Nothing wider than the phone: wide tables scroll in their card, selects and names fit.
+    const agentId = (await (await fetch(`${base}/v1/me/agents`, { headers: user.auth })).json() as { agents: { id: string }[] }).agents[0]!.id
+    for (const [hash, name] of [['#/agents', 'Agents'], ['#/live', 'Live events'], [`#/agents/${agentId}`, null], ['#/traces', 'Traces']] as const) {
+      await phone.evaluate((h) => { location.hash = h }, hash)
+      if (name) await heading(phone, name).waitFor()
+      else await phone.locator('main h1').waitFor()
+      await phone.waitForTimeout(300)
+      const width = await phone.evaluate(() => document.documentElement.scrollWidth)
+      t.ok(width <= 390, `${hash}: the page is ${width} px wide`)
+    }
     await phone.close()
   })
 

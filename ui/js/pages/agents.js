@@ -2,7 +2,7 @@
 // clusters; rename, publish or unpublish, delete).
 import { useState } from 'preact/hooks'
 import { api, listAll } from '../api.js'
-import { html, useData, useAction, Kpi, money, count, percent, ago, Time, duration, ErrorNote, Loading, Empty, Badge, ConfirmButton, plural, dotted } from '../ui.js'
+import { html, useData, useAction, Kpi, money, count, percent, ago, Time, duration, ErrorNote, Loading, Empty, Badge, ConfirmButton, plural, dotted, Name } from '../ui.js'
 
 export function AgentsPage () {
   const { data, error } = useData(() => listAll('/v1/me/agents', 'agents', { query: { limit: 200 } }), [], 15_000)
@@ -21,7 +21,7 @@ export function AgentsPage () {
         <th scope="col">Last seen</th><th scope="col">Visibility</th>
       </tr></thead>
       <tbody>${data.map((a) => html`<tr>
-        <th scope="row"><a href=${`#/agents/${encodeURIComponent(a.id)}`}>${a.displayName}</a>${a.framework ? html` <span class="muted">${a.framework}</span>` : null}</th>
+        <th scope="row"><${Name} text=${a.displayName}><a href=${`#/agents/${encodeURIComponent(a.id)}`}>${a.displayName}</a></${Name}>${a.framework ? html` <span class="muted">${a.framework}</span>` : null}</th>
         <td class="num">${count(a.kpis?.events24h)}</td><td class="num">${money(a.kpis?.cost24h)}</td>
         <td class="num">${count(a.kpis?.events30d)}</td><td class="num">${money(a.kpis?.cost30d)}</td>
         <td class=${`num ${a.kpis?.errorRate30d > 0.1 ? 'bad' : ''}`}>${percent(a.kpis?.events30d ? a.kpis.errorRate30d : null)}</td>
@@ -108,11 +108,11 @@ export function AgentPage ({ id, refreshNames }) {
       <section class="card" aria-labelledby="rs"><h2 id="rs">Recent sessions</h2>
         ${(agent.recentSessions || []).length === 0
 ? html`<${Empty}>No sessions.</${Empty}>`
-: html`<table>
+: html`<div class="table-wrap"><table>
           <thead><tr><th scope="col">Session</th><th scope="col">Last activity</th><th scope="col" class="num">Events</th><th scope="col" class="num">Duration</th><th scope="col" class="num">Cost</th></tr></thead>
           <tbody>${agent.recentSessions.map((s) => html`<tr>
             <td><a href=${`#/sessions/${encodeURIComponent(s.sessionId)}`}>${s.sessionId}</a></td><td><${Time} iso=${s.end} /></td>
-            <td class="num">${count(s.eventCount)}</td><td class="num">${duration(s.durationMs)}</td><td class="num">${money(s.costUsd)}</td></tr>`)}</tbody></table>`}
+            <td class="num">${count(s.eventCount)}</td><td class="num">${duration(s.durationMs)}</td><td class="num">${money(s.costUsd)}</td></tr>`)}</tbody></table></div>`}
       </section>
       <section class="card" aria-labelledby="re"><h2 id="re">Error clusters</h2>
         ${(agent.recentErrors || []).length === 0
