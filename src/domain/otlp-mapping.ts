@@ -178,6 +178,53 @@ export function spanToEvent (span: OtlpSpan): IncomingEvent | string {
   return event
 }
 
+/**
+ * What a span takes from the others of its export, once each is mapped (`mapped[i]` is `spans[i]`'s
+ * event, or the reason it was refused): a span that names no agent (no `gen_ai.agent.name` or `.id`)
+ * belongs to the agent of its nearest ancestor in the export that names one, as the conventions put
+ * the agent on its `invoke_agent` span only and not on the model calls under it; a span without a
+ * session takes its nearest ancestor's, else the one session the trace's other spans in the export
+ * agree on. Spans of a trace exported apart keep their own.
+ */
+export function inheritWithinExport (spans: OtlpSpan[], mapped: Array<IncomingEvent | string>): void {
+  const at = new Map<string, number>()
+  spans.forEach((s, i) => { if (typeof mapped[i] !== 'string') at.set(`${s.traceId}/${s.spanId}`, i) })
+  const ancestors = function * (i: number) {
+    const seen = new Set<number>([i])
+    for (let p = at.get(`${spans[i]!.traceId}/${spans[i]!.parentSpanId}`); p !== undefined && !seen.has(p); p = at.get(`${spans[p]!.traceId}/${spans[p]!.parentSpanId}`)) {
+      seen.add(p)
+      yield p
+    }
+  }
+  const sessionsOfTrace = new Map<string, Set<string>>()
+  spans.forEach((s, i) => {
+    const event = mapped[i]
+    const session = event !== undefined && typeof event !== 'string' ? event.metadata?.sessionId : undefined
+    if (session) sessionsOfTrace.set(s.traceId, (sessionsOfTrace.get(s.traceId) ?? new Set()).add(session))
+  })
+  spans.forEach((s, i) => {
+    const event = mapped[i]
+    if (event === undefined || typeof event === 'string') return
+    if (!namesAgent(s)) {
+      for (const p of ancestors(i)) {
+        if (namesAgent(spans[p]!)) { event.agentId = (mapped[p] as IncomingEvent).agentId; break }
+      }
+    }
+    if (!event.metadata!.sessionId) {
+      for (const p of ancestors(i)) {
+        const session = (mapped[p] as IncomingEvent).metadata?.sessionId
+        if (session) { event.metadata!.sessionId = session; break }
+      }
+      const agreed = sessionsOfTrace.get(s.traceId)
+      if (!event.metadata!.sessionId && agreed?.size === 1) event.metadata!.sessionId = [...agreed][0]
+    }
+  })
+}
+
+function namesAgent (span: OtlpSpan): boolean {
+  return str(span.attributes, 'gen_ai.agent.name', 'gen_ai.agent.id') !== undefined
+}
+
 /** gen_ai.agent.name, else gen_ai.agent.id, else the resource's service.name (the SDK's default included). */
 function agentOf (span: OtlpSpan): string {
   const name = str(span.attributes, 'gen_ai.agent.name', 'gen_ai.agent.id') ?? str(span.resource, 'service.name') ?? 'unknown_service'

@@ -1,5 +1,5 @@
 import { decodeTraces, OtlpDecodeError, type OtlpEncoding } from '../domain/otlp-codec.ts'
-import { spanToEvent } from '../domain/otlp-mapping.ts'
+import { inheritWithinExport, spanToEvent } from '../domain/otlp-mapping.ts'
 import { spanEvaluations } from '../domain/otlp-scores.ts'
 import type { IncomingScore } from '../domain/score-row.ts'
 import type { ScoreIngestionService } from './score-ingestion.ts'
@@ -97,15 +97,17 @@ function decodeSpans (body: Buffer, encoding: OtlpEncoding): { events: IncomingE
   const events: IncomingEvent[] = []
   const refusals: HttpError[] = []
   const evaluations = new Map<IncomingEvent, IncomingScore[]>()
-  for (const span of spans) {
-    const mapped = spanToEvent(span)
+  const all = spans.map((span) => spanToEvent(span))
+  inheritWithinExport(spans, all)
+  spans.forEach((span, i) => {
+    const mapped = all[i]!
     if (typeof mapped === 'string') refusals.push(new HttpError(400, 'invalid_span', { message: mapped }))
     else {
       events.push(mapped)
       const scores = spanEvaluations(span, mapped.agentId, mapped.metadata?.privacyLevel !== 'minimal')
       if (scores.length > 0) evaluations.set(mapped, scores)
     }
-  }
+  })
   return { events, refusals, evaluations }
 }
 

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { decodeTraces, encodeRequest, type OtlpSpan } from '../../src/domain/otlp-codec.ts'
-import { isContentAttribute, spanRole, spanToEvent } from '../../src/domain/otlp-mapping.ts'
+import { inheritWithinExport, isContentAttribute, spanRole, spanToEvent } from '../../src/domain/otlp-mapping.ts'
 import protobuf from 'protobufjs'
 import { traceTree } from '../../src/domain/trace-tree.ts'
 
@@ -234,6 +234,26 @@ t.test('the tools offered to the model are its toolsConsidered, by name, at ever
   t.same(offered({ 'ai.prompt.tools': [JSON.stringify({ type: 'function', name: 'weather', parameters: {} })] }), ['weather'])
   t.same(offered({ 'llm.request.functions.0.name': 'a', 'llm.request.functions.0.description': 'x', 'llm.request.functions.1.name': 'b' }), ['a', 'b'])
   t.equal(offered({ 'gen_ai.tool.definitions': 'not json' }), undefined)
+})
+
+t.test('within an export, a span without an agent or session takes its nearest ancestor\'s; a trace\'s one session reaches its other spans', async (t) => {
+  const at = (spanId: string, parentSpanId: string, attributes: Record<string, unknown> = {}, traceId = TRACE) =>
+    span({ traceId, spanId, parentSpanId, attributes: attributes as never, resource: { 'service.name': 'my-fastapi-app' } })
+  const spans = [
+    at('a000000000000001', '', { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'triage', 'gen_ai.conversation.id': 'conv-1' }),
+    at('a000000000000002', 'a000000000000001', { 'gen_ai.operation.name': 'chat', 'gen_ai.usage.input_tokens': 100 }),
+    at('a000000000000003', 'a000000000000002', { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'billing' }),
+    at('a000000000000004', 'a000000000000003', { 'gen_ai.operation.name': 'chat' }),
+    at('a000000000000005', 'not-here-0000001', { 'gen_ai.operation.name': 'execute_tool' }),
+    at('b000000000000001', '', { 'gen_ai.operation.name': 'chat' }, 'b'.repeat(32)),
+  ]
+  const mapped = spans.map((s) => spanToEvent(s))
+  inheritWithinExport(spans, mapped)
+  const events = mapped as any[]
+  t.same(events.map((e) => e.agentId), ['triage', 'triage', 'billing', 'billing', 'my-fastapi-app', 'my-fastapi-app'],
+    'a model call under an agent\'s span is that agent\'s; a span with no agent above it stays the service\'s')
+  t.same(events.map((e) => e.metadata.sessionId ?? null), ['conv-1', 'conv-1', 'conv-1', 'conv-1', 'conv-1', null],
+    'the session reaches the spans under it, and an orphan of the same trace by the trace\'s one session; another trace keeps none')
 })
 
 t.test('gen_ai.output.messages: text parts kept as their text, anything else as the JSON sent', async (t) => {
