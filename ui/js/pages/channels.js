@@ -101,7 +101,7 @@ function Channel ({ c, onChange }) {
   return html`<li class="channel" data-channel-id=${c.id}>
     <div class="cluster-head">
       <${Badge} tone=${c.enabled ? 'ok' : 'bad'}>${c.enabled ? 'enabled' : 'disabled'}</${Badge}>
-      <strong>${channelName(c)}</strong><span class="muted">${KINDS[c.kind]}</span>
+      <strong>${channelName(c)}</strong>${c.label ? html`<span class="muted">${KINDS[c.kind]}</span>` : null}
     </div>
     <p class="muted">
       ${dotted(
@@ -135,7 +135,7 @@ export function ChannelsPage () {
     <p class="muted">Alerts and error clusters reach you where you work: as they trigger, resolve, appear or re-open, each is sent
       once to every enabled channel that takes it, retried for up to a day when the destination fails.</p>
     ${created
-? html`<${SecretOnce} title=${`Webhook “${channelName(created)}” added`} secret=${created.secret} onDismiss=${() => setCreated(null)}>
+? html`<${SecretOnce} title=${created.label ? `Webhook “${created.label}” added` : 'Webhook added'} secret=${created.secret} onDismiss=${() => setCreated(null)}>
         Receivers verify each request's <code>webhook-signature</code> with it, using any Standard Webhooks library.</${SecretOnce}>`
 : null}
     <${NewChannel} onCreated=${onCreated} />
