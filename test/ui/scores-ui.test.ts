@@ -105,10 +105,16 @@ async function run () {
       t.equal(await figure('change-count'), signed(n.change.count), `${n.name}: change of the count`)
       if (n.numeric && n.dataType !== 'categorical') {
         t.equal(await figure('mean'), fig(n.numeric.mean), `${n.name}: mean`)
-        t.equal(await figure('p50'), fig(n.numeric.p50), `${n.name}: p50`)
-        t.equal(await figure('p90'), fig(n.numeric.p90), `${n.name}: p90`)
+        if (n.dataType === 'boolean') {
+          t.equal(await card.locator('[data-figure="p50"]').count(), 0, `${n.name}: no percentiles of yes/no, which the share of yes says`)
+        } else {
+          t.equal(await figure('p50'), fig(n.numeric.p50), `${n.name}: p50`)
+          t.equal(await figure('p90'), fig(n.numeric.p90), `${n.name}: p90`)
+        }
         t.equal(await figure('change-mean'), signed(n.change.mean), `${n.name}: change of the mean`)
       }
+      const counts = (await card.locator('table.by-agent tbody tr td:nth-child(2)').allTextContents()).map((x) => Number(x.replace(/,/g, '')))
+      t.same(counts, [...counts].sort((a, b) => b - a), `${n.name}: agents with the most scores first`)
       for (const [label, c] of Object.entries(n.labels ?? {})) {
         t.equal(await card.locator(`.labels li[data-label="${label}"] .label-count`).innerText(), fig(c), `${n.name}: ${label}`)
       }

@@ -24,6 +24,10 @@ function Labels ({ labels, total }) {
 
 function NameCard ({ n, from, to, names }) {
   const numeric = n.numeric !== null && n.dataType !== 'categorical'
+  // Percentiles of yes/no scores say nothing the share of yes does not.
+  const percentiles = numeric && n.dataType !== 'boolean'
+  // The agents with the most scores first, then by name.
+  const byAgent = [...n.byAgent].sort((a, b) => b.count - a.count || String(a.agent?.displayName ?? a.agent?.id ?? a.agent ?? '').localeCompare(String(b.agent?.displayName ?? b.agent?.id ?? b.agent ?? '')))
   const byDay = new Map(n.byDay.map((d) => [d.day, d]))
   const points = daysOf(from, to).map((day) => ({ x: day, y: numeric ? (byDay.get(day)?.numeric?.mean ?? null) : (byDay.get(day)?.count ?? null) }))
   return html`<section class="card wide score-name" data-score-name=${n.name} aria-labelledby=${`sn-${n.name}`}>
@@ -33,21 +37,23 @@ function NameCard ({ n, from, to, names }) {
       ${numeric
         ? html`
           <${Kpi} label=${n.dataType === 'boolean' ? 'Mean (share of yes)' : 'Mean'} value=${html`<span data-figure="mean">${fig(n.numeric.mean)}</span>`} hint=${html`<span data-figure="change-mean">${signed(n.change.mean)}</span> vs previous`} />
-          <${Kpi} label="p50" value=${html`<span data-figure="p50">${fig(n.numeric.p50)}</span>`} />
+          ${percentiles
+? html`<${Kpi} label="p50" value=${html`<span data-figure="p50">${fig(n.numeric.p50)}</span>`} />
           <${Kpi} label="p90" value=${html`<span data-figure="p90">${fig(n.numeric.p90)}</span>`} />`
+: null}`
         : null}
       <div class="kpi"><div class="kpi-label">${numeric ? 'Mean per day' : 'Scores per day'}</div><${Trend} points=${points} label=${`${n.name}, ${numeric ? 'mean' : 'scores'} per day`} /></div>
     </div>
     ${n.labels ? html`<h3>Labels</h3><${Labels} labels=${n.labels} total=${n.count} />` : null}
     <h3>By agent</h3>
-    ${n.byAgent.length === 0
+    ${byAgent.length === 0
       ? html`<${Empty}>No scores in this period.</${Empty}>`
       : html`<div class="table-wrap"><table class="by-agent">
-      <thead><tr><th scope="col">Agent</th><th scope="col" class="num">Scores</th>${numeric ? html`<th scope="col" class="num">Mean</th><th scope="col" class="num">p50</th><th scope="col" class="num">p90</th>` : null}${n.labels ? html`<th scope="col">Labels</th>` : null}</tr></thead>
-      <tbody>${n.byAgent.map((a) => html`<tr>
+      <thead><tr><th scope="col">Agent</th><th scope="col" class="num">Scores</th>${numeric ? html`<th scope="col" class="num">Mean</th>` : null}${percentiles ? html`<th scope="col" class="num">p50</th><th scope="col" class="num">p90</th>` : null}${n.labels ? html`<th scope="col">Labels</th>` : null}</tr></thead>
+      <tbody>${byAgent.map((a) => html`<tr>
         <th scope="row">${a.agent ? html`<${AgentLink} agent=${agentRef(a.agent, names)} />` : html`<span class="muted">no agent</span>`}</th>
         <td class="num">${count(a.count)}</td>
-        ${numeric ? html`<td class="num">${fig(a.numeric?.mean)}</td><td class="num">${fig(a.numeric?.p50)}</td><td class="num">${fig(a.numeric?.p90)}</td>` : null}
+        ${numeric ? html`<td class="num">${fig(a.numeric?.mean)}</td>` : null}${percentiles ? html`<td class="num">${fig(a.numeric?.p50)}</td><td class="num">${fig(a.numeric?.p90)}</td>` : null}
         ${n.labels ? html`<td>${dotted(...Object.entries(a.labels || {}).map(([l, c]) => `${l} ${count(c)}`))}</td>` : null}
       </tr>`)}</tbody>
     </table></div>`}
