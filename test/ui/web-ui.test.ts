@@ -334,8 +334,14 @@ async function run () {
   })
 
   t.test('the spend page marks the unpriced model', async (t) => {
-    await visit('#/spend')
+    // The window is in the URL, so it is shared and Back returns to it.
+    await visit('#/spend?days=7')
     await heading(page, 'Spend').waitFor()
+    await page.getByText(/: 7 days\./).waitFor()
+    t.equal(await page.getByRole('button', { name: '7 days' }).getAttribute('aria-pressed'), 'true')
+    await page.getByRole('button', { name: '30 days' }).click()
+    await page.waitForURL(/#\/spend\?days=30$/)
+    await page.getByText(/: 30 days\./).waitFor()
     const row = page.locator('tr', { hasText: 'house-model-x' })
     await row.waitFor()
     t.match(await row.innerText(), /unpriced/)

@@ -43,9 +43,12 @@ export function zeroPriced (summary, prices) {
   return new Map((summary.unpriced_models || []).map((m) => [m.model, { eventCount: m.eventCount, pricedAt: now.get(m.model) ?? null }]))
 }
 
-export function SpendPage ({ names }) {
-  const [days, setDays] = useState(30)
-  const [input, setInput] = useState('30')
+/** The window is in the URL (`#/spend?days=7`), so it is shared and the back button returns to it. */
+export function SpendPage ({ params, names }) {
+  const asked = Number(params?.get('days'))
+  const days = Number.isInteger(asked) && asked >= 1 && asked <= 365 ? asked : 30
+  const setDays = (n) => { window.location.hash = `#/spend?days=${n}` }
+  const [input, setInput] = useState(String(days))
   const { data, error } = useData(async () => {
     const [summary, prices] = await Promise.all([
       api('/v1/me/spend-summary', { query: { days } }),
