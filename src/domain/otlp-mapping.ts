@@ -51,10 +51,6 @@ const MINIMAL_ATTRIBUTE = new RegExp('^(?:' + [
 /** What a resource keeps at `minimal`: the service and where it runs, not its command line or paths. */
 const MINIMAL_RESOURCE = /^(?:service\..+|telemetry\.sdk\..+|telemetry\.distro\..+|deployment\..+|host\.(?:name|arch|type)|os\.(?:type|version)|cloud\..+|k8s\..+|container\.(?:name|id)|process\.runtime\..+|process\.pid|faas\.(?:name|version|instance)|agent_telemetry\..+)$/
 
-export function isMinimalAttribute (key: string): boolean {
-  return MINIMAL_ATTRIBUTE.test(key)
-}
-
 /**
  * Attributes unique to a span or measuring it: ids (of the response, of the tool call), its
  * conversation (the event's sessionId), token counts and timings. The facets leave them out
@@ -348,7 +344,8 @@ function toolsOffered (a: Attributes): string[] {
   if (Array.isArray(definitions)) definitions.forEach(add)
   const vercel = a['ai.prompt.tools']
   if (Array.isArray(vercel)) vercel.forEach(add)
-  for (const f of indexedMessages(a, 'llm.request.functions') ?? []) add(f)
+  // OpenLLMetry numbers them from 0: a span without the first has none (and is not scanned for them).
+  if (a['llm.request.functions.0.name'] !== undefined) for (const f of indexedMessages(a, 'llm.request.functions') ?? []) add(f)
   return names
 }
 
@@ -378,10 +375,25 @@ function withoutContent (a: Attributes): Attributes {
   return out
 }
 
+// An instrumentation sends the same few keys on every span: each key's verdict is remembered rather
+// than matched again (bounded, and forgotten whole when full).
+const verdicts = new Map<RegExp, Map<string, boolean>>()
+function allows (allowed: RegExp, key: string): boolean {
+  let known = verdicts.get(allowed)
+  if (!known) verdicts.set(allowed, known = new Map())
+  let verdict = known.get(key)
+  if (verdict === undefined) {
+    if (known.size >= 10_000) known.clear()
+    verdict = allowed.test(key)
+    known.set(key, verdict)
+  }
+  return verdict
+}
+
 /** The attributes whose keys `allowed` matches. */
 function minimalOf (a: Attributes, allowed: RegExp): Attributes {
   const out: Attributes = {}
-  for (const [k, v] of Object.entries(a)) if (allowed.test(k)) out[k] = v
+  for (const k in a) if (allows(allowed, k)) out[k] = a[k]!
   return out
 }
 
