@@ -119,7 +119,7 @@ export function AgentPage ({ id, refreshNames }) {
 ? html`<${Empty}>No errors.</${Empty}>`
 : html`<ul class="plain">
           ${agent.recentErrors.map((c) => html`<li><${Badge} tone=${c.status === 'open' ? 'bad' : 'ok'}>${c.status}</${Badge}>
-            <a href=${`#/errors/${c.fingerprint}`}>${c.sampleMessage || c.fingerprint}</a> <span class="muted">${dotted(`× ${count(c.count)}`, ago(c.lastSeen))}</span></li>`)}
+            <a href=${`#/errors/${c.fingerprint}`} title=${c.fingerprint}>${c.sampleMessage || '(no message)'}</a> <span class="muted">${dotted(`× ${count(c.count)}`, ago(c.lastSeen))}</span></li>`)}
         </ul>`}
       </section>
     </div>
