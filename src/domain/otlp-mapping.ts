@@ -33,23 +33,43 @@ const CONTENT_EVENT_PREFIXES = ['gen_ai.content.', 'gen_ai.user.message', 'gen_a
  * What a span keeps at `minimal`, which sends metadata only, no content: attributes that describe the
  * call (operation, model, provider, usage, timings, status, ids), never one that may hold what was
  * said, read or passed, whatever the instrumentation names it (`input.value`, `langfuse.observation.input`,
- * `pydantic_ai.all_messages`, `http.url` with its query, a resource's `process.command_args`). An
- * attribute not on this list is dropped at `minimal`; above it, everything is kept.
+ * `pydantic_ai.all_messages`, `http.url` with its query, a resource's `process.command_args`). Each
+ * kept name also has a kind of value: a count or setting is kept only as a number (or a boolean, or
+ * a string of a number), a name or id only as one short line of text (at most 256 characters), a
+ * list only of such lines; any other value under the name is dropped, so that no text rides on a
+ * name that describes. Names are listed whole, never as a namespace with anything under it. An
+ * attribute not listed is dropped at `minimal`; above it, everything is kept.
  */
-const MINIMAL_ATTRIBUTE = new RegExp('^(?:' + [
-  String.raw`gen_ai\.(?:operation\.name|system|provider\.name|request\.(?:model|max_tokens|temperature|top_p|top_k|frequency_penalty|presence_penalty|seed|choice\.count|encoding_formats)|response\.(?:model|id|finish_reasons)|usage\..+|agent\.(?:name|id)|conversation\.id|tool\.(?:name|call\.id|type)|data_source\.id|output\.type|token\.type|evaluation\.(?:name|score\.value|score\.label))`,
-  String.raw`llm\.(?:model_name|provider|system|request\.(?:type|model)|response\.model|token_count\..+|usage\..+|is_streaming)`,
-  String.raw`openinference\.span\.kind`,
-  String.raw`ai\.(?:operationId|model\.(?:id|provider)|usage\..+|response\.(?:id|model|finishReason|timestamp|msToFirstChunk|msToFinish|avgCompletionTokensPerSecond|avgOutputTokensPerSecond)|settings\.(?:maxRetries|maxOutputTokens|maxTokens|temperature|topP|topK)|telemetry\.functionId|telemetry\.metadata\.sessionId|toolCall\.(?:name|id))`,
-  String.raw`traceloop\.(?:span\.kind|entity\.name|workflow\.name|association\.properties\.session_id)`,
-  String.raw`langfuse\.(?:observation\.(?:type|level|model\.name|usage_details|completion_start_time)|session\.id|trace\.name|environment|release|version)`,
-  String.raw`session\.id|error\.type|exception\.type|otel\..+|thread\.(?:id|name)|code\.(?:function|namespace|lineno)`,
-  String.raw`http\.(?:method|request\.method|status_code|response\.status_code|route)|server\.(?:address|port)|url\.scheme|rpc\.(?:system|service|method)`,
-  String.raw`agent_telemetry\..+`,
+const MINIMAL_NUMBERS = new RegExp('^(?:' + [
+  String.raw`gen_ai\.request\.(?:max_tokens|temperature|top_p|top_k|frequency_penalty|presence_penalty|seed|choice\.count)`,
+  String.raw`gen_ai\.usage\.(?:input_tokens|output_tokens|prompt_tokens|completion_tokens|total_tokens|cache_read\.input_tokens|cache_creation\.input_tokens|cache_read_input_tokens|cache_creation_input_tokens|reasoning\.output_tokens|reasoning_tokens|input_tokens\.cached|output_tokens\.reasoning|details\.(?:cache_read_tokens|cache_write_tokens|reasoning_tokens|input_tokens|output_tokens))`,
+  String.raw`gen_ai\.evaluation\.score\.value`,
+  String.raw`llm\.token_count\.(?:prompt|completion|total|prompt_details\.(?:cache_read|cache_write|audio)|completion_details\.(?:reasoning|audio))`,
+  String.raw`llm\.usage\.(?:prompt_tokens|completion_tokens|total_tokens|cache_read_input_tokens|cache_creation_input_tokens)|llm\.is_streaming`,
+  String.raw`ai\.usage\.(?:promptTokens|completionTokens|totalTokens|inputTokens|outputTokens|cachedInputTokens|reasoningTokens)`,
+  String.raw`ai\.response\.(?:msToFirstChunk|msToFinish|avgCompletionTokensPerSecond|avgOutputTokensPerSecond)|ai\.settings\.(?:maxRetries|maxOutputTokens|maxTokens|temperature|topP|topK)`,
+  String.raw`http\.(?:status_code|response\.status_code)|server\.port|code\.lineno|thread\.id`,
 ].join('|') + ')$')
+const MINIMAL_TEXT = new RegExp('^(?:' + [
+  String.raw`gen_ai\.(?:operation\.name|system|provider\.name|request\.model|response\.(?:model|id)|agent\.(?:name|id)|conversation\.id|tool\.(?:name|call\.id|type)|data_source\.id|output\.type|token\.type|evaluation\.(?:name|score\.label))`,
+  String.raw`llm\.(?:model_name|provider|system|request\.(?:type|model)|response\.model)|openinference\.span\.kind`,
+  String.raw`ai\.(?:operationId|model\.(?:id|provider)|response\.(?:id|model|finishReason|timestamp)|telemetry\.functionId|telemetry\.metadata\.sessionId|toolCall\.(?:name|id))`,
+  String.raw`traceloop\.(?:span\.kind|entity\.name|workflow\.name|association\.properties\.session_id)`,
+  String.raw`langfuse\.(?:observation\.(?:type|level|model\.name|completion_start_time)|session\.id|environment|release|version)`,
+  String.raw`session\.id|error\.type|exception\.type|otel\.(?:status_code|scope\.name|scope\.version|library\.name|library\.version|span\.kind)|thread\.name|code\.(?:function|namespace)`,
+  String.raw`http\.(?:method|request\.method|route)|server\.address|url\.scheme|rpc\.(?:system|service|method)`,
+].join('|') + ')$')
+const MINIMAL_TEXT_LISTS = /^gen_ai\.(?:response\.finish_reasons|request\.encoding_formats)$/
 
-/** What a resource keeps at `minimal`: the service and where it runs, not its command line or paths. */
-const MINIMAL_RESOURCE = /^(?:service\..+|telemetry\.sdk\..+|telemetry\.distro\..+|deployment\..+|host\.(?:name|arch|type)|os\.(?:type|version)|cloud\..+|k8s\..+|container\.(?:name|id)|process\.runtime\..+|process\.pid|faas\.(?:name|version|instance)|agent_telemetry\..+)$/
+/** What a resource keeps at `minimal`, as one short line of text or a number: the service and where it runs. */
+const MINIMAL_RESOURCE_NUMBERS = /^process\.pid$/
+const MINIMAL_RESOURCE_TEXT = new RegExp('^(?:' + [
+  String.raw`service\.(?:name|namespace|version|instance\.id)|telemetry\.sdk\.(?:name|language|version)|telemetry\.distro\.(?:name|version)`,
+  String.raw`deployment\.environment(?:\.name)?|host\.(?:name|arch|type)|os\.(?:type|version)`,
+  String.raw`cloud\.(?:provider|platform|region|availability_zone|account\.id)`,
+  String.raw`k8s\.(?:cluster|namespace|node|pod|deployment|statefulset|daemonset|replicaset|job|cronjob|container)\.name`,
+  String.raw`container\.(?:name|id)|process\.runtime\.(?:name|version)|faas\.(?:name|version|instance)`,
+].join('|') + ')$')
 
 /**
  * Attributes unique to a span or measuring it: ids (of the response, of the tool call), its
@@ -162,8 +182,8 @@ export function spanToEvent (span: OtlpSpan): IncomingEvent | string {
     scope: span.scope,
     status: span.status,
     ...(errorType ? { errorType } : {}),
-    attributes: withContent ? withoutContent(a) : minimalOf(a, MINIMAL_ATTRIBUTE),
-    resource: withContent ? span.resource : minimalOf(span.resource, MINIMAL_RESOURCE),
+    attributes: withContent ? withoutContent(a) : minimalOf(a),
+    resource: withContent ? span.resource : minimalOf(span.resource, true),
     // At `minimal` a span event keeps its name and time, and of its attributes only those that
     // describe; an exception keeps its type and message (the error clusters are built from it), never
     // its stack trace (file paths).
@@ -375,30 +395,50 @@ function withoutContent (a: Attributes): Attributes {
   return out
 }
 
-// An instrumentation sends the same few keys on every span: each key's verdict is remembered rather
+type MinimalKind = 'number' | 'text' | 'texts' | null
+
+// An instrumentation sends the same few keys on every span: each key's kind is remembered rather
 // than matched again (bounded, and forgotten whole when full).
-const verdicts = new Map<RegExp, Map<string, boolean>>()
-function allows (allowed: RegExp, key: string): boolean {
-  let known = verdicts.get(allowed)
-  if (!known) verdicts.set(allowed, known = new Map())
-  let verdict = known.get(key)
-  if (verdict === undefined) {
+const kinds = new Map<boolean, Map<string, MinimalKind>>()
+function minimalKind (key: string, resource: boolean): MinimalKind {
+  let known = kinds.get(resource)
+  if (!known) kinds.set(resource, known = new Map())
+  let kind = known.get(key)
+  if (kind === undefined) {
     if (known.size >= 10_000) known.clear()
-    verdict = allowed.test(key)
-    known.set(key, verdict)
+    kind = resource
+      ? MINIMAL_RESOURCE_NUMBERS.test(key) ? 'number' : MINIMAL_RESOURCE_TEXT.test(key) ? 'text' : null
+      : MINIMAL_NUMBERS.test(key) ? 'number' : MINIMAL_TEXT.test(key) ? 'text' : MINIMAL_TEXT_LISTS.test(key) ? 'texts' : null
+    known.set(key, kind)
   }
-  return verdict
+  return kind
 }
 
-/** The attributes whose keys `allowed` matches. */
-function minimalOf (a: Attributes, allowed: RegExp): Attributes {
+const shortLine = (v: unknown): v is string => typeof v === 'string' && v.length <= 256 && !/[\r\n]/.test(v)
+
+/** A value as `minimal` keeps it under a name of `kind`, or undefined when it is not of that kind. */
+function minimalValue (kind: MinimalKind, key: string, v: AttrValue): AttrValue | undefined {
+  if (kind === 'number') return typeof v === 'number' || typeof v === 'boolean' || (typeof v === 'string' && /^-?\d{1,20}(?:\.\d{1,20})?$/.test(v)) ? v : undefined
+  if (kind === 'texts') return Array.isArray(v) && v.length <= 32 && v.every(shortLine) ? v : undefined
+  if (kind !== 'text' || !shortLine(v)) return undefined
+  // A route is a template (`/items/{id}`); one sent with its query keeps the path only.
+  return key === 'http.route' ? v.split('?')[0] : v
+}
+
+/** The attributes that `minimal` keeps (of a span or its events, or of its resource). */
+function minimalOf (a: Attributes, resource = false): Attributes {
   const out: Attributes = {}
-  for (const k in a) if (allows(allowed, k)) out[k] = a[k]!
+  for (const k in a) {
+    const kind = minimalKind(k, resource)
+    if (kind === null) continue
+    const v = minimalValue(kind, k, a[k]!)
+    if (v !== undefined) out[k] = v
+  }
   return out
 }
 
 function minimalEventAttributes (name: string, a: Attributes): Attributes {
-  const out = minimalOf(a, MINIMAL_ATTRIBUTE)
+  const out = minimalOf(a)
   if (name === 'exception') {
     for (const k of ['exception.type', 'exception.message', 'exception.escaped']) if (a[k] !== undefined) out[k] = a[k]!
   }

@@ -165,6 +165,26 @@ t.test('minimal keeps only the attributes that describe a call, whatever names t
   t.match(e, { model: 'gpt-4o', errorMessage: 'ValueError: bad input', metadata: { sessionId: 'c1', tokensBreakdown: { inputBase: 10 } } })
 })
 
+t.test('minimal keeps a described name only with its kind of value, and no namespace whole', async (t) => {
+  const mark = 'ZQXMARK123'
+  const e = spanToEvent(span({
+    resource: { 'service.name': 'svc', 'k8s.pod.annotation.note': mark, 'service.anything': mark, 'cloud.region': 'eu-west-1', 'host.name': ['a', mark] as never },
+    attributes: {
+      'gen_ai.usage.note': mark, [`gen_ai.usage.${mark}`]: 5, 'gen_ai.usage.details': { note: mark } as never, 'ai.usage.text': mark, 'llm.token_count.custom': mark,
+      'gen_ai.request.temperature': mark, 'gen_ai.request.max_tokens': { n: mark } as never, 'gen_ai.usage.output_tokens': mark,
+      'http.response.status_code': mark, 'gen_ai.output.type': `${mark}\nsecond line`, 'langfuse.observation.usage_details': `{"input":3,"note":"${mark}"}`,
+      'langfuse.trace.name': mark, 'agent_telemetry.privacy_level': mark, 'http.route': `/api/items?q=${mark}`,
+      'gen_ai.response.finish_reasons': ['stop', { x: mark }] as never,
+      'gen_ai.request.model': 'gpt-4o', 'gen_ai.usage.input_tokens': 12, 'gen_ai.request.temperature_kept': 1, 'gen_ai.request.top_p': '0.9', 'llm.is_streaming': true,
+    },
+    events: [{ name: 'exception', timeMs: 1, attributes: { 'exception.type': 'E', 'gen_ai.usage.note': mark } }],
+  })) as any
+  t.notMatch(JSON.stringify(e.metadata), new RegExp(mark), 'the marker is nowhere in the event\'s metadata')
+  t.same(e.metadata.otel.attributes, { 'http.route': '/api/items', 'gen_ai.request.model': 'gpt-4o', 'gen_ai.usage.input_tokens': 12, 'gen_ai.request.top_p': '0.9', 'llm.is_streaming': true })
+  t.same(e.metadata.otel.resource, { 'service.name': 'svc', 'cloud.region': 'eu-west-1' })
+  t.same(e.metadata.otel.events[0].attributes, { 'exception.type': 'E' })
+})
+
 t.test('usage counts once: not on agent runs, tools or non-generation observations, which repeat their model calls\' usage', async (t) => {
   const usage = { 'gen_ai.request.model': 'gpt-4o', 'gen_ai.usage.input_tokens': 2200, 'gen_ai.usage.output_tokens': 300 }
   const tokens = (attributes: Record<string, unknown>) => (spanToEvent(span({ attributes: attributes as never })) as any).metadata.tokensBreakdown
