@@ -90,8 +90,11 @@ export function isContentAttribute (key: string): boolean {
 
 const MAX_TOKENS = 10_000_000_000
 
-/** What a span was: a model call, a tool execution, an agent run, or anything else. */
-type SpanRole = 'model' | 'tool' | 'agent' | 'other'
+/**
+ * What a span was: a model call, a tool execution, an agent run, a step its instrumentation names
+ * as none of those (an OpenInference chain or retriever, a Langfuse span or event), or anything else.
+ */
+type SpanRole = 'model' | 'tool' | 'agent' | 'step' | 'other'
 
 export function spanRole (span: OtlpSpan): SpanRole {
   const a = span.attributes
@@ -106,7 +109,7 @@ export function spanRole (span: OtlpSpan): SpanRole {
   if (/^ai\.\w+\.do(Generate|Stream|Embed)$/.test(vercel)) return 'model'
   if (kind === 'LLM' || kind === 'EMBEDDING' || observation === 'generation' || observation === 'embedding') return 'model'
   if ((op !== undefined && AGENT_OPERATIONS.has(op)) || traceloop === 'agent' || kind === 'AGENT' || observation === 'agent') return 'agent'
-  return 'other'
+  return kind !== undefined || observation !== undefined ? 'step' : 'other'
 }
 
 /** The span as an event, or the reason it is refused (reported in partial_success). */
@@ -159,17 +162,14 @@ export function spanToEvent (span: OtlpSpan): IncomingEvent | string {
     'traceloop.association.properties.session_id')
   if (session) meta.sessionId = cut(session, 200)
   // Usage is counted on model calls and on spans of no known kind (an instrumentation of its own), not
-  // on agent runs, tools or Langfuse's non-generation observations: an agent's span repeats the usage
-  // of the model calls under it (Strands, Pydantic AI), which would count it twice. It stays in the
-  // span's attributes.
-  const tokens = role === 'model' || (role === 'other' && !nonGeneration(a)) ? tokensOf(a) : undefined
+  // on agent runs, tools or named steps: an agent's span repeats the usage of the model calls under it
+  // (Strands, Pydantic AI), which would count it twice. It stays in the span's attributes.
+  const tokens = role === 'model' || role === 'other' ? tokensOf(a) : undefined
   if (tokens) meta.tokensBreakdown = tokens
+
   if (withContent) {
     const user = str(a, 'user.id', 'enduser.id', 'langfuse.user.id', 'ai.telemetry.metadata.userId', 'traceloop.association.properties.user_id')
     if (user) meta.userId = cut(user, 200)
-  }
-
-  if (withContent) {
     const input = contentInput(a)
     if (input) event.input = input
     const output = contentOutput(a)
@@ -221,29 +221,29 @@ export function inheritWithinExport (spans: OtlpSpan[], mapped: Array<IncomingEv
   spans.forEach((s, i) => {
     const event = mapped[i]
     if (event === undefined || typeof event === 'string') return
-    if (!namesAgent(s)) {
-      for (const p of ancestors(i)) {
-        if (namesAgent(spans[p]!)) { event.agentId = (mapped[p] as IncomingEvent).agentId; break }
-      }
+    const meta = event.metadata!
+    // One walk up for both: it stops once neither is wanted any more.
+    let wantsAgent = namedAgent(s) === undefined
+    let wantsSession = !meta.sessionId
+    for (const p of ancestors(i)) {
+      if (!wantsAgent && !wantsSession) break
+      const above = mapped[p] as IncomingEvent
+      if (wantsAgent && namedAgent(spans[p]!) !== undefined) { event.agentId = above.agentId; wantsAgent = false }
+      if (wantsSession && above.metadata?.sessionId) { meta.sessionId = above.metadata.sessionId; wantsSession = false }
     }
-    if (!event.metadata!.sessionId) {
-      for (const p of ancestors(i)) {
-        const session = (mapped[p] as IncomingEvent).metadata?.sessionId
-        if (session) { event.metadata!.sessionId = session; break }
-      }
-      const agreed = sessionsOfTrace.get(s.traceId)
-      if (!event.metadata!.sessionId && agreed?.size === 1) event.metadata!.sessionId = [...agreed][0]
-    }
+    const agreed = sessionsOfTrace.get(s.traceId)
+    if (wantsSession && agreed?.size === 1) meta.sessionId = [...agreed][0]
   })
 }
 
-function namesAgent (span: OtlpSpan): boolean {
-  return str(span.attributes, 'gen_ai.agent.name', 'gen_ai.agent.id') !== undefined
+/** The agent a span names itself: gen_ai.agent.name, else gen_ai.agent.id. */
+function namedAgent (span: OtlpSpan): string | undefined {
+  return str(span.attributes, 'gen_ai.agent.name', 'gen_ai.agent.id')
 }
 
-/** gen_ai.agent.name, else gen_ai.agent.id, else the resource's service.name (the SDK's default included). */
+/** The agent a span names, else the resource's service.name (the SDK's default included). */
 function agentOf (span: OtlpSpan): string {
-  const name = str(span.attributes, 'gen_ai.agent.name', 'gen_ai.agent.id') ?? str(span.resource, 'service.name') ?? 'unknown_service'
+  const name = namedAgent(span) ?? str(span.resource, 'service.name') ?? 'unknown_service'
   // Agent names are stored in Postgres, which refuses NUL characters and unpaired surrogates.
   // eslint-disable-next-line no-control-regex -- NUL is exactly what has to go
   return cut(wellFormed(name.replace(/\u0000/g, '')).trim(), 120) || 'unknown_service'
@@ -399,10 +399,10 @@ type MinimalKind = 'number' | 'text' | 'texts' | null
 
 // An instrumentation sends the same few keys on every span: each key's kind is remembered rather
 // than matched again (bounded, and forgotten whole when full).
-const kinds = new Map<boolean, Map<string, MinimalKind>>()
+const spanKinds = new Map<string, MinimalKind>()
+const resourceKinds = new Map<string, MinimalKind>()
 function minimalKind (key: string, resource: boolean): MinimalKind {
-  let known = kinds.get(resource)
-  if (!known) kinds.set(resource, known = new Map())
+  const known = resource ? resourceKinds : spanKinds
   let kind = known.get(key)
   if (kind === undefined) {
     if (known.size >= 10_000) known.clear()
@@ -443,14 +443,6 @@ function minimalEventAttributes (name: string, a: Attributes): Attributes {
     for (const k of ['exception.type', 'exception.message', 'exception.escaped']) if (a[k] !== undefined) out[k] = a[k]!
   }
   return out
-}
-
-/** A Langfuse observation typed as something other than a model call (span, agent, chain, event …). */
-function nonGeneration (a: Attributes): boolean {
-  const observation = str(a, 'langfuse.observation.type')?.toLowerCase()
-  const kind = str(a, 'openinference.span.kind')?.toUpperCase()
-  return (observation !== undefined && observation !== 'generation' && observation !== 'embedding') ||
-    (kind !== undefined && kind !== 'LLM' && kind !== 'EMBEDDING')
 }
 
 /** An object of the Vercel AI SDK's `ai.prompt` keys (`system`, `prompt`, `messages`), and only those. */
