@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve, sep } from 'node:path'
 import type { Config } from './config.ts'
 import { ownerRuns } from './ingest/log/pid-lock.ts'
-import { NETWORK_ERROR_WORDS } from './domain/network-errors.ts'
+import { isClickHouseRequestTimeout, NETWORK_ERROR_WORDS } from './domain/network-errors.ts'
 
 /** A start-up failure already phrased for the operator: one line naming the setting and what to do. */
 export class StartupError extends Error {
@@ -119,7 +119,7 @@ export function describeStartupFailure (err: unknown, config: Config): string {
     return `cannot reach Postgres at ${pg.host}:${pg.port} (DATABASE_URL): the server closed the connection without answering. Check that DATABASE_URL names a Postgres server, or start it.`
   }
   // @clickhouse/client's request timeout: a server that took the connection and never answered.
-  if (errors.some((e) => /^Timeout error\.$/.test(e.message)) && clickhouse) {
+  if (errors.some(isClickHouseRequestTimeout) && clickhouse) {
     return `cannot reach ClickHouse at ${clickhouse.host}:${clickhouse.port} (CLICKHOUSE_URL): it took the connection but did not answer in time. Check that CLICKHOUSE_URL names a ClickHouse server that is up, or unset it to use the embedded engine.`
   }
   // ioredis reports a failed first connection as "Connection is closed" once its retries are spent:

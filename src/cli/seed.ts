@@ -19,6 +19,7 @@ import pino from 'pino'
 import { loadConfig } from '../config.ts'
 import { buildEventRow, type IncomingEvent } from '../domain/event-row.ts'
 import { newEventId } from '../domain/ids.ts'
+import { isClickHouseRequestTimeout } from '../domain/network-errors.ts'
 import { openPostgres } from '../storage/postgres.ts'
 import { migrateClickHouse, openClickHouse } from '../storage/clickhouse-client.ts'
 import { EventsRepository } from '../storage/events-repository.ts'
@@ -168,7 +169,7 @@ async function settle (): Promise<void> {
           await client.command({ query: `/* svc:seed_settle */ OPTIMIZE TABLE \`${table.replace(/`/g, '\\`')}\``, clickhouse_settings: { optimize_throw_if_noop: 0 } })
         } catch (err) {
           // A server's client gives up on a long request (its own 'Timeout error.') while the engine goes on merging.
-          if (!/^Timeout error/.test((err as Error).message)) throw err
+          if (!isClickHouseRequestTimeout(err)) throw err
           await idle()
         }
         const after = await activeParts(table)

@@ -6,6 +6,15 @@ export const NETWORK_ERROR_CODES: ReadonlySet<string> = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN',
 ])
 
+/**
+ * Whether an error is @clickhouse/client's own request timeout (`request_timeout` passed with no
+ * answer: a server that took the connection and stalled), which carries no code, only this message.
+ */
+export function isClickHouseRequestTimeout (err: unknown): boolean {
+  const message = (err as { message?: unknown } | null)?.message
+  return typeof message === 'string' && /^Timeout error\.$/.test(message)
+}
+
 /** Socket errors of a first connection to a store, in words for a log line or a tool's message. */
 export const NETWORK_ERROR_WORDS: Readonly<Record<string, string>> = {
   ECONNREFUSED: 'connection refused',

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { logRows, spanRows, splitSpans, type LogSpan, type PositionRange } from './log/entry-codec.ts'
 import type { IngestLog } from './log/ingest-log.ts'
 import { kindRuns } from './log/row-kinds.ts'
+import { isClickHouseRequestTimeout } from '../domain/network-errors.ts'
 
 /**
  * Inserts one block of JSONCompactEachRow lines (UTF-8, each ending in a newline) under a
@@ -325,7 +326,7 @@ export class EventShipper {
     const message = String((err as Error)?.message ?? err).slice(0, 500)
     const e = err as { type?: unknown; code?: unknown } | null
     // The client's own request timeout carries no code: a stalled server is named for what it is.
-    const code = String(typeof e?.type === 'string' && e.type ? e.type : e?.code ?? (/^Timeout error\./.test(message) ? 'TIMEOUT' : 'unknown')).slice(0, 64)
+    const code = String(typeof e?.type === 'string' && e.type ? e.type : e?.code ?? (isClickHouseRequestTimeout(err) ? 'TIMEOUT' : 'unknown')).slice(0, 64)
     if (!this.state.retrying) {
       this.state.retrying = { since: now, attempts: 1, error: message, code }
       this.logger.error({ err }, 'ClickHouse insert failed; events stay in the ingest log and the insert is retried with backoff')
