@@ -99,8 +99,8 @@ t.test('defaults: every setting unset', async (t) => {
     ingest: {
       logDir: '/srv/at/ingest-log',
       logMaxBytes: 1073741824,
-      batchMaxRows: 20000,
-      batchMaxBytes: 16777216,
+      batchMaxRows: 100000,
+      batchMaxBytes: 67108864,
       shipMinIntervalMs: 1500,
       drainTimeoutMs: 10000,
       degradedAfterMs: 10000,
