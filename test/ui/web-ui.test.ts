@@ -223,7 +223,7 @@ async function run () {
     t.match(await rows.nth(0).innerText(), /decision/)
     t.match(await rows.nth(1).innerText(), /web_search/)
     t.match(await rows.nth(2).innerText(), /summarise/)
-    t.ok(await page.getByRole('table', { name: 'Timeline of events as a span tree' }).isVisible(), 'spans with parents are shown as a tree')
+    t.ok(await page.getByRole('treegrid', { name: 'Timeline of events as a span tree' }).isVisible(), 'spans with parents are shown as a tree')
     t.match(await rows.nth(2).locator('.wf-label').getAttribute('style') ?? '', /--indent:\s*2\b/, 'the grandchild is two levels in')
     t.match(await page.locator('.kpi', { has: page.locator('.kpi-label', { hasText: /^Events$/ }) }).innerText(), /\b3\b/)
     t.ok(await page.getByText('abc1234').isVisible(), 'git context is shown')

@@ -87,7 +87,7 @@ function parentsWhere (spans, test) {
 /** A span's label: its name, then its model and tool where the name does not say them. */
 const labelOf = (s) => [spanName(s), ...spanFacts(s)].join(' · ')
 
-function TreeRow ({ s, index, open, below, selected, onToggle, onSelect, totalMs, names }) {
+function TreeRow ({ s, index, open, below, selected, onToggle, onSelect, totalMs, names, tree }) {
   const left = Math.min((s.offsetMs / totalMs) * 100, 99.4)
   const width = Math.min(s.durationMs ? Math.max((s.durationMs / totalMs) * 100, 0.6) : 0.6, 100 - left)
   const hasChildren = Boolean(s.children?.length)
@@ -95,8 +95,9 @@ function TreeRow ({ s, index, open, below, selected, onToggle, onSelect, totalMs
   const agent = agentOf(s, names)
   const timing = `+${duration(s.offsetMs)} · ${s.durationMs == null ? '—' : duration(s.durationMs)}`
   const whole = [label, s.type, s.outcome, agent.displayName || agent.id, timing].filter(Boolean).join(' · ')
+  // In a tree grid a row says its level and, when it has children, whether they are shown.
   return html`<div class=${`wf-row tree-row ${s.errorFingerprint ? 'row-error' : ''} ${selected ? 'selected' : ''}`} role="row"
-      aria-rowindex=${index + 2} aria-level=${s.depth + 1}>
+      aria-rowindex=${index + 2} aria-level=${tree ? s.depth + 1 : undefined} aria-expanded=${tree && hasChildren ? String(open) : undefined}>
     <span role="cell" class="wf-label" style=${`--indent:${Math.min(s.depth, INDENT_CAP)}`} title=${`${whole} (depth ${s.depth})`}>
       ${hasChildren
         ? html`<button class="twisty" aria-expanded=${open} aria-label=${`${open ? 'Collapse' : 'Expand'} ${label} (${count(below)} below)`}
@@ -180,7 +181,7 @@ function SpanTree ({ roots, spans, names }) {
         <span class="muted">${count(rows.length)} of ${plural(spans.length, 'span')} shown</span>
       </div>`
       : null}
-    <div class="waterfall" role="table" aria-label=${tree ? 'Timeline of events as a span tree' : 'Timeline of events'} aria-rowcount=${rows.length + 1}>
+    <div class="waterfall" role=${tree ? 'treegrid' : 'table'} aria-label=${tree ? 'Timeline of events as a span tree' : 'Timeline of events'} aria-rowcount=${rows.length + 1}>
       <div class="wf-row wf-head" role="row" aria-rowindex="1">
         <span role="columnheader">Event${tree ? ' (tree)' : ''}</span><span role="columnheader">Timeline · ${duration(totalMs)}</span>
       </div>
@@ -189,7 +190,7 @@ function SpanTree ({ roots, spans, names }) {
           <div style=${`position:absolute;left:0;right:0;top:${first * ROW_PX}px`}>
             ${rows.slice(first, last).map((i, k) => html`<${TreeRow} key=${spans[i].eventId} s=${spans[i]} index=${first + k}
               open=${!collapsed.has(spans[i].eventId)} below=${below[i]} selected=${selected === i}
-              onToggle=${toggle} onSelect=${() => setSelected(selected === i ? null : i)} totalMs=${totalMs} names=${names} />`)}
+              onToggle=${toggle} onSelect=${() => setSelected(selected === i ? null : i)} totalMs=${totalMs} names=${names} tree=${tree} />`)}
           </div>
         </div>
       </div>
