@@ -100,8 +100,8 @@ const settingsSchema = {
         env: 'INGEST_LOG_MAX_BYTES', type: 'integer', minimum: 65536, default: 1073741824,
         description: 'size at which the ingest log refuses new events (503 + `Retry-After`) until the shipper catches up',
       },
-      batchMaxRows: { env: 'INGEST_BATCH_MAX_ROWS', type: 'integer', minimum: 1, default: 100000, description: 'most rows in one ClickHouse insert of the shipper' },
-      batchMaxBytes: { env: 'INGEST_BATCH_MAX_BYTES', type: 'integer', minimum: 1024, default: 67108864, description: 'most bytes in one ClickHouse insert of the shipper' },
+      batchMaxRows: { env: 'INGEST_BATCH_MAX_ROWS', type: 'integer', minimum: 1, default: 50000, description: 'most rows in one ClickHouse insert of the shipper' },
+      batchMaxBytes: { env: 'INGEST_BATCH_MAX_BYTES', type: 'integer', minimum: 1024, default: 33554432, description: 'most bytes in one ClickHouse insert of the shipper' },
       shipMinIntervalMs: {
         env: 'INGEST_SHIP_MIN_INTERVAL_MS', type: 'integer', minimum: 0, maximum: 60000, default: 1500,
         description: 'least time from one insert\'s read of the ingest log to the next (the insert\'s own time counts in it), cut short when a `/v1/me` request waits for its events, and skipped when a full block (`INGEST_BATCH_MAX_*`) is already waiting: ' +

@@ -99,8 +99,8 @@ t.test('defaults: every setting unset', async (t) => {
     ingest: {
       logDir: '/srv/at/ingest-log',
       logMaxBytes: 1073741824,
-      batchMaxRows: 100000,
-      batchMaxBytes: 67108864,
+      batchMaxRows: 50000,
+      batchMaxBytes: 33554432,
       shipMinIntervalMs: 1500,
       drainTimeoutMs: 10000,
       degradedAfterMs: 10000,
