@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { NETWORK_ERROR_CODES } from '../domain/network-errors.ts'
+import { isClickHouseRequestTimeout, NETWORK_ERROR_CODES } from '../domain/network-errors.ts'
 import { HttpError, invalidText, payloadTooLarge } from '../http-error.ts'
 import { LogThrottle } from '../log-lines.ts'
 import { IngestLogRefused } from '../ingest/log/ingest-log.ts'
@@ -16,8 +16,9 @@ import { compileRouteValidator, toDetails } from '../validation.ts'
 const OUTAGE_CODES = new Set([...NETWORK_ERROR_CODES, '55000', '55P03', '3D000'])
 const OUTAGE_SQLSTATE_CLASSES = ['08', '53', '57']
 // What node-postgres, ioredis and @clickhouse/client say when a connect, a pool checkout, a command
-// or a request timed out or lost its connection.
-const OUTAGE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Connection is closed\.|Command timed out|Client has encountered a connection error|Stream isn't writeable|Timeout error\.)/
+// or a request lost its connection or timed out (@clickhouse/client's own request timeout is
+// recognised by isClickHouseRequestTimeout).
+const OUTAGE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Connection is closed\.|Command timed out|Client has encountered a connection error|Stream isn't writeable)/
 // A ClickHouse server's errors (their `type`) that say it cannot serve now, not that the query is wrong:
 // its network to another node, a socket timeout, too many queries at once, a server shutting down.
 const CLICKHOUSE_OUTAGE_TYPES = new Set(['NETWORK_ERROR', 'SOCKET_TIMEOUT', 'TOO_MANY_SIMULTANEOUS_QUERIES', 'ALL_CONNECTION_TRIES_FAILED', 'ABORTED'])
@@ -32,7 +33,7 @@ function isStoreOutage (err: { code?: unknown; name?: string; message?: string; 
   if (typeof err.type === 'string' && CLICKHOUSE_OUTAGE_TYPES.has(err.type)) return true
   if (/^[0-9A-Z]{5}$/.test(code) && OUTAGE_SQLSTATE_CLASSES.includes(code.slice(0, 2))) return true
   if (err.name === 'MaxRetriesPerRequestError') return true
-  return OUTAGE_MESSAGES.test(err.message ?? '')
+  return isClickHouseRequestTimeout(err) || OUTAGE_MESSAGES.test(err.message ?? '')
 }
 
 // Values Postgres refuses as text of their type: a NUL character (22021, 22P05), an unpaired UTF-16
