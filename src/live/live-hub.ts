@@ -30,12 +30,21 @@ export interface LiveHubOptions {
  * Appends one batch to the user's replay stream (trimmed to ARGV[2] entries and ARGV[3] ms, by
  * Redis' clock, so every instance agrees) and publishes it on the user's channel with its entry id:
  * the payload crosses the network once, and the id orders it for every reader. Each entry also names
- * the one before it ('p'), so a resume from the newest entry trimmed knows it missed nothing.
+ * the one before it ('p') and how many events that one held ('pc'; its own count is 'c', ARGV[4]),
+ * so a resume from the newest entry trimmed knows whether it missed nothing: only when the reader
+ * had that entry whole.
  */
 const APPEND_AND_PUBLISH = `
 local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-local prev = last[1] and last[1][1] or ''
-local id = redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[2], '*', 'r', ARGV[1], 'p', prev)
+local prev, prevCount = '', ''
+if last[1] then
+  prev = last[1][1]
+  local fields = last[1][2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 'c' then prevCount = fields[i + 1] end
+  end
+end
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[2], '*', 'r', ARGV[1], 'p', prev, 'c', ARGV[4], 'pc', prevCount)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('XTRIM', KEYS[1], 'MINID', tostring(now - tonumber(ARGV[3])))
@@ -46,7 +55,7 @@ return id
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
-    liveAppend(stream: string, channel: string, rows: Buffer, maxBatches: number, windowMs: number): Result<string, Context>
+    liveAppend(stream: string, channel: string, rows: Buffer, maxBatches: number, windowMs: number, count: number): Result<string, Context>
   }
 }
 
@@ -56,9 +65,12 @@ type Listener = (batch: LiveBatch) => void
  * The live tail's fan-out between instances, over one shared Redis.
  *
  * - **Who is watched.** Every instance keeps the set of users with an open stream on any instance
- *   (announced on a control channel, renewed while streams are open, kept for the replay window
- *   after the last one closes so that a reconnecting client can resume). Only their batches are
- *   published: for everyone else the ingest path pays one map lookup.
+ *   (announced on a control channel, renewed while streams are open, and announced once more when
+ *   an instance's last stream of the user closes, so that every instance goes on publishing for
+ *   longer than the replay window after it and a reader that reconnects within the window misses
+ *   nothing; an instance that starts asks, and is told of the users streaming and of those whose
+ *   last stream closed within the window). Only their batches are published: for everyone else the
+ *   ingest path pays one map lookup.
  * - **Publishing** (`acknowledged`, called once per accepted request after its log commit): one Redis
  *   call per user and turn of the event loop (the requests one log commit acknowledged go together),
  *   not awaited, that appends the rows to the user's replay stream and publishes them on the user's
@@ -77,8 +89,10 @@ export class LiveHub {
   /** Subscriptions under way, so that a second stream of a user waits for the first's. */
   private readonly subscribing = new Map<string, Promise<unknown>>()
   private readonly handshakes = new Map<string, { acks: number; expected: number; done: () => void }>()
-  /** Requests' rows waiting for the end of this turn or publishing window, per user. */
-  private readonly outgoing = new Map<string, Buffer[]>()
+  /** Requests' rows waiting for the end of this turn or publishing window, per user, and their events' count. */
+  private readonly outgoing = new Map<string, { parts: Buffer[]; rows: number }>()
+  /** User → when this instance's last stream of theirs closed (this clock), within the replay window. */
+  private readonly closedAt = new Map<string, number>()
   private flushTimer: NodeJS.Timeout | undefined
   private readonly renewal: NodeJS.Timeout
   private closed = false
@@ -139,10 +153,11 @@ export class LiveHub {
     // in the same turn) go out in one call, after they have all been answered.
     const pending = this.outgoing.get(userId)
     if (pending) {
-      pending.push(rows.bytes)
+      pending.parts.push(rows.bytes)
+      pending.rows += rows.rows
       return
     }
-    this.outgoing.set(userId, [rows.bytes])
+    this.outgoing.set(userId, { parts: [rows.bytes], rows: rows.rows })
     if (this.outgoing.size > 1) return
     const windowMs = this.opts.publishWindowMs ?? 0
     if (windowMs === 0) {
@@ -156,9 +171,9 @@ export class LiveHub {
   private flush (): void {
     clearTimeout(this.flushTimer)
     this.flushTimer = undefined
-    for (const [userId, parts] of this.outgoing) {
+    for (const [userId, { parts, rows }] of this.outgoing) {
       const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts.flatMap((p, i) => (i === 0 ? [p] : [NEWLINE, p])))
-      this.publisher.liveAppend(this.streamKey(userId), this.channel(userId), bytes, this.opts.replayBatches, this.opts.replayMs)
+      this.publisher.liveAppend(this.streamKey(userId), this.channel(userId), bytes, this.opts.replayBatches, this.opts.replayMs, rows)
         .catch((err: unknown) => this.log.warn({ err, userId }, 'live tail: a batch could not be published; streams miss it'))
     }
     this.outgoing.clear()
@@ -180,6 +195,10 @@ export class LiveHub {
       if (!s?.delete(listener) || s.size > 0) return
       this.listeners.delete(userId)
       void this.subscriber.unsubscribe(this.channel(userId)).catch(() => {})
+      // Every instance goes on publishing the user's batches for the replay window from now (and a
+      // little longer), not from the last renewal: a reader that reconnects within it resumes whole.
+      this.closedAt.set(userId, this.now())
+      void this.announce(userId, false).catch((err: unknown) => { if (!this.closed) this.log.warn({ err }, 'live tail: could not announce a closed stream\'s user') })
     }
     try {
       let subscribing = this.subscribing.get(userId)
@@ -198,11 +217,12 @@ export class LiveHub {
 
   /**
    * Up to `count` batches of the user's replay stream after `entry` (with `inclusive`, that entry
-   * too, so that the rest of it can be sent), oldest first: one chunk of a paced replay.
-   * `complete` is false when entries after `entry` were dropped (the window passed, or more batches
-   * came than it keeps).
+   * too, so that the rest of it can be sent after the reader's event `index` in it), oldest first:
+   * one chunk of a paced replay. `complete` is false when events after the reader's were dropped
+   * (the window passed, more batches came than it keeps, or the entry itself was dropped before the
+   * reader had it whole).
    */
-  async replay (userId: string, entry: string, count: number, inclusive: boolean): Promise<{ batches: LiveBatch[]; complete: boolean }> {
+  async replay (userId: string, entry: string, count: number, inclusive: boolean, index = Infinity): Promise<{ batches: LiveBatch[]; complete: boolean }> {
     const key = this.streamKey(userId)
     const [first, rest] = await Promise.all([
       this.publisher.xrange(key, '-', '+', 'COUNT', 1),
@@ -212,9 +232,17 @@ export class LiveHub {
     const oldest = first[0]?.[0]
     const [ms = 0] = entry.split('-').map(Number)
     // Dropped: the oldest kept entry is newer than the one asked for and does not follow it (the
-    // entry it names as the one before), or none is kept and the one asked for is older than the window.
+    // entry it names as the one before), or follows it but the reader had not read it to its end
+    // (an entry written before counts were kept is taken as unread), or none is kept and the one
+    // asked for is older than the window.
+    const fields = first[0]?.[1]
+    const readWhole = () => {
+      if (!inclusive) return true
+      const before = fieldOf(fields!, 'pc')
+      return before !== undefined && before !== '' && index + 1 >= Number(before)
+    }
     const complete = oldest !== undefined
-      ? compareEntries(oldest, entry) <= 0 || fieldOf(first[0]![1], 'p') === entry
+      ? compareEntries(oldest, entry) <= 0 || (fieldOf(fields!, 'p') === entry && readWhole())
       : ms >= this.now() - this.opts.replayMs
     return { batches, complete }
   }
@@ -278,12 +306,19 @@ export class LiveHub {
     }
   }
 
-  private announceAll (): void {
+  /**
+   * Renews the users streaming from here on every instance; `closedToo` (an instance that starts
+   * asks) also those whose last stream here closed within the replay window, whom a reader may yet
+   * resume.
+   */
+  private announceAll (closedToo = false): void {
     if (this.closed) return
     // Users no longer watched are forgotten here too (not only when they next send an event).
     const now = this.now()
     for (const [userId, until] of this.watched) if (until <= now) this.watched.delete(userId)
-    for (const userId of this.listeners.keys()) {
+    for (const [userId, at] of this.closedAt) if (at <= now - this.opts.replayMs || this.listeners.has(userId)) this.closedAt.delete(userId)
+    const users = closedToo ? [...this.listeners.keys(), ...this.closedAt.keys()] : this.listeners.keys()
+    for (const userId of users) {
       void this.announce(userId, false).catch((err: unknown) => this.log.warn({ err }, 'live tail: could not announce a watched user'))
     }
   }
@@ -316,7 +351,7 @@ export class LiveHub {
       const h = this.handshakes.get(a)
       if (h && ++h.acks >= h.expected) h.done()
     } else if (kind === '?') {
-      this.announceAll()
+      this.announceAll(true)
     }
   }
 }

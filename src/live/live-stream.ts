@@ -12,8 +12,17 @@ export interface LiveStreamOptions {
   heartbeatMs: number
 }
 
-/** One chunk of a user's replay stream after `entry` (`inclusive`: that entry too), oldest first. */
-export type ReplayRead = (entry: string, count: number, inclusive: boolean) => Promise<{ batches: LiveBatch[]; complete: boolean }>
+/**
+ * One chunk of a user's replay stream after `entry` (`inclusive`: that entry too, read up to its
+ * event `index`), oldest first.
+ */
+export type ReplayRead = (entry: string, count: number, inclusive: boolean, index: number) => Promise<{ batches: LiveBatch[]; complete: boolean }>
+
+/** The user's agents as the stream shows them: names (deleted agents' too) and the deleted ones, whose events are left out. */
+export interface StreamAgents {
+  names: ReadonlyMap<string, string>
+  hidden: ReadonlySet<string>
+}
 
 /**
  * How many times `bufferBytes` of batches may queue behind one under way: two parallel requests of
@@ -82,13 +91,15 @@ export class LiveStream {
   private readonly heartbeat: NodeJS.Timeout
   /** Batches waiting while the names of agents new to this stream are looked up. */
   private waiting: LiveBatch[] | null = null
+  /** Set when the user's agents changed (renamed, deleted): read again before the next batch. */
+  private stale = false
   closed = false
 
   constructor (
     private readonly res: ServerResponse,
     private readonly filters: SearchFilters,
-    private names: ReadonlyMap<string, string>,
-    private readonly namesOf: () => Promise<ReadonlyMap<string, string>>,
+    private agents: StreamAgents,
+    private readonly agentsOf: () => Promise<StreamAgents>,
     private readonly opts: LiveStreamOptions,
   ) {
     this.heartbeat = setInterval(() => {
@@ -96,6 +107,11 @@ export class LiveStream {
     }, opts.heartbeatMs)
     this.heartbeat.unref()
     res.on('drain', () => this.drained())
+  }
+
+  /** The user's agents changed (a rename, a deletion): the next batch is shown with them as they are now. */
+  agentsChanged (): void {
+    this.stale = true
   }
 
   /** A batch from the hub: held until start, else written now. */
@@ -125,7 +141,7 @@ export class LiveStream {
     let inclusive = true
     for (;;) {
       const drops = this.heldDrops
-      const chunk = await read(from.entry, REPLAY_CHUNK, inclusive)
+      const chunk = await read(from.entry, REPLAY_CHUNK, inclusive, from.index)
       if (this.closed) return
       if (!chunk.complete) this.windowPassed(from)
       for (const batch of chunk.batches) {
@@ -176,11 +192,11 @@ export class LiveStream {
       this.waiting.push(batch)
       return
     }
-    const events = eventsOf(batch)
-    if (events.some((e) => !this.names.has(e.agentId))) {
-      // An agent created after the stream opened: its name first, then this batch and those after it.
+    if (this.needsAgents(batch)) {
+      // An agent created after the stream opened, or one renamed or deleted: the agents as they are
+      // first, then this batch and those after it.
       this.waiting = [batch]
-      void this.namesOf().then((names) => { this.names = names }, () => {}).finally(() => {
+      void this.readAgents().finally(() => {
         const waiting = this.waiting ?? []
         this.waiting = null
         for (const [i, b] of waiting.entries()) this.send(b, i === 0 ? from : 0)
@@ -194,22 +210,37 @@ export class LiveStream {
   private async replayBatch (batch: LiveBatch, from: number): Promise<void> {
     if (this.lastEntry !== null && compareEntries(batch.entry, this.lastEntry) <= 0) return
     const events = eventsOf(batch)
-    if (events.some((e) => !this.names.has(e.agentId))) {
-      try {
-        this.names = await this.namesOf()
-      } catch {
-        // Shown by id, as for an agent deleted since.
-      }
-    }
+    if (this.needsAgents(batch)) await this.readAgents()
     this.lastEntry = batch.entry
     for (let i = from; i < events.length; i++) {
       const e = events[i]!
-      if (!eventMatches(e, this.filters)) continue
+      if (!this.shows(e)) continue
       while (this.overBudget() && !this.closed) await new Promise<void>((resolve) => { this.wake = resolve })
       this.wake = null
       if (this.closed) return
-      this.res.write(`id: ${formatLiveId({ entry: batch.entry, index: i })}\ndata: ${JSON.stringify({ ...e, agent: agentOf(this.names, e.agentId) })}\n\n`)
+      this.res.write(`id: ${formatLiveId({ entry: batch.entry, index: i })}\ndata: ${JSON.stringify({ ...e, agent: agentOf(this.agents.names, e.agentId) })}\n\n`)
     }
+  }
+
+  /** Whether the batch must wait for the user's agents to be read: one of its agents is new here, or they changed. */
+  private needsAgents (batch: LiveBatch): boolean {
+    return this.stale || eventsOf(batch).some((e) => !this.agents.names.has(e.agentId))
+  }
+
+  /** Reads the user's agents again; on a failure the ones known are kept (an unknown agent is shown by its id). */
+  private async readAgents (): Promise<void> {
+    // A change told while this read is under way marks the stream stale again.
+    this.stale = false
+    try {
+      this.agents = await this.agentsOf()
+    } catch {
+      // Kept as they were.
+    }
+  }
+
+  /** Whether an event goes to this reader: it matches the filters and its agent was not deleted (as GET /v1/me/events leaves it out). */
+  private shows (e: DashboardEvent): boolean {
+    return eventMatches(e, this.filters) && !this.agents.hidden.has(e.agentId)
   }
 
   private send (batch: LiveBatch, from: number): void {
@@ -238,7 +269,7 @@ export class LiveStream {
   private count (batch: LiveBatch, from: number): void {
     const events = eventsOf(batch)
     for (let i = from; i < events.length; i++) {
-      if (!eventMatches(events[i]!, this.filters)) continue
+      if (!this.shows(events[i]!)) continue
       const id = formatLiveId({ entry: batch.entry, index: i })
       if (this.missed) {
         this.missed.count++
@@ -257,13 +288,13 @@ export class LiveStream {
     const events = eventsOf(batch)
     for (let i = from; i < events.length; i++) {
       const e = events[i]!
-      if (!eventMatches(e, this.filters)) continue
+      if (!this.shows(e)) continue
       if (this.overBudget()) {
         if (this.queue) this.queue.unshift({ batch, from: i })
         else this.queue = [{ batch, from: i }]
         return false
       }
-      this.res.write(`id: ${formatLiveId({ entry: batch.entry, index: i })}\ndata: ${JSON.stringify({ ...e, agent: agentOf(this.names, e.agentId) })}\n\n`)
+      this.res.write(`id: ${formatLiveId({ entry: batch.entry, index: i })}\ndata: ${JSON.stringify({ ...e, agent: agentOf(this.agents.names, e.agentId) })}\n\n`)
     }
     return true
   }

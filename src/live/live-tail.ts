@@ -3,7 +3,7 @@ import { HttpError } from '../http-error.ts'
 import { parseLiveId } from '../domain/live-events.ts'
 import type { SearchFilters } from '../domain/search-filters.ts'
 import type { LiveHub } from './live-hub.ts'
-import { LiveStream, type LiveStreamOptions } from './live-stream.ts'
+import { LiveStream, type LiveStreamOptions, type StreamAgents } from './live-stream.ts'
 
 export interface LiveTailLimits extends LiveStreamOptions {
   /** Streams open on this instance at most, all users together. */
@@ -20,10 +20,15 @@ export interface StreamRequest {
   filters: SearchFilters
   /** The Last-Event-ID the reader sent, if any. */
   lastEventId: string | undefined
-  /** The names of the user's agents now, and how to read them again (for agents created later). */
-  names: ReadonlyMap<string, string>
-  namesOf: () => Promise<ReadonlyMap<string, string>>
+  /** The user's agents now, and how to read them again (for agents created, renamed or deleted later). */
+  agents: StreamAgents
+  agentsOf: () => Promise<StreamAgents>
+  /** When the caller's token expires (unix ms): the stream ends then, telling the reader why. */
+  expiresAt?: number
 }
+
+/** The longest a timer can wait (setTimeout's limit, about 24.8 days): a later expiry is waited for in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1
 
 /**
  * The live tails this instance serves (docs/api.md#live-tail): opens each stream (within the limits
@@ -31,7 +36,8 @@ export interface StreamRequest {
  * Last-Event-ID, and ends every stream when the instance closes.
  */
 export class LiveTail {
-  private readonly streams = new Set<LiveStream>()
+  /** Each open stream and its user. */
+  private readonly streams = new Map<LiveStream, string>()
   private readonly perUser = new Map<string, number>()
 
   constructor (private readonly hub: LiveHub, private readonly limits: LiveTailLimits, private readonly log: FastifyBaseLogger) {}
@@ -67,12 +73,14 @@ export class LiveTail {
       'cache-control': 'no-cache, no-transform',
       'x-accel-buffering': 'no',
     })
-    const stream = new LiveStream(res, req.filters, req.names, req.namesOf, this.limits)
-    this.streams.add(stream)
+    const stream = new LiveStream(res, req.filters, req.agents, req.agentsOf, this.limits)
+    this.streams.set(stream, req.userId)
     this.perUser.set(req.userId, mine + 1)
     let stop: (() => void) | null = null
+    let expiry: NodeJS.Timeout | undefined
     const ended = () => {
       if (!this.streams.delete(stream)) return
+      clearTimeout(expiry)
       const left = (this.perUser.get(req.userId) ?? 1) - 1
       if (left > 0) this.perUser.set(req.userId, left)
       else this.perUser.delete(req.userId)
@@ -81,6 +89,17 @@ export class LiveTail {
     }
     res.on('close', ended)
     res.on('error', ended)
+    // A stream reads no longer than its token allows: at its expiry it ends, saying so, and the
+    // reader's reconnection needs a valid token.
+    const expireAt = (at: number) => {
+      expiry = setTimeout(() => {
+        if (Date.now() < at) return expireAt(at)
+        stream.write(`event: error\ndata: ${JSON.stringify({ error: 'unauthorized', reason: 'token_expired', message: 'the token has expired: sign in again' })}\n\n`)
+        ended()
+      }, Math.min(Math.max(0, at - Date.now()), MAX_TIMER_MS))
+      expiry.unref()
+    }
+    if (req.expiresAt !== undefined) expireAt(req.expiresAt)
     try {
       stop = await this.hub.listen(req.userId, (batch) => stream.push(batch))
       if (stream.closed || !this.streams.has(stream)) {
@@ -88,7 +107,7 @@ export class LiveTail {
         return
       }
       stream.write(`retry: ${this.limits.retryMs}\n\n`)
-      if (after) await stream.replay((entry, count, inclusive) => this.hub.replay(req.userId, entry, count, inclusive), after)
+      if (after) await stream.replay((entry, count, inclusive, index) => this.hub.replay(req.userId, entry, count, inclusive, index), after)
       if (stream.closed) return
       stream.start()
       // From here on, every event acknowledged on any instance reaches this stream.
@@ -101,8 +120,13 @@ export class LiveTail {
     }
   }
 
+  /** The agents of a user (`*`: of every user) changed: their streams read them again before their next batch. */
+  agentsChanged (userId: string): void {
+    for (const [stream, user] of this.streams) if (userId === '*' || user === userId) stream.agentsChanged()
+  }
+
   /** Ends every stream (the instance is closing): readers reconnect to another one. */
   closeAll (): void {
-    for (const stream of [...this.streams]) stream.close()
+    for (const stream of [...this.streams.keys()]) stream.close()
   }
 }

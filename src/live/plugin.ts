@@ -32,6 +32,9 @@ export default fp(async function live (app, opts: { redisUrl: string; live: Conf
   app.ingestion.onAcknowledged((userId, rows) => hub.acknowledged(userId, rows))
   const tail = new LiveTail(hub, { ...opts.live, retryMs: 2000 }, app.log)
   app.decorate('liveTail', tail)
+  // A renamed or deleted agent (the agent cache's invalidation, on every instance): the user's
+  // streams show it as GET /v1/me/events does from their next batch on.
+  app.bus.on('cache-agent', (scope) => tail.agentsChanged(scope))
   app.addHook('preClose', async () => {
     hub.close()
     tail.closeAll()

@@ -16,6 +16,8 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     user: User
+    /** When the caller's dashboard token expires (its `exp`, unix ms): a live stream ends then. */
+    tokenExpiresAt: number | undefined
   }
 }
 
@@ -49,6 +51,7 @@ export default fp(async function userAuth (app, opts: { auth: Config['auth']; da
   const users = new LRUCache<string, User>({ max: 10_000, ttl: opts.cacheTtlMs })
 
   app.decorateRequest('user', null as unknown as User)
+  app.decorateRequest('tokenExpiresAt', undefined)
   app.decorate('authenticateUser', async function authenticateUser (request: FastifyRequest) {
     const token = bearerToken(request.headers.authorization)
     let subject: string
@@ -66,6 +69,7 @@ export default fp(async function userAuth (app, opts: { auth: Config['auth']; da
         throw new joseErrors.JWTClaimValidationFailed('sub is not a name of 1 to 255 characters', payload, 'sub', 'check_failed')
       }
       subject = sub
+      request.tokenExpiresAt = typeof payload.exp === 'number' ? payload.exp * 1000 : undefined
     } catch (err) {
       // A timeout or a failed fetch of the provider's keys is ours to report, not the caller's fault.
       // The local key is always at hand, so in local mode every failure is the token's.

@@ -34,10 +34,11 @@ function slowReader () {
 const noFilters = (parseSearchFilters({}) as { ok: true; filters: ReturnType<typeof parseSearchFilters> extends { filters: infer F } ? F : never }).filters
 const line = (i: number) => eventLine(buildEventRow({ agentId: 'a', reasoning: 'x'.repeat(500) }, { eventId: `evt_${i}`, userId: 'u', agentId: 'agent-1', receivedAt: 1_764_000_000_000 }))
 const names = new Map([['agent-1', 'one']])
+const agents = { names, hidden: new Set<string>() }
 
 t.test('a slow reader: the batches that come while it has not taken the last are dropped and counted, and a gap says how many once it catches up', async (t) => {
   const reader = slowReader()
-  const stream = new LiveStream(reader.res, noFilters, names, async () => names, { bufferBytes: 2000, heartbeatMs: 60_000 })
+  const stream = new LiveStream(reader.res, noFilters, agents, async () => agents, { bufferBytes: 2000, heartbeatMs: 60_000 })
   t.teardown(() => stream.close())
   stream.start()
   // 10 events of about 900 bytes each: about two fit within 2,000 bytes unread, the rest of the batch
@@ -65,7 +66,7 @@ t.test('a slow reader: the batches that come while it has not taken the last are
 
 t.test('a batch far larger than the buffer reaches a reader that takes it, whole and in order, without a gap', async (t) => {
   const reader = slowReader()
-  const stream = new LiveStream(reader.res, noFilters, names, async () => names, { bufferBytes: 2000, heartbeatMs: 60_000 })
+  const stream = new LiveStream(reader.res, noFilters, agents, async () => agents, { bufferBytes: 2000, heartbeatMs: 60_000 })
   t.teardown(() => stream.close())
   stream.start()
   stream.push({ entry: '1-0', lines: Array.from({ length: 50 }, (_, i) => line(i)) })
@@ -79,7 +80,7 @@ t.test('a batch far larger than the buffer reaches a reader that takes it, whole
 
 t.test('batches that come while a large one is being read queue behind it, up to the buffer: none missed', async (t) => {
   const reader = slowReader()
-  const stream = new LiveStream(reader.res, noFilters, names, async () => names, { bufferBytes: 2000, heartbeatMs: 60_000 })
+  const stream = new LiveStream(reader.res, noFilters, agents, async () => agents, { bufferBytes: 2000, heartbeatMs: 60_000 })
   t.teardown(() => stream.close())
   stream.start()
   stream.push({ entry: '1-0', lines: Array.from({ length: 10 }, (_, i) => line(i)) })
@@ -94,8 +95,8 @@ t.test('batches that come while a large one is being read queue behind it, up to
 t.test('batches held while a new agent\'s name is looked up all reach a reader that keeps up', async (t) => {
   const reader = slowReader()
   const looked = { up: 0 }
-  const later = new Map([...names, ['agent-2', 'two']])
-  const stream = new LiveStream(reader.res, noFilters, names, async () => { looked.up++; return later }, { bufferBytes: 2000, heartbeatMs: 60_000 })
+  const later = { names: new Map([...names, ['agent-2', 'two']]), hidden: new Set<string>() }
+  const stream = new LiveStream(reader.res, noFilters, agents, async () => { looked.up++; return later }, { bufferBytes: 2000, heartbeatMs: 60_000 })
   t.teardown(() => stream.close())
   stream.start()
   const newAgentLine = (i: number) => eventLine(buildEventRow({ agentId: 'b', reasoning: 'y'.repeat(500) }, { eventId: `evt_n${i}`, userId: 'u', agentId: 'agent-2', receivedAt: 1_764_000_000_000 }))
@@ -112,7 +113,7 @@ t.test('batches held while a new agent\'s name is looked up all reach a reader t
 
 t.test('a reader that keeps up misses nothing', async (t) => {
   const reader = slowReader()
-  const stream = new LiveStream(reader.res, noFilters, names, async () => names, { bufferBytes: 2000, heartbeatMs: 60_000 })
+  const stream = new LiveStream(reader.res, noFilters, agents, async () => agents, { bufferBytes: 2000, heartbeatMs: 60_000 })
   t.teardown(() => stream.close())
   stream.start()
   for (let i = 0; i < 10; i++) {
@@ -125,7 +126,7 @@ t.test('a reader that keeps up misses nothing', async (t) => {
 
 t.test('a replay waits for its reader: bounded while it reads nothing, everything in order once it reads', async (t) => {
   const reader = slowReader()
-  const stream = new LiveStream(reader.res, noFilters, names, async () => names, { bufferBytes: 2000, heartbeatMs: 60_000 })
+  const stream = new LiveStream(reader.res, noFilters, agents, async () => agents, { bufferBytes: 2000, heartbeatMs: 60_000 })
   t.teardown(() => stream.close())
   // What the replay stream keeps (as Redis would): 20 requests missed, more added while replaying.
   const kept = Array.from({ length: 20 }, (_, i) => ({ entry: `${i + 1}-0`, lines: [line(i)] }))
@@ -153,4 +154,44 @@ t.test('a replay waits for its reader: bounded while it reads nothing, everythin
   const ids = [...reader.text().matchAll(/^id: (\d+)-0:0$/gm)].map((m) => Number(m[1]))
   t.same(ids, Array.from({ length: 39 }, (_, i) => i + 2), 'every request after the resume point, once each, in order')
   t.notMatch(reader.text(), /event: gap/)
+})
+
+t.test('a renamed agent is shown by its new name from the next batch; a deleted one\'s events are left out, live and replayed', async (t) => {
+  const reader = slowReader()
+  let now = agents
+  const looked = { up: 0 }
+  const stream = new LiveStream(reader.res, noFilters, agents, async () => { looked.up++; return now }, { bufferBytes: 1_000_000, heartbeatMs: 60_000 })
+  t.teardown(() => stream.close())
+  stream.start()
+  const settle = async () => {
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve))
+    await reader.catchUp()
+  }
+  stream.push({ entry: '1-0', lines: [line(1)] })
+  await settle()
+  t.match(reader.text(), /"displayName":"one"/)
+  t.equal(looked.up, 0, 'a known agent needs no lookup')
+  now = { names: new Map([['agent-1', 'renamed']]), hidden: new Set() }
+  stream.agentsChanged()
+  stream.push({ entry: '2-0', lines: [line(2)] })
+  await settle()
+  t.equal(looked.up, 1, 'read again once, after the change')
+  const data = [...reader.text().matchAll(/^data: (.*)$/gm)].map((m) => JSON.parse(m[1]!) as { eventId: string; agent: { displayName: string } })
+  t.same(data.map((e) => [e.eventId, e.agent.displayName]), [['evt_1', 'one'], ['evt_2', 'renamed']])
+  now = { names: new Map([['agent-1', 'renamed']]), hidden: new Set(['agent-1']) }
+  stream.agentsChanged()
+  stream.push({ entry: '3-0', lines: [line(3)] })
+  await settle()
+  t.notMatch(reader.text(), /evt_3/, 'a deleted agent\'s event is not shown')
+  t.notMatch(reader.text(), /event: gap/, 'nor counted as missed')
+
+  // A replay of batches kept from before the deletion leaves them out too.
+  const replayed = slowReader()
+  const resumed = new LiveStream(replayed.res, noFilters, now, async () => now, { bufferBytes: 1_000_000, heartbeatMs: 60_000 })
+  t.teardown(() => resumed.close())
+  const kept = [{ entry: '1-0', lines: [line(1)] }, { entry: '2-0', lines: [line(2)] }]
+  await resumed.replay(async () => ({ batches: kept, complete: true }), { entry: '1-0', index: -1 })
+  resumed.start()
+  await replayed.catchUp()
+  t.notMatch(replayed.text(), /^id: /m, 'nothing of the deleted agent is replayed')
 })

@@ -1,6 +1,8 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, newUser, randomId, sendBatch, sendEvent, shipped, type TestUser } from '../helpers/app.ts'
+import { TEST_DATA_DIR } from '../helpers/env.ts'
+import { loadLocalSigningKey, signLocalToken } from '../../src/auth/local-signing-key.ts'
 
 // Two instances of the service on one Redis prefix (and one Postgres and ClickHouse), as behind a
 // load balancer; each listens on a port, since a stream never ends and inject waits for the end.
@@ -396,4 +398,48 @@ t.test('error answers name what is wrong, the same on the search and the stream'
   // Encoded the right way, the same characters are plain text.
   const fine = await a.inject({ url: '/v1/me/events?q=%25ED%25A0%2580&meta.env=a%2Bb+c', headers: user.auth })
   t.equal(fine.statusCode, 200)
+})
+
+t.test('a stream ends when its token expires, saying so; reconnecting with that token is a 401', async (t) => {
+  const user = await newUser(a)
+  const token = await signLocalToken(await loadLocalSigningKey(TEST_DATA_DIR), user.subject, 2)
+  const shortLived = { ...user, auth: { authorization: `Bearer ${token}` } }
+  const stream = await openStream(baseA, shortLived)
+  const started = Date.now()
+  const message = await stream.next()
+  t.equal(message.event, 'error')
+  t.same(JSON.parse(message.data), { error: 'unauthorized', reason: 'token_expired', message: 'the token has expired: sign in again' })
+  t.ok(Date.now() - started < 5000, 'at the expiry, not later')
+  await stream.ended()
+  const again = await fetch(`${baseA}/v1/me/events/stream`, { headers: shortLived.auth })
+  t.equal(again.status, 401)
+  t.equal((await again.json()).reason, 'token_expired')
+})
+
+t.test('an agent renamed on one instance is shown by its new name on a stream held on another; a deleted one\'s events are not replayed', async (t) => {
+  const user = await newUser(a, { tier: 'enterprise' })
+  const key = await user.createKey()
+  const stream = await openStream(baseB, user)
+  t.teardown(() => stream.close())
+  const first = await sendEvent(a, key.secret, { agentId: 'renamed-agent', type: 'action' })
+  const agentId = first.json().agentId as string
+  const before = JSON.parse((await stream.next()).data)
+  t.equal(before.agent.displayName, 'renamed-agent')
+  const renamed = await a.inject({ method: 'PATCH', url: `/v1/me/agents/${agentId}`, headers: user.auth, payload: { displayName: 'new-name' } })
+  t.equal(renamed.statusCode, 200)
+  // The rename reaches b over the bus; an event sent after it is shown with the new name.
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  await sendEvent(a, key.secret, { agentId, type: 'action' })
+  const after = JSON.parse((await stream.next()).data)
+  t.equal(after.agent.displayName, 'new-name')
+
+  const resumeFrom = (await oneDelivered(user, key.secret, { agentId: 'deleted-agent', reasoning: 'first' })).id!
+  const second = await sendEvent(a, key.secret, { agentId: 'deleted-agent', reasoning: 'second' })
+  t.equal(second.statusCode, 202)
+  t.equal((await a.inject({ method: 'DELETE', url: `/v1/me/agents/${second.json().agentId}`, headers: user.auth })).statusCode, 204)
+  await sendEvent(a, key.secret, { agentId, reasoning: 'still here' })
+  const resumed = await openStream(baseA, user, { lastEventId: resumeFrom })
+  t.teardown(() => resumed.close())
+  const replayed = JSON.parse((await resumed.next()).data)
+  t.equal(replayed.reasoning, 'still here', 'the deleted agent\'s second event is left out of the replay')
 })

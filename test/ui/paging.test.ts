@@ -178,6 +178,22 @@ async function run () {
     t.same(after.sort(), every.slice().sort(), 'Load more: every match')
   })
 
+  t.test('live: an event the stream never carries (taken by an instance it does not hear) is shown once it is in ClickHouse', async (t) => {
+    // Another instance on the same stores but another Redis prefix: its events reach no stream of
+    // this one, as an event acknowledged on another instance just before the stream was ready does not.
+    const elsewhere = await buildTestApp(t, { REDIS_PREFIX: `test:${randomId()}:` })
+    await visit('#/live?tool=late_tool')
+    await heading('Live events').waitFor()
+    await page.getByRole('status').filter({ hasText: 'streaming as events arrive' }).waitFor()
+    await settled()
+    const [late] = await acceptedBatch(elsewhere, key.secret, [{ agentId: agent, type: 'tool', toolExecuted: 'late_tool' }])
+    await shipped(elsewhere)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    t.same(await liveIds(), [], 'not streamed')
+    await page.clock.runFor(3_100)
+    t.same(await liveShows([late!.eventId]), [late!.eventId], 'the latest page is read again 3 s after the stream was ready')
+  })
+
   t.test('traces and sessions: a list with more pages loaded is not refreshed: no run twice, none lost', async (t) => {
     for (const [list, title, runOf, field] of [['traces', 'Traces', trace, 'traceId'], ['sessions', 'Sessions', session, 'sessionId']] as const) {
       /** The runs, latest activity first. */

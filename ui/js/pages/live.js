@@ -18,6 +18,12 @@ export function reconnectDelay (failures) {
 const PAGE = 100
 /** Rows kept while no older page is loaded: the newest, as the stream adds more. */
 const KEEP = 500
+/**
+ * When the latest page is read once more after a catch-up: an event acknowledged on another instance
+ * just before the stream was ready (or during a gap) reaches neither the stream nor, until it is in
+ * ClickHouse (about 2 s), the page read at once.
+ */
+const LATE_MS = 3000
 
 /**
  * Merges events (a page read, or one from the stream) into those shown, newest first, each once;
@@ -164,6 +170,11 @@ export function LivePage ({ names, params }) {
         if (err.status !== 401) setError(err)
       }
     }
+    const catchUpNowAndLater = (mark) => {
+      catchUp(mark)
+      const late = setTimeout(() => { if (!stop.signal.aborted) catchUp(true) }, LATE_MS)
+      stop.signal.addEventListener('abort', () => clearTimeout(late), { once: true })
+    }
     let lastEventId = null
     let failures = 0
     ;(async () => {
@@ -177,10 +188,10 @@ export function LivePage ({ names, params }) {
               failures = 0
               setLink('live')
               setError(null)
-              if (!lastEventId) catchUp(shown.current.length > 0)
+              if (!lastEventId) catchUpNowAndLater(shown.current.length > 0)
             },
             onMessage: (m) => {
-              if (m.event === 'gap') catchUp(true)
+              if (m.event === 'gap') catchUpNowAndLater(true)
               if (m.event !== 'message') return
               lastEventId = m.id
               add([JSON.parse(m.data)], true)

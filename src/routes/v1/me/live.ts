@@ -3,6 +3,7 @@ import { streamEvents } from '../../../../schemas/live-routes.ts'
 import { parseLiveId } from '../../../domain/live-events.ts'
 import { filterQueryProblems, parseSearchFilters, SCORE_PREFIX } from '../../../domain/search-filters.ts'
 import { HttpError, querystringInvalid } from '../../../http-error.ts'
+import type { DashboardReader } from '../../../services/dashboard-service.ts'
 
 /** The longest Last-Event-ID read (an id the stream gives is at most 40 characters). */
 const MAX_LAST_EVENT_ID = 64
@@ -33,9 +34,16 @@ const live: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
     }
     // HEAD (answered for every GET route) says what a GET would open, without holding a stream.
     if (request.method === 'HEAD') return reply.code(200).type('text/event-stream; charset=utf-8').send('')
+    const agentsOf = (r: DashboardReader) => ({ names: r.names, hidden: new Set(r.hidden) })
     const reader = await request.reader
-    const namesOf = async () => (await app.dashboardService.readerOf(request.user.id, Date.now())).names
-    await app.liveTail.serve(reply, { userId: request.user.id, filters: parsed.filters, lastEventId: request.headers['last-event-id'], names: reader.names, namesOf })
+    await app.liveTail.serve(reply, {
+      userId: request.user.id,
+      filters: parsed.filters,
+      lastEventId: request.headers['last-event-id'],
+      agents: agentsOf(reader),
+      agentsOf: async () => agentsOf(await app.dashboardService.readerOf(request.user.id, Date.now())),
+      expiresAt: request.tokenExpiresAt,
+    })
   })
 }
 
