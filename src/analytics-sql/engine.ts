@@ -1,6 +1,7 @@
 import type { Session } from 'chdb'
 import {
   analystFormat, checkAnalystSetting, checkAnalystStatement, checkServeFormat, checkServeSetting, checkServeStatement, defaultTableNames,
+  refuseControlCharactersInParameters,
   SandboxRefusal, type TableFunctionNames,
 } from './sandbox.ts'
 
@@ -422,6 +423,7 @@ export class AnalyticsEngine {
     const guard = new this.SessionCtor(this.path)
     let runner: Session | undefined
     try {
+      sandboxed(() => refuseControlCharactersInParameters(sql, query.params))
       await AnalyticsEngine.runOn(guard, AnalyticsEngine.readonlySetup({ ...query, settings: {} }, caps))
       const { statement, format } = await AnalyticsEngine.check(guard, sql, query.defaultFormat, this.tableFunctions, query.settings)
       runner = new this.SessionCtor(this.path)

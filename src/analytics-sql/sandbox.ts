@@ -181,6 +181,41 @@ const ANALYST_REFUSED_FUNCTIONS = new Set(['hascolumnintable', 'joinget', 'joing
 const DICTIONARY_FUNCTION = /^dict/
 
 /**
+ * Aggregate function combinators, longest first: a refused aggregate function stays refused under
+ * any of them (`groupFormatIf('Avro')(…)` is `groupFormat`).
+ */
+const COMBINATORS = ['mergestate', 'simplestate', 'ordefault', 'resample', 'distinct', 'foreach', 'ornull', 'argmin', 'argmax', 'state', 'merge', 'array', 'map', 'if']
+
+/** A function's lower-case name and the names it is built on by combinators (`groupformatifarray`: itself, `groupformatif`, `groupformat`). */
+export function functionStems (name: string): string[] {
+  const stems = [name]
+  for (let stem = name; ;) {
+    const suffix = COMBINATORS.find((c) => stem.length > c.length && stem.endsWith(c))
+    if (!suffix) return stems
+    stem = stem.slice(0, -suffix.length)
+    stems.push(stem)
+  }
+}
+
+/**
+ * Refuses a query parameter whose value holds a control character (as it is, or escaped: the values
+ * travel in ClickHouse's escaped text form) unless every placeholder of it is a string (`String`, or
+ * an array, nullable or low-cardinality one). `EXPLAIN AST` prints an `Identifier` parameter's value
+ * as it is, so a line break in one would add lines of the caller's choosing to the listing the checks
+ * read; a string is printed escaped.
+ */
+export function refuseControlCharactersInParameters (sql: string, params: Readonly<Record<string, string>>): void {
+  const types = new Map<string, string[]>()
+  for (const m of sql.matchAll(/\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([^{}]*?)\s*\}/g)) types.set(m[1]!, [...(types.get(m[1]!) ?? []), m[2]!])
+  for (const [name, value] of Object.entries(params)) {
+    // eslint-disable-next-line no-control-regex -- control characters are what is looked for
+    if (!/[\u0000-\u001f\u007f]/.test(value) && !/\\[nrtbfav0x]/i.test(value)) continue
+    if ((types.get(name) ?? []).every((type) => /^(?:(?:Array|Nullable|LowCardinality)\(\s*)*String(?:\s*\))*$/i.test(type))) continue
+    throw new SandboxRefusal(`Query parameter ${name} holds a control character (a line break, a tab …): only a String parameter may`)
+  }
+}
+
+/**
  * Functions whose argument may be a bare table name, read by the engine: `x IN system.disks` is
  * `in(x, system.disks)`; the identifier is the argument at that position (0-based).
  */
@@ -418,7 +453,7 @@ export function checkAnalystStatement (formatted: string, ast: string, tableFunc
       refuseStructureExpressions(nodes, nodes[at]!, name, fn[1]!)
       const table = (parent?.node.startsWith('TableExpression') ?? false) || tableFunctions.tableOnly.has(name)
       if (table && !ANALYST_TABLE_FUNCTIONS.has(name)) throw new SandboxRefusal(`Table function ${fn[1]} is not allowed: only the service's tables can be read`)
-      if (!table && (REFUSED_FUNCTIONS.has(name) || ANALYST_REFUSED_FUNCTIONS.has(name) || DICTIONARY_FUNCTION.test(name))) {
+      if (!table && functionStems(name).some((stem) => REFUSED_FUNCTIONS.has(stem) || ANALYST_REFUSED_FUNCTIONS.has(stem) || DICTIONARY_FUNCTION.test(stem))) {
         throw new SandboxRefusal(`Function ${fn[1]} is not allowed`)
       }
     }
@@ -459,11 +494,26 @@ const SETTING_VALUES: ReadonlyMap<string, ReadonlySet<string>> = new Map([
   ['count_distinct_implementation', new Set(['uniq', 'uniqCombined', 'uniqCombined64', 'uniqHLL12', 'uniqExact', 'uniqTheta'])],
 ])
 
+/**
+ * The largest values of the settings that size a Pretty format's output (at least 1): padding every
+ * value of a column to 6,000 characters turned a 50 MB query into 600 MB of output, which the engine
+ * holds whole (its memory cap counts blocks, not output). Their defaults, but for 10,000 rows.
+ */
+const SETTING_MAXIMA: ReadonlyMap<string, number> = new Map([
+  ['output_format_pretty_max_rows', 10_000],
+  ['output_format_pretty_max_column_pad_width', 250],
+  ['output_format_pretty_max_value_width', 10_000],
+])
+
 /** Checks a URL setting an analyst's client sent, and its value (those capped are checked by the engine). */
 export function checkAnalystSetting (name: string, value?: string): void {
   if (!ANALYST_SETTINGS.has(name)) throw new SandboxRefusal(`Setting ${name} is not allowed on the analysts' port (see docs/analysts.md for the settings allowed)`)
   const values = SETTING_VALUES.get(name)
   if (values && !values.has(value ?? '')) throw new SandboxRefusal(`Setting ${name} takes one of ${[...values].join(', ')} on the analysts' port (got ${value})`)
+  const most = SETTING_MAXIMA.get(name)
+  if (most !== undefined && !(/^\d{1,9}$/.test(value ?? '') && Number(value) >= 1 && Number(value) <= most)) {
+    throw new SandboxRefusal(`Setting ${name} takes 1 to ${most} on the analysts' port (got ${value})`)
+  }
 }
 
 /** Refuses, for `npm run clickhouse:serve`, a setting that names a file, a directory, a URL or a schema. */
@@ -507,7 +557,7 @@ export function checkServeStatement (formatted: string, ast: string, tableFuncti
       }
       const table = where.startsWith('TableExpression') || (parent === nodes[0] && kind === 'InsertQuery') || tableFunctions.tableOnly.has(name)
       if (table && !SERVE_TABLE_FUNCTIONS.has(name)) throw new SandboxRefusal(`Table function ${fn[1]} is not allowed: it reaches files, URLs, other servers or programs`)
-      if (!table && REFUSED_FUNCTIONS.has(name)) throw new SandboxRefusal(`Function ${fn[1]} is not allowed`)
+      if (!table && functionStems(name).some((stem) => REFUSED_FUNCTIONS.has(stem))) throw new SandboxRefusal(`Function ${fn[1]} is not allowed`)
     }
   }
   for (const table of tablesInAst(ast)) refusePathLikeTable(table)

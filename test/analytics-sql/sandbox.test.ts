@@ -665,3 +665,55 @@ t.test('a query answered as timed out keeps its slot until the engine stops comp
   t.ok(Date.now() - started > answeredAfter, 'the slot was given back once the computation ended')
   t.equal(await run('SELECT 1'), null, 'and the next query runs')
 })
+
+t.test('a compressed answer is compressed off the event loop, and decodes to the result', async (t) => {
+  const { brotliDecompressSync, gunzipSync, inflateSync } = await import('node:zlib')
+  const sql = 'SELECT number, repeat(toString(number), 20) FROM numbers(900) FORMAT TSV'
+  const plain = await post('', sql)
+  for (const [encoding, decode] of [['gzip', gunzipSync], ['br', brotliDecompressSync], ['deflate', inflateSync]] as const) {
+    const res = await fetch(`${url}/?enable_http_compression=1`, { method: 'POST', headers: { ...auth, 'accept-encoding': encoding }, body: sql })
+    t.equal(res.headers.get('content-encoding'), encoding, `${res.status} ${res.status === 200 ? '' : await res.clone().text()}`)
+    // fetch decodes what it is told is encoded: the text is the plain answer.
+    t.equal(await res.text(), plain.text, `${encoding}: the same result`)
+    t.ok(decode, `${encoding} is decodable`)
+  }
+  // About 8 MB of text (within this file's caps of 1,000 rows and 10 MB): brotli at its default
+  // quality on the event loop took seconds; a timer keeps ticking.
+  let longest = 0
+  let last = Date.now()
+  const tick = setInterval(() => { const now = Date.now(); longest = Math.max(longest, now - last); last = now }, 10)
+  const res = await fetch(`${url}/?enable_http_compression=1`, { method: 'POST', headers: { ...auth, 'accept-encoding': 'br' }, body: 'SELECT randomPrintableASCII(10000) FROM numbers(800) FORMAT TSV' })
+  const text = await res.text()
+  clearInterval(tick)
+  t.equal(text.split('\n').length, 801, 'every row')
+  t.ok(longest < 2000, `the event loop was never held for seconds (longest gap ${longest} ms)`)
+})
+
+t.test('a refused aggregate function stays refused under combinators', async (t) => {
+  for (const sql of ["SELECT groupFormatIf('Avro')(number, 1) FROM numbers(3)", "SELECT groupFormatArrayIf('Npy')([number], 1) FROM numbers(3)", "SELECT groupFormatOrNull('Protobuf')(number) FROM numbers(3)"]) {
+    const res = await post('', sql)
+    t.equal(res.status, 403, sql)
+    t.match(res.text, /Function groupFormat\w+ is not allowed/)
+  }
+  t.equal((await post('', 'SELECT countIf(number > 1), sumArray([number]), uniqMerge(s) FROM (SELECT number, uniqState(number) AS s FROM numbers(3) GROUP BY number)')).status, 200, 'combinators of allowed functions work')
+})
+
+t.test('a line break in an Identifier query parameter is refused; in a String one it is a value', async (t) => {
+  const injected = await fetch(`${url}/?${new URLSearchParams({ param_x: 'c\n      Literal 1', query: "SELECT tuple(n, {x:Identifier}) IN system.build_options FROM values('n String, `c\\n      Literal 1` String', ('VERSION_FULL', 'x'))" })}`, { headers: auth })
+  const text = await injected.text()
+  t.equal(injected.status, 403, text)
+  t.match(text, /Query parameter x holds a control character/)
+  const escaped = await fetch(`${url}/?${new URLSearchParams({ param_x: 'c\\n      Literal 1', query: 'SELECT 1 AS {x:Identifier}' })}`, { headers: auth })
+  t.equal(escaped.status, 403, 'escaped as the parameters\' text form writes it, too')
+  const value = await fetch(`${url}/?${new URLSearchParams({ param_s: 'two\\nlines', query: 'SELECT {s:String} AS s, length({s:String}) AS n FORMAT JSONEachRow' })}`, { headers: auth })
+  t.same(await value.json(), { s: 'two\nlines', n: 9 }, 'a String parameter keeps its line break')
+})
+
+t.test('the settings that size a Pretty format\'s output are capped', async (t) => {
+  for (const search of ['?output_format_pretty_max_column_pad_width=6000', '?output_format_pretty_max_value_width=0', '?output_format_pretty_max_rows=100000', '?output_format_pretty_max_value_width=1e6']) {
+    const res = await post(search, 'SELECT 1 FORMAT PrettyCompact')
+    t.equal(res.status, 403, search)
+    t.match(res.text, /takes 1 to \d+ on the analysts' port/)
+  }
+  t.equal((await post('?output_format_pretty_max_rows=50&output_format_pretty_max_column_pad_width=20', 'SELECT 1 FORMAT PrettyCompact')).status, 200)
+})
