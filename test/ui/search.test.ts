@@ -215,6 +215,31 @@ async function run () {
     await visit('#/live?meta.=x')
     await page.locator('.results').getByRole('alert').filter({ hasText: /metadata path/ }).waitFor()
     t.pass('a metadata filter without a path is refused with the service\'s message, not left out')
+    t.match(await chips(), [/^meta\. \(no path\) = x/], 'its chip says it has no path')
+  })
+
+  t.test('the address\'s own mistakes: an agent id the service drops gets no chip; an escape that is not UTF-8 is said', async (t) => {
+    await visit('#/live?agentId=notacuid&tool=lookup_invoice')
+    await heading('Live events').waitFor()
+    await page.locator('.chips .filter-chip').first().waitFor()
+    t.same(await chips(), ['tool: lookup_invoice ×'], 'no chip for an agent filter that is no filter')
+    const asked = page.waitForRequest((r) => new URL(r.url()).pathname === '/v1/me/events')
+    await visit('#/live?q=%ED%A0%80&tool=issue_refund')
+    const sent = new URL((await asked).url()).searchParams
+    t.equal(sent.get('q'), null, 'the unreadable q is not searched for as replacement characters')
+    t.equal(sent.get('tool'), 'issue_refund')
+    await page.getByRole('alert').filter({ hasText: /Left out of this search: q, whose %-escapes in the address are not UTF-8 text/ }).waitFor()
+    t.equal(await page.getByRole('searchbox', { name: 'Search events' }).inputValue(), '', 'nor shown in the search box')
+  })
+
+  t.test('traces with a from in the address: the facets count the window the list shows', async (t) => {
+    const from = new Date(Date.now() - 30 * 86_400_000).toISOString()
+    const asked = page.waitForRequest((r) => new URL(r.url()).pathname === '/v1/me/events/facets' && new URL(r.url()).searchParams.get('from') === from)
+    await visit(`#/traces?from=${encodeURIComponent(from)}`)
+    await heading('Traces').waitFor()
+    const facetsAsked = new URL((await asked).url()).searchParams
+    t.equal(facetsAsked.get('since'), 'all', 'the 7 days the list lifts are not asked of the facets')
+    await facets.getByText(`from ${from}`).first().waitFor()
   })
 
   t.test('a run\'s breadcrumb leads back to its list as it was searched, not the whole list', async (t) => {

@@ -59,7 +59,28 @@ function currentRoute () {
       return part
     }
   })
-  return { page: parts[0] || 'overview', id: parts.slice(1).join('/') || null, params: new URLSearchParams(search) }
+  return { page: parts[0] || 'overview', id: parts.slice(1).join('/') || null, ...paramsOf(search) }
+}
+
+/**
+ * The parameters of the address's query, and the names of those whose `%` escapes are not UTF-8 text
+ * (`q=%ED%A0%80`), which are left out and said, as the service refuses such a filter with a 400:
+ * URLSearchParams would turn them into U+FFFD and search for that.
+ */
+export function paramsOf (search) {
+  const params = new URLSearchParams()
+  const unreadable = []
+  for (const part of search.split('&')) {
+    if (!part) continue
+    const eq = part.indexOf('=')
+    const [name, value] = eq === -1 ? [part, ''] : [part.slice(0, eq), part.slice(eq + 1)]
+    try {
+      params.append(decodeURIComponent(name.replace(/\+/g, ' ')), decodeURIComponent(value.replace(/\+/g, ' ')))
+    } catch {
+      unreadable.push(name)
+    }
+  }
+  return { params, unreadable }
 }
 
 function SignIn ({ message, onSignedIn }) {
@@ -163,6 +184,9 @@ function Shell ({ me, onSignOut }) {
       <ul>${NAV.map(([page, label]) => html`<li><a href=${`#/${page}`} aria-current=${route.page === page ? 'page' : undefined}>${label}</a></li>`)}</ul>
     </nav>
     <main id="main" tabindex="-1">
+      ${route.unreadable.length
+        ? html`<${ErrorNote} error=${{ message: `Left out of this search: ${route.unreadable.join(', ')}, whose %-escapes in the address are not UTF-8 text.` }} />`
+        : null}
       <${Page} key=${`${route.page}/${route.id}?${route.params}`} route=${route} names=${names} refreshNames=${refreshNames} />
     </main>
   </div>`

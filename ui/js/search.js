@@ -42,7 +42,11 @@ export const isFilterKey = (k) => FILTER_KEYS.includes(k) || k.startsWith('meta.
 /** The filters of a route's parameters, in URL order: `[[key, value], …]` (not `q`, `since` or a page's own). */
 // An empty metadata value is a value (a facet offers it: events that sent `""`); an empty value of
 // any other filter is no filter.
-export const filtersOf = (params) => [...params].filter(([k, v]) => isFilterKey(k) && (v !== '' || k.startsWith('meta.')))
+// An agent id that is not a cuid is no filter: the service drops it (the spec's rule), so no chip says it is on.
+export const filtersOf = (params) => [...params].filter(([k, v]) => isFilterKey(k) && (v !== '' || k.startsWith('meta.')) && (k !== 'agentId' || CUID.test(v)))
+
+/** An agent id as the service makes them. */
+const CUID = /^c[a-z0-9]{24}$/
 
 /** True when the parameters hold a search: a non-blank `q` or any filter. */
 export const searching = (params) => Boolean(params.get('q')?.trim()) || filtersOf(params).length > 0
@@ -88,7 +92,7 @@ export function cleared (params) {
   return new URLSearchParams([...params].filter(([k]) => k !== 'q' && !isFilterKey(k)))
 }
 
-const chipText = (k, v, names) => (k.startsWith('meta.') ? `${k.slice(5)} = ${v === '' ? '(empty)' : v}` : CHIPS[k](v, names))
+const chipText = (k, v, names) => (k.startsWith('meta.') ? `${k.slice(5) || 'meta. (no path)'} = ${v === '' ? '(empty)' : v}` : CHIPS[k](v, names))
 
 /**
  * The search bar of a list page: the text searched (`q`, every word must occur; "quoted phrases"),

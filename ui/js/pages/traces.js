@@ -289,7 +289,11 @@ function List ({ kind, names, params }) {
     if (value !== fallback) next.set('since', value)
     go(key, next)
   }
-  const windowLabel = since === 'all' ? 'at any time' : `in the last ${SINCE.find(([v]) => v === since)[1]}`
+  // A `from` in the address lifts the traces' default window (the API's rule): the facets then count
+  // from it too, as the list shows.
+  const lifted = since === fallback && fallback !== 'all' && Boolean(params.get('from'))
+  const facetSince = lifted ? 'all' : since
+  const windowLabel = lifted ? `from ${params.get('from')}` : since === 'all' ? 'at any time' : `in the last ${SINCE.find(([v]) => v === since)[1]}`
   return html`
     <h1 tabindex="-1">${kind === 'trace' ? 'Traces' : 'Sessions'}</h1>
     <${SearchBar} page=${key} params=${params} names=${names} what=${key} />
@@ -318,7 +322,7 @@ function List ({ kind, names, params }) {
     ${pages.length ? html`<p class="muted">More pages loaded: this list is not refreshed until the page is reloaded.</p>` : null}
     ${cursor ? html`<button onClick=${loadMore}>Load more</button>` : null}`}
     </div>
-    <${Facets} page=${key} params=${params} names=${names} since=${since} window=${windowLabel} />
+    <${Facets} page=${key} params=${params} names=${names} since=${facetSince} window=${windowLabel} />
     </div>`
 }
 
