@@ -90,6 +90,37 @@ const CAPPED: Record<string, Exclude<keyof AnalyticsCaps, 'answerGraceMs'>> = {
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 /** The largest block an analyst may ask for: 16 × the engine's default, so one block's work stays bounded. */
 const MAX_BLOCK_SIZE = 1_048_576
+
+/**
+ * Output formats that write every column's name on every row (lower case). The result caps count
+ * the engine's blocks, not the output, which the engine builds whole in the service's memory: a
+ * column named by 10,000 characters made 10 KB of every 8-byte row.
+ */
+const NAMES_ON_EVERY_ROW = new Set([
+  'json', 'jsonstrings', 'jsoneachrow', 'jsonlines', 'ndjson', 'jsonl', 'jsonstringseachrow', 'jsoneachrowwithprogress',
+  'jsonstringseachrowwithprogress', 'jsonobjecteachrow', 'prettyjsoneachrow', 'prettyjsonlines', 'prettyndjson', 'xml', 'vertical', 'tskv', 'bsoneachrow',
+])
+/** The engine's default `output_format_pretty_max_rows`. */
+const PRETTY_ROWS = 1000
+/** What a column's name costs a row of those formats beyond its characters (quotes, colon, indentation). */
+const NAME_OVERHEAD = 8
+/** The widest a Pretty format pads a value (its capped `output_format_pretty_max_column_pad_width`) and its borders. */
+const PRETTY_CELL = 253
+
+/**
+ * How many rows a result may have so that its output stays within `budget` bytes beyond its values:
+ * its column names on every row (NAMES_ON_EVERY_ROW) or its cells padded (the Pretty family). Null
+ * when the format adds nothing per column.
+ */
+export function rowsWithinOutput (format: string, names: string[], budget: number): { rows: number; pretty: boolean } | null {
+  const f = format.toLowerCase()
+  if (NAMES_ON_EVERY_ROW.has(f)) {
+    const perRow = names.reduce((n, name) => n + Buffer.byteLength(name) + NAME_OVERHEAD, 0)
+    return { rows: Math.max(1, Math.floor(budget / Math.max(1, perRow))), pretty: false }
+  }
+  if (f.startsWith('pretty')) return { rows: Math.max(1, Math.floor(budget / Math.max(1, names.length * PRETTY_CELL))), pretty: true }
+  return null
+}
 /** Room for the statements that set a request's parameters: its URL (1 MiB at most), escaped. */
 const PARAMETERS_QUERY_SIZE = 4 * 1024 * 1024
 /** The largest query an analyst may send, in bytes: a server's default `max_query_size`. */
@@ -426,14 +457,46 @@ export class AnalyticsEngine {
       sandboxed(() => refuseControlCharactersInParameters(sql, query.params))
       await AnalyticsEngine.runOn(guard, AnalyticsEngine.readonlySetup({ ...query, settings: {} }, caps))
       const { statement, format } = await AnalyticsEngine.check(guard, sql, query.defaultFormat, this.tableFunctions, query.settings)
+      // A format that writes names on every row, or pads cells, gets fewer rows: its output, not only
+      // its blocks, stays within the result's bytes.
+      const shape = await AnalyticsEngine.outputLimit(guard, statement, format, caps.maxResultBytes)
+      const setup = shape === null
+        ? runnerSetup
+        : shape.pretty
+          ? AnalyticsEngine.readonlySetup({ ...query, settings: { ...query.settings, output_format_pretty_max_rows: String(Math.min(shape.rows, Number(query.settings.output_format_pretty_max_rows ?? PRETTY_ROWS))) } }, caps)
+          : AnalyticsEngine.readonlySetup(query, { ...caps, maxResultRows: Math.min(caps.maxResultRows, shape.rows) })
       runner = new this.SessionCtor(this.path)
-      await AnalyticsEngine.runOn(runner, runnerSetup)
+      await AnalyticsEngine.runOn(runner, setup)
       // The engine stops the query at max_execution_time; the timeout only answers the client if it did not.
-      return await AnalyticsEngine.execute(runner, statement, format, caps.maxExecutionSeconds * 1000 + (caps.answerGraceMs ?? 10_000), computing)
+      try {
+        return await AnalyticsEngine.execute(runner, statement, format, caps.maxExecutionSeconds * 1000 + (caps.answerGraceMs ?? 10_000), computing)
+      } catch (err) {
+        if (shape && !shape.pretty && shape.rows < caps.maxResultRows && err instanceof AnalyticsError && err.code === 396) {
+          throw new AnalyticsError(396, err.type, `${err.message}: in ${format} every row repeats the column names, so a result may have at most ${shape.rows} rows here (ANALYTICS_MAX_RESULT_BYTES over the names' bytes); shorter names or a format without them (TSV, CSV, JSONCompact…) allow more`)
+        }
+        throw err
+      }
     } finally {
       guard.close()
       runner?.close()
     }
+  }
+
+  /**
+   * The row limit a SELECT's output format needs (rowsWithinOutput), from the names of the columns it
+   * yields (`DESCRIBE`, which plans the query without running it). Null for other statements and
+   * formats, and when the engine cannot describe it (the query then fails or runs as it would).
+   */
+  private static async outputLimit (session: Session, statement: string, format: string, budget: number): Promise<{ rows: number; pretty: boolean } | null> {
+    if (!/^(?:SELECT|WITH|\()/i.test(statement.trimStart()) || rowsWithinOutput(format, [], budget) === null) return null
+    let described: string
+    try {
+      described = await AnalyticsEngine.runOn(session, `DESCRIBE (${statement}) FORMAT JSONCompactEachRow`)
+    } catch {
+      return null
+    }
+    const names = described.split('\n').filter(Boolean).map((line) => String((JSON.parse(line) as unknown[])[0]))
+    return rowsWithinOutput(format, names, budget)
   }
 
   private async executeWritable (query: AnalyticsQuery): Promise<AnalyticsResult> {

@@ -717,3 +717,23 @@ t.test('the settings that size a Pretty format\'s output are capped', async (t) 
   }
   t.equal((await post('?output_format_pretty_max_rows=50&output_format_pretty_max_column_pad_width=20', 'SELECT 1 FORMAT PrettyCompact')).status, 200)
 })
+
+t.test('a format that repeats names on every row, or pads cells, gets the rows that fit the result\'s bytes', async (t) => {
+  // This file's caps: 1,000 rows, 10 MB. A 20,000-character name on each of 1,000 rows would be 20 MB of output.
+  const long = `n${'x'.repeat(20_000)}`
+  const named = await post('', `SELECT number AS ${long} FROM numbers(1000) FORMAT JSONEachRow`)
+  t.equal(named.status, 500, named.text.slice(0, 300))
+  t.equal(named.code, '396')
+  t.match(named.text, /in JSONEachRow every row repeats the column names, so a result may have at most 524 rows here/)
+  t.equal((await post('', `SELECT number AS ${long} FROM numbers(500) FORMAT JSONEachRow`)).status, 200, 'fewer rows fit')
+  const tsv = await post('', `SELECT number AS ${long} FROM numbers(1000) FORMAT TSV`)
+  t.equal(tsv.text.split('\n').length, 1001, 'a format without names per row keeps every row')
+  t.equal((await post('', 'SELECT number AS n FROM numbers(1000) FORMAT JSONEachRow')).text.split('\n').length, 1001, 'short names change nothing')
+  // 50 columns padded to 250 characters: 12.6 KB a row of PrettyCompact; 10 MB holds about 830 of
+  // the 900 rows (the engine shows 1,000 at most by default).
+  const columns = Array.from({ length: 50 }, (_, i) => `if(number = 0, repeat('y', 300), 'z') AS c${i}`).join(', ')
+  const pretty = await post('', `SELECT ${columns} FROM numbers(900) FORMAT PrettyCompact`)
+  t.equal(pretty.status, 200)
+  t.ok(Buffer.byteLength(pretty.text) < 11 * 1024 * 1024, `the output is within the result's bytes (${Buffer.byteLength(pretty.text)})`)
+  t.match(pretty.text, /Showed \d+ out of 900 rows/)
+})
