@@ -443,7 +443,10 @@ export class AnalyticsEngine {
 
   private async executeReadonly (query: AnalyticsQuery, caps: AnalyticsCaps, computing: Array<Promise<unknown>>): Promise<AnalyticsResult> {
     if (query.database && query.database !== 'default') {
-      throw new AnalyticsError(81, 'UNKNOWN_DATABASE', `Database ${query.database} does not exist (the service's tables are in default)`)
+      // `system` exists, but is no database to work in here: its allowed tables are named in full.
+      throw new AnalyticsError(81, 'UNKNOWN_DATABASE', query.database === 'system'
+        ? 'Database system cannot be the current database on the analysts\' port: the service\'s tables are in default, and the system tables allowed are read as system.<name> (docs/analysts.md)'
+        : `Database ${query.database} does not exist (the service's tables are in default)`)
     }
     const sql = [query.sql, query.data ?? ''].filter((s) => s.trim()).join('\n')
     if (Buffer.byteLength(sql) > ANALYST_QUERY_SIZE) {

@@ -199,6 +199,7 @@ t.test('files, URLs, programs, models, paths and the engine\'s configuration are
   t.notOk(existsSync(join(dir, 'backup')), 'BACKUP wrote nothing')
   const db = await post('?database=system', 'SELECT 1')
   t.equal(db.status, 404, 'another database is refused')
+  t.match(db.text, /Database system cannot be the current database on the analysts' port: .* read as system\.<name>/, 'system is not said not to exist')
   const header = await post('', 'SELECT 1', { 'x-clickhouse-database': 'system' })
   t.equal(header.status, 404, 'another database is refused by header too')
 })
