@@ -78,14 +78,17 @@ export function newScoreRowId (now = Date.now()): string {
   return 'scr_' + ulid(now)
 }
 
-let sequence = 0
+let lastVersion = 0
 /**
  * The version of a write received at `receivedAt`: later writes have higher versions; writes of one
- * process in the same millisecond (two items of one batch with the same scoreId) in the order made.
+ * thread in the same millisecond (the items of one batch with the same scoreId) in the order made,
+ * however many (a counter that wrapped at 1,000 gave the last items of a 500-score batch lower
+ * versions than the first: the later write lost). A thousand writes a millisecond and more borrow
+ * from the next millisecond.
  */
 export function scoreVersion (receivedAt: number): number {
-  sequence = (sequence + 1) % 1000
-  return receivedAt * 1000 + sequence
+  lastVersion = Math.max(receivedAt * 1000, lastVersion + 1)
+  return lastVersion
 }
 
 /** The data type a score's value says it is. */

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { buildScoreRow, dataTypeOf, scoreLine, scoreNameProblem, scoreShapeProblems, SCORE_INSERT_COLUMNS, SCORE_LINE_START } from '../../src/domain/score-row.ts'
+import { buildScoreRow, dataTypeOf, scoreLine, scoreVersion, scoreNameProblem, scoreShapeProblems, SCORE_INSERT_COLUMNS, SCORE_LINE_START } from '../../src/domain/score-row.ts'
 import { configMismatch, configProblems, type ScoreConfig } from '../../src/domain/score-config.ts'
 import { spanEvaluations } from '../../src/domain/otlp-scores.ts'
 import { figuresOf, summarise, type FigureRow } from '../../src/domain/score-summary.ts'
@@ -107,4 +107,11 @@ t.test('a score name\'s problem says the rule in words, and agrees with the sche
   for (const invisible of ['acc\u034f', 'acc\ufe0f', 'acc\u115f', 'acc\u2800', 'cafe\u0301']) t.not(scoreNameProblem(invisible), null, JSON.stringify(invisible))
   t.equal(scoreNameProblem('caf\u00e9'), null, 'composed accents are fine')
   t.equal(scoreNameProblem('a\u0001b'), 'must be 1 to 200 characters in composed Unicode form (NFC), without control or invisible characters (zero-width, bidi, fillers, variation selectors) and without whitespace at the start or end')
+})
+
+t.test('the versions of one millisecond keep growing, however many writes it holds', async (t) => {
+  const versions = Array.from({ length: 2500 }, () => scoreVersion(1_764_000_000_000))
+  t.ok(versions.every((v, i) => i === 0 || v > versions[i - 1]!), 'each write after the one before it (a counter wrapped at 1,000)')
+  t.ok(scoreVersion(1_764_000_000_001) > versions.at(-1)!, 'and the next millisecond\'s after them all')
+  t.ok(scoreVersion(1_764_000_100_000) === 1_764_000_100_000 * 1000, 'a later millisecond starts at its own time')
 })

@@ -77,6 +77,19 @@ t.test('bad scores are refused naming the field', async (t) => {
   t.equal((await listScores(app, user)).scores.length, 0, 'nothing stored')
 })
 
+t.test('500 writes of one scoreId in a batch: the last wins, batch after batch', async (t) => {
+  const user = await newUser(app, { tier: 'enterprise', burst: 100_000 })
+  const key = await user.createKey()
+  const traceId = randomId('trace-')
+  // Three batches: a per-process counter that wrapped at 1,000 gave some batch's last writes the lowest versions.
+  for (let round = 0; round < 3; round++) {
+    const res = await postScores(app, key.secret, Array.from({ length: 500 }, (_, i) => ({ scoreId: `wrap-${round}`, traceId, name: 'wrap', value: i })))
+    t.equal(res.statusCode, 207)
+  }
+  const { scores } = await listScores(app, user)
+  t.same(scores.map((s) => [s.scoreId, s.value]).sort(), [['wrap-0', 499], ['wrap-1', 499], ['wrap-2', 499]])
+})
+
 t.test('a scoreId sent again replaces the score: stored as one, the last write wins', async (t) => {
   const user = await newUser(app)
   const key = await user.createKey()
