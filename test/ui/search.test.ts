@@ -223,13 +223,27 @@ async function run () {
     await heading('Live events').waitFor()
     await page.locator('.chips .filter-chip').first().waitFor()
     t.same(await chips(), ['tool: lookup_invoice ×'], 'no chip for an agent filter that is no filter')
-    const asked = page.waitForRequest((r) => new URL(r.url()).pathname === '/v1/me/events')
+    const asked = page.waitForRequest((r) => new URL(r.url()).pathname === '/v1/me/events' && new URL(r.url()).searchParams.get('tool') === 'issue_refund')
     await visit('#/live?q=%ED%A0%80&tool=issue_refund')
     const sent = new URL((await asked).url()).searchParams
     t.equal(sent.get('q'), null, 'the unreadable q is not searched for as replacement characters')
     t.equal(sent.get('tool'), 'issue_refund')
     await page.getByRole('alert').filter({ hasText: /Left out of this search: q, whose %-escapes in the address are not UTF-8 text/ }).waitFor()
     t.equal(await page.getByRole('searchbox', { name: 'Search events' }).inputValue(), '', 'nor shown in the search box')
+  })
+
+  t.test('a score filter written in the address filters the list and shows its chip', async (t) => {
+    const scored = await fetch(`${base}/v1/scores`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ traceId: trace(2), name: 'accuracy', value: 0.95 }),
+    })
+    t.equal(scored.status, 202)
+    await shipped(app)
+    await visit('#/traces?score.accuracy=0.9..1')
+    await heading('Traces').waitFor()
+    t.same(await tracesShow([trace(2)]), [trace(2)], 'only the trace scored 0.9 to 1')
+    t.same(await chips(), ['score accuracy = 0.9..1 ×'])
   })
 
   t.test('traces with a from in the address: the facets count the window the list shows', async (t) => {

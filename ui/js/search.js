@@ -36,8 +36,9 @@ const CHIPS = {
 const FACETS = [['type', 'Type of event'], ['outcome', 'Outcome'], ['agentId', 'By agent'], ['model', 'Model'], ['tool', 'Tool'], ['costStatus', 'Pricing']]
 
 // Every `meta.` key is a filter, `meta.` itself included: the service says what is wrong with a bad
-// path, rather than the page leaving it out unseen.
-export const isFilterKey = (k) => FILTER_KEYS.includes(k) || k.startsWith('meta.')
+// path, rather than the page leaving it out unseen; so is every `score.` key (the live tail refuses
+// them, saying why).
+export const isFilterKey = (k) => FILTER_KEYS.includes(k) || k.startsWith('meta.') || k.startsWith('score.')
 
 /** The filters of a route's parameters, in URL order: `[[key, value], …]` (not `q`, `since` or a page's own). */
 // An empty metadata value is a value (a facet offers it: events that sent `""`); an empty value of
@@ -92,7 +93,9 @@ export function cleared (params) {
   return new URLSearchParams([...params].filter(([k]) => k !== 'q' && !isFilterKey(k)))
 }
 
-const chipText = (k, v, names) => (k.startsWith('meta.') ? `${k.slice(5) || 'meta. (no path)'} = ${v === '' ? '(empty)' : v}` : CHIPS[k](v, names))
+const chipText = (k, v, names) => (k.startsWith('meta.')
+  ? `${k.slice(5) || 'meta. (no path)'} = ${v === '' ? '(empty)' : v}`
+  : k.startsWith('score.') ? `score ${k.slice(6)} = ${v}` : CHIPS[k](v, names))
 
 /**
  * The search bar of a list page: the text searched (`q`, every word must occur; "quoted phrases"),
