@@ -65,7 +65,12 @@ export const incomingScore = {
     agentId: { type: 'string', minLength: 1, maxLength: 120, description: 'the agent scored (a cuid, name-service domain or display name, as events name it); a key bound to an agent scores that agent' },
     name: scoreName,
     value: { type: 'number', description: 'a numeric score' },
-    label: { type: 'string', minLength: 1, maxLength: SCORE_LABEL_MAX, description: 'a categorical score' },
+    // The control characters the lists' `score.<name>` filter refuses are refused here too: a label
+    // holding one could never be filtered on.
+    label: {
+      type: 'string', minLength: 1, maxLength: SCORE_LABEL_MAX, description: 'a categorical score',
+      ...matching('^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$', 'must not contain control characters (other than tabs and line breaks)'),
+    },
     boolean: { type: 'boolean', description: 'a yes/no score (thumbs up or down)' },
     comment: { type: 'string', maxLength: SCORE_COMMENT_MAX, description: 'why: the judge\'s explanation, a reviewer\'s note' },
     source: { enum: SCORE_SOURCES, default: 'api', description: 'who scored: `api` (default), `human`, `llm` (a judge model), `code` (a check)' },

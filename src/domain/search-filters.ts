@@ -360,10 +360,21 @@ export function scoreRange (s: string): ScoreRange | null {
   return { min, max }
 }
 
-/** A range whose low end is above its high end. */
+/** Text a number's digits, sign, point and exponent could make: an end of a range meant as one. */
+const NUMBER_LIKE = /^[-+]?[\d.]*(?:[eE][-+]?[\d.]*)?$/
+
+/**
+ * A range whose low end is above its high end, or a value written as a number or a range that reads
+ * as neither (`..`, `..1e999`, `1..2..3`): it would be compared as a label and match nothing, unsaid.
+ */
 function rangeProblem (s: string): string | null {
   const r = scoreRange(s)
-  return r !== null && r.min !== undefined && r.max !== undefined && r.min > r.max ? 'the range\'s low end must not be above its high end' : null
+  if (r === null) {
+    const dots = s.indexOf('..')
+    const meant = dots === -1 ? NUMBER.test(s) : NUMBER_LIKE.test(s.slice(0, dots)) && NUMBER_LIKE.test(s.slice(dots + 2))
+    return meant ? 'must be a number or a range of finite decimal numbers (`0.8..1`, `0.8..`, `..0.2`), or a label' : null
+  }
+  return r.min !== undefined && r.max !== undefined && r.min > r.max ? 'the range\'s low end must not be above its high end' : null
 }
 
 /** '007.50' → '7.5': the same number as the shortest text (equal bounds compare equal). */
