@@ -50,7 +50,7 @@ export default fp(async function cors (app, opts: { origins: string[] }) {
       return done()
     }
     reply.header('access-control-allow-origin', origin)
-    reply.header('access-control-expose-headers', 'Retry-After')
+    reply.header('access-control-expose-headers', 'Retry-After, Idempotent-Replayed')
     if (request.method !== 'OPTIONS') return done()
     reply
       .code(204)

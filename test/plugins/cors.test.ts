@@ -60,7 +60,7 @@ t.test('a request without Origin gets Vary: Origin and no CORS headers; an OPTIO
   t.notOk(res.headers['access-control-allow-origin'])
   const dash = await app.inject({ url: '/health', headers: { origin: 'https://dash.example' } })
   t.equal(dash.headers['access-control-allow-origin'], 'https://dash.example')
-  t.equal(dash.headers['access-control-expose-headers'], 'Retry-After', 'a browser may read Retry-After')
+  t.equal(dash.headers['access-control-expose-headers'], 'Retry-After, Idempotent-Replayed', 'a browser may read Retry-After, and whether a retry was replayed')
   t.equal(dash.headers.vary, 'Origin')
   for (const headers of [{}, { origin: 'https://evil.example', 'access-control-request-method': 'POST' }]) {
     const res = await app.inject({ method: 'OPTIONS', url: '/v1/events', headers })

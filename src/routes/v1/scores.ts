@@ -30,7 +30,7 @@ const scores: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
     if (key.kind !== 'publishable') return
     const origin = request.headers.origin
     if (origin === undefined || !(key.allowedOrigins ?? []).includes(origin)) throw forbidden('origin_not_allowed')
-    reply.header('access-control-allow-origin', origin).header('access-control-expose-headers', 'Retry-After')
+    reply.header('access-control-allow-origin', origin).header('access-control-expose-headers', 'Retry-After, Idempotent-Replayed')
     const admission = await app.rateLimiter.take(`pk:${key.keyId}:${request.ip}`, PUBLISHABLE_PER_MINUTE)
     if (admission.admitted < 1) throw rateLimited(admission.retryAfterMs / 1000)
   }

@@ -44,6 +44,7 @@ t.test('it sends human scores from its origins, with CORS headers; nothing else'
   const thumbs = await send(key.secret, { traceId, name: 'thumbs', boolean: true, comment: 'great', source: 'human', scoreId: 'page-1' })
   t.equal(thumbs.statusCode, 202, thumbs.body)
   t.equal(thumbs.headers['access-control-allow-origin'], PAGE)
+  t.equal(thumbs.headers['access-control-expose-headers'], 'Retry-After, Idempotent-Replayed', 'the page can read whether its retry was replayed')
   t.equal(thumbs.json().scoreId, `pk:${key.id}:page-1`, 'its score ids are its own')
 
   t.match((await send(key.secret, { traceId, name: 'thumbs', boolean: true })).json(), { error: 'forbidden', reason: 'publishable_key_human_scores_only' }, 'source api (the default) is refused')
