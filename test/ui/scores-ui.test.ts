@@ -16,10 +16,11 @@ interface StoredScore { scoreId: string; name: string; value: number | null; lab
 interface Figures { count: number; numeric: { mean: number; p50: number; p90: number } | null; labels: Record<string, number> | null }
 interface Summary { names: (Figures & { name: string; dataType: string; change: { count: number; mean: number | null }; byAgent: unknown[] })[] }
 
-// As ui/js/scores.js writes figures.
-const decimal = new Intl.NumberFormat('en-US', { maximumFractionDigits: 3 })
-const fig = (n: number | null | undefined) => (n === null || n === undefined ? '—' : decimal.format(n))
-const signed = (n: number | null | undefined) => (n === null || n === undefined ? '—' : n > 0 ? `+${fig(n)}` : n < 0 ? `−${fig(-n)}` : '±0')
+// As ui/js/scores.js writes figures (its own functions: the page must show the API's figures).
+// @ts-expect-error the dashboard is plain JavaScript without types
+import { fig as uiFig, signed as uiSigned } from '../../ui/js/scores.js'
+const fig = uiFig as (n: number | null | undefined) => string
+const signed = uiSigned as (n: number | null | undefined) => string
 
 async function run () {
   const { buildTestApp, newUser, randomId, sendBatch, shipped } = await import('../helpers/app.ts')

@@ -8,8 +8,14 @@ import { html, useAction, useData, ErrorNote, Empty, Time, AgentLink, Badge, spa
 export const FEEDBACK_NAME = 'user_feedback'
 
 const decimal = new Intl.NumberFormat('en-US', { maximumFractionDigits: 3 })
-/** A score figure as every scores view writes it: at most 3 decimals, "—" when there is none. */
-export const fig = (n) => (n === null || n === undefined ? '—' : decimal.format(n))
+const scientific = new Intl.NumberFormat('en-US', { notation: 'scientific', maximumSignificantDigits: 4 })
+/**
+ * A score figure as every scores view writes it: at most 3 decimals, "—" when there is none; from a
+ * million million up (or tiny but not zero), in scientific notation (1.2E20), which fits its tile.
+ */
+export const fig = (n) => (n === null || n === undefined
+  ? '—'
+  : Math.abs(n) >= 1e12 || (n !== 0 && Math.abs(n) < 1e-3) ? scientific.format(n) : decimal.format(n))
 /** A change against the previous period, signed: "+0.12", "−3", "±0"; "—" when unknown. */
 export const signed = (n) => (n === null || n === undefined ? '—' : n > 0 ? `+${fig(n)}` : n < 0 ? `−${fig(-n)}` : '±0')
 
