@@ -135,8 +135,17 @@ export const PUBLISHABLE_METADATA_MAX_BYTES = 2048
  * agent (it would create agents in the owner's account or pin feedback on any of them; the score is
  * of its target's agent), and its texts are short.
  */
+/**
+ * The longest scoreId a publishable key may send: stored as `pk:<key id>:<scoreId>` (a key id is a
+ * cuid, 25 characters), it stays within the 200 characters its owner's writes may name.
+ */
+export const PUBLISHABLE_SCORE_ID_MAX = 200 - 'pk:'.length - 25 - ':'.length
+
 export function publishableScoreProblems (score: IncomingScore): ErrorDetail[] {
   const problems: ErrorDetail[] = []
+  if (score.scoreId !== undefined && score.scoreId.length > PUBLISHABLE_SCORE_ID_MAX) {
+    problems.push({ path: ['scoreId'], message: `must have at most ${PUBLISHABLE_SCORE_ID_MAX} characters with a publishable key (it is stored as pk:<key id>:<scoreId>, which the owner's writes take up to 200)` })
+  }
   if (score.agentId !== undefined) problems.push({ path: ['agentId'], message: 'is not allowed with a publishable key: the score is of the agent of its target' })
   if (score.comment !== undefined && score.comment.length > PUBLISHABLE_COMMENT_MAX && [...score.comment].length > PUBLISHABLE_COMMENT_MAX) {
     problems.push({ path: ['comment'], message: `must have at most ${PUBLISHABLE_COMMENT_MAX} characters with a publishable key` })

@@ -203,3 +203,14 @@ t.test('a page reads the refusals of its own origin, not another origin\'s', asy
   t.equal(elsewhere.statusCode, 403)
   t.equal(elsewhere.headers['access-control-allow-origin'], undefined, 'no CORS headers for another origin')
 })
+
+t.test('a publishable key\'s scoreId leaves room for its prefix: what is stored stays within the owner\'s 200 characters', async (t) => {
+  const { key } = await publishableKey()
+  const traceId = randomId('trace-')
+  const longest = await send(key.secret, { traceId, name: 'thumbs', boolean: true, source: 'human', scoreId: 'x'.repeat(171) })
+  t.equal(longest.statusCode, 202, longest.body)
+  t.ok(longest.json().scoreId.length <= 200, `stored as ${longest.json().scoreId.length} characters`)
+  const over = await send(key.secret, { traceId, name: 'thumbs', boolean: true, source: 'human', scoreId: 'x'.repeat(172) })
+  t.equal(over.statusCode, 400)
+  t.match(over.json().details, [{ path: ['scoreId'], message: /at most 171 characters with a publishable key/ }])
+})
