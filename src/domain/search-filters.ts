@@ -365,13 +365,14 @@ const NUMBER_LIKE = /^[-+]?[\d.]*(?:[eE][-+]?[\d.]*)?$/
 
 /**
  * A range whose low end is above its high end, or a value written as a number or a range that reads
- * as neither (`..`, `..1e999`, `1..2..3`): it would be compared as a label and match nothing, unsaid.
+ * as neither (`..1e999`, `1..2..3`): it would be compared as a label and match nothing, unsaid.
  */
 function rangeProblem (s: string): string | null {
   const r = scoreRange(s)
   if (r === null) {
     const dots = s.indexOf('..')
-    const meant = dots === -1 ? NUMBER.test(s) : NUMBER_LIKE.test(s.slice(0, dots)) && NUMBER_LIKE.test(s.slice(dots + 2))
+    // Dots alone (`..`) are a label: no digit says a number was meant.
+    const meant = /\d/.test(s) && (dots === -1 ? NUMBER.test(s) : NUMBER_LIKE.test(s.slice(0, dots)) && NUMBER_LIKE.test(s.slice(dots + 2)))
     return meant ? 'must be a number or a range of finite decimal numbers (`0.8..1`, `0.8..`, `..0.2`), or a label' : null
   }
   return r.min !== undefined && r.max !== undefined && r.min > r.max ? 'the range\'s low end must not be above its high end' : null

@@ -740,12 +740,12 @@ t.test('a label holding a control character is refused at ingest, as the filter 
   t.equal(refused.statusCode, 400)
   t.match(JSON.stringify(refused.json()), /label.*must not contain control characters/)
   t.equal((await postScore(app, key.secret, { traceId: randomId('trace-'), name: 'ctl', label: 'two\nlines' })).statusCode, 202, 'a line break is text')
-  for (const value of ['..1e999', '-1e999..', '..', '1..2..3', '1e999']) {
+  for (const value of ['..1e999', '-1e999..', '1..2..3', '1e999']) {
     const res = await app.inject({ url: `/v1/me/traces?score.sq=${encodeURIComponent(value)}`, headers: user.auth })
     t.equal(res.statusCode, 400, value)
     t.match(res.json().details?.[0]?.message ?? '', /must be a number or a range of finite decimal numbers/, value)
   }
-  for (const label of ['v1..2', 'good', '0.5..1']) {
+  for (const label of ['v1..2', 'good', '0.5..1', '..']) {
     t.equal((await app.inject({ url: `/v1/me/traces?score.sq=${encodeURIComponent(label)}`, headers: user.auth })).statusCode, 200, label)
   }
 })
