@@ -8,10 +8,10 @@ const REDIS_URL = 'redis://127.0.0.1:6379'
 const silent = { warn () {}, error () {}, info () {}, debug () {} } as never
 
 /** A hub on its own connections, with a stream of `user` listening; its batches land in `batches`. */
-async function watchedHub (t: Test, user: string, publishWindowMs: number) {
+async function watchedHub (t: Test, user: string, publishWindowMs: number, replayBatches = 100) {
   const publisher = new Redis(REDIS_URL)
   const subscriber = new Redis(REDIS_URL)
-  const hub = new LiveHub(publisher, subscriber, `test:${randomId()}:`, { replayBatches: 100, replayMs: 60_000, handshakeMs: 1000, publishWindowMs }, silent)
+  const hub = new LiveHub(publisher, subscriber, `test:${randomId()}:`, { replayBatches, replayMs: 60_000, handshakeMs: 1000, publishWindowMs }, silent)
   t.teardown(() => {
     hub.close()
     publisher.disconnect()
@@ -69,18 +69,9 @@ t.test('closing the hub sends what its window still holds', async (t) => {
 })
 
 t.test('a replay from the entry just before the oldest kept one is whole: what was trimmed is not after it', async (t) => {
-  const publisher = new Redis(REDIS_URL)
-  const subscriber = new Redis(REDIS_URL)
-  const hub = new LiveHub(publisher, subscriber, `test:${randomId()}:`, { replayBatches: 3, replayMs: 60_000, handshakeMs: 1000, publishWindowMs: 0 }, silent)
-  t.teardown(() => {
-    hub.close()
-    publisher.disconnect()
-    subscriber.disconnect()
-  })
-  await hub.start()
   const user = randomId('u-')
-  const batches: LiveBatch[] = []
-  await hub.listen(user, (batch) => batches.push(batch))
+  // The stream keeps 3 batches.
+  const { hub, batches } = await watchedHub(t, user, 0, 3)
   for (let i = 1; i <= 5; i++) {
     hub.acknowledged(user, rowBytes([`b${i}`]))
     await until(() => batches.length === i, `batch ${i}`)
@@ -96,18 +87,9 @@ t.test('a replay from the entry just before the oldest kept one is whole: what w
 })
 
 t.test('a resume from inside a trimmed batch is whole only if the reader had read it to its end', async (t) => {
-  const publisher = new Redis(REDIS_URL)
-  const subscriber = new Redis(REDIS_URL)
-  const hub = new LiveHub(publisher, subscriber, `test:${randomId()}:`, { replayBatches: 3, replayMs: 60_000, handshakeMs: 1000, publishWindowMs: 0 }, silent)
-  t.teardown(() => {
-    hub.close()
-    publisher.disconnect()
-    subscriber.disconnect()
-  })
-  await hub.start()
   const user = randomId('u-')
-  const batches: LiveBatch[] = []
-  await hub.listen(user, (batch) => batches.push(batch))
+  // The stream keeps 3 batches.
+  const { hub, batches } = await watchedHub(t, user, 0, 3)
   hub.acknowledged(user, rowBytes(['a0', 'a1', 'a2', 'a3', 'a4']))
   await until(() => batches.length === 1, 'the first batch')
   for (let i = 2; i <= 4; i++) {
