@@ -1,5 +1,10 @@
 import type { AgentsRepository, Resolution } from '../storage/agents-repository.ts'
-import { SharedCache, type SharedCacheOptions } from './shared-cache.ts'
+import { invalidationTopic, SharedCache, type SharedCacheOptions } from './shared-cache.ts'
+
+/** The agent cache's name, whose invalidations (an owner's scope, or `*`) tell of a renamed or deleted agent. */
+const AGENT_CACHE = 'agent'
+/** Where every instance hears that an owner's agents changed (a rename, a deletion). */
+export const AGENTS_CHANGED_TOPIC = invalidationTopic(AGENT_CACHE)
 
 /**
  * Agent resolution for ingestion, cached per owner and reference in this process and in Redis
@@ -10,7 +15,7 @@ export class AgentResolver {
   private readonly cache: SharedCache<Resolution>
 
   constructor (private readonly agents: Pick<AgentsRepository, 'resolve'>, cache: Omit<SharedCacheOptions, 'name'>) {
-    this.cache = new SharedCache({ ...cache, name: 'agent' })
+    this.cache = new SharedCache({ ...cache, name: AGENT_CACHE })
   }
 
   /** `AgentsRepository.resolve` through the cache. */

@@ -85,6 +85,11 @@ interface Local<T> {
 const REFRESH_AT_SHARE_OF_TTL = 0.8
 interface Stored<T> { v: string; d: T | null }
 
+/** The invalidation bus topic of the cache named `name`: its scope (`*`: all) is published there when dropped. */
+export function invalidationTopic (name: string): string {
+  return `cache-${name}`
+}
+
 /**
  * Read-through cache shared by every instance: in-process LRU (entries live `localTtlMs`) → Redis
  * (a JSON entry, `sharedTtlSeconds`) → the loader, whose answer (null included) is stored in both.
@@ -133,7 +138,7 @@ export class SharedCache<T> {
     const clock = opts.now && { now: opts.now }
     this.local = new LRUCache({ max: opts.max ?? 100_000, ttl: Math.max(opts.localTtlMs, 1), ttlResolution: 0, ...(clock && { perf: clock }) })
     this.keyPrefix = `${opts.prefix}sc:${opts.name}:`
-    this.topic = `cache-${opts.name}`
+    this.topic = invalidationTopic(opts.name)
     this.missingTtlSeconds = opts.missingTtlSeconds ?? Math.min(60, opts.sharedTtlSeconds)
     this.redisTimeoutMs = opts.redisTimeoutMs ?? 500
     opts.redis.defineCommand('sharedCacheFill', { numberOfKeys: 3, lua: FILL })

@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
 import type { Config } from '../config.ts'
+import { AGENTS_CHANGED_TOPIC } from '../cache/agent-resolver.ts'
 import { LiveHub } from './live-hub.ts'
 import { LiveTail } from './live-tail.ts'
 
@@ -34,7 +35,7 @@ export default fp(async function live (app, opts: { redisUrl: string; live: Conf
   app.decorate('liveTail', tail)
   // A renamed or deleted agent (the agent cache's invalidation, on every instance): the user's
   // streams show it as GET /v1/me/events does from their next batch on.
-  app.bus.on('cache-agent', (scope) => tail.agentsChanged(scope))
+  app.bus.on(AGENTS_CHANGED_TOPIC, (scope) => tail.agentsChanged(scope))
   app.addHook('preClose', async () => {
     hub.close()
     tail.closeAll()

@@ -28,6 +28,9 @@ const PUBLISHABLE_PATHS = new Set(['/v1/scores', '/v1/scores/batch'])
  * - an OPTIONS request from any other origin, or without one, is routed like any unknown route (404),
  *   except a preflight of the paths publishable keys may call (PUBLISHABLE_PATHS).
  */
+/** The response headers a page may read: when to retry, and whether a retry was answered from its first answer. */
+export const EXPOSED_HEADERS = 'Retry-After, Idempotent-Replayed'
+
 export default fp(async function cors (app, opts: { origins: string[] }) {
   const allowed = new Set(opts.origins)
   const allowMethods = [...API_METHODS, 'OPTIONS'].join(', ')
@@ -50,7 +53,7 @@ export default fp(async function cors (app, opts: { origins: string[] }) {
       return done()
     }
     reply.header('access-control-allow-origin', origin)
-    reply.header('access-control-expose-headers', 'Retry-After, Idempotent-Replayed')
+    reply.header('access-control-expose-headers', EXPOSED_HEADERS)
     if (request.method !== 'OPTIONS') return done()
     reply
       .code(204)

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { forbidden, rateLimited } from '../../http-error.ts'
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
 import { callerOfKey } from '../../ingest/ingestion-service.ts'
+import { EXPOSED_HEADERS } from '../../plugins/cors.ts'
 import { idempotencyHooks } from '../../ingest/idempotency.ts'
 import { postScore, postScoreBatch } from '../../../schemas/score.ts'
 
@@ -30,7 +31,7 @@ const scores: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
     if (key.kind !== 'publishable') return
     const origin = request.headers.origin
     if (origin === undefined || !(key.allowedOrigins ?? []).includes(origin)) throw forbidden('origin_not_allowed')
-    reply.header('access-control-allow-origin', origin).header('access-control-expose-headers', 'Retry-After, Idempotent-Replayed')
+    reply.header('access-control-allow-origin', origin).header('access-control-expose-headers', EXPOSED_HEADERS)
     const admission = await app.rateLimiter.take(`pk:${key.keyId}:${request.ip}`, PUBLISHABLE_PER_MINUTE)
     if (admission.admitted < 1) throw rateLimited(admission.retryAfterMs / 1000)
   }
