@@ -113,13 +113,19 @@ const PRETTY_CELL = 253
  * when the format adds nothing per column.
  */
 export function rowsWithinOutput (format: string, names: string[], budget: number): { rows: number; pretty: boolean } | null {
+  if (!growsPerColumn(format)) return null
   const f = format.toLowerCase()
   if (NAMES_ON_EVERY_ROW.has(f)) {
     const perRow = names.reduce((n, name) => n + Buffer.byteLength(name) + NAME_OVERHEAD, 0)
     return { rows: Math.max(1, Math.floor(budget / Math.max(1, perRow))), pretty: false }
   }
-  if (f.startsWith('pretty')) return { rows: Math.max(1, Math.floor(budget / Math.max(1, names.length * PRETTY_CELL))), pretty: true }
-  return null
+  return { rows: Math.max(1, Math.floor(budget / Math.max(1, names.length * PRETTY_CELL))), pretty: true }
+}
+
+/** Whether a format's output grows with its columns beyond their values: names on every row, or padded cells. */
+function growsPerColumn (format: string): boolean {
+  const f = format.toLowerCase()
+  return NAMES_ON_EVERY_ROW.has(f) || f.startsWith('pretty')
 }
 /** Room for the statements that set a request's parameters: its URL (1 MiB at most), escaped. */
 const PARAMETERS_QUERY_SIZE = 4 * 1024 * 1024
@@ -491,7 +497,7 @@ export class AnalyticsEngine {
    * formats, and when the engine cannot describe it (the query then fails or runs as it would).
    */
   private static async outputLimit (session: Session, statement: string, format: string, budget: number): Promise<{ rows: number; pretty: boolean } | null> {
-    if (!/^(?:SELECT|WITH|\()/i.test(statement.trimStart()) || rowsWithinOutput(format, [], budget) === null) return null
+    if (!/^(?:SELECT|WITH|\()/i.test(statement.trimStart()) || !growsPerColumn(format)) return null
     let described: string
     try {
       described = await AnalyticsEngine.runOn(session, `DESCRIBE (${statement}) FORMAT JSONCompactEachRow`)
