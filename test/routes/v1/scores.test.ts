@@ -251,6 +251,29 @@ t.test('people score traces and sessions from the dashboard as themselves; trace
   t.equal(humans.scores.length, 2)
 })
 
+t.test('a score of an event is listed with its trace and its session, and only the caller\'s', async (t) => {
+  const [user, other] = [await newUser(app), await newUser(app)]
+  const [key, otherKey] = [await user.createKey(), await other.createKey()]
+  const [traceId, sessionId] = [randomId('trace-'), randomId('session-')]
+  const sent = await sendEvent(app, key.secret, { agentId: 'evented-bot', metadata: { traceId, sessionId, spanId: 's1' } })
+  t.equal(sent.statusCode, 202, sent.body)
+  const eventId = sent.json().id as string
+  const elsewhere = (await sendEvent(app, key.secret, { agentId: 'evented-bot', metadata: { traceId: randomId('trace-') } })).json().id as string
+  t.equal((await postScore(app, key.secret, { eventId, name: 'grounded', value: 0.25 })).statusCode, 202)
+  t.equal((await postScore(app, key.secret, { eventId: elsewhere, name: 'grounded', value: 0.5 })).statusCode, 202)
+  // Another user scoring the same event id (which is not theirs) adds nothing to the owner's trace.
+  t.equal((await postScore(app, otherKey.secret, { eventId, name: 'grounded', value: 0.75 })).statusCode, 202)
+  for (const path of [`traces/${traceId}`, `sessions/${sessionId}`]) {
+    const listed = (await app.inject({ method: 'GET', url: `/v1/me/${path}/scores`, headers: user.auth })).json().scores
+    t.match(listed, [{ eventId, traceId: null, name: 'grounded', value: 0.25 }], `${path}: the event's score, not another event's`)
+    t.equal(listed.length, 1)
+    const detail = (await app.inject({ method: 'GET', url: `/v1/me/${path}`, headers: user.auth })).json()
+    t.same(detail.scores, listed, `${path}: the detail carries it too`)
+    const theirs = (await app.inject({ method: 'GET', url: `/v1/me/${path}/scores`, headers: other.auth })).json().scores
+    t.same(theirs, [], 'the other user has no events there, so none of their scores is listed')
+  }
+})
+
 t.test('a score updated during a walk and merged away is never listed twice; the next walk has its new value', async (t) => {
   const user = await newUser(app)
   const key = await user.createKey()
