@@ -107,9 +107,18 @@ export function spanRole (span: OtlpSpan): SpanRole {
   if (op === 'execute_tool' || traceloop === 'tool' || vercel === 'ai.toolCall' || kind === 'TOOL' || observation === 'tool') return 'tool'
   if (op !== undefined && (MODEL_CALLS.has(op) || op === 'embedding')) return 'model'
   if (/^ai\.\w+\.do(Generate|Stream|Embed)$/.test(vercel)) return 'model'
+  // The Vercel AI SDK's call (`ai.generateText`, `ai.streamObject`, `ai.embedMany`, …) wraps its model
+  // calls and repeats their usage and model: a step, not another model call.
+  if (isVercelWrapper(a)) return 'step'
   if (kind === 'LLM' || kind === 'EMBEDDING' || observation === 'generation' || observation === 'embedding') return 'model'
   if ((op !== undefined && AGENT_OPERATIONS.has(op)) || traceloop === 'agent' || kind === 'AGENT' || observation === 'agent') return 'agent'
   return kind !== undefined || observation !== undefined ? 'step' : 'other'
+}
+
+/** A Vercel AI SDK call's span (`ai.operationId` = `ai.<function>`), which wraps its model calls and tools. */
+function isVercelWrapper (a: Attributes): boolean {
+  const id = a['ai.operationId']
+  return typeof id === 'string' && /^ai\.\w+$/.test(id) && id !== 'ai.toolCall'
 }
 
 /** The span as an event, or the reason it is refused (reported in partial_success). */
@@ -124,7 +133,9 @@ export function spanToEvent (span: OtlpSpan): IncomingEvent | string {
   const exception = span.events.find((e) => e.name === 'exception')
   // Langfuse's SDKs mark a failed observation by its level rather than the span's status.
   const levelError = str(a, 'langfuse.observation.level')?.toUpperCase() === 'ERROR'
-  const failed = span.status.code === 2 || exception !== undefined || levelError
+  // An exception event marks a failure unless the span's status says OK, which the conventions make
+  // final: an instrumentation records a handled exception (a retried rate limit) and sets OK.
+  const failed = span.status.code === 2 || (exception !== undefined && span.status.code !== 1) || levelError
   const errorType = str(exception?.attributes ?? {}, 'exception.type') ?? str(a, 'error.type')
   const errorText = str(exception?.attributes ?? {}, 'exception.message') ?? (span.status.message || undefined) ??
     (levelError ? str(a, 'langfuse.observation.status_message') : undefined)
@@ -151,7 +162,7 @@ export function spanToEvent (span: OtlpSpan): IncomingEvent | string {
 
   const model = str(a, 'gen_ai.response.model', 'gen_ai.request.model', 'ai.response.model', 'ai.model.id', 'llm.model_name',
     'langfuse.observation.model.name', 'llm.response.model', 'llm.request.model')
-  if (model) event.model = cut(model, 200)
+  if (model && !isVercelWrapper(a)) event.model = cut(model, 200)
   const provider = str(a, 'gen_ai.provider.name', 'gen_ai.system', 'ai.model.provider', 'llm.provider', 'llm.system')
   if (provider) meta.provider = cut(provider, 100)
   const tool = role === 'tool' ? str(a, 'gen_ai.tool.name', 'ai.toolCall.name', 'tool.name', 'traceloop.entity.name') ?? span.name : undefined
@@ -200,9 +211,12 @@ export function spanToEvent (span: OtlpSpan): IncomingEvent | string {
  * belongs to the agent of its nearest ancestor in the export that names one, as the conventions put
  * the agent on its `invoke_agent` span only and not on the model calls under it; a span without a
  * session takes its nearest ancestor's, else the one session the trace's other spans in the export
- * agree on. Spans of a trace exported apart keep their own.
+ * agree on. Spans of a trace exported apart keep their own. Returns the indexes of the spans whose
+ * agent is no span's of theirs, only the resource's `service.name` (a key bound to an agent sends
+ * those for its agent).
  */
-export function inheritWithinExport (spans: OtlpSpan[], mapped: Array<IncomingEvent | string>): void {
+export function inheritWithinExport (spans: OtlpSpan[], mapped: Array<IncomingEvent | string>): Set<number> {
+  const unnamed = new Set<number>()
   const at = new Map<string, number>()
   spans.forEach((s, i) => { if (typeof mapped[i] !== 'string') at.set(`${s.traceId}/${s.spanId}`, i) })
   const ancestors = function * (i: number) {
@@ -233,7 +247,9 @@ export function inheritWithinExport (spans: OtlpSpan[], mapped: Array<IncomingEv
     }
     const agreed = sessionsOfTrace.get(s.traceId)
     if (wantsSession && agreed?.size === 1) meta.sessionId = [...agreed][0]
+    if (wantsAgent) unnamed.add(i)
   })
+  return unnamed
 }
 
 /** The agent a span names itself: gen_ai.agent.name, else gen_ai.agent.id. */
@@ -299,7 +315,12 @@ function contentInput (a: Attributes): IncomingEvent['input'] | undefined {
   // The Vercel AI SDK's call-level prompt: the JSON of the call's `system`, `prompt` and `messages`.
   const call = jsonish(a['ai.prompt'])
   if (isCallPrompt(call)) {
-    if (call.prompt !== undefined && call.prompt !== null) input.prompt = call.prompt
+    // Since AI SDK 5 `prompt` may be the call's messages (ModelMessage[]) rather than a string: those
+    // are the call's messages; any other kind of value is kept as its JSON text (`prompt` is text).
+    const prompt = call.prompt
+    if (Array.isArray(prompt) && input.messages === undefined && !Array.isArray(call.messages)) input.messages = prompt
+    else if (typeof prompt === 'string') input.prompt = prompt
+    else if (prompt !== undefined && prompt !== null) input.prompt = JSON.stringify(prompt)
     if (input.system === undefined && call.system !== undefined && call.system !== null) input.system = call.system
     if (input.messages === undefined && Array.isArray(call.messages)) input.messages = call.messages
   } else {

@@ -35,7 +35,7 @@ export class OtlpService {
    * answers; the claim is settled with what became of each span.
    */
   async export (caller: IngestCaller, body: Buffer, encoding: OtlpEncoding): Promise<ExportOutcome> {
-    const { events, refusals, evaluations } = this.ingestion.pipeline.build('decode', () => decodeSpans(body, encoding), (r) => r.events.length + r.refusals.length)
+    const { events, refusals, evaluations } = this.ingestion.pipeline.build('decode', () => decodeSpans(body, encoding, caller.agentId !== null), (r) => r.events.length + r.refusals.length)
     const claim = await this.spans.claim(caller.userId, events)
     let accepted = 0
     const scoreRefusals: HttpError[] = []
@@ -86,7 +86,7 @@ const RETRIED = new Set([429, 502, 503, 504])
  * The `decode` step: the body decoded, and each span mapped to an event or refused, with the scores
  * of its evaluation results (src/domain/otlp-scores.ts). A body that cannot be decoded is refused whole (400).
  */
-function decodeSpans (body: Buffer, encoding: OtlpEncoding): { events: IncomingEvent[]; refusals: HttpError[]; evaluations: Map<IncomingEvent, IncomingScore[]> } {
+function decodeSpans (body: Buffer, encoding: OtlpEncoding, bound: boolean): { events: IncomingEvent[]; refusals: HttpError[]; evaluations: Map<IncomingEvent, IncomingScore[]> } {
   let spans
   try {
     spans = decodeTraces(body, encoding)
@@ -98,7 +98,10 @@ function decodeSpans (body: Buffer, encoding: OtlpEncoding): { events: IncomingE
   const refusals: HttpError[] = []
   const evaluations = new Map<IncomingEvent, IncomingScore[]>()
   const all = spans.map((span) => spanToEvent(span))
-  inheritWithinExport(spans, all)
+  const unnamed = inheritWithinExport(spans, all)
+  // A key bound to an agent sends for it every span that names no agent (the resolve step's rule for
+  // an event without agentId), rather than for its service, which the key could not send for.
+  if (bound) for (const i of unnamed) delete (all[i] as IncomingEvent).agentId
   spans.forEach((span, i) => {
     const mapped = all[i]!
     if (typeof mapped === 'string') refusals.push(new HttpError(400, 'invalid_span', { message: mapped }))
@@ -123,17 +126,21 @@ function shared (refusals: HttpError[]): HttpError {
   return new HttpError(400, 'bad_request', { message: summary(refusals, refusals.length) })
 }
 
+/** How many kinds of refusal a summary tells; the rest are counted. */
+const KINDS_TOLD = 5
+
 /**
  * "3 of 512 spans refused: 2 rate_limited (retry after 4 s); 1 invalid_span (span has no valid trace
- * id …)". Of refusals of one kind the one with the longest Retry-After is told: the wait until all of
- * them fit, as a batch's Retry-After says.
+ * id …)". Refusals are told by kind: their code and what they say (two invalid spans for different
+ * reasons are two kinds); of refusals of one kind the one with the longest Retry-After is told: the
+ * wait until all of them fit, as a batch's Retry-After says. The five largest kinds are told.
  */
 function summary (refusals: HttpError[], total: number, what = 'spans'): string {
   if (refusals.length === 0) return ''
   const groups = new Map<string, { n: number; sample: HttpError }>()
   const wait = (r: HttpError) => Number(r.headers['retry-after'] ?? 0)
   for (const r of refusals) {
-    const key = `${r.code}:${String(r.extra.reason ?? '')}`
+    const key = `${r.code}:${said(r) ?? ''}`
     const g = groups.get(key)
     if (!g) groups.set(key, { n: 1, sample: r })
     else {
@@ -141,14 +148,21 @@ function summary (refusals: HttpError[], total: number, what = 'spans'): string 
       if (wait(r) > wait(g.sample)) g.sample = r
     }
   }
-  const parts = [...groups.values()].map(({ n, sample }) => `${n} ${sample.code}${describe(sample)}`)
+  const kinds = [...groups.values()].sort((a, b) => b.n - a.n)
+  const parts = kinds.slice(0, KINDS_TOLD).map(({ n, sample }) => `${n} ${sample.code}${describe(sample)}`)
+  const untold = kinds.slice(KINDS_TOLD).reduce((sum, k) => sum + k.n, 0)
+  if (untold > 0) parts.push(`${untold} more of ${kinds.length - KINDS_TOLD} other kinds`)
   return `${refusals.length} of ${total} ${what} refused: ${parts.join('; ')}`
 }
 
-function describe (e: HttpError): string {
+/** What a refusal says: its reason, else its message, else its first detail. */
+function said (e: HttpError): string | undefined {
   const details = e.extra.details as { path: (string | number)[]; message: string }[] | undefined
-  const said = e.extra.reason ?? e.extra.message ?? (details?.[0] ? `${details[0].path.join('.')} ${details[0].message}` : undefined)
+  return (e.extra.reason ?? e.extra.message ?? (details?.[0] ? `${details[0].path.join('.')} ${details[0].message}` : undefined)) as string | undefined
+}
+
+function describe (e: HttpError): string {
   const retry = e.headers['retry-after'] ? `retry after ${e.headers['retry-after']} s` : undefined
-  const text = [said, retry].filter(Boolean).join(', ')
+  const text = [said(e), retry].filter(Boolean).join(', ')
   return text ? ` (${text})` : ''
 }

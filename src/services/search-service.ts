@@ -9,7 +9,10 @@ type Query = Record<string, unknown>
 
 /** The intervals of GET /v1/me/events/histogram, in seconds. */
 const HISTOGRAM_INTERVALS: Record<string, number> = { '1m': 60, '5m': 300, '15m': 900, '1h': 3600, '1d': 86_400 }
-/** The most intervals one answer holds (a day of minutes). */
+/**
+ * The longest window, in intervals (a day of minutes). Intervals are aligned to the epoch, so an
+ * answer holds one more when the window's ends fall inside intervals.
+ */
 export const HISTOGRAM_MAX_BUCKETS = 1440
 
 /** The filtered reads the service composes (SearchRepository is the one implementation). */
@@ -71,7 +74,7 @@ export class SearchService {
 
   /**
    * The matching events per interval (`1m`, `5m`, `15m`, `1h`, `1d`; default `1h`) over since (default
-   * 24h, none when `from` is given) and any filter: at most HISTOGRAM_MAX_BUCKETS intervals.
+   * 24h, none when `from` is given) and any filter: a window at most HISTOGRAM_MAX_BUCKETS intervals long.
    */
   async histogram (r: DashboardReader, q: Query) {
     const f = filtersOf(q)
@@ -81,9 +84,9 @@ export class SearchService {
     const sinceMs = sinceBound(q.since as string | undefined, r.settledAt, f.fromMs === undefined ? '24h' : 'all')
     const from = Math.max(sinceMs, f.fromMs ?? 0)
     const to = Math.min(r.settledAt, f.toMs ?? r.settledAt)
-    const buckets = Math.ceil(Math.max(0, to - from) / (seconds * 1000)) + 1
-    if (buckets > HISTOGRAM_MAX_BUCKETS) {
-      throw querystringInvalid([{ path: ['interval'], message: `the window holds ${buckets} intervals of ${interval}, over ${HISTOGRAM_MAX_BUCKETS}: choose a longer interval or a shorter window (from, to, since)` }])
+    const length = Math.ceil(Math.max(0, to - from) / (seconds * 1000))
+    if (length > HISTOGRAM_MAX_BUCKETS) {
+      throw querystringInvalid([{ path: ['interval'], message: `the window is ${length} intervals of ${interval} long, over ${HISTOGRAM_MAX_BUCKETS}: choose a longer interval or a shorter window (from, to, since)` }])
     }
     const rows = await this.search.histogram(r, { sinceMs, asOf: r.settledAt }, f, seconds)
     return {

@@ -300,6 +300,38 @@ t.test('the Vercel AI SDK\'s ai.prompt (the JSON of system, prompt and messages)
   t.same(plain.input, { prompt: 'just text' }, 'a prompt that is no such JSON is kept as it is')
   const other = spanToEvent(span({ resource: full, attributes: { 'ai.prompt': '{"question":"why"}' } })) as any
   t.same(other.input, { prompt: '{"question":"why"}' }, 'nor is JSON of other keys')
+  const list = spanToEvent(span({ resource: full, attributes: { 'ai.prompt': JSON.stringify({ system: 's', prompt: [{ role: 'user', content: 'hi' }] }) } })) as any
+  t.same(list.input, { system: 's', messages: [{ role: 'user', content: 'hi' }] }, 'a prompt that is a list of messages (AI SDK 5) is the messages')
+  const both = spanToEvent(span({ resource: full, attributes: { 'ai.prompt': JSON.stringify({ prompt: [{ role: 'user', content: 'a' }], messages: [{ role: 'user', content: 'b' }] }) } })) as any
+  t.same(both.input, { prompt: '[{"role":"user","content":"a"}]', messages: [{ role: 'user', content: 'b' }] }, 'beside messages, as its JSON text')
+  const number = spanToEvent(span({ resource: full, attributes: { 'ai.prompt': '{"prompt":42}' } })) as any
+  t.same(number.input, { prompt: '42' }, 'a prompt is always text')
+})
+
+t.test('the Vercel AI SDK\'s call spans are steps: their repeated model and usage are not another model call', async (t) => {
+  const wrapper = spanToEvent(span({ name: 'ai.generateText', attributes: {
+    'ai.operationId': 'ai.generateText', 'ai.model.id': 'gpt-4o', 'ai.usage.promptTokens': 10_000, 'ai.usage.cachedInputTokens': 8_000,
+  } })) as any
+  t.equal(spanRole(span({ attributes: { 'ai.operationId': 'ai.streamObject' } })), 'step')
+  t.equal(wrapper.type, 'action')
+  t.equal(wrapper.model, undefined, 'no model: spend by model counts the call once')
+  t.equal(wrapper.metadata.tokensBreakdown, undefined, 'its repeat of the cache tokens is not counted')
+  t.equal(wrapper.metadata.otel.attributes['ai.model.id'], 'gpt-4o', 'both stay in its attributes')
+  const call = spanToEvent(span({ name: 'ai.generateText.doGenerate', attributes: {
+    'ai.operationId': 'ai.generateText.doGenerate', 'ai.model.id': 'gpt-4o', 'gen_ai.usage.input_tokens': 10_000, 'ai.usage.cachedInputTokens': 8_000,
+  } })) as any
+  t.match(call, { type: 'reasoning', model: 'gpt-4o', metadata: { tokensBreakdown: { inputBase: 2_000, cacheRead: 8_000 } } })
+  t.equal(spanRole(span({ attributes: { 'ai.operationId': 'ai.toolCall' } })), 'tool')
+})
+
+t.test('an exception event is a failure unless the span\'s status says OK', async (t) => {
+  const exception = { name: 'exception', timeMs: 1_700_000_000_100, attributes: { 'exception.type': 'RateLimitError', 'exception.message': '429 retrying', 'exception.escaped': false } }
+  const handled = spanToEvent(span({ events: [exception], status: { code: 1, message: '' } })) as any
+  t.match(handled, { type: 'action', outcome: 'success' })
+  t.equal(handled.errorMessage, undefined)
+  t.equal(handled.metadata.otel.events[0].name, 'exception', 'the exception stays among its events')
+  t.match(spanToEvent(span({ events: [exception] })), { type: 'error', outcome: 'failed', errorMessage: 'RateLimitError: 429 retrying' }, 'status unset: a failure')
+  t.match(spanToEvent(span({ events: [exception], status: { code: 2, message: '' } })), { type: 'error', outcome: 'failed' })
 })
 
 t.test('trace tree: parents by span id, orphans and events without spans are roots, cycles are cut', async (t) => {

@@ -26,11 +26,15 @@ export function duration (ms) {
   if (ms < 3_600_000) return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`
   return `${Math.floor(ms / 3_600_000)} h ${Math.round((ms % 3_600_000) / 60_000)} min`
 }
+/** A time as the reader's clock says it: the time alone today, the day too this year, else the year too. */
 export function when (iso) {
   if (!iso) return '—'
   const d = new Date(iso)
-  const today = d.toDateString() === new Date().toDateString()
-  return d.toLocaleString(undefined, today ? { hour: '2-digit', minute: '2-digit', second: '2-digit' } : { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' })
+  const now = new Date()
+  const time = { hour: '2-digit', minute: '2-digit', second: '2-digit' }
+  if (d.toDateString() === now.toDateString()) return d.toLocaleString(undefined, time)
+  const year = d.getFullYear() === now.getFullYear() ? {} : { year: 'numeric' }
+  return d.toLocaleString(undefined, { ...year, month: 'short', day: 'numeric', ...time })
 }
 export function ago (iso) {
   if (!iso) return 'never'

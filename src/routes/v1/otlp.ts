@@ -52,7 +52,8 @@ const otlp: FastifyPluginAsync = async (app) => {
     try {
       error = JSON.parse(payload)
     } catch { /* not ours: answer with the status alone */ }
-    const message = error.error === 'unsupported_media_type'
+    // A wrong Content-Encoding says so itself; a wrong Content-Type is told what to send.
+    const message = error.error === 'unsupported_media_type' && !error.message?.startsWith('Content-Encoding')
       ? 'unsupported_media_type: send Content-Type application/x-protobuf or application/json'
       : [error.error ?? 'error', error.reason && `(${error.reason})`, error.message && `: ${error.message}`,
           error.details?.[0] && `: ${error.details[0].path.join('.')} ${error.details[0].message}`].filter(Boolean).join(' ').replace(' :', ':')

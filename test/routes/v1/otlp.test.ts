@@ -254,7 +254,9 @@ t.test('bad inputs get the right status and a Status body in the request encodin
 
   const notGzip = await post({ ...proto, 'content-encoding': 'gzip' }, good)
   t.equal(notGzip.statusCode, 400, 'Content-Encoding gzip on a body that is not')
-  t.equal((await post({ ...proto, 'content-encoding': 'br' }, good)).statusCode, 415, 'an encoding other than gzip')
+  const br = await post({ ...proto, 'content-encoding': 'br' }, good)
+  t.equal(br.statusCode, 415, 'an encoding other than gzip')
+  t.equal(decodeStatus(br.rawPayload).message, 'unsupported_media_type: Content-Encoding must be gzip or identity', 'the encoding is named, not the content type')
 
   t.equal((await post({ ...headers, 'content-type': 'application/protobuf' }, good)).statusCode, 200, 'application/protobuf')
   const gzipped = await post({ ...proto, 'content-encoding': 'gzip' }, gzipSync(good))
@@ -283,6 +285,11 @@ t.test('bad inputs get the right status and a Status body in the request encodin
   const resent = await post(json, JSON.stringify({ resourceSpans: [{ ...spanJson.resourceSpans[0], scopeSpans: [{ scope: { name: 'x' }, spans: [goodSpan, noTrace] }] }] }))
   t.equal(resent.statusCode, 200, 'its re-send is answered as the first send was, not refused whole')
   t.same(resent.json(), mixed.json())
+  const noSpanId = { ...goodSpan, spanId: '' }
+  const twoKinds = await post(json, JSON.stringify({ resourceSpans: [{ ...spanJson.resourceSpans[0], scopeSpans: [{ scope: { name: 'x' }, spans: [goodSpan, noTrace, noSpanId, { ...noTrace, spanId: 'bbbbbbbbbbbbbbbb' }] }] }] }))
+  t.equal(twoKinds.json().partialSuccess.errorMessage,
+    '3 of 4 spans refused: 2 invalid_span (span has no valid trace id (16 bytes, not all zero)); 1 invalid_span (span has no valid span id (8 bytes, not all zero))',
+    'refusals for different reasons are told apart, the most frequent first')
 
   // Values the event store cannot hold are cleaned, not refused: NUL in the service name, NaN attributes.
   const odd = JSON.parse(requestOf({ x: 1 }, 'json', 'with\u0000nul').toString())
@@ -333,6 +340,33 @@ t.test('a deleted agent answers 410; another user\'s spans stay theirs', async (
   t.equal((await post({ ...other.headers, 'content-type': 'application/x-protobuf' }, theirs)).statusCode, 200, 'the same name is a new agent of the other user')
   t.equal((await get(user, '/v1/me/events?limit=10')).json().events.length, 0, 'the first user sees neither their deleted agent\'s span nor the other user\'s')
   t.equal((await get(other.user, '/v1/me/events?limit=10')).json().events.length, 1)
+})
+
+t.test('a key bound to an agent sends for it the spans that name no agent; a span naming another agent is refused', async (t) => {
+  const { user, headers } = await userWithKey()
+  const agentName = randomId('planner-')
+  const named = instrumented({ 'service.name': randomId('svc-') })
+  named.span('invoke_agent', { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': agentName }).end()
+  const proto = { 'content-type': 'application/x-protobuf' }
+  t.equal((await post({ ...headers, ...proto }, Buffer.from(ProtobufTraceSerializer.serializeRequest(named.spans())!))).statusCode, 200)
+  const agent = (await get(user, '/v1/me/agents')).json().agents.find((a: { displayName: string }) => a.displayName === agentName)
+  const bound = await user.createKey('bound', agent.id)
+
+  // A chat span exported before its agent's span: no agent of its own nor above it in the export.
+  const service = randomId('support-app-')
+  const app2 = instrumented({ 'service.name': service })
+  const chat = app2.span('chat gpt-4o', { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'gpt-4o' })
+  chat.end()
+  const other = app2.span('invoke_agent', { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': randomId('someone-else-') })
+  other.end()
+  const res = await post({ authorization: `Bearer ${bound.secret}`, ...proto }, Buffer.from(ProtobufTraceSerializer.serializeRequest(app2.spans())!))
+  t.equal(res.statusCode, 200)
+  t.match(decodeResponse(res.rawPayload), { rejectedSpans: 1, errorMessage: /1 of 2 spans refused: 1 forbidden \(key_bound_to_other_agent\)/ })
+  const stored = (await get(user, `/v1/me/traces/${chat.spanContext().traceId}`)).json()
+  t.same(stored.spans.map((s: { spanId: string; agentId: string }) => [s.spanId, s.agentId]), [[chat.spanContext().spanId, agent.id]],
+    'the span that named no agent is the bound agent\'s, not the service\'s')
+  const agents = (await get(user, '/v1/me/agents')).json().agents.map((a: { displayName: string }) => a.displayName)
+  t.notOk(agents.includes(service), 'no agent was made of the service')
 })
 
 t.test('a full ingest log answers 503 with Retry-After', async (t) => {
