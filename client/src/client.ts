@@ -279,6 +279,7 @@ export class AgentTelemetry {
     const copy = plainJson(event, problems, undefined, 0, budget) as Record<string, unknown>
     if (budget.left < 0) return this.drop('too_large', 1, `over maxBatchBytes (${this.o.maxBatchBytes}) of JSON`)
     if (problems.length > 0) return this.drop('invalid', 1, describe(problems), problems)
+    const copied = this.o.maxBatchBytes - budget.left
     if (copy.agentId === undefined && this.o.agentId !== undefined) copy.agentId = this.o.agentId
     if (copy.timestamp === undefined) copy.timestamp = Date.now()
     let metadata = copy.metadata as Record<string, unknown> | undefined
@@ -289,6 +290,8 @@ export class AgentTelemetry {
         metadata.traceId = active.traceId
         if (metadata.parentSpanId === undefined) metadata.parentSpanId = active.spanId
         if (metadata.spanId === undefined) metadata.spanId = newSpanId()
+        const session = (active as { sessionId?: unknown }).sessionId
+        if (metadata.sessionId === undefined && typeof session === 'string') metadata.sessionId = session
       }
       const asked = metadata.privacyLevel as PrivacyLevel | undefined
       // A level the event names but misspells is refused, as the service refuses it: falling back to
@@ -299,6 +302,11 @@ export class AgentTelemetry {
       }
       // An event may ask for a stricter level than the client's, never a looser one.
       const level = asked !== undefined && STRICTNESS[asked] < STRICTNESS[this.o.privacyLevel] ? asked : this.o.privacyLevel
+      // Over the item limit before scrubbing, an event is dropped now rather than scrubbed in full
+      // first (seconds for megabytes of text); `minimal` keeps so little that its size is known after.
+      if (level !== 'minimal' && copied > this.o.maxItemBytes) {
+        return this.drop('too_large', 1, `about ${copied} bytes of JSON, over maxItemBytes (${this.o.maxItemBytes}, the service's limit for one event)`)
+      }
       metadata.privacyLevel = level
       const redactions = applyPrivacy(copy, level)
       if (redactions > 0) {
@@ -307,6 +315,8 @@ export class AgentTelemetry {
       }
     }
     const invalid = validateEvent(copy)
+    // The service keeps agent names in Postgres, which refuses NUL (400 invalid_text), as the agentId option is refused.
+    if (typeof copy.agentId === 'string' && copy.agentId.includes('\u0000')) invalid.push({ path: ['agentId'], message: 'must not contain NUL characters' })
     if (invalid.length > 0) return this.drop('invalid', 1, describe(invalid), invalid)
     return this.push(this.events, copy)
   }
@@ -346,6 +356,10 @@ export class AgentTelemetry {
       const problems: Problem[] = []
       const copy = plainJson(score, problems, undefined, 0, budget) as Record<string, unknown>
       if (budget.left < 0) return this.drop('too_large', 1, `over maxBatchBytes (${this.o.maxBatchBytes}) of JSON`, undefined, 'score')
+      const copied = this.o.maxBatchBytes - budget.left
+      if (this.o.privacyLevel !== 'minimal' && copied > this.o.maxItemBytes) {
+        return this.drop('too_large', 1, `about ${copied} bytes of JSON, over maxItemBytes (${this.o.maxItemBytes}, the service's limit for one score)`, undefined, 'score')
+      }
       if (problems.length === 0) problems.push(...checkScore(copy, this.o.agentId, this.o.privacyLevel, this.counters))
       if (problems.length > 0) return this.drop('invalid', 1, describe(problems, '(score)'), problems, 'score')
       return this.push(this.scores, copy)
@@ -392,7 +406,7 @@ export class AgentTelemetry {
 
   /** Starts a span by hand; `end()` tracks its event. For code that cannot be wrapped in a function. */
   startSpan (name: string, fields: SpanFields = {}, parent?: SpanContext | null): Span {
-    return new Span(this, name, fields, parent === undefined ? activeSpan() ?? null : parent)
+    return new Span(this, name, fields ?? {}, parent === undefined ? activeSpan() ?? null : parent)
   }
 
   private runSpan<R> (name: string, fn: (span: Span) => R, fields: SpanFields, parent: SpanContext | null): R {
@@ -450,6 +464,11 @@ export class AgentTelemetry {
     this.closed = true
     if (this.intervalTimer !== undefined) clearTimeout(this.intervalTimer)
     this.intervalTimer = undefined
+    // No limit (Infinity, or what a timer cannot hold): wait as flush() does, never a 1 ms timer.
+    if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0) || timeoutMs > MAX_MS) {
+      await this.flush()
+      return
+    }
     let timer: Timer | undefined
     const timedOut = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), timeoutMs) })
     const outcome = await Promise.race([this.flush().then(() => 'flushed' as const), timedOut])
@@ -568,6 +587,7 @@ export class AgentTelemetry {
         a.results.forEach((r, i) => {
           if (r.status >= 200 && r.status < 300) ch.counters.sent++
           else if (r.status === 429) limited.push(batch[i]!)
+          else if (r.status === 413) this.drop('too_large', 1, `the service refused ${k === 'score' ? 'a score' : 'an event'} as too large (413; raise its BODY_LIMIT with maxItemBytes)${whyRefused(r)}`, r, k, r.status)
           else this.drop('rejected', 1, `the service refused ${k === 'score' ? 'a score' : 'an event'}: ${r.status} ${r.error ?? ''}${r.reason ? ` (${r.reason})` : ''}${whyRefused(r)}`, r, k, r.status)
         })
         if (limited.length > 0) {
@@ -686,12 +706,17 @@ export class Span implements SpanContext {
   private fields: SpanFields
   private ended = false
 
+  private readonly inheritedSession: string | undefined
+
   constructor (private readonly client: AgentTelemetry, readonly name: string, fields: SpanFields, parent: SpanContext | null) {
     this.traceId = fields.metadata?.traceId ?? parent?.traceId ?? newTraceId()
     this.spanId = newSpanId()
     this.parentSpanId = parent?.spanId
     this.startedAt = Date.now()
     this.fields = fields
+    // A child is of its parent's session as the parent stands when the child starts (set() included).
+    const session = (parent as { sessionId?: unknown } | null)?.sessionId
+    this.inheritedSession = typeof session === 'string' ? session : undefined
   }
 
   /** Adds fields to the span's event (model, tokens, tool, ...); metadata is merged. */
@@ -703,9 +728,18 @@ export class Span implements SpanContext {
     return this
   }
 
-  /** Tracks an event inside this span (its trace, this span as the parent). */
+  /** The session of the span: its own (`metadata.sessionId`), else its parent span's. */
+  get sessionId (): string | undefined {
+    const own = this.fields.metadata?.sessionId
+    return typeof own === 'string' ? own : this.inheritedSession
+  }
+
+  /** Tracks an event inside this span (its trace and session, this span as the parent). */
   track (event: TelemetryEvent): boolean {
-    return this.client.track({ ...event, metadata: { traceId: this.traceId, parentSpanId: this.spanId, spanId: newSpanId(), ...event.metadata } })
+    // Not an event (null, a string): the client counts and reports it, as track() never throws.
+    if (event === null || typeof event !== 'object' || Array.isArray(event)) return this.client.track(event)
+    const session = this.sessionId
+    return this.client.track({ ...event, metadata: { traceId: this.traceId, parentSpanId: this.spanId, spanId: newSpanId(), ...(session !== undefined ? { sessionId: session } : {}), ...event.metadata } })
   }
 
   /**
@@ -722,22 +756,38 @@ export class Span implements SpanContext {
   }
 
   /** Ends the span and tracks its event; `outcome` defaults to `success`. Later calls do nothing. */
-  end (result: { outcome?: 'success' | 'failed' | 'pending'; errorMessage?: string } = {}): void {
+  end (result: { outcome?: 'success' | 'failed' | 'pending'; errorMessage?: string } | null = {}): void {
     if (this.ended) return
     this.ended = true
+    // Not a result (null, a string): the span ends as it stands, as track() never throws.
+    const r = result !== null && typeof result === 'object' ? result : {}
     const f = this.fields
     const type = f.type ?? 'action'
+    const session = this.inheritedSession !== undefined && f.metadata?.sessionId === undefined ? { sessionId: this.inheritedSession } : {}
     this.client.trackSpan({
       ...f,
       type,
-      ...(type === 'tool' && f.toolExecuted === undefined ? { toolExecuted: this.name.slice(0, 200) } : {}),
+      ...(type === 'tool' && f.toolExecuted === undefined ? { toolExecuted: cutCodePoints(String(this.name), 200) } : {}),
       timestamp: this.startedAt,
       durationMs: Math.max(0, Math.round(now() - this.started)),
-      outcome: result.outcome ?? f.outcome ?? 'success',
-      ...(result.errorMessage !== undefined ? { errorMessage: result.errorMessage } : {}),
-      metadata: { ...f.metadata, traceId: this.traceId, spanId: this.spanId, ...(this.parentSpanId ? { parentSpanId: this.parentSpanId } : {}), spanName: this.name },
+      outcome: r.outcome ?? f.outcome ?? 'success',
+      ...(r.errorMessage !== undefined ? { errorMessage: r.errorMessage } : {}),
+      metadata: { ...session, ...f.metadata, traceId: this.traceId, spanId: this.spanId, ...(this.parentSpanId ? { parentSpanId: this.parentSpanId } : {}), spanName: this.name },
     })
   }
+}
+
+/** The first `max` code points of `text` (the service counts names so): a surrogate pair is never split. */
+function cutCodePoints (text: string, max: number): string {
+  if (text.length <= max) return text
+  let units = 0
+  let points = 0
+  while (units < text.length && points < max) {
+    const c = text.charCodeAt(units)
+    units += c >= 0xD800 && c <= 0xDBFF && units + 1 < text.length ? 2 : 1
+    points++
+  }
+  return text.slice(0, units)
 }
 
 /** A key the service could read: a non-empty string without whitespace (a header cannot carry a line break). */

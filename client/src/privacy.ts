@@ -62,9 +62,22 @@ export function cardPrefix (match: string): number {
     if (!groupEnds) continue
     if (group < 3) break
     group = 0
-    if (digits.length >= 13 && digits.length <= 19 && luhn(digits)) longest = i + 1
+    if (digits.length >= 13 && digits.length <= 19 && issued(digits) && luhn(digits)) longest = i + 1
   }
   return longest
+}
+
+/**
+ * Whether digits start as a payment card's do (its major industry identifier): 3 (American Express,
+ * JCB, Diners), 4 (Visa), 5 (Mastercard, Maestro), 6 (Discover, UnionPay, Maestro), or Mastercard's
+ * 2221-2720. Ids that pass Luhn's check by chance (one in ten) mostly start otherwise: epoch
+ * milliseconds and Slack timestamps with 1, snowflake ids with 1 for years yet.
+ */
+function issued (digits: string): boolean {
+  const first = digits.charCodeAt(0) - 48
+  if (first >= 3 && first <= 6) return true
+  const four = Number(digits.slice(0, 4))
+  return four >= 2221 && four <= 2720
 }
 
 /**
@@ -107,10 +120,12 @@ function isBasicCredentials (match: string): boolean {
 
 /**
  * What `standard` removes, in the order tried at each position. Every quantifier is bounded, so no
- * rule backtracks more than linearly on long text (no catastrophic patterns on the hot path).
+ * rule backtracks more than linearly on long text (no catastrophic patterns on the hot path). A
+ * private key's body stops at the next `-----`, so text of many `BEGIN` lines and no `END` is read
+ * once, not 20,000 characters again from each.
  */
 export const SCRUBBERS: readonly Scrubber[] = [
-  { label: 'private_key', gate: 'PRIVATE KEY', pattern: '-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[\\s\\S]{0,20000}?-----END [A-Z ]{0,40}PRIVATE KEY-----' },
+  { label: 'private_key', gate: 'PRIVATE KEY', pattern: '-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----(?:[^-]|-(?!----)){0,20000}?-----END [A-Z ]{0,40}PRIVATE KEY-----' },
   { label: 'jwt', gate: 'eyJ', pattern: '\\beyJ[A-Za-z0-9_-]{8,4096}\\.eyJ[A-Za-z0-9_-]{8,16384}\\.[A-Za-z0-9_-]{0,1024}' },
   { label: 'anthropic_key', gate: 'sk-ant-', pattern: '\\bsk-ant-[A-Za-z0-9_-]{20,256}' },
   { label: 'openai_key', gate: 'sk-', pattern: '\\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,256}' },
@@ -342,6 +357,17 @@ export function scrubToolName (text: string, count: { n: number }): string {
   return scrubNameText(text.replace(TOOL_PATH, () => { count.n++; return '[redacted:path]' }), count, text.length)
 }
 
+/**
+ * A model's name at `minimal`: a file path in it (a local model, `/home/bob/models/llama.gguf`) is
+ * replaced by its file's name, which still tells models apart, then scrubbed as `standard`.
+ */
+export function scrubModelName (text: string, count: { n: number }): string {
+  return scrubNameText(text.replace(TOOL_PATH, (path) => {
+    count.n++
+    return path.replace(/[\\/]+$/, '').split(/[\\/]/).pop() || '[redacted:path]'
+  }), count, text.length)
+}
+
 /** A name scrubbed as text (`standard`), cut to what the service takes when the replacements made it longer than it was. */
 function scrubNameText (text: string, count: { n: number }, given = text.length): string {
   const out = scrubText(text, count)
@@ -413,6 +439,12 @@ export function applyPrivacy (event: Record<string, unknown>, level: PrivacyLeve
     // A span is often named after the tool call or command it wraps: its name is a tool name here.
     if (metadata && typeof metadata.spanName === 'string') metadata.spanName = scrubToolName(metadata.spanName, count)
     if (metadata && typeof metadata.tool === 'string') metadata.tool = scrubToolName(metadata.tool, count)
+    // Names that may hold a path or an address (a local model's file, a transaction's description):
+    // no path leaves at this level. The ids (traceId, sessionId, dedupKey…) go as they are.
+    if (typeof event.model === 'string') event.model = scrubModelName(event.model, count)
+    if (typeof event.transaction === 'string') event.transaction = scrubToolName(event.transaction, count)
+    if (isObject(event.amount) && typeof event.amount.token === 'string') event.amount.token = scrubToolName(event.amount.token, count)
+    if (metadata && typeof metadata.provider === 'string') metadata.provider = scrubToolName(metadata.provider, count)
     return count.n
   }
   for (const key of Object.keys(event)) {
