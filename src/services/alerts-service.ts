@@ -54,7 +54,11 @@ export class AlertsService {
     const { from, to } = TRANSITIONS[action]
     const result = await this.alerts.transition(userId, id, [...from], to, snoozeHours)
     if (!result) throw notFound()
-    if (!result.changed && result.alert.status !== to) throw conflict('invalid_transition', refusal(action, result.alert))
+    if (!result.changed && result.alert.status !== to) {
+      throw conflict('invalid_transition', result.alert.clearedAt !== null
+        ? `alert ${result.alert.id} was cleared at ${result.alert.clearedAt} and is closed; if its anomaly returns, a new alert opens`
+        : refusal(action, result.alert))
+    }
     return result.alert
   }
 

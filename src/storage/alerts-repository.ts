@@ -229,15 +229,16 @@ export class AlertsRepository {
   }
 
   /**
-   * Moves the caller's alert from one of `from` to `to`; null when the alert is not theirs; the
-   * current alert unchanged (changed false) when its status is not one of `from`.
+   * Moves the caller's open alert from one of `from` to `to`; null when the alert is not theirs; the
+   * current alert unchanged (changed false) when its status is not one of `from` or it was cleared
+   * (a cleared alert is closed: the unique index of open alerts no longer covers it).
    */
   async transition (userId: string, id: string, from: AlertStatus[], to: AlertStatus, snoozeHours?: number): Promise<{ alert: Alert; changed: boolean } | null> {
     const res = await this.db.query(
       `/* svc:alert_transition */ UPDATE alerts a SET status = $4, updated_at = now(),
          snoozed_until = CASE WHEN $4 = 'snoozed' THEN now() + make_interval(hours => $5::int) END,
          acknowledged_at = CASE WHEN $4 = 'acknowledged' THEN now() ELSE a.acknowledged_at END
-       WHERE a.id = $1 AND a.user_id = $2 AND ${STATUS} = ANY($3)`,
+       WHERE a.id = $1 AND a.user_id = $2 AND ${STATUS} = ANY($3) AND a.cleared_at IS NULL`,
       [id, userId, from, to, snoozeHours ?? 0],
     )
     const alert = await this.get(userId, id)

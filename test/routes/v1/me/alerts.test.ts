@@ -217,6 +217,29 @@ t.test('lifecycle: acknowledge, unacknowledge, snooze and its end; bad input; is
   t.equal((await post(user, `/v1/me/alerts/${id}/acknowledge`)).json().status, 'acknowledged', 'so does acknowledge')
 })
 
+t.test('a cleared alert is closed: unacknowledging or snoozing it is a 409, so an agent and rule never have two open alerts', async (t) => {
+  const { user, batch } = await fixture()
+  const name = randomId('cleared-')
+  await batch(failures(name, 12))
+  await evaluate(user)
+  const [alert] = (await list(user)).alerts
+  t.equal((await post(user, `/v1/me/alerts/${alert.id}/acknowledge`)).statusCode, 200)
+  // What the evaluation does to an acknowledged alert whose anomaly is over (tested above).
+  await app.db.query('UPDATE alerts SET cleared_at = now() WHERE id = $1', [alert.id])
+  for (const action of ['unacknowledge', 'snooze']) {
+    const res = await post(user, `/v1/me/alerts/${alert.id}/${action}`)
+    t.equal(res.statusCode, 409, action)
+    t.match(res.json(), { error: 'conflict', reason: 'invalid_transition', message: new RegExp(`^alert ${alert.id} was cleared at .+ and is closed; if its anomaly returns, a new alert opens$`) })
+  }
+  const [after] = (await list(user)).alerts
+  t.match(after, { id: alert.id, status: 'acknowledged', clearedAt: String }, 'it stays as it was')
+  await batch(failures(name, 12))
+  await evaluate(user)
+  const open = (await list(user, '?status=active')).alerts
+  t.equal(open.length, 1, 'the anomaly back: one new open alert')
+  t.not(open[0].id, alert.id)
+})
+
 t.test('GET /v1/me/alerts filters by status, counts on request, newest first', async (t) => {
   const { user, batch } = await fixture()
   const a = randomId('fa-')
