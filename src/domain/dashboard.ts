@@ -19,11 +19,14 @@ export function utcDay (ms: number): string {
 }
 
 /**
- * A cluster is resolved only while none of its events is later than its resolvedAt: a regression
- * shows as open on the very next read, before any job runs.
+ * A cluster is resolved only while none of its events is later than its resolvedAt, both dated and
+ * received after it (`reopened`, read only for the clusters whose latest event is dated after it):
+ * a regression shows as open on the very next read, before any job runs; an event dated ahead of
+ * the clock and stored before the resolution does not hold the cluster open.
  */
-export function clusterStatus (lastSeenMs: number, resolvedAtMs: number | undefined | null): 'open' | 'resolved' {
-  return resolvedAtMs != null && lastSeenMs <= resolvedAtMs ? 'resolved' : 'open'
+export function clusterStatus (lastSeenMs: number, resolvedAtMs: number | undefined | null, reopened: boolean): 'open' | 'resolved' {
+  if (resolvedAtMs == null) return 'open'
+  return lastSeenMs <= resolvedAtMs || !reopened ? 'resolved' : 'open'
 }
 
 export interface Figures { events: number; costUsd: number; errors: number }

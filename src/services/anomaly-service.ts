@@ -107,7 +107,7 @@ export class AnomalyService {
     const resolved = await this.clusters.allResolved(userId)
     const hidden = resolved.size > 0 ? await this.agents.hiddenIds(userId) : []
     const states = resolved.size > 0 ? await this.anomalies.clusterStates(userId, resolved, hidden) : []
-    const regressions = states.filter((s) => clusterStatus(s.lastSeenMs, resolved.get(s.fingerprint)) === 'open')
+    const regressions = states.filter((s) => clusterStatus(s.lastSeenMs, resolved.get(s.fingerprint), s.reopened) === 'open')
     result.cleared += await this.alerts.clearQuietRegressions(userId, regressions.map((r) => `regression:${r.fingerprint}`))
     for (const r of regressions) {
       const { created } = await this.alerts.raise({

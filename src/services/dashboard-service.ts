@@ -31,7 +31,7 @@ export function startOf (list: CursorList, cursor: string | undefined, settledAt
 
 /** The dashboard reads the service composes (DashboardRepository is the one implementation). */
 export type DashboardReads = Pick<DashboardRepository,
-  'events' | 'sessions' | 'traces' | 'eventsOf' | 'clusters' | 'spendBreakdown' | 'spend' | 'agentFigures' | 'agentWindow'>
+  'events' | 'sessions' | 'traces' | 'eventsOf' | 'clusters' | 'reopened' | 'spendBreakdown' | 'spend' | 'agentFigures' | 'agentWindow'>
 /** What the service reads and changes of the reader's agents. */
 export type AgentStore = Pick<AgentsRepository, 'namesOf' | 'pageOwned' | 'profileOwned' | 'update'>
 /** The resolution state of error clusters. */
@@ -128,12 +128,12 @@ export class DashboardService {
     }
   }
 
-  private present (r: DashboardReader, c: ClusterAggregate, resolvedAt: number | undefined) {
+  private present (r: DashboardReader, c: ClusterAggregate, resolvedAt: number | undefined, reopened: Set<string>) {
     const { lastSeenMs, agents, ...rest } = c
     return {
       ...rest,
       agents: agents.map((id) => agentOf(r.names, id)),
-      status: clusterStatus(lastSeenMs, resolvedAt),
+      status: clusterStatus(lastSeenMs, resolvedAt, reopened.has(c.fingerprint)),
       resolvedAt: resolvedAt === undefined ? null : new Date(resolvedAt).toISOString(),
     }
   }
@@ -142,7 +142,8 @@ export class DashboardService {
   async errorClusters (r: DashboardReader, q: Query) {
     const list = await this.dashboard.clusters(r, { sinceMs: sinceBound(q.since, Date.now(), '7d'), limit: 500 })
     const resolved = await this.clusters.resolvedAt(r.userId, list.map((c) => c.fingerprint))
-    return { clusters: list.map((c) => this.present(r, c, resolved.get(c.fingerprint))) }
+    const reopened = await this.dashboard.reopened(r, list, resolved)
+    return { clusters: list.map((c) => this.present(r, c, resolved.get(c.fingerprint), reopened)) }
   }
 
   /**
@@ -154,7 +155,9 @@ export class DashboardService {
     if (!found) throw notFound()
     const at = await this.clusters.setResolved(r.userId, found.fingerprint, resolved)
     await this.alerts.clearRegression(r.userId, found.fingerprint)
-    return this.present(r, found, at ?? undefined)
+    const resolvedAt = at ?? undefined
+    const reopened = resolvedAt === undefined ? new Set<string>() : await this.dashboard.reopened(r, [found], new Map([[found.fingerprint, resolvedAt]]))
+    return this.present(r, found, resolvedAt, reopened)
   }
 
   /** days: 1..365: the window is today (UTC) and the days - 1 before it. */
@@ -205,13 +208,14 @@ export class DashboardService {
       this.dashboard.clusters(r, { sinceMs: 0, agentId: profile.id, limit: 5 }),
     ])
     const resolved = await this.clusters.resolvedAt(r.userId, clusters.map((c) => c.fingerprint))
+    const reopened = await this.dashboard.reopened(r, clusters, resolved)
     return {
       ...profile,
       kpis: agentKpis(figures.window, figures.total),
       calendar: calendar(now, new Map(figures.days.map((d) => [d.key, d]))),
       recentSessions: sessions,
       recentErrors: clusters.map((c) => ({
-        fingerprint: c.fingerprint, count: c.count, lastSeen: c.lastSeen, sampleMessage: c.sampleMessage, status: clusterStatus(c.lastSeenMs, resolved.get(c.fingerprint)),
+        fingerprint: c.fingerprint, count: c.count, lastSeen: c.lastSeen, sampleMessage: c.sampleMessage, status: clusterStatus(c.lastSeenMs, resolved.get(c.fingerprint), reopened.has(c.fingerprint)),
       })),
     }
   }

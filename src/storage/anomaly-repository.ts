@@ -1,11 +1,15 @@
 import { TupleParam, type ClickHouseClient } from '@clickhouse/client'
 import type { AgentAggregates } from '../domain/anomaly-rules.ts'
+import { reopenedClusters } from './dashboard-repository.ts'
 
 /** Windows of one anomaly evaluation, in minutes, from the user's thresholds. */
 export interface AnomalyWindows { errorMinutes: number; latencyMinutes: number; silenceMinutes: number }
 
-/** Failed-event fingerprints of resolved clusters that have an event later than their resolution. */
-export interface Regression { fingerprint: string; agentId: string; firstSeenMs: number; lastSeenMs: number; count: number; sample: string }
+/**
+ * A resolved cluster's figures, and whether an event dated after its resolution was also received
+ * after it (reopenedClusters).
+ */
+export interface Regression { fingerprint: string; agentId: string; firstSeenMs: number; lastSeenMs: number; count: number; sample: string; reopened: boolean }
 
 /** An error cluster whose first event is recent: a candidate for `error_cluster.created`. */
 export interface NewCluster { userId: string; fingerprint: string; agentId: string; firstSeenMs: number; lastSeenMs: number; count: number; sample: string }
@@ -102,6 +106,9 @@ export class AnomalyRepository {
       format: 'JSONEachRow',
     })
     const rows = await rs.json<Record<string, any>>()
-    return rows.map((r) => ({ fingerprint: r.fp, agentId: r.agent, firstSeenMs: Number(r.first_ms), lastSeenMs: Number(r.last_ms), count: Number(r.n), sample: r.sample }))
+    const states = rows.map((r) => ({ fingerprint: r.fp, agentId: r.agent, firstSeenMs: Number(r.first_ms), lastSeenMs: Number(r.last_ms), count: Number(r.n), sample: r.sample as string }))
+    const candidates = new Map(states.filter((s) => s.lastSeenMs > resolved.get(s.fingerprint)!).map((s) => [s.fingerprint, resolved.get(s.fingerprint)!]))
+    const reopened = await reopenedClusters(this.ch, { userId, hidden }, candidates)
+    return states.map((s) => ({ ...s, reopened: reopened.has(s.fingerprint) }))
   }
 }

@@ -67,10 +67,44 @@ export interface ClusterAggregate {
  * Dashboard reads over ClickHouse. Every query is bounded to one user (the leading column of the
  * sort key) and drops the user's soft-deleted agents.
  */
+/**
+ * Of the resolved clusters whose latest event is dated after their resolution (`candidates`:
+ * fingerprint → resolvedAt, unix ms), those with such an event also *received* after it: an event
+ * dated ahead of the clock (a skewed host), stored before the resolution, does not reopen a cluster
+ * (nor keep one from being resolved) until an event arrives after it. Reads the candidates' events
+ * dated after the earliest resolution, by the fingerprint's bloom filter; few clusters are candidates.
+ */
+export async function reopenedClusters (ch: ClickHouseClient, reader: Reader, candidates: Map<string, number>): Promise<Set<string>> {
+  if (candidates.size === 0) return new Set()
+  const fps = [...candidates.keys()]
+  const at = fps.map((fp) => candidates.get(fp)!)
+  const rs = await ch.query({
+    query: `/* svc:clusters_reopened */ SELECT DISTINCT error_fingerprint AS fp FROM events
+      WHERE user_id = {u:String} AND error_fingerprint IN {fps:Array(String)} AND agent_id NOT IN {hidden:Array(String)}
+        AND ts > fromUnixTimestamp64Milli({earliest:Int64})
+        AND ts > fromUnixTimestamp64Milli({at:Array(Int64)}[indexOf({fps:Array(String)}, error_fingerprint)])
+        AND received_at > fromUnixTimestamp64Milli({at:Array(Int64)}[indexOf({fps:Array(String)}, error_fingerprint)])
+      ${BY_SKIP_INDEX}`,
+    query_params: { u: reader.userId, hidden: reader.hidden, fps, at, earliest: Math.min(...at) },
+    format: 'JSONEachRow',
+  })
+  return new Set((await rs.json<{ fp: string }>()).map((r) => r.fp))
+}
+
 export class DashboardRepository {
   private readonly hints = new WindowHints()
 
   constructor (private readonly ch: ClickHouseClient) {}
+
+  /** reopenedClusters of these clusters, given when each was resolved (the unresolved left out). */
+  async reopened (r: Reader, clusters: { fingerprint: string; lastSeenMs: number }[], resolved: Map<string, number>): Promise<Set<string>> {
+    const candidates = new Map<string, number>()
+    for (const c of clusters) {
+      const at = resolved.get(c.fingerprint)
+      if (at !== undefined && c.lastSeenMs > at) candidates.set(c.fingerprint, at)
+    }
+    return reopenedClusters(this.ch, r, candidates)
+  }
 
   private async rows<T = Record<string, any>>(query: string, params: Record<string, unknown>): Promise<T[]> {
     const rs = await this.ch.query({ query, query_params: params, format: 'JSONEachRow' })

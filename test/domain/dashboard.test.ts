@@ -3,11 +3,12 @@ import { agentKpis, calendar, clusterStatus, groupTotals, MAX_SPAN_MS, traceSpan
 import { DEFAULT_THRESHOLDS } from '../../src/domain/anomaly-rules.ts'
 import { alertSettingsBody } from '../../schemas/alert.ts'
 
-t.test('cluster status: resolved only while no event is later than resolvedAt', async (t) => {
-  t.equal(clusterStatus(100, undefined), 'open')
-  t.equal(clusterStatus(100, null), 'open')
-  t.equal(clusterStatus(100, 100), 'resolved')
-  t.equal(clusterStatus(101, 100), 'open')
+t.test('cluster status: resolved only while no event is later than resolvedAt, dated and received', async (t) => {
+  t.equal(clusterStatus(100, undefined, false), 'open')
+  t.equal(clusterStatus(100, null, false), 'open')
+  t.equal(clusterStatus(100, 100, false), 'resolved')
+  t.equal(clusterStatus(101, 100, true), 'open')
+  t.equal(clusterStatus(101, 100, false), 'resolved', 'dated after, received before: an event from a clock ahead')
 })
 
 t.test('KPIs: zero without figures, an error rate from the 30-day figures', async (t) => {

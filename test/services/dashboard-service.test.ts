@@ -37,6 +37,7 @@ function fakes () {
     eventsOf: [] as DashboardEvent[],
     clusters: [] as ClusterAggregate[],
     resolvedAt: new Map<string, number>(),
+    reopened: new Set<string>(),
     breakdown: { total: [] as SpendRow[], agent_id: [] as SpendRow[], model: [] as SpendRow[], day: [] as SpendRow[] },
     update: null as Awaited<ReturnType<AgentStore['update']>>,
     setResolved: null as number | null,
@@ -50,6 +51,7 @@ function fakes () {
     async traces (...args) { record('traces', args); return { items: [], nextCursor: null } },
     async eventsOf (...args) { record('eventsOf', args); return answers.eventsOf },
     async clusters (...args) { record('clusters', args); return answers.clusters },
+    async reopened (...args) { record('reopened', args); return answers.reopened },
     async spendBreakdown (...args) { record('spendBreakdown', args); return answers.breakdown },
     async spend (...args) { record('spend', args); return answers.spend },
     async agentFigures (...args) { record('agentFigures', args); return { window: { events: 0, costUsd: 0, errors: 0 }, days: [], total: spend('') } },
@@ -149,7 +151,11 @@ t.test('clusters show as resolved only while no event is later; resolving clears
   answers.resolvedAt = new Map([[c.fingerprint, c.lastSeenMs]])
   t.match((await service.errorClusters(r, {})).clusters, [{ status: 'resolved', agents: [{ displayName: 'alpha' }], resolvedAt: c.lastSeen }])
   answers.resolvedAt = new Map([[c.fingerprint, c.lastSeenMs - 1]])
-  t.match((await service.errorClusters(r, {})).clusters, [{ status: 'open' }])
+  t.match((await service.errorClusters(r, {})).clusters, [{ status: 'resolved' }], 'a later event received before the resolution')
+  answers.reopened = new Set([c.fingerprint])
+  t.match((await service.errorClusters(r, {})).clusters, [{ status: 'open' }], 'and one received after it')
+  t.same(argsOf(calls, 'reopened').at(-1)!.slice(1), [[c], answers.resolvedAt], 'asked of the listed clusters and their resolutions')
+  answers.reopened = new Set()
 
   answers.setResolved = c.lastSeenMs
   t.match(await service.setResolved(r, c.fingerprint, true), { status: 'resolved' })

@@ -55,6 +55,7 @@ function fakes () {
     async traces (...args) { record('dashboard.traces')(args); return { items: [], nextCursor: null } },
     async eventsOf () { return [] },
     async clusters () { return [] },
+    async reopened () { return new Set<string>() },
     async spendBreakdown () { return { total: [], agent_id: [], model: [], day: [] } },
     async spend () { return [] },
     async agentFigures () { throw new Error('not used') },

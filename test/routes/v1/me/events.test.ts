@@ -162,6 +162,26 @@ t.test('error clusters: resolve, re-open by a later event at once, re-open by DE
   t.equal((await app.inject({ method: 'POST', url: '/v1/me/errors/not-hex/resolve', headers: user.auth })).statusCode, 400)
 })
 
+t.test('an error dated ahead of the clock, stored before the resolution, neither keeps its cluster open nor reopens it', async (t) => {
+  const { user, send } = await fixture()
+  const ahead = new Date(Date.now() + 10 * 60_000).toISOString()
+  await send({ agentId: 'skew-a', type: 'error', toolExecuted: 'db', errorMessage: 'clock skew error', timestamp: ahead })
+  const [c] = (await get(user, '/v1/me/errors')).json().clusters
+  t.equal(c.lastSeen, ahead)
+  const resolved = await app.inject({ method: 'POST', url: `/v1/me/errors/${c.fingerprint}/resolve`, headers: user.auth })
+  t.match(resolved.json(), { status: 'resolved', resolvedAt: String }, 'the answer of the resolve says resolved')
+  t.equal((await get(user, '/v1/me/errors')).json().clusters[0].status, 'resolved')
+  const profile = (await get(user, `/v1/me/agents/${resolved.json().agents[0].id}`)).json()
+  t.equal(profile.recentErrors[0].status, 'resolved', 'and so does the agent\'s page')
+  await app.activity.flush()
+  await app.anomaly.evaluateUser(user.id, Date.now())
+  const alerts = (await get(user, '/v1/me/alerts')).json().alerts
+  t.same(alerts.filter((a: { rule: string }) => a.rule.startsWith('regression:')), [], 'no regression raised')
+  await new Promise((resolve) => setTimeout(resolve, 5))
+  await send({ agentId: 'skew-a', type: 'error', toolExecuted: 'db', errorMessage: 'clock skew error' })
+  t.equal((await get(user, '/v1/me/errors')).json().clusters[0].status, 'open', 'an event received after the resolution reopens it')
+})
+
 t.test('spend summary agrees with the per-event costs; windows; by agent, model and day', async (t) => {
   const { user, send } = await fixture()
   const events = [
