@@ -6,6 +6,8 @@ import { ChangeListeners, type ChangeListener } from './change-listeners.ts'
 /** Name and owner-wallet marker of the placeholder agent that test events go to. */
 export const TEST_AGENT_NAME = 'test-agent'
 const testWallet = (userId: string) => `test:${userId}`
+/** How many names (`test-agent`, `test-agent-2`, …) the placeholder tries before giving up. */
+const TEST_AGENT_NAMES_TRIED = 20
 
 /** The few agent fields ingestion decides on. */
 export interface AgentRef {
@@ -122,17 +124,32 @@ export class AgentsRepository {
 
   /**
    * The dashboard's placeholder agent for synthetic test events: private, marked with an owner
-   * wallet built from the user id, created on first use.
+   * wallet built from the user id, created on first use as `test-agent` (or `test-agent-2`, … when
+   * the user has an agent of that name of their own, which is never taken over). Found again by its
+   * mark, whatever it has been renamed to; a deleted one stays deleted (the caller answers 410).
    */
   async testAgent (ownerId: string): Promise<Resolution> {
-    const resolution = await this.resolve(ownerId, TEST_AGENT_NAME)
-    if (resolution.kind === 'ok') {
-      await this.db.query(
-        '/* svc:agent_test_marker */ UPDATE agents SET owner_wallet = $2, is_public = false WHERE id = $1 AND owner_wallet IS NULL',
-        [resolution.agent.id, testWallet(ownerId)],
+    const wallet = testWallet(ownerId)
+    const marked = async () => {
+      const { rows } = await this.db.query(
+        `/* svc:agent_test_find */ SELECT ${REF_COLUMNS} FROM agents WHERE owner_id = $1 AND owner_wallet = $2 ORDER BY created_at, id LIMIT 1`,
+        [ownerId, wallet],
       )
+      return rows[0] ? toRef(rows[0]) : null
     }
-    return resolution
+    for (let n = 1; n <= TEST_AGENT_NAMES_TRIED; n++) {
+      const found = await marked()
+      if (found) return judge(ownerId, found, false)
+      const { rows } = await this.db.query(
+        `/* svc:agent_test_create */ INSERT INTO agents (id, owner_id, display_name, source, owner_wallet, is_public)
+         VALUES ($1, $2, $3, 'ingest', $4, false)
+         ON CONFLICT (owner_id, display_name) DO NOTHING RETURNING ${REF_COLUMNS}`,
+        [newCuid(), ownerId, n === 1 ? TEST_AGENT_NAME : `${TEST_AGENT_NAME}-${n}`, wallet],
+      )
+      if (rows[0]) return { kind: 'ok', agent: toRef(rows[0]), created: true }
+      // The name is taken: by a placeholder another request just made (found next), or by an agent of the user's.
+    }
+    throw new Error(`no free name for the test agent after ${TEST_AGENT_NAMES_TRIED} tries`)
   }
 
   async getById (id: string): Promise<AgentRef | null> {

@@ -272,6 +272,27 @@ t.test('POST /v1/me/test-event goes through ingestion to a private placeholder a
   t.equal((await app.inject({ url: `/v1/agents/${res.json().agentId}` })).statusCode, 404, 'never public')
 })
 
+t.test('a test event never takes over the user\'s own agent named test-agent; concurrent ones share one placeholder', async (t) => {
+  const { user, send } = await fixture()
+  const own = await send({ agentId: 'test-agent' })
+  t.equal((await app.inject({ method: 'PATCH', url: `/v1/me/agents/${own.agentId}`, headers: user.auth, payload: { isPublic: true } })).statusCode, 200)
+  const results = await Promise.all([1, 2, 3].map(() => app.inject({ method: 'POST', url: '/v1/me/test-event', headers: user.auth })))
+  t.same(results.map((r) => r.statusCode), [202, 202, 202])
+  const placeholders = new Set(results.map((r) => r.json().agentId))
+  t.equal(placeholders.size, 1, 'one placeholder')
+  const [placeholder] = [...placeholders]
+  t.not(placeholder, own.agentId, 'not the user\'s agent')
+  const { rows } = await app.db.query('SELECT id, display_name, is_public, owner_wallet FROM agents WHERE id = ANY($1) ORDER BY display_name', [[own.agentId, placeholder]])
+  t.same(rows, [
+    { id: own.agentId, display_name: 'test-agent', is_public: true, owner_wallet: null },
+    { id: placeholder, display_name: 'test-agent-2', is_public: false, owner_wallet: `test:${user.id}` },
+  ], 'the user\'s agent unchanged, still public')
+  t.equal((await app.inject({ url: `/v1/agents/${own.agentId}` })).statusCode, 200, 'and still in the registry')
+  // Renamed, the placeholder is still found by its mark.
+  t.equal((await app.inject({ method: 'PATCH', url: `/v1/me/agents/${placeholder}`, headers: user.auth, payload: { displayName: 'my tests' } })).statusCode, 200)
+  t.equal((await app.inject({ method: 'POST', url: '/v1/me/test-event', headers: user.auth })).json().agentId, placeholder)
+})
+
 t.test('per-user, per-endpoint limits on /v1/me answer 429 with Retry-After', async (t) => {
   const limited = await buildTestApp(t, { ME_READS_PER_MINUTE: '3', ME_WRITES_PER_MINUTE: '2' })
   const user = await newUser(limited)
