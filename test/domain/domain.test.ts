@@ -182,6 +182,17 @@ t.test('fingerprints: volatile parts are normalised; non-errors have none', asyn
   t.match(errorFingerprint({ ...base, type: 'tool', outcome: 'failed', errorMessage: undefined }), /^[0-9a-f]{16}$/)
 })
 
+t.test('fingerprints: generated ids (cuids, ULIDs, prefixed ids) group together; names with a few digits do not', async (t) => {
+  const same = (a: string, b: string, why: string) => t.equal(normaliseErrorMessage(a), normaliseErrorMessage(b), why)
+  same('agent cbw5snx08vws77e7hi4egttf4 missing', 'agent chrtwmsjipnp2zjj4fat2s53t missing', 'cuids')
+  same(`event ${newEventId(1_000_000)} rejected`, `event ${newEventId(9_000_000_000)} rejected`, 'the service\'s own event ids (ULIDs)')
+  same('request req_8f3KdQ2xLm9P failed', 'request req_Zq1w9e8R7t6Y failed', 'prefixed ids')
+  t.equal(normaliseErrorMessage('agent cbw5snx08vws77e7hi4egttf4 missing'), 'agent <id> missing')
+  t.equal(normaliseErrorMessage('invalid base64url in x86_64 header'), 'invalid base<n>url in x<n>_<n> header', 'few digits: a name, not an id')
+  t.equal(normaliseErrorMessage('model claude-3-5-sonnet-20241022 overloaded'), 'model claude-<n>-<n>-sonnet-<n> overloaded')
+  t.not(normaliseErrorMessage('quota of project abcdefghij exceeded'), normaliseErrorMessage('quota of project klmnopqrst exceeded'), 'letters alone are words')
+})
+
 t.test('ids: cuids match the spec pattern; event ids sort by time', async (t) => {
   for (let i = 0; i < 200; i++) t.ok(isCuid(newCuid()))
   t.notOk(isCuid('C' + 'a'.repeat(24)))
