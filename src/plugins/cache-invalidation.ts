@@ -7,11 +7,13 @@ import fp from 'fastify-plugin'
  * completes before the write's caller answers.
  */
 export default fp(async function cacheInvalidation (app) {
-  // Ingestion resolves a renamed or deleted agent afresh at once on every instance; publishing or
-  // hiding one shows in the public reads at once.
+  // Ingestion resolves a renamed or deleted agent afresh at once on every instance; publishing,
+  // hiding, renaming or deleting one shows in the public reads at once (a private agent's rename or
+  // deletion drops them too: rare, and cheaper than asking whether it was public).
   app.agents.onChanged(async (change) => {
-    if (change.kind === 'deleted' || change.fields.includes('displayName')) await app.forgetAgents(change.ownerId)
-    if (change.kind === 'updated' && change.fields.includes('isPublic')) await app.publicService.registryChanged()
+    const renamed = change.kind === 'updated' && change.fields.includes('displayName')
+    if (change.kind === 'deleted' || renamed) await app.forgetAgents(change.ownerId)
+    if (change.kind === 'deleted' || renamed || change.fields.includes('isPublic')) await app.publicService.registryChanged()
   })
   // A revoked key is refused at once on every instance.
   app.keys.onChanged((change) => app.forgetKey(change.secretHash))

@@ -46,4 +46,16 @@ t.test('PATCH /v1/me/agents/:id { isPublic } publishes an ingested agent and hid
   const other = await newUser(app)
   t.equal((await app.inject({ method: 'PATCH', url: `/v1/me/agents/${agentId}`, headers: other.auth, payload: { isPublic: true } })).statusCode, 404, 'only the owner publishes')
   t.equal((await patch({ isPublic: 'yes' })).statusCode, 400)
+
+  // Published again, then renamed and deleted: the cached public reads follow each at once.
+  t.equal((await patch({ isPublic: true })).statusCode, 200)
+  await total()
+  await app.inject({ url: '/v1/explorer' })
+  t.equal((await patch({ displayName: `${name}-renamed` })).statusCode, 200)
+  const explorerName = (await app.inject({ url: '/v1/explorer' })).json().recentActivity.find((a: { agentId: string }) => a.agentId === agentId)
+  t.equal(explorerName?.agentName ?? explorerName?.displayName ?? explorerName?.agent?.displayName, `${name}-renamed`, 'the cached explorer shows the new name at once')
+  t.equal((await app.inject({ method: 'DELETE', url: `/v1/me/agents/${agentId}`, headers: user.auth })).statusCode, 204)
+  await liveCount(t, 'deleted: the cached stats no longer count it')
+  const afterDelete = (await app.inject({ url: '/v1/explorer' })).json()
+  t.notOk(afterDelete.recentActivity.some((a: { agentId: string }) => a.agentId === agentId), 'nor does the cached explorer show it')
 })
