@@ -71,6 +71,14 @@ export class NotificationWorker {
     const status = result.ok ? 'delivered' : attemptNo >= delivery.maxAttempts || result.permanent ? 'failed' : 'retrying'
     const retryInMs = status === 'retrying' ? retryDelayMs(attemptNo) : null
     const after = await this.channels.recordAttempt(deliveryId, { status, statusCode: result.statusCode, error: result.error, response: result.response, retryInMs })
+    if (status !== 'delivered') {
+      // The user sees each attempt in the channel's deliveries; the operator, a line: a retry at info,
+      // a delivery given up at warn (a test's at info: the user is looking at it).
+      const line = { channel: channel.id, kind: channel.kind, delivery: deliveryId, event: event.type, attempt: attemptNo, maxAttempts: delivery.maxAttempts, statusCode: result.statusCode, error: result.error, retryInMs }
+      if (status === 'retrying') this.log.info(line, 'notification delivery failed; it will be retried')
+      else if (isTest) this.log.info(line, 'notification test delivery failed')
+      else this.log.warn(line, 'notification delivery failed for good')
+    }
     if (status === 'delivered') await this.channels.markSucceeded(channel.id)
     if (status === 'failed' && !isTest && !result.permanent) await this.disableAfterRun(channel, after, result.error)
     return { outcome: status, retryInMs }

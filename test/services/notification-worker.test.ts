@@ -64,11 +64,15 @@ t.test('Slack gets its message at the channel\'s URL; PagerDuty its event at the
 })
 
 t.test('a failure with attempts left is retrying, after the schedule\'s delay for that attempt', async (t) => {
-  const { worker, channels, delivery } = setup([{ ok: false, statusCode: 500, error: 'HTTP 500', response: 'down' }, { ok: false, statusCode: 502, error: 'HTTP 502' }])
+  const { worker, channels, delivery, lines } = setup([{ ok: false, statusCode: 500, error: 'HTTP 500', response: 'down' }, { ok: false, statusCode: 502, error: 'HTTP 502' }])
   t.same(await worker.attempt(delivery.id), { outcome: 'retrying', retryInMs: retryDelayMs(1) })
   t.same(await worker.attempt(delivery.id), { outcome: 'retrying', retryInMs: retryDelayMs(2) })
   t.same(channels.calledWith('recordAttempt')[0], [delivery.id, { status: 'retrying', statusCode: 500, error: 'HTTP 500', response: 'down', retryInMs: 15_000 }])
   t.same(channels.calledWith('disableAfterRun'), [])
+  t.match(lines.filter((l) => l.msg === 'notification delivery failed; it will be retried'), [
+    { level: LEVEL.info, delivery: delivery.id, attempt: 1, statusCode: 500, error: 'HTTP 500', retryInMs: 15_000 },
+    { level: LEVEL.info, attempt: 2, statusCode: 502, retryInMs: retryDelayMs(2) },
+  ], 'each failed attempt is a line for the operator')
 })
 
 t.test('the last failure fails the delivery and disables the channel, saying for how long and why', async (t) => {
@@ -79,7 +83,10 @@ t.test('the last failure fails the delivery and disables the channel, saying for
   const reason = 'every attempt for 22.8 h failed (8 attempts; last: HTTP 503); fix the destination, then enable the channel again'
   t.same(channels.calledWith('disableAfterRun'), [[channel.id, firstAttemptAt, reason]], 'the run since the first attempt')
   t.match(channels.channels.get(channel.id), { enabled: false, disabledReason: reason })
-  t.match(lines.find((l) => l.level === LEVEL.warn), { msg: 'notification channel disabled after a run of failures', channel: channel.id, kind: 'webhook', reason })
+  t.match(lines.filter((l) => l.level === LEVEL.warn), [
+    { msg: 'notification delivery failed for good', channel: channel.id, attempt: 8, statusCode: 503 },
+    { msg: 'notification channel disabled after a run of failures', channel: channel.id, kind: 'webhook', reason },
+  ])
 })
 
 t.test('a run under an hour is told in minutes; a channel reached meanwhile is not disabled, nor logged', async (t) => {
@@ -90,7 +97,9 @@ t.test('a run under an hour is told in minutes; a channel reached meanwhile is n
   t.same(await worker.attempt(delivery.id), { outcome: 'failed', retryInMs: null })
   t.match(channels.calledWith('disableAfterRun'), [[channel.id, firstAttemptAt, /^every attempt for 20 min failed \(3 attempts; last: HTTP 500\)/]])
   t.equal(channels.channels.get(channel.id)!.enabled, true)
-  t.notOk(lines.some((l) => l.level === LEVEL.warn), 'nothing disabled, nothing logged')
+  t.notOk(lines.some((l) => l.msg === 'notification channel disabled after a run of failures'), 'nothing disabled, nor logged as such')
+  t.match(lines.filter((l) => l.level === LEVEL.warn), [{ msg: 'notification delivery failed for good', channel: channel.id, attempt: 3, maxAttempts: 3, statusCode: 500, error: 'HTTP 500' }],
+    'the delivery given up is told')
 })
 
 t.test('a permanent failure (a refused destination) fails at once and does not disable the channel', async (t) => {
