@@ -28,7 +28,8 @@ export const invalidCursor = () =>
 /** A 409: `reason` is the machine-readable cause, `message` says what state stood in the way and what would work. */
 export const conflict = (reason: string, message: string, extra: Record<string, unknown> = {}) =>
   new HttpError(409, 'conflict', { reason, message, ...extra })
-export const validationFailed = (details: ErrorDetail[]) => new HttpError(400, 'validation_failed', { details })
+/** A 400 of a request's body, naming each field at fault (as the schema's own refusals do). */
+export const validationFailed = (details: ErrorDetail[]) => new HttpError(400, 'validation_failed', { message: 'the body is not valid', details })
 /** A 400 for text Postgres cannot store (a NUL character, an unpaired UTF-16 surrogate). */
 export const invalidText = () =>
   new HttpError(400, 'invalid_text', { message: 'a value in the request is not valid text (NUL characters and unpaired UTF-16 surrogates are refused)' })

@@ -27,6 +27,6 @@ t.test("schema: the body parser's input-rule problems refuse the event before th
   const problems = [{ path: ['input'], message: 'is too deep' }]
   const verdicts = step.run(run({ refusalOf: (i) => (i === 1 ? validationFailed(problems) : null) }), items(event('a'), event('a', { type: 'nonsense' })))
   const refused = (verdicts as ({ error: HttpError } | undefined)[])[1]!
-  t.same(refused.error.body(), { error: 'validation_failed', details: problems }, 'only the input rule, not the schema')
+  t.same(refused.error.body(), { error: 'validation_failed', message: 'the body is not valid', details: problems }, 'only the input rule, not the schema')
   t.equal((verdicts as unknown[])[0], undefined)
 })

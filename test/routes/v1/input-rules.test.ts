@@ -37,7 +37,7 @@ t.test('regression: a lone surrogate in a value or a key is a 400 naming its pat
   for (const [payload, path] of cases) {
     const res = await sendEvent(app, key.secret, payload)
     t.equal(res.statusCode, 400, JSON.stringify(path))
-    t.same(res.json(), { error: 'validation_failed', details: [{ path, message: LONE }] })
+    t.same(res.json(), { error: 'validation_failed', message: 'the body is not valid', details: [{ path, message: LONE }] })
   }
   const pair = await sendEvent(app, key.secret, { agentId, reasoning: 'ok 😀', metadata: { 'é😀': 'ü' } })
   t.equal(pair.statusCode, 202, 'surrogate pairs are fine')
@@ -52,7 +52,7 @@ t.test('regression: a batch with one poisoned event answers 207 with a 400 for i
   t.equal(res.statusCode, 207, res.body)
   const results = res.json().results
   t.same(results.map((r: { status: number }) => r.status), [202, 400, 202])
-  t.same(results[1], { status: 400, error: 'validation_failed', details: [{ path: ['reasoning'], message: LONE }] })
+  t.same(results[1], { status: 400, error: 'validation_failed', message: 'the body is not valid', details: [{ path: ['reasoning'], message: LONE }] })
   await shipped(app)
   for (const i of [0, 2]) t.ok(await app.events.getRow(user.id, results[i].eventId), `event ${i} is stored`)
 })
@@ -139,7 +139,7 @@ t.test('every other JSON route obeys the same rules with a 400', async (t) => {
   t.equal(patch.statusCode, 400)
   t.equal(patch.json().error, 'validation_failed')
   const key = await app.inject({ method: 'POST', url: '/v1/me/keys', headers, payload: JSON.stringify({ label: 'x\ud800' }) })
-  t.same(key.json(), { error: 'validation_failed', details: [{ path: ['label'], message: LONE }] })
+  t.same(key.json(), { error: 'validation_failed', message: 'the body is not valid', details: [{ path: ['label'], message: LONE }] })
   const waitlist = await app.inject({
     method: 'POST', url: '/v1/waitlist', headers: { 'content-type': 'application/json' },
     payload: `{"email":"${randomId()}@example.com","metadata":{"n":1e999}}`,
