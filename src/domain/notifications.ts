@@ -193,7 +193,7 @@ export function slackMessage (event: NotificationEvent): { text: string; blocks:
     const figures = figuresLine(event.data.alert.figures)
     if (figures) context.push(slackEscape(figures))
   }
-  if (event.type === 'error_cluster.created') context.push(`${event.data.cluster.count} events`)
+  if (event.type === 'error_cluster.created') context.push(`${event.data.cluster.count} ${event.data.cluster.count === 1 ? 'event' : 'events'}`)
   context.push(`<${event.data.url}|Open in the dashboard>`)
   return {
     text,

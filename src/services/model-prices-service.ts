@@ -1,6 +1,6 @@
 import { windowStart } from '../domain/dashboard.ts'
 import { keptPerMTok, type UserPrice } from '../domain/pricing.ts'
-import { conflict, notFound } from '../http-error.ts'
+import { HttpError, conflict, notFound, validationFailed } from '../http-error.ts'
 import type { DashboardRepository, Reader } from '../storage/dashboard-repository.ts'
 import type { ModelPrice, ModelPricesRepository } from '../storage/model-prices-repository.ts'
 import { unpricedModels } from './dashboard-service.ts'
@@ -35,6 +35,11 @@ export class ModelPricesService {
 
   /** Sets the user's price for a model; 409 when it would be one more than MAX_MODEL_PRICES. */
   async put (userId: string, model: string, body: PriceBody): Promise<ModelPrice> {
+    if (model.trim() === '') throw new HttpError(400, 'validation_failed', { message: 'the path is not valid', details: [{ path: ['model'], message: 'must not be blank' }] })
+    // A price is kept to 6 decimals: one that would be kept as 0 is refused, not made free.
+    const lost = (['inputPerMTok', 'outputPerMTok', 'cacheReadPerMTok', 'cacheWritePerMTok'] as const)
+      .filter((k) => typeof body[k] === 'number' && body[k]! > 0 && keptPerMTok(body[k]!) === 0)
+    if (lost.length > 0) throw validationFailed(lost.map((k) => ({ path: [k], message: 'must be 0 or at least 0.000001 (prices are kept to 6 decimals)' })))
     const price: UserPrice = {
       inputPerMTok: keptPerMTok(body.inputPerMTok),
       outputPerMTok: keptPerMTok(body.outputPerMTok),

@@ -40,14 +40,19 @@ export class RefusedDestination extends Error {
 }
 
 // ipaddr.js's names of the ranges people meet most, in words.
-const KIND_WORDS: Record<string, string> = { linkLocal: 'link-local', uniqueLocal: 'unique-local', carrierGradeNat: 'carrier-grade NAT', ipv4Mapped: 'IPv4-mapped' }
+const KIND_WORDS: Record<string, string> = {
+  linkLocal: 'link-local', uniqueLocal: 'unique-local', carrierGradeNat: 'carrier-grade NAT', ipv4Mapped: 'IPv4-mapped',
+  rfc6052: 'NAT64 (RFC 6052)', rfc6145: 'IPv4-translated (RFC 6145)', '6to4': '6to4', teredo: 'Teredo',
+}
 
 /** The setting that lifts the refusal, named in it so that an operator reading it knows where to look. */
 const ALLOW_SETTING = 'NOTIFY_ALLOW_PRIVATE_NETWORKS=1 allows such destinations (local use and tests only)'
 
 function refusal (host: string, address: string): RefusedDestination {
-  const kind = `${KIND_WORDS[addressKind(address)] ?? addressKind(address)} address, not on the public internet`
-  const what = host === address ? `refused: ${address} is a ${kind}` : `refused: ${host} resolves to ${address}, a ${kind}`
+  const word = KIND_WORDS[addressKind(address)] ?? addressKind(address)
+  // "an" before a vowel's sound: an unspecified, an IPv4-mapped, a unique-local address.
+  const kind = `${/^(?:[aeio]|u(?!ni))/i.test(word) ? 'an' : 'a'} ${word} address, not on the public internet`
+  const what = host === address ? `refused: ${address} is ${kind}` : `refused: ${host} resolves to ${address}, ${kind}`
   return new RefusedDestination(`${what}; ${ALLOW_SETTING}`)
 }
 

@@ -50,6 +50,9 @@ t.test('events carry the alert or cluster, the agent and the dashboard link', as
 
   const cluster = { fingerprint: 'fedcba9876543210', status: 'open' as const, sampleMessage: 'disk full', count: 2, firstSeen: AT.toISOString(), lastSeen: AT.toISOString(), resolvedAt: null }
   t.match(clusterCreatedEvent(cluster, agent, BASE, AT), { type: 'error_cluster.created', data: { cluster, agent } })
+  const context = (count: number) => JSON.stringify(slackMessage(clusterCreatedEvent({ ...cluster, count }, agent, BASE, AT)).blocks)
+  t.match(context(1), '· 1 event ·', 'one event, not "1 events"')
+  t.match(context(2), '· 2 events ·')
 })
 
 t.test('one delivery key per state change', async (t) => {

@@ -47,6 +47,19 @@ t.test('creating a channel towards a non-public address is refused', async (t) =
   t.equal(receiver.connections, before, 'no connection was made')
 })
 
+t.test('a refusal names the kind of address in words, with its article', async (t) => {
+  const user = await newUser(strict)
+  for (const [url, words] of <const>[
+    ['http://0.0.0.0/', 'is an unspecified address'],
+    ['http://[64:ff9b::a00:1]/', 'is a NAT64 (RFC 6052) address'],
+    ['http://[fd00::1]/', 'is a unique-local address'],
+  ]) {
+    const res = await post(strict, user, '/v1/me/channels', { kind: 'webhook', url })
+    t.equal(res.statusCode, 400, url)
+    t.match(res.json().message, `${words}, not on the public internet`, url)
+  }
+})
+
 t.test('at delivery the resolved address is checked again: refused, no connection, the reason in the log', async (t) => {
   const user = await newUser(lenient)
   const before = { connections: receiver.connections, requests: receiver.received.length }

@@ -184,8 +184,17 @@ t.test('validation, 404 and the limit of prices per user', async (t) => {
   t.equal((await put(app, user, 'x'.repeat(200), { inputPerMTok: 10_000, outputPerMTok: 0 })).statusCode, 200, '200 characters and the bounds are accepted')
   t.equal((await app.inject({ method: 'PUT', url: '/v1/me/model-prices/', headers: user.auth, payload: { inputPerMTok: 1, outputPerMTok: 1 } })).statusCode, 400, 'no model named')
 
-  const kept = await put(app, user, 'precise', { inputPerMTok: 0.1 + 0.2, outputPerMTok: 0.0000004 })
-  t.match(kept.json(), { inputPerMTok: 0.3, outputPerMTok: 0 }, 'kept to 6 decimal places, as answered')
+  const kept = await put(app, user, 'precise', { inputPerMTok: 0.1 + 0.2, outputPerMTok: 0.0000006 })
+  t.match(kept.json(), { inputPerMTok: 0.3, outputPerMTok: 0.000001 }, 'kept to 6 decimal places, as answered')
+  t.same(await refused('precise', { inputPerMTok: 1, outputPerMTok: 0.0000004, cacheReadPerMTok: 1e-9 }), {
+    error: 'validation_failed',
+    message: 'the body is not valid',
+    details: [
+      { path: ['outputPerMTok'], message: 'must be 0 or at least 0.000001 (prices are kept to 6 decimals)' },
+      { path: ['cacheReadPerMTok'], message: 'must be 0 or at least 0.000001 (prices are kept to 6 decimals)' },
+    ],
+  }, 'a paid price that would be kept as 0 is refused, not made free')
+  t.match(await refused('  ', { inputPerMTok: 1, outputPerMTok: 1 }), { error: 'validation_failed', details: [{ path: ['model'], message: 'must not be blank' }] })
 
   t.equal((await remove(app, user, 'never-priced')).statusCode, 404)
   t.same((await remove(app, user, 'never-priced')).json(), { error: 'not_found' })
