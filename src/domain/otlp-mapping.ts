@@ -252,9 +252,13 @@ export function inheritWithinExport (spans: OtlpSpan[], mapped: Array<IncomingEv
   return unnamed
 }
 
-/** The agent a span names itself: gen_ai.agent.name, else gen_ai.agent.id. */
+/**
+ * The agent a span names itself: gen_ai.agent.name, else gen_ai.agent.id, else on an OpenLLMetry
+ * agent span (`traceloop.span.kind = agent`, its `@agent` decorator) the name it was given.
+ */
 function namedAgent (span: OtlpSpan): string | undefined {
-  return str(span.attributes, 'gen_ai.agent.name', 'gen_ai.agent.id')
+  return str(span.attributes, 'gen_ai.agent.name', 'gen_ai.agent.id') ??
+    (str(span.attributes, 'traceloop.span.kind') === 'agent' ? str(span.attributes, 'traceloop.entity.name') : undefined)
 }
 
 /** The agent a span names, else the resource's service.name (the SDK's default included). */

@@ -324,6 +324,17 @@ t.test('the Vercel AI SDK\'s call spans are steps: their repeated model and usag
   t.equal(spanRole(span({ attributes: { 'ai.operationId': 'ai.toolCall' } })), 'tool')
 })
 
+t.test('an OpenLLMetry agent span names its agent by traceloop.entity.name, and the spans under it take it', async (t) => {
+  const agentSpan = span({ spanId: 'a000000000000001', attributes: { 'traceloop.span.kind': 'agent', 'traceloop.entity.name': 'researcher' } })
+  const chat = span({ spanId: 'a000000000000002', parentSpanId: 'a000000000000001', attributes: { 'llm.request.type': 'chat' } })
+  const task = span({ spanId: 'a000000000000003', attributes: { 'traceloop.span.kind': 'task', 'traceloop.entity.name': 'summarise' } })
+  const spans = [agentSpan, chat, task]
+  const mapped = spans.map((s) => spanToEvent(s))
+  const unnamed = inheritWithinExport(spans, mapped)
+  t.same(mapped.map((e) => (e as { agentId: string }).agentId), ['researcher', 'researcher', 'svc'], 'a task\'s entity name is no agent')
+  t.same([...unnamed], [2], 'only the task fell back to the service')
+})
+
 t.test('an exception event is a failure unless the span\'s status says OK', async (t) => {
   const exception = { name: 'exception', timeMs: 1_700_000_000_100, attributes: { 'exception.type': 'RateLimitError', 'exception.message': '429 retrying', 'exception.escaped': false } }
   const handled = spanToEvent(span({ events: [exception], status: { code: 1, message: '' } })) as any
