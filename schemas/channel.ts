@@ -20,7 +20,7 @@ const label = { type: 'string', maxLength: 100, examples: ['on-call'] } as const
 export const channel = {
   type: 'object',
   description: 'A notification channel. Slack URLs and PagerDuty routing keys grant posting, so they are shown masked.',
-  required: ['id', 'kind', 'label', 'url', 'routingKey', 'events', 'enabled', 'disabledReason', 'disabledAt', 'lastSuccessAt', 'createdAt', 'updatedAt'],
+  required: ['id', 'kind', 'label', 'url', 'routingKey', 'events', 'enabled', 'disabledReason', 'disabledAt', 'lastSuccessAt', 'createdAt', 'updatedAt', 'previousSecretUntil'],
   additionalProperties: false,
   properties: {
     id: { type: 'string' },
@@ -35,6 +35,7 @@ export const channel = {
     lastSuccessAt: nullableInstant,
     createdAt: instant,
     updatedAt: instant,
+    previousSecretUntil: { ...nullableInstant, description: 'webhook channels after a rotation: until when the secret it replaced still signs beside the new one (two signatures in `webhook-signature`); null otherwise' },
   },
 } as const
 
@@ -114,6 +115,20 @@ export const testChannel = {
   summary: 'Send a test notification (one attempt; see its delivery in the log)',
   params: idParams,
   response: { 202: delivery, ...writeErrors },
+} as const
+
+export const rotateChannelSecret = {
+  ...me,
+  summary: 'Give a webhook channel a new signing secret (shown once); the old one signs beside it for a while',
+  params: idParams,
+  body: {
+    type: ['object', 'null'],
+    additionalProperties: false,
+    properties: {
+      previousValidHours: { type: 'integer', minimum: 0, maximum: 168, default: 24, description: 'how long the replaced secret keeps signing beside the new one, in hours; 0: it stops at once' },
+    },
+  },
+  response: { 200: { ...createdChannel, description: 'The channel with its new signing secret, shown this once.' }, ...writeErrors },
 } as const
 
 export const listDeliveries = {

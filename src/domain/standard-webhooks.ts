@@ -21,10 +21,16 @@ export interface SignedHeaders {
   'webhook-signature': string
 }
 
-/** The three headers of one attempt to deliver `body` as message `id` at `timestampSeconds`. */
-export function signedHeaders (secret: string, id: string, timestampSeconds: number, body: string): SignedHeaders {
-  const key = Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64')
+/**
+ * The three headers of one attempt to deliver `body` as message `id` at `timestampSeconds`, signed
+ * with each of `secrets`: while a rotated-out secret still signs, `webhook-signature` holds one
+ * signature per secret, space-separated (`v1,… v1,…`), and a receiver holding either verifies.
+ */
+export function signedHeaders (secrets: string | readonly string[], id: string, timestampSeconds: number, body: string): SignedHeaders {
   const timestamp = String(timestampSeconds)
-  const signature = createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')
-  return { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': `v1,${signature}` }
+  const signatures = (typeof secrets === 'string' ? [secrets] : secrets).map((secret) => {
+    const key = Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64')
+    return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`
+  })
+  return { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signatures.join(' ') }
 }

@@ -26,6 +26,9 @@ export interface ChannelInput {
   events?: EventType[] | undefined
 }
 
+/** How long a rotated-out signing secret signs beside the new one, by default (hours). */
+export const PREVIOUS_SECRET_HOURS = 24
+
 /**
  * A channel as its owner sees it: Slack URLs and PagerDuty keys grant posting, so they are masked. A
  * credential the service cannot decrypt reads as null (its deliveries say why).
@@ -44,6 +47,7 @@ function presentChannel (c: Channel) {
     lastSuccessAt: c.lastSuccessAt,
     createdAt: c.createdAt,
     updatedAt: c.updatedAt,
+    previousSecretUntil: c.previousSecretUntil,
   }
 }
 
@@ -87,6 +91,21 @@ export class NotificationChannels {
     const updated = await this.channels.update(userId, id, change)
     if (!updated) throw notFound()
     return presentChannel(updated)
+  }
+
+  /**
+   * A new signing secret for the user's webhook channel, in this answer only; the one it replaces
+   * keeps signing beside it for `previousValidHours` (default 24, 0: stops at once), so receivers
+   * can take the new one without refusing a delivery meanwhile. 409 for a channel of another kind.
+   */
+  async rotateSecret (userId: string, id: string, previousValidHours = PREVIOUS_SECRET_HOURS) {
+    const current = await this.owned(userId, id)
+    if (current.kind !== 'webhook') throw conflict('not_a_webhook', `channel ${id} is a ${current.kind} channel; only webhook channels sign their deliveries`)
+    if (current.signingSecret === null) throw conflict('secret_unreadable', `channel ${id}'s signing secret cannot be read (${current.unreadable ?? 'unknown'}); delete the channel and create it again`)
+    const secret = newSigningSecret()
+    const rotated = await this.channels.rotateSecret(userId, id, current.signingSecret, secret, Date.now() + previousValidHours * 3_600_000)
+    if (!rotated) throw conflict('rotated_meanwhile', `channel ${id}'s secret was rotated by another request meanwhile; rotate again if this one's secret is the one you want`)
+    return { ...presentChannel(rotated), secret }
   }
 
   async delete (userId: string, id: string): Promise<void> {

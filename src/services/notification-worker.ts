@@ -101,6 +101,10 @@ export class NotificationWorker {
     if (channel.kind === 'slack') return { url: channel.url!, headers: {}, body: JSON.stringify(slackMessage(event)) }
     const body = JSON.stringify(event)
     // Signed per attempt: the timestamp is the attempt's, the id the same on every retry.
-    return { url: channel.url!, headers: { ...signedHeaders(channel.signingSecret!, deliveryId, Math.floor(this.now() / 1000), body) }, body }
+    // The new secret first, then a rotated-out one while it still signs (the repository reads it only until then).
+    const secrets = channel.previousSigningSecret !== null && Date.parse(channel.previousSecretUntil!) > this.now()
+      ? [channel.signingSecret!, channel.previousSigningSecret]
+      : [channel.signingSecret!]
+    return { url: channel.url!, headers: { ...signedHeaders(secrets, deliveryId, Math.floor(this.now() / 1000), body) }, body }
   }
 }

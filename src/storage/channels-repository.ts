@@ -18,6 +18,9 @@ export type Channel = {
   url: string | null
   routingKey: string | null
   signingSecret: string | null
+  /** The signing secret a rotation replaced, while it still signs (until `previousSecretUntil`); else null. */
+  previousSigningSecret: string | null
+  previousSecretUntil: string | null
   /** Why a stored credential of the channel cannot be read; null when all can. */
   unreadable: string | null
   events: EventType[]
@@ -77,9 +80,9 @@ export interface AttemptRecord {
 }
 
 /** The columns that hold credentials, sealed at rest, and their names in the API. */
-const SECRET_COLUMNS = { url: 'url', routing_key: 'routingKey', signing_secret: 'signingSecret' } as const
+const SECRET_COLUMNS = { url: 'url', routing_key: 'routingKey', signing_secret: 'signingSecret', previous_signing_secret: 'previousSigningSecret' } as const
 type SecretColumn = keyof typeof SECRET_COLUMNS
-const WORDS: Record<SecretColumn, string> = { url: 'URL', routing_key: 'routing key', signing_secret: 'signing secret' }
+const WORDS: Record<SecretColumn, string> = { url: 'URL', routing_key: 'routing key', signing_secret: 'signing secret', previous_signing_secret: 'previous signing secret' }
 
 /** The associated data of a sealed credential: its column and row, so it opens only where it was sealed. */
 const placeOf = (column: SecretColumn, id: string) => `notification_channels.${column}:${id}`
@@ -144,6 +147,10 @@ export class ChannelsRepository {
       url: open('url'),
       routingKey: open('routing_key'),
       signingSecret: open('signing_secret'),
+      // A replaced secret past its time is not read (nor decrypted): it signs nothing any more.
+      ...(r.previous_secret_until != null && new Date(r.previous_secret_until).getTime() > Date.now()
+        ? { previousSigningSecret: open('previous_signing_secret'), previousSecretUntil: iso(r.previous_secret_until) }
+        : { previousSigningSecret: null, previousSecretUntil: null }),
       unreadable: problems.length > 0 ? problems.join('; ') : null,
       events: r.events,
       enabled: r.enabled,
@@ -197,6 +204,23 @@ export class ChannelsRepository {
          updated_at = now()
        WHERE id = $1 AND user_id = $2 RETURNING *`,
       [id, userId, change.label ?? null, this.seal('url', id, change.url), this.seal('routing_key', id, change.routingKey), change.events ?? null, change.enabled ?? null],
+    )
+    return rows[0] ? this.toChannel(rows[0]) : null
+  }
+
+  /**
+   * Gives the user's webhook channel a new signing secret; the one it had keeps signing beside it
+   * until `previousUntilMs` (unix ms; now or earlier: at once no more). Only if the channel still has
+   * the secret `replaced` (a rotation meanwhile wins; null then), so a secret is never lost unseen.
+   */
+  async rotateSecret (userId: string, id: string, replaced: string, secret: string, previousUntilMs: number): Promise<Channel | null> {
+    const { rows: found } = await this.db.query('/* svc:channel_get */ SELECT * FROM notification_channels WHERE id = $1 AND user_id = $2', [id, userId])
+    if (!found[0] || this.toChannel(found[0]).signingSecret !== replaced) return null
+    const { rows } = await this.db.query(
+      `/* svc:channel_rotate_secret */ UPDATE notification_channels SET signing_secret = $4, previous_signing_secret = $5,
+         previous_secret_until = to_timestamp($6::float8 / 1000), updated_at = now()
+       WHERE id = $1 AND user_id = $2 AND kind = 'webhook' AND signing_secret = $3 RETURNING *`,
+      [id, userId, found[0].signing_secret, this.seal('signing_secret', id, secret), this.seal('previous_signing_secret', id, replaced), previousUntilMs],
     )
     return rows[0] ? this.toChannel(rows[0]) : null
   }
@@ -315,7 +339,7 @@ export class ChannelsRepository {
     let after = ''
     for (;;) {
       const { rows } = await this.db.query(
-        `/* svc:channel_secrets_pending */ SELECT id, url, routing_key, signing_secret FROM notification_channels
+        `/* svc:channel_secrets_pending */ SELECT id, ${Object.keys(SECRET_COLUMNS).join(', ')} FROM notification_channels
          WHERE id > $2 AND (${NEEDS_SEALING}) ORDER BY id LIMIT $3`,
         [this.secrets.previousKeyIds, after, pageSize],
       )
@@ -333,10 +357,11 @@ export class ChannelsRepository {
           report.unreadable.push({ id: r.id, reason: err.message })
           continue
         }
+        const n = columns.length
         const res = await this.db.query(
-          `/* svc:channel_secrets_seal */ UPDATE notification_channels SET url = $5, routing_key = $6, signing_secret = $7
-           WHERE id = $1 AND url IS NOT DISTINCT FROM $2 AND routing_key IS NOT DISTINCT FROM $3 AND signing_secret IS NOT DISTINCT FROM $4`,
-          [r.id, r.url, r.routing_key, r.signing_secret, ...next],
+          `/* svc:channel_secrets_seal */ UPDATE notification_channels SET ${columns.map((c, i) => `${c} = $${n + 2 + i}`).join(', ')}
+           WHERE id = $1 AND ${columns.map((c, i) => `${c} IS NOT DISTINCT FROM $${2 + i}`).join(' AND ')}`,
+          [r.id, ...columns.map((c) => r[c] as string | null), ...next],
         )
         report.sealed += res.rowCount ?? 0
       }

@@ -210,6 +210,9 @@ t.test('every route answers bodies that match the document, on its happy path an
   // A PagerDuty channel: no destination to resolve; this app runs no worker, so nothing is sent.
   const channel = await call('POST', '/v1/me/channels', { ...me, payload: { kind: 'pagerduty', routingKey: 'contract-key', label: 'c' } })
   await call('POST', '/v1/me/channels', { ...me, payload: { kind: 'webhook' } })
+  const hook = (await call('POST', '/v1/me/channels', { ...me, payload: { kind: 'webhook', url: 'https://hooks.example.com/contract' } })).json()
+  await call('POST', '/v1/me/channels/:id/rotate-secret', { ...me, url: `/v1/me/channels/${hook.id}/rotate-secret`, payload: { previousValidHours: 1 } })
+  await call('POST', '/v1/me/channels/:id/rotate-secret', { ...me, url: `/v1/me/channels/${hook.id}/rotate-secret`, payload: { previousValidHours: 999 } })
   await call('GET', '/v1/me/channels', me)
   const channelUrl = `/v1/me/channels/${channel.json().id}`
   await call('PATCH', '/v1/me/channels/:id', { ...me, url: channelUrl, payload: { events: ['alert.triggered'] } })

@@ -20,6 +20,8 @@ export function channelOf (fields: Partial<Channel> & { kind: ChannelKind }, clo
     url: fields.kind === 'pagerduty' ? null : 'https://hooks.example.com/x',
     routingKey: fields.kind === 'pagerduty' ? 'routing-key-1' : null,
     signingSecret: fields.kind === 'webhook' ? 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' : null,
+    previousSigningSecret: null,
+    previousSecretUntil: null,
     unreadable: null,
     events: [...EVENT_TYPES],
     enabled: true,

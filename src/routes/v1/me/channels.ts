@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncJsonSchemaToTs } from '@fastify/type-provider-json-schema-to-ts'
-import { createChannel, deleteChannel, listChannels, listDeliveries, patchChannel, testChannel } from '../../../../schemas/channel.ts'
+import { createChannel, deleteChannel, listChannels, listDeliveries, patchChannel, rotateChannelSecret, testChannel } from '../../../../schemas/channel.ts'
 
 /** Notification channels: create (a webhook's signing secret shown once), list, change, delete, test, delivery log. */
 const channels: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
@@ -19,6 +19,9 @@ const channels: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
 
   app.post('/channels/:id/test', { schema: testChannel }, async (request, reply) =>
     reply.code(202).send(await service.test(request.user.id, request.params.id)))
+
+  app.post('/channels/:id/rotate-secret', { schema: rotateChannelSecret }, async (request) =>
+    service.rotateSecret(request.user.id, request.params.id, request.body?.previousValidHours))
 
   app.get('/channels/:id/deliveries', { schema: listDeliveries }, async (request) =>
     service.deliveries(request.user.id, request.params.id, request.query))

@@ -263,6 +263,50 @@ t.test('a delivery whose job was lost with Redis is queued again from Postgres b
   t.equal(receiver.at(path)[0]!.headers['webhook-id'], id)
 })
 
+t.test('a rotated signing secret: shown once; both sign until the old one\'s time is up; another kind or user cannot rotate', async (t) => {
+  const { user, channel } = await fixture()
+  const hook = await channel({ kind: 'webhook', url: receiver.url(`/rotate/${randomId()}`) })
+  const delivered = async (n: number) => {
+    const res = await api(user, 'POST', `/v1/me/channels/${hook.id}/test`)
+    t.equal(res.statusCode, 202)
+    await finished(user, hook.id, n)
+    return receiver.received.find((r) => r.headers['webhook-id'] === res.json().id)!
+  }
+  const rotated = await api(user, 'POST', `/v1/me/channels/${hook.id}/rotate-secret`)
+  t.equal(rotated.statusCode, 200, rotated.body)
+  const { secret, previousSecretUntil } = rotated.json()
+  t.match(secret, /^whsec_/)
+  t.not(secret, hook.secret)
+  const until24h = Date.parse(previousSecretUntil) - Date.now()
+  t.ok(until24h > 23.9 * 3_600_000 && until24h <= 24 * 3_600_000, 'the old secret signs for 24 hours by default')
+  const listed = (await api(user, 'GET', '/v1/me/channels')).json().channels.find((c: { id: string }) => c.id === hook.id)
+  t.notOk('secret' in listed, 'the new secret is not listed')
+  t.equal(listed.previousSecretUntil, previousSecretUntil)
+
+  const both = await delivered(1)
+  t.equal(String(both.headers['webhook-signature']).split(' ').length, 2, 'two signatures')
+  for (const key of [secret, hook.secret]) {
+    t.match(new Webhook(key).verify(both.body, both.headers as Record<string, string>), { type: 'channel.test' }, 'a receiver holding either secret verifies')
+  }
+
+  const now = (await api(user, 'POST', `/v1/me/channels/${hook.id}/rotate-secret`, { previousValidHours: 0 })).json()
+  t.equal(now.previousSecretUntil, null, 'previousValidHours 0: the replaced secret stops at once')
+  const one = await delivered(2)
+  t.equal(String(one.headers['webhook-signature']).split(' ').length, 1)
+  t.match(new Webhook(now.secret).verify(one.body, one.headers as Record<string, string>), { type: 'channel.test' })
+  t.throws(() => new Webhook(secret).verify(one.body, one.headers as Record<string, string>), 'the replaced secret no longer verifies')
+
+  const pd = await channel({ kind: 'pagerduty', routingKey: randomId('rk-') })
+  const notHook = await api(user, 'POST', `/v1/me/channels/${pd.id}/rotate-secret`)
+  t.equal(notHook.statusCode, 409)
+  t.match(notHook.json(), { error: 'conflict', reason: 'not_a_webhook' })
+  const other = await newUser(app)
+  t.equal((await api(other, 'POST', `/v1/me/channels/${hook.id}/rotate-secret`)).statusCode, 404, 'another user\'s channel')
+  t.equal((await api(user, 'POST', `/v1/me/channels/${hook.id}/rotate-secret`, { previousValidHours: 169 })).statusCode, 400)
+  const { rows } = await app.db.query('SELECT signing_secret, previous_signing_secret FROM notification_channels WHERE id = $1', [hook.id])
+  t.match(rows[0], { signing_secret: /^enc:v1:/, previous_signing_secret: /^enc:v1:/ }, 'both sealed at rest')
+})
+
 t.test('a test delivery is one attempt, to each kind of channel', async (t) => {
   const { user, channel } = await fixture()
   const hook = await channel({ kind: 'webhook', url: receiver.url(`/test-hook/${randomId()}`) })
