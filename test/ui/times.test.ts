@@ -1,6 +1,6 @@
 import t from 'tap'
 // @ts-expect-error the dashboard is plain JavaScript without types
-const { when } = await import('../../ui/js/ui.js')
+const { when, duration } = await import('../../ui/js/ui.js')
 
 t.test('a time shows its year unless it is of this year, its day unless it is today', async (t) => {
   const now = new Date()
@@ -20,4 +20,16 @@ t.test('a time shows its year unless it is of this year, its day unless it is to
     t.match(when(earlier.toISOString()), earlier.toLocaleString(undefined, { month: 'short' }))
   }
   t.equal(when(null), '—')
+})
+
+t.test('a duration is rounded once, never to 60 of a unit', async (t) => {
+  t.equal(duration(999.4), '999 ms')
+  t.equal(duration(999.6), '1.00 s')
+  t.equal(duration(9_996), '10.0 s')
+  t.equal(duration(59_960), '1 min 0 s', 'not "60.0 s"')
+  t.equal(duration(479_600), '8 min 0 s', 'not "7 min 60 s"')
+  t.equal(duration(7 * 60_000 + 29_400), '7 min 29 s')
+  t.equal(duration(3_599_600), '1 h 0 min', 'not "60 min 0 s"')
+  t.equal(duration(2 * 3_600_000 - 20_000), '2 h 0 min', 'not "1 h 60 min"')
+  t.equal(duration(null), '—')
 })

@@ -160,6 +160,11 @@ function Shell ({ me, onSignOut }) {
     window.addEventListener('hashchange', onHash)
     return () => window.removeEventListener('hashchange', onHash)
   }, [])
+  // Each page its own title, so tabs and the history tell pages apart: "Traces", "Traces: 4bf9…".
+  useEffect(() => {
+    const label = NAV.find(([page]) => page === route.page)?.[1]
+    document.title = label ? `${label}${route.id ? `: ${route.id}` : ''} · Agent telemetry` : 'Agent telemetry'
+  }, [route.page, route.id])
   // Escape closes the menu (on a phone it covers the page), and gives the focus back to its button.
   useEffect(() => {
     if (!menuOpen) return

@@ -143,8 +143,18 @@ function FacetValue ({ page, params, k, value, label, n }) {
 export function Facets ({ page, params, names, since, window: windowLabel }) {
   const query = searchQuery(params)
   const { data, error } = useData(() => api('/v1/me/events/facets', { query: { ...query, since } }), [params.toString(), since], 15_000)
+  // On a phone the facets would push the list two screens down: folded there until asked for.
+  const [open, setOpen] = useState(() => !window.matchMedia?.('(max-width: 700px)').matches)
+  const total = data ? html` <span class="muted">(${plural(data.total, 'event')})</span>` : null
   return html`<aside class="facets card" aria-label="Facets">
-    <h2>Matching events</h2>
+    <div class="facets-head"><h2>Matching events</h2>
+      <button class="small facets-toggle" aria-expanded=${open} onClick=${() => setOpen(!open)}>${open ? 'Hide facets' : html`Show facets${total}`}</button></div>
+    ${open ? html`<${FacetsBody} data=${data} error=${error} page=${page} params=${params} names=${names} windowLabel=${windowLabel} />` : null}
+  </aside>`
+}
+
+function FacetsBody ({ data, error, page, params, names, windowLabel }) {
+  return html`
     <${ErrorNote} error=${error} />
     ${!data
       ? error ? null : html`<p class="muted" aria-busy="true">Counting…</p>`
@@ -156,8 +166,7 @@ export function Facets ({ page, params, names, since, window: windowLabel }) {
                   k=${k} value=${x.value} label=${k === 'agentId' ? x.displayName || names?.get(x.value) || x.value : x.value} n=${x.count} />`)}</ul></section>`
               : null)}
             ${(data.metadata || []).map((m) => html`<section class="facet"><h3>metadata <code>${m.key}</code> <span class="facet-n">${count(m.count)}</span></h3>
-              <ul class="plain">${m.values.map((x) => html`<${FacetValue} page=${page} params=${params} k=${`meta.${m.key}`} value=${x.value} label=${x.value === '' ? '(empty)' : x.value} n=${x.count} />`)}</ul></section>`)}`}`}
-  </aside>`
+              <ul class="plain">${m.values.map((x) => html`<${FacetValue} page=${page} params=${params} k=${`meta.${m.key}`} value=${x.value} label=${x.value === '' ? '(empty)' : x.value} n=${x.count} />`)}</ul></section>`)}`}`}`
 }
 
 /** What an empty list says: nothing matches this search (with a way out), or nothing yet at all. */

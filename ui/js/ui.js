@@ -19,12 +19,16 @@ export const noun = (n, one, many = `${one}s`) => (n === 1 ? one : many)
 /** A count with its noun, singular only for exactly one: plural(1, 'error') → "1 error", plural(2, 'error') → "2 errors". */
 export const plural = (n, one, many = `${one}s`) => `${count(n)} ${noun(n, one, many)}`
 export const percent = (r) => (r === null || r === undefined ? '—' : `${(r * 100).toFixed(r > 0 && r < 0.01 ? 2 : 1)} %`)
+/** A duration in its largest units, rounded once (never "7 min 60 s" or "60.0 s"). */
 export function duration (ms) {
   if (ms === null || ms === undefined) return '—'
-  if (ms < 1000) return `${Math.round(ms)} ms`
-  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`
-  if (ms < 3_600_000) return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`
-  return `${Math.floor(ms / 3_600_000)} h ${Math.round((ms % 3_600_000) / 60_000)} min`
+  if (ms < 999.5) return `${Math.round(ms)} ms`
+  if (ms < 9_995) return `${(ms / 1000).toFixed(2)} s`
+  if (ms < 59_950) return `${(ms / 1000).toFixed(1)} s`
+  const seconds = Math.round(ms / 1000)
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ${seconds % 60} s`
+  const minutes = Math.round(ms / 60_000)
+  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`
 }
 /** A time as the reader's clock says it: the time alone today, the day too this year, else the year too. */
 export function when (iso) {
@@ -63,21 +67,28 @@ export function tokenParts (tokens, all = false) {
 }
 export const Time = ({ iso }) => html`<time datetime=${iso} title=${iso}>${when(iso)}</time>`
 
+/** The waits before asking again after a failure that may pass (429, 503, no connection), by attempt. */
+const RETRY_MS = [2_000, 4_000, 8_000, 15_000, 30_000]
+
 /**
  * Loads `load()` now and every `everyMs` (when given) while the page is visible; keeps the last
- * good data when a refresh fails, and stops refreshing after a permanent refusal (isPermanent).
- * Returns { data, error, reload }.
+ * good data when a refresh fails, and stops refreshing after a permanent refusal (isPermanent). A
+ * failure that may pass is asked again after 2, 4, 8, 15, then every 30 s, also on a page that does
+ * not refresh by itself, so "retrying" is true. Returns { data, error, reload }.
  */
 export function useData (load, deps, everyMs) {
   const [state, setState] = useState({ data: undefined, error: null })
   const latest = useRef(load)
   latest.current = load
+  const failures = useRef(0)
   const reload = useCallback(async () => {
     try {
       const data = await latest.current()
+      failures.current = 0
       setState({ data, error: null })
       return true
     } catch (error) {
+      failures.current++
       if (error.status !== 401) setState((s) => ({ data: s.data, error }))
       return !isPermanent(error)
     }
@@ -85,10 +96,14 @@ export function useData (load, deps, everyMs) {
   useEffect(() => {
     let stopped = false
     let timer
+    failures.current = 0
     // A refusal that asking again would repeat (a 400 for the search in the URL) ends the refresh.
     const tick = async () => {
       const again = await reload()
-      if (!stopped && everyMs && again) timer = setTimeout(tick, document.hidden ? everyMs * 5 : everyMs)
+      if (stopped || !again) return
+      const retry = failures.current > 0 ? RETRY_MS[Math.min(failures.current, RETRY_MS.length) - 1] : undefined
+      const wait = everyMs && retry ? Math.min(everyMs, retry) : everyMs ?? retry
+      if (wait) timer = setTimeout(tick, document.hidden ? wait * 5 : wait)
     }
     setState({ data: undefined, error: null })
     tick()
@@ -153,9 +168,16 @@ export function ConfirmButton ({ label, question, confirmLabel, onConfirm, busy,
   // cancels. Before the browser paints: the button clicked is reused for the one that destroys, and
   // it would keep the focus until an effect ran.
   const no = useRef()
-  useLayoutEffect(() => { if (asking) no.current?.focus() }, [asking])
+  const trigger = useRef()
+  const asked = useRef(false)
+  // Cancelled (or done, the row still there): focus goes back to the button that asked, not to the page.
+  useLayoutEffect(() => {
+    if (asking) no.current?.focus()
+    else if (asked.current) trigger.current?.focus()
+    asked.current = asking
+  }, [asking])
   const size = small ? ' small' : ''
-  if (!asking) return html`<button class=${`${quiet ? '' : 'danger'}${size}`.trim() || undefined} onClick=${() => setAsking(true)}>${label}</button>`
+  if (!asking) return html`<button ref=${trigger} class=${`${quiet ? '' : 'danger'}${size}`.trim() || undefined} onClick=${() => setAsking(true)}>${label}</button>`
   return html`<span class="confirm" role="group" aria-label=${question} onKeyDown=${(e) => { if (e.key === 'Escape') { e.stopPropagation(); setAsking(false) } }}>
     <span>${question}</span>
     <button class=${`danger${size}`} disabled=${busy} onClick=${async () => { await onConfirm(); setAsking(false) }}>${confirmLabel || label}</button>
@@ -186,8 +208,13 @@ export function SecretOnce ({ title, secret, onDismiss, children }) {
       <button class="primary" onClick=${copy}>Copy</button>
     </div>
     <p role="status" class="muted">${copied || ''}</p>
-    <button onClick=${onDismiss}>I have stored it</button>
+    <button onClick=${() => { focusHeading(); onDismiss() }}>I have stored it</button>
   </section>`
+}
+
+/** Moves the focus to the page's heading, so that removing the control that had it does not drop it to the page's body. */
+export function focusHeading () {
+  document.querySelector('main h1')?.focus()
 }
 
 function css (name) { return window.getComputedStyle(document.documentElement).getPropertyValue(name).trim() }
@@ -204,6 +231,19 @@ const dayLabel = (v) => new Date(v * 1000).toLocaleDateString(undefined, { month
  * figure's aria-label carries the figures for screen readers, and `data-x-from`/`data-x-to` the x
  * range drawn (ISO).
  */
+/**
+ * The y axis's width: its longest label as drawn (uPlot's own recipe), at least 64 px, so that
+ * "$30,000.00" is not clipped to "0,000.00". On uPlot's later layout passes, the size it has.
+ */
+function yAxisSize (u, values, axisIdx, cycleNum) {
+  const axis = u.axes[axisIdx]
+  if (cycleNum > 1) return axis._size
+  const longest = (values ?? []).reduce((a, v) => (v != null && String(v).length > a.length ? String(v) : a), '')
+  if (!longest) return 64
+  u.ctx.font = axis.font[0]
+  return Math.max(64, Math.ceil(axis.ticks.size + axis.gap + u.ctx.measureText(longest).width / window.devicePixelRatio + 4))
+}
+
 export function Chart ({ data, series, bars, height = 220, label, yFormat = (v) => String(v), xTime = true, xFormat, step, days }) {
   const box = useRef()
   const figure = useRef()
@@ -245,7 +285,7 @@ export function Chart ({ data, series, bars, height = 220, label, yFormat = (v) 
       },
       axes: [
         xAxis,
-        { ...axis, size: 64, values: (u, vals) => vals.map(yFormat) },
+        { ...axis, size: yAxisSize, values: (u, vals) => vals.map(yFormat) },
       ],
       hooks: {
         setScale: [(u, key) => {

@@ -111,7 +111,7 @@ export function AgentPage ({ id, refreshNames }) {
 : html`<div class="table-wrap"><table>
           <thead><tr><th scope="col">Session</th><th scope="col">Last activity</th><th scope="col" class="num">Events</th><th scope="col" class="num">Duration</th><th scope="col" class="num">Cost</th></tr></thead>
           <tbody>${agent.recentSessions.map((s) => html`<tr>
-            <td><a href=${`#/sessions/${encodeURIComponent(s.sessionId)}`}>${s.sessionId}</a></td><td><${Time} iso=${s.end} /></td>
+            <td><a href=${`#/sessions/${encodeURIComponent(s.sessionId)}`}><${Name} text=${s.sessionId} mono /></a></td><td><${Time} iso=${s.end} /></td>
             <td class="num">${count(s.eventCount)}</td><td class="num">${duration(s.durationMs)}</td><td class="num">${money(s.costUsd)}</td></tr>`)}</tbody></table></div>`}
       </section>
       <section class="card" aria-labelledby="re"><h2 id="re">Error clusters</h2>

@@ -51,6 +51,22 @@ function SpanCell ({ e }) {
   return html`<${Name} text=${[name, ...facts].join(' · ')}>${dotted(name === e.type ? null : html`<strong class="span-name">${name}</strong>`, ...facts.map((f) => html`<span class="muted">${f}</span>`))}</${Name}>`
 }
 
+/** Metadata keys the rows above already show (or the tokens, the chip). */
+const SHOWN_METADATA = new Set(['tokensBreakdown', 'sessionId', 'traceId', 'spanId', 'parentSpanId', 'privacyLevel'])
+
+/** The event's metadata but what the detail shows elsewhere: the agent's own keys, git, cwd, the OTLP attributes. */
+function otherMetadata (e) {
+  const m = e.metadata && typeof e.metadata === 'object' ? e.metadata : {}
+  return Object.fromEntries(Object.entries(m).filter(([k]) => !SHOWN_METADATA.has(k)))
+}
+
+/** An amount as people write it: `129.99 USDC`; anything else as its JSON. */
+function amountText (amount) {
+  return amount && typeof amount === 'object' && amount.value !== undefined && typeof amount.token === 'string'
+    ? `${amount.value} ${amount.token}`
+    : JSON.stringify(amount)
+}
+
 function Detail ({ e }) {
   const rows = [
     ['Event', html`<code>${e.eventId}</code>`],
@@ -65,7 +81,9 @@ function Detail ({ e }) {
     e.errorMessage && ['Error', html`<span class="bad">${e.errorMessage}</span>`],
     e.reasoning && ['Reasoning', e.reasoning],
     e.input !== null && e.input !== undefined && ['Input', html`<pre>${typeof e.input === 'string' ? e.input : JSON.stringify(e.input, null, 2)}</pre>`],
-    e.amount && ['Amount', JSON.stringify(e.amount)],
+    e.amount && ['Amount', amountText(e.amount)],
+    e.transaction && ['Transaction', e.transaction],
+    Object.keys(otherMetadata(e)).length > 0 && ['Metadata', html`<pre>${JSON.stringify(otherMetadata(e), null, 2)}</pre>`],
   ].filter(Boolean)
   return html`<dl class="detail">${rows.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>`
 }
@@ -238,6 +256,7 @@ export function LivePage ({ names, params }) {
       <span class="muted" role="status">${paused ? 'Paused' : link === 'live' ? html`<span class="live-dot">live</span> streaming as events arrive` : link === 'connecting' ? 'Connecting…' : html`<span class="bad">Not connected</span>: ${link === 'refused' ? 'the service refused this search' : link}`}</span>
     </form>
     <div class="with-facets">
+    <${Facets} page="live" params=${params} names=${names} since="30d" window="in the last 30 days" />
     <div class="results">
     <${ErrorNote} error=${error} />
     ${events === null && !paused && link !== 'refused' ? html`<p class="muted">Loading…</p>` : null}
@@ -261,7 +280,7 @@ export function LivePage ({ names, params }) {
           <td class="num">${e.tokens?.total ? count(e.tokens.total) : ''}</td>
           <td class="num"><${Cost} event=${e} /></td>
           <td><${PrivacyChip} chip=${e.privacyChip} /></td>
-          <td><button class="small" aria-expanded=${open === e.eventId} onClick=${() => setOpen(open === e.eventId ? null : e.eventId)}>${open === e.eventId ? 'Hide' : 'Details'}</button></td>
+          <td><button class="small" aria-expanded=${open === e.eventId} aria-label=${`${open === e.eventId ? 'Hide' : 'Details'} of ${e.type} event ${e.eventId}`} onClick=${() => setOpen(open === e.eventId ? null : e.eventId)}>${open === e.eventId ? 'Hide' : 'Details'}</button></td>
         </tr>
         ${open === e.eventId ? html`<tr class="detail-row"><td colspan="10"><${Detail} e=${e} /></td></tr>` : null}`)}
       </tbody></table></div>
@@ -270,6 +289,5 @@ export function LivePage ({ names, params }) {
     ${older.more ? html`<button onClick=${loadOlder} disabled=${older.busy} aria-busy=${older.busy}>Load more</button>` : null}`
 : null}
     </div>
-    <${Facets} page="live" params=${params} names=${names} since="30d" window="in the last 30 days" />
     </div>`
 }

@@ -5,7 +5,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import { api, agentOf, agentsOf } from '../api.js'
 import { SearchBar, Facets, NoMatch, go, hrefOf, searchQuery, searching } from '../search.js'
 import { SessionScores, TraceScores } from '../scores.js'
-import { html, useData, ErrorNote, Loading, Empty, Kpi, PrivacyChip, Cost, Time, AgentLink, count, money, duration, plural, dotted, spanName, spanFacts, tokenParts } from '../ui.js'
+import { html, useData, ErrorNote, Loading, Empty, Kpi, PrivacyChip, Cost, Time, AgentLink, count, money, duration, plural, dotted, spanName, spanFacts, tokenParts, Name } from '../ui.js'
 
 /** Levels of indentation; deeper rows line up at the cap and show their depth. */
 export const INDENT_CAP = 10
@@ -300,6 +300,7 @@ function List ({ kind, names, params }) {
     <form class="filters" onSubmit=${(e) => e.preventDefault()}><label>Since <select value=${since} onChange=${(e) => setSince(e.target.value)}>
       ${SINCE.map(([v, label]) => html`<option value=${v}>${label}</option>`)}</select></label></form>
     <div class="with-facets">
+    <${Facets} page=${key} params=${params} names=${names} since=${facetSince} window=${windowLabel} />
     <div class="results">
     <${ErrorNote} error=${error || more} />
     ${!data
@@ -313,7 +314,7 @@ function List ({ kind, names, params }) {
       <thead><tr><th scope="col">${kind === 'trace' ? 'Trace' : 'Session'}</th><th scope="col" title="the list is in this order: the latest activity first">Last activity</th><th scope="col">Started</th><th scope="col" class="num">Duration</th>
         <th scope="col" class="num">Events</th><th scope="col" class="num">Errors</th><th scope="col" class="num">Tokens</th><th scope="col" class="num">Cost</th><th scope="col">Agents</th></tr></thead>
       <tbody>${rows.map((s) => html`<tr key=${s[idKey]}>
-        <th scope="row"><a href=${hrefOf(`${key}/${encodeURIComponent(s[idKey])}`, params)}>${s[idKey]}</a></th>
+        <th scope="row"><a href=${hrefOf(`${key}/${encodeURIComponent(s[idKey])}`, params)}><${Name} text=${s[idKey]} mono /></a></th>
         <td><${Time} iso=${s.end ?? s.start} /></td><td><${Time} iso=${s.start} /></td><td class="num">${duration(s.durationMs)}</td>
         <td class="num">${count(s.eventCount)}</td><td class=${`num ${s.errors ? 'bad' : ''}`}>${count(s.errors)}</td>
         <td class="num">${count(s.tokens?.total ?? s.tokens)}</td><td class="num">${money(s.costUsd)}</td>
@@ -322,7 +323,6 @@ function List ({ kind, names, params }) {
     ${pages.length ? html`<p class="muted">More pages loaded: this list is not refreshed until the page is reloaded.</p>` : null}
     ${cursor ? html`<button onClick=${loadMore}>Load more</button>` : null}`}
     </div>
-    <${Facets} page=${key} params=${params} names=${names} since=${facetSince} window=${windowLabel} />
     </div>`
 }
 
