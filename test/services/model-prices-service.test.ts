@@ -53,8 +53,8 @@ t.test('list: the user\'s prices and the models of the last 30 days\' events tha
 
 t.test('put: prices kept to six decimals, cache prices left out are null, the most allowed passed on', async (t) => {
   const { service, calls } = fakes()
-  const saved = await service.put('u1', 'm', { inputPerMTok: 0.1234567, outputPerMTok: 3, cacheReadPerMTok: 0.0000004 })
-  const expected: UserPrice = { inputPerMTok: 0.123457, outputPerMTok: 3, cacheReadPerMTok: 0, cacheWritePerMTok: null }
+  const saved = await service.put('u1', 'm', { inputPerMTok: 0.1234567, outputPerMTok: 3, cacheReadPerMTok: 0.0000006 })
+  const expected: UserPrice = { inputPerMTok: 0.123457, outputPerMTok: 3, cacheReadPerMTok: 0.000001, cacheWritePerMTok: null }
   t.same(calls[0]!.args, ['u1', 'm', expected, MAX_MODEL_PRICES])
   t.match(saved, { model: 'm', ...expected })
   await service.put('u1', 'm', { inputPerMTok: 1, outputPerMTok: 1, cacheReadPerMTok: null, cacheWritePerMTok: 2.5 })
