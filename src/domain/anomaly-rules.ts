@@ -3,6 +3,10 @@
  * finding (or none). No I/O; the figures come from ClickHouse, the thresholds from alert settings.
  */
 
+const USD = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 2 })
+/** An amount as the dashboard writes it: `$28,500.00`. */
+const dollars = (usd: number) => USD.format(usd)
+
 /** What the evaluation reads for one agent at time `now` (windows relative to it). */
 export interface AgentAggregates {
   agentId: string
@@ -80,7 +84,7 @@ export function spendSpike (a: AgentAggregates, t: Thresholds['spend_spike']): F
   return {
     rule: 'spend_spike',
     severity: hourlyAverage > 0 && a.lastHourCost >= 2 * t.multiplier * hourlyAverage ? 'critical' : 'warning',
-    message: `spent $${a.lastHourCost.toFixed(2)} in the last hour against an hourly average of $${hourlyAverage.toFixed(2)}`,
+    message: `spent ${dollars(a.lastHourCost)} in the last hour against an hourly average of ${dollars(hourlyAverage)}`,
     figures: { lastHourUsd: round(a.lastHourCost, 6), hourlyAverageUsd: round(hourlyAverage, 6), multiplier: t.multiplier, floorUsd: t.floorUsd },
   }
 }

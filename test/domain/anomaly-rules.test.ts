@@ -28,6 +28,8 @@ t.test('spend spike: several times the trailing hourly average, and above the fl
   t.match(spendSpike({ ...quiet, lastHourCost: 3, trailingDayCost: 0 }, d), { severity: 'warning' }, 'no history: the floor alone')
   t.match(spendSpike({ ...quiet, lastHourCost: 10_000, trailingDayCost: 0 }, d), { severity: 'warning' }, 'no history: a warning whatever the amount (docs/api.md)')
   t.equal(spendSpike({ ...quiet, lastHourCost: 10, trailingDayCost: 24 }, d)?.severity, 'critical')
+  t.equal(spendSpike({ ...quiet, lastHourCost: 28_500, trailingDayCost: 24_000 }, d)?.message, 'spent $28,500.00 in the last hour against an hourly average of $1,000.00',
+    'amounts written as the dashboard writes them')
 })
 
 t.test('latency spike: p95 against the baseline, with enough events and above a floor', async (t) => {
