@@ -171,7 +171,7 @@ export const health = {
       type: 'object',
       required: ['status', 'service', 'uptime', 'version', 'ingest'],
       properties: {
-        status: { enum: ['ok', 'degraded'], description: '`degraded` (still 200) while the oldest event waiting in the ingest log is older than INGEST_DEGRADED_AFTER_MS' },
+        status: { enum: ['ok', 'degraded', 'refusing'], description: '`refusing` while the ingest log refused an append in the last 10 s (full, or its disk cannot be written: events get 503); else `degraded` while the oldest event waiting in the ingest log is older than INGEST_DEGRADED_AFTER_MS; always a 200' },
         service: { type: 'string', examples: ['agent-telemetry'] },
         uptime: { type: 'number', description: 'seconds' },
         version: { type: 'string' },
@@ -187,6 +187,11 @@ export const health = {
             backlogBytes: { type: 'integer', description: 'size of the ingest log entries still held' },
             oldestAgeMs: { type: ['integer', 'null'], description: 'age of the oldest event waiting, null when none' },
             quarantinedRows: { type: 'integer', description: 'rows ClickHouse refused, kept in the log\'s quarantine' },
+            refusing: {
+              type: ['object', 'null'],
+              description: 'the last refusal of an append, while under 10 s old: `ingest_log_full` or `ingest_log_unavailable` (a disk that cannot be written), and how long ago',
+              properties: { reason: { enum: ['ingest_log_full', 'ingest_log_unavailable'] }, agoMs: { type: 'integer' } },
+            },
             insertsFailing: {
               type: ['object', 'null'],
               description: 'while ClickHouse inserts fail; the full error is in the log, not here (this route is public)',

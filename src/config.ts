@@ -404,17 +404,36 @@ export type Config = ReturnType<typeof derive>
  * Reads and validates settings from an environment map; throws ConfigError naming every bad setting.
  * Only this module reads process.env.
  */
+/** A number written as people write one in a setting: digits, an optional sign and decimals. */
+const PLAIN_NUMBER = /^\s*[+-]?\d+(\.\d+)?\s*$/
+
 export function loadConfig (env: Record<string, string | undefined> = process.env): Config {
+  // Ajv's coercion reads `0x10` as 16, `1e3` as 1000 and ` ` as 0 (a random port): a number setting
+  // that reads as a number only so is refused (what reads as none, `abc`, Ajv refuses itself).
+  const unnumbered = SETTINGS.filter((s) => {
+    const value = env[s.name]
+    return (s.schema.type === 'integer' || s.schema.type === 'number') && value !== undefined && value !== '' &&
+      !PLAIN_NUMBER.test(value) && Number.isFinite(Number(value))
+  })
   const raw = readSettings(env)
-  if (!validate(raw)) {
-    const problems = (validate.errors ?? []).map(problem)
-    throw new ConfigError(`invalid settings: ${[...new Set(problems)].join('; ')}`)
+  for (const s of unnumbered) {
+    let node = raw as Record<string, unknown>
+    for (const key of s.path.slice(0, -1)) node = node[key] as Record<string, unknown>
+    delete node[s.path.at(-1)!]
   }
+  const problems = unnumbered.map((s) => `${s.name} must be a number in decimal digits, not ${JSON.stringify(env[s.name])}`)
+  if (!validate(raw)) problems.push(...(validate.errors ?? []).map(problem))
+  if (problems.length > 0) throw new ConfigError(`invalid settings: ${[...new Set(problems)].join('; ')}`)
+  const settings = raw as unknown as Settings
   // A URL that starts right but does not parse (`postgres://localhost:abc/x`) fails here, not at its first use.
-  const unparsable = ([['DATABASE_URL', raw.databaseUrl], ['REDIS_URL', raw.redisUrl], ['CLICKHOUSE_URL', raw.clickhouseUrl]] as const)
+  const unparsable = ([['DATABASE_URL', settings.databaseUrl], ['REDIS_URL', settings.redisUrl], ['CLICKHOUSE_URL', settings.clickhouseUrl]] as const)
     .filter(([, url]) => url !== undefined && !URL.canParse(url))
   if (unparsable.length > 0) {
     throw new ConfigError(`invalid settings: ${unparsable.map(([name]) => `${name} is not a valid URL (a port must be a number from 0 to 65535)`).join('; ')}`)
   }
-  return derive(raw)
+  const config = derive(settings)
+  if (config.clickhouseUrl === undefined && config.analytics.port !== null && config.analytics.port === config.port && config.analytics.port !== 0) {
+    throw new ConfigError(`invalid settings: ANALYTICS_PORT must differ from PORT (both are ${config.port}): the API and the analysts' SQL port each need their own`)
+  }
+  return config
 }

@@ -70,6 +70,10 @@ export function describeStartupFailure (err: unknown, config: Config): string {
     if (code === 'EACCES' && typeof e.port === 'number') {
       return `not allowed to listen on port ${e.port} (PORT or ANALYTICS_PORT): choose a port above 1023.`
     }
+    // A full disk, said with no path (a write's ENOSPC) or in the engine's words ("Cannot reserve 1.00 MiB, not enough space").
+    if ((code === 'ENOSPC' && typeof e.path !== 'string') || /not enough space|NOT_ENOUGH_SPACE/i.test(e.message ?? '')) {
+      return `the disk under DATA_DIR ${config.dataDir} (or INGEST_LOG_DIR ${config.ingest.logDir}) is full (${e.message}). Free space there, or set DATA_DIR (and INGEST_LOG_DIR) to a disk with room.`
+    }
     // A path of DATA_DIR's (or the ingest log's) that cannot be made or written: not a directory, read-only, full.
     const path = typeof e.path === 'string' ? resolve(e.path) : ''
     const touches = (dir: string) => path !== '' && (path === dir || path.startsWith(`${dir}${sep}`) || dir.startsWith(`${path}${sep}`))

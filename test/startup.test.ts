@@ -183,6 +183,10 @@ t.test('describeStartupFailure names the setting for ports and passes StartupErr
   t.match(describeStartupFailure(inUse(8123), config), /^ANALYTICS_PORT 8123/)
   t.equal(describeStartupFailure(new Error('wrapped', { cause: new StartupError('the reason') }), config), 'the reason')
   t.match(describeStartupFailure(new Error('something else'), config), /^something else \(set LOG_LEVEL=debug for the stack\)$/)
+  // A full disk: a write's ENOSPC carries no path, the embedded engine says it in its own words.
+  const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' })
+  t.match(describeStartupFailure(full, config), /^the disk under DATA_DIR .+ \(or INGEST_LOG_DIR .+\) is full \(ENOSPC: no space left on device, write\)\. Free space there/)
+  t.match(describeStartupFailure(new Error('Code: 243. DB::Exception: Cannot reserve 1.00 MiB, not enough space. (NOT_ENOUGH_SPACE)'), config), /^the disk under DATA_DIR .+ is full/)
 })
 
 t.test('a ClickHouse server that takes the connection and never answers is named with CLICKHOUSE_URL', async (t) => {

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { AgentsRepository } from '../storage/agents-repository.ts'
 import type { KeysRepository } from '../storage/keys-repository.ts'
 import { monthOf, type UsersRepository } from '../storage/users-repository.ts'
+import { LogThrottle } from '../log-lines.ts'
 
 /**
  * Coalesces per-event side effects (a key's lastUsedAt, an agent's lastSeenAt and framework
@@ -15,6 +16,8 @@ export class ActivityRecorder {
   private usage = new Map<string, Map<string, number>>()
   private timer: NodeJS.Timeout | undefined
   private flushing: Promise<void> = Promise.resolve()
+  private readonly failureLines = new LogThrottle(60_000)
+  private failing = false
 
   constructor (
     private readonly keysRepo: KeysRepository,
@@ -74,7 +77,15 @@ export class ActivityRecorder {
         }
       }
       const failed = results.filter((r) => r.status === 'rejected') as PromiseRejectedResult[]
-      if (failed.length) this.log.warn({ err: failed[0]!.reason, failed: failed.length }, 'could not record activity; will retry at the next flush')
+      // An outage fails every flush: its first failure is told, then one line a minute, and its end.
+      if (failed.length) {
+        const held = this.failureLines.pass()
+        if (held !== null) this.log.warn({ err: failed[0]!.reason, failed: failed.length, alsoFailed: held }, 'could not record activity; will retry at the next flush (this line at most once a minute)')
+        this.failing = true
+      } else if (this.failing) {
+        this.failing = false
+        this.log.info('activity recorded again after failed flushes')
+      }
     })
     return this.flushing
   }

@@ -13,6 +13,7 @@ import { RowThread } from './row-thread.ts'
 import { BestEffortRedis } from './best-effort-redis.ts'
 import { SpanMemory } from './span-memory.ts'
 import { IdempotencyStore } from './idempotency.ts'
+import { LogThrottle } from '../log-lines.ts'
 import { ScoreConfigResolver, ScoreIngestionService } from './score-ingestion.ts'
 
 declare module 'fastify' {
@@ -55,6 +56,7 @@ interface IngestionOptions { cacheTtlMs: number; sharedCacheTtlSeconds: number; 
  * holds (for at most INGEST_DRAIN_TIMEOUT_MS; the rest ships at the next start), then close the log.
  */
 export default fp(async function ingestion (app, opts: IngestionOptions) {
+  const commitFailures = new LogThrottle(10_000)
   const log: IngestLog = DiskIngestLog.open({
     dir: opts.ingest.logDir,
     maxBytes: opts.ingest.logMaxBytes,
@@ -62,8 +64,14 @@ export default fp(async function ingestion (app, opts: IngestionOptions) {
       'a damaged ingest log entry was moved to the quarantine; the rest of the log ships'),
     onUnfinishedWrite: ({ bytes }) => app.log.warn({ bytes, dir: opts.ingest.logDir },
       'cut an unfinished write off the ingest log: the process stopped during it, so none of its events was acknowledged'),
-    onCommitFailed: (err) => app.log.error({ err, dir: opts.ingest.logDir },
-      'the ingest log could not be written (disk full?); its events were refused with 503 and nothing acknowledged is lost'),
+    onCommitFailed: (err) => {
+      // A full disk fails every commit: one line every 10 s, counting the others.
+      const held = commitFailures.pass()
+      if (held !== null) {
+        app.log.error({ err, dir: opts.ingest.logDir, alsoFailed: held },
+          'the ingest log could not be written (disk full?); its events were refused with 503 and nothing acknowledged is lost (this line at most every 10 s)')
+      }
+    },
   })
   const backlog = log.stats()
   if (backlog.rows > 0 || backlog.quarantined > 0) {

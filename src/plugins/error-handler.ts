@@ -87,16 +87,25 @@ export function clientErrorHandler (this: FastifyInstance, err: NodeJS.ErrnoExce
 export default fp(async function errors (app) {
   // Once every 10 s: an outage fails every request that needs the store.
   const outageLines = new LogThrottle(OUTAGE_LOG_EVERY_MS)
+  // The same for a refusal of the service's own (the ingest log full or unwritable, reads waiting on
+  // ClickHouse): one line per reason every 10 s, saying how many requests it stands for.
+  const refusalLines = new Map<string, LogThrottle>()
+  const refused = (request: FastifyRequest, reason: string, fields: Record<string, unknown> = {}) => {
+    let lines = refusalLines.get(reason)
+    if (!lines) refusalLines.set(reason, lines = new LogThrottle(OUTAGE_LOG_EVERY_MS))
+    const held = lines.pass()
+    if (held !== null) request.log.warn({ reason, alsoRefused: held, ...fields }, 'request refused: %s (this line at most every 10 s per reason)', reason)
+  }
   // Which part of a request is checked where is decided in src/validation.ts; failures are answered below.
   app.setValidatorCompiler(compileRouteValidator)
 
   app.setErrorHandler(function handle (err: FastifyError | HttpError, request, reply) {
     if (err instanceof HttpError) {
-      if (err.statusCode >= 500) request.log.warn({ code: err.code }, 'request refused: %s', err.code)
+      if (err.statusCode >= 500) refused(request, err.code, { code: err.code })
       return reply.code(err.statusCode).headers(err.headers).send(err.body())
     }
     if (err instanceof IngestLogRefused) {
-      request.log.warn({ reason: err.reason }, 'request refused: %s', err.reason)
+      refused(request, err.reason)
       return reply.code(503).headers({ 'retry-after': String(err.retryAfterSeconds) }).send({ error: 'unavailable', reason: err.reason, message: err.message })
     }
     if (err.validation) {

@@ -84,6 +84,7 @@ export class MemoryIngestLog implements IngestLog {
       bytes: this.bytes,
       oldestAppendedAt: this.entries[0]?.appendedAt ?? null,
       quarantined: this.quarantine.length,
+      lastRefusal: null,
     }
   }
 

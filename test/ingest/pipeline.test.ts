@@ -55,6 +55,17 @@ t.test('runner: a step that holds the thread past the threshold is reported when
   t.match(log.seen, [{ message: 'ingest step row stalled', details: { step: 'row', events: 1, running: false } }])
 })
 
+t.test('runner: in an outage every request\'s step stalls; one line per step every 10 s says so, counting the rest', async (t) => {
+  const log = warnings()
+  const runner = new PipelineRunner(log, 1)
+  const slow: Step<null, string, string> = { name: 'burst', run: async (_c, items) => { await new Promise((resolve) => setTimeout(resolve, 5)); return accept(items) } }
+  const other: Step<null, string, string> = { name: 'log', run: async (_c, items) => { await new Promise((resolve) => setTimeout(resolve, 5)); return accept(items) } }
+  await Promise.all(Array.from({ length: 20 }, () => runner.run([slow], null, ['a'])))
+  await runner.run([other], null, ['a'])
+  t.same(log.seen.map((l) => l.details.step), ['burst', 'log'], 'one line for the twenty stalls of one step, one for another step')
+  t.match(log.seen[0]!.message, /at most every 10 s per step/)
+})
+
 t.test("runner: the key hook's wait is watched the same way", async (t) => {
   const log = warnings()
   const runner = new PipelineRunner(log, 20)

@@ -9,7 +9,7 @@ const DEGRADED_AFTER_MS = 10_000
 
 /** A report over a fake log (its stats as set) and a fake shipper (its status as set). */
 function report (stats: Partial<LogStats>, status: ShipperStatus = { retrying: null }) {
-  const log = { stats: (): LogStats => ({ rows: 0, bytes: 0, oldestAppendedAt: null, quarantined: 0, ...stats }) }
+  const log = { stats: (): LogStats => ({ rows: 0, bytes: 0, oldestAppendedAt: null, quarantined: 0, lastRefusal: null, ...stats }) }
   const steps = new StepTimings()
   steps.record('schema', 4, 2)
   const health = new HealthReport(log, { status }, steps, DEGRADED_AFTER_MS)
@@ -35,6 +35,17 @@ t.test('degraded once the oldest waiting row is older than INGEST_DEGRADED_AFTER
   const recent = report({ rows: 5, oldestAppendedAt: Date.now() + 60_000 }).now()
   t.equal(recent.status, 'ok', 'a young backlog is not degraded')
   t.equal(recent.ingest.oldestAgeMs, 0, 'an age is never negative (a clock step back)')
+})
+
+t.test('refusing while the log refused an append in the last 10 s (full, or a full disk); ok again after', async (t) => {
+  const full = report({ lastRefusal: { reason: 'ingest_log_full', at: Date.now() - 2_000 } }).now()
+  t.equal(full.status, 'refusing')
+  t.match(full.ingest.refusing, { reason: 'ingest_log_full', agoMs: Number })
+  const disk = report({ rows: 5, oldestAppendedAt: Date.now() - 60_000, lastRefusal: { reason: 'ingest_log_unavailable', at: Date.now() } }).now()
+  t.equal(disk.status, 'refusing', 'refusing outranks degraded')
+  const past = report({ lastRefusal: { reason: 'ingest_log_full', at: Date.now() - 11_000 } }).now()
+  t.equal(past.status, 'ok', 'a refusal 11 s ago is over')
+  t.equal(past.ingest.refusing, null)
 })
 
 t.test('failing inserts: since when, how many attempts and the code, never the message', async (t) => {

@@ -76,6 +76,7 @@ export class DiskIngestLog implements IngestLog {
   private readonly tail = new TailCache(TAIL_MAX_BYTES)
   /** Positions of refused commits that may be on disk: never read (refused-ranges.ts). */
   private refused: PositionRange[] = []
+  private lastRefusal: LogStats['lastRefusal'] = null
   /** The chain of segment deletions: each runs after the previous one. */
   private trimming: Promise<void> = Promise.resolve()
 
@@ -144,7 +145,10 @@ export class DiskIngestLog implements IngestLog {
     const rows = Array.isArray(input) ? rowBytes(input) : input
     if (rows.rows === 0) return this.next - 1 // nothing to keep (an empty entry would share the next one's key)
     const size = HEADER_BYTES + rows.bytes.length // the entry's size if written alone
-    if (this.files.bytes + this.commits.waitingSize + size > this.maxBytes) throw logFull()
+    if (this.files.bytes + this.commits.waitingSize + size > this.maxBytes) {
+      this.lastRefusal = { reason: 'ingest_log_full', at: Date.now() }
+      throw logFull()
+    }
     const last = this.next + rows.rows - 1
     this.next += rows.rows
     await this.commits.add({ rows, size, appendedAt: Date.now() }, size)
@@ -178,6 +182,7 @@ export class DiskIngestLog implements IngestLog {
       this.tail.drop()
       addRefused(this.refused, { from: first, to: first + rows - 1 })
       this.onCommitFailed?.(err)
+      this.lastRefusal = { reason: 'ingest_log_unavailable', at: Date.now() }
       throw logUnavailable()
     }
     this.lastCommitted = Math.max(this.lastCommitted, first + rows - 1)
@@ -281,7 +286,7 @@ export class DiskIngestLog implements IngestLog {
   stats (): LogStats {
     const waiting = this.lastCommitted - this.state.shipped
     const oldestAppendedAt = waiting > 0 && !this.closed ? this.files.oldestAfter(this.state.shipped) : null
-    return { rows: Math.max(0, waiting), bytes: this.files.bytes, oldestAppendedAt, quarantined: this.quarantine.size }
+    return { rows: Math.max(0, waiting), bytes: this.files.bytes, oldestAppendedAt, quarantined: this.quarantine.size, lastRefusal: this.lastRefusal }
   }
 
   async close (): Promise<void> {

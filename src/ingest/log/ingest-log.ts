@@ -33,6 +33,8 @@ export interface LogStats {
   /** When the oldest unshipped row was appended (unix ms), null when nothing is waiting. */
   oldestAppendedAt: number | null
   quarantined: number
+  /** The last append refused (the log full, or a commit that could not be written: a full disk), and when (unix ms); null before any. */
+  lastRefusal: { reason: IngestLogRefused['reason']; at: number } | null
 }
 
 /**

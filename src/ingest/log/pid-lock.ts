@@ -62,8 +62,9 @@ export function takePidLock (path: string, refused: (owner: number | null) => Er
   const own = (suffix: string) => `${path}.${suffix}.${process.pid}.${randomBytes(4).toString('hex')}`
   for (let attempt = 0; attempt < 5; attempt++) {
     const made = own('new')
-    writeFileSync(made, mine)
     try {
+      // In the try: a write that fails (a full disk) leaves no file of its own behind.
+      writeFileSync(made, mine)
       linkOrCreate(made, path, mine)
       return () => {
         if (readOr(path) === mine) rmSync(path, { force: true })

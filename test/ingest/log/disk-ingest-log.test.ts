@@ -385,6 +385,8 @@ t.test('a full log refuses appends with 503 and Retry-After, and accepts again o
     }
   }
   t.match(refusal, { name: 'IngestLogRefused', reason: 'ingest_log_full', retryAfterSeconds: 5 })
+  t.match(log.stats().lastRefusal, { reason: 'ingest_log_full', at: Number }, 'the refusal is in the stats /health reads')
+  t.ok(Date.now() - log.stats().lastRefusal!.at < 10_000)
   t.ok(accepted > 10)
   const shipper = new EventShipper(log, insert, caps, logger)
   shipper.start()
