@@ -259,6 +259,10 @@ async function run () {
     await visit(`#/errors/${fingerprint}`)
     await page.locator(`li.cluster.highlight[data-fingerprint="${fingerprint}"]`).waitFor()
     t.ok(await page.locator('li.cluster.highlight').isVisible(), 'the linked cluster is highlighted')
+    t.equal(await page.getByText(/^No error cluster/).count(), 0)
+    // A link to a cluster that is none of the user's says so above the list, rather than showing the list alone.
+    await visit('#/errors/ffffffffffffffff')
+    await page.getByText('No error cluster ffffffffffffffff of yours: it may be another user\'s, or mistyped.').waitFor()
   })
 
   t.test('an alert says when it was raised, and that it still fires when the service says so', async (t) => {
@@ -297,6 +301,13 @@ async function run () {
     await alert.getByRole('button', { name: 'Unacknowledge' }).waitFor()
     t.match(await alert.locator('.badge').innerText(), /acknowledged/)
     await page.getByRole('button', { name: /^Acknowledged \(1\)/ }).waitFor()
+    // The tab is in the address: shareable, and Back returns to the tab before.
+    await page.getByRole('button', { name: /^Acknowledged \(1\)/ }).click()
+    await page.waitForFunction(() => location.hash === '#/alerts?status=acknowledged')
+    t.equal(await page.getByRole('button', { name: /^Acknowledged/ }).getAttribute('aria-pressed'), 'true')
+    await page.goBack()
+    await page.waitForFunction(() => location.hash === '#/alerts')
+    t.equal(await page.getByRole('button', { name: /^All/ }).getAttribute('aria-pressed'), 'true', 'Back: all alerts again')
   })
 
   t.test('creating a key shows its secret once; revoking it removes it and the service refuses it', async (t) => {

@@ -62,8 +62,10 @@ function Alert ({ a, names, onChange }) {
   </li>`
 }
 
-export function AlertsPage ({ names }) {
-  const [status, setStatus] = useState('all')
+export function AlertsPage ({ names, params }) {
+  // The tab is in the address (`#/alerts?status=active`): shareable, and Back returns to it.
+  const status = TABS.some(([s]) => s === params?.get('status')) ? params.get('status') : 'all'
+  const setStatus = (s) => { window.location.hash = s === 'all' ? '#/alerts' : `#/alerts?status=${s}` }
   const { data, error, reload } = useData(() => api('/v1/me/alerts', { query: { status, count: true, limit: 200 } }), [status], 15_000)
   const counts = data?.counts || {}
   return html`

@@ -68,6 +68,9 @@ export function ErrorsPage ({ id, params, names }) {
       ${data ? html`<span class="muted">${plural(data.clusters.length, 'cluster')}, ${count(open)} open</span>` : null}
     </form>
     <${ErrorNote} error=${error} />
+    ${data && id && !data.clusters.some((c) => c.fingerprint === id)
+      ? html`<p class="note" role="status">No error cluster <code>${id}</code> of yours${since === 'all' ? '' : ' in this window'}: it may be another user's, or mistyped. Your clusters are listed below.</p>`
+      : null}
     ${!data
 ? html`<${Loading} />`
 : clusters.length === 0
