@@ -94,4 +94,12 @@ async function run () {
     t.ok(facets < list, 'and are drawn above it at this width')
     t.equal(await page.title(), 'Live events · Agent telemetry')
   })
+
+  t.test('an agent that appears while the live page is open is named and offered in its filter', async (t) => {
+    const name = randomId('newcomer-')
+    await acceptedBatch(app, key.secret, [{ agentId: name, type: 'action' }])
+    const select = page.getByRole('combobox', { name: 'Agent' })
+    await page.waitForFunction((n) => [...document.querySelectorAll('select option')].some((o) => o.textContent === n), name)
+    t.ok(await select.locator('option', { hasText: name }).count() === 1, 'offered without a reload')
+  })
 }

@@ -1,6 +1,6 @@
 import t from 'tap'
 // @ts-expect-error the dashboard is plain JavaScript without types
-const { when, duration } = await import('../../ui/js/ui.js')
+const { when, duration, percent } = await import('../../ui/js/ui.js')
 
 t.test('a time shows its year unless it is of this year, its day unless it is today', async (t) => {
   const now = new Date()
@@ -32,4 +32,12 @@ t.test('a duration is rounded once, never to 60 of a unit', async (t) => {
   t.equal(duration(3_599_600), '1 h 0 min', 'not "60 min 0 s"')
   t.equal(duration(2 * 3_600_000 - 20_000), '2 h 0 min', 'not "1 h 60 min"')
   t.equal(duration(null), '—')
+})
+
+t.test('a share too small to show is not written as 0', async (t) => {
+  t.equal(percent(0), '0.0 %')
+  t.equal(percent(0.00004), '< 0.01 %', 'not "0.00 %" beside a zero share\'s "0.0 %"')
+  t.equal(percent(0.004), '0.40 %')
+  t.equal(percent(0.25), '25.0 %')
+  t.equal(percent(null), '—')
 })

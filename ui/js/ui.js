@@ -18,7 +18,12 @@ export const count = (n) => (n === null || n === undefined ? '—' : int.format(
 export const noun = (n, one, many = `${one}s`) => (n === 1 ? one : many)
 /** A count with its noun, singular only for exactly one: plural(1, 'error') → "1 error", plural(2, 'error') → "2 errors". */
 export const plural = (n, one, many = `${one}s`) => `${count(n)} ${noun(n, one, many)}`
-export const percent = (r) => (r === null || r === undefined ? '—' : `${(r * 100).toFixed(r > 0 && r < 0.01 ? 2 : 1)} %`)
+/** A share as a percentage: one decimal, two under 1 %, and `< 0.01 %` for a share too small to show but not none. */
+export function percent (r) {
+  if (r === null || r === undefined) return '—'
+  if (r > 0 && r < 0.0001) return '< 0.01 %'
+  return `${(r * 100).toFixed(r > 0 && r < 0.01 ? 2 : 1)} %`
+}
 /** A duration in its largest units, rounded once (never "7 min 60 s" or "60.0 s"). */
 export function duration (ms) {
   if (ms === null || ms === undefined) return '—'

@@ -99,8 +99,16 @@ function only (params, key, value) {
   return next
 }
 
-export function LivePage ({ names, params }) {
+export function LivePage ({ names, params, refreshNames }) {
   const [events, setEvents] = useState(null)
+  // An event of an agent made since the names were read (its first events): read them again, at most
+  // every 10 s, so that the agent's name and the agent filter's choice appear without a reload.
+  const namesAskedAt = useRef(0)
+  useEffect(() => {
+    if (!refreshNames || !events?.some((e) => !names.has(e.agentId)) || Date.now() - namesAskedAt.current < 10_000) return
+    namesAskedAt.current = Date.now()
+    refreshNames()
+  }, [events, names])
   const [fresh, setFresh] = useState(new Set())
   const [paused, setPaused] = useState(false)
   const [open, setOpen] = useState(null)
