@@ -108,11 +108,15 @@ export default fp(async function metrics (app, opts: MetricsOptions) {
     registers: [registry],
     async collect () {
       this.reset()
-      for (const queue of app.queues.all) {
-        const counts = await Promise.race([
+      // The queues at once: with Redis down each count waits out its timeout, and one wait is enough.
+      const all = await Promise.all(app.queues.all.map(async (queue) => ({
+        queue,
+        counts: await Promise.race([
           queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed'),
           new Promise<null>((resolve) => { setTimeout(() => resolve(null), QUEUE_COUNT_TIMEOUT_MS) }),
-        ]).catch(() => null)
+        ]).catch(() => null),
+      })))
+      for (const { queue, counts } of all) {
         if (!counts) continue
         for (const [state, n] of Object.entries(counts)) this.set({ queue: queue.name, state }, n)
       }
