@@ -140,14 +140,13 @@ export function describeStartupFailure (err: unknown, config: Config): string {
  * Refuses to start when the embedded engine's directory is held by another live process, before the
  * engine prints its own lock error: the engine's status file names the process holding it.
  */
-export function checkDataDirFree (dataDir: string): void {
+export function checkDataDirFree (dataDir: string, remedy = 'stop that process, give this instance its own DATA_DIR, or set CLICKHOUSE_URL to use a ClickHouse server.', what = 'DATA_DIR'): void {
   const status = join(dataDir, 'clickhouse', 'status')
   if (!existsSync(status)) return
   const pid = Number(/^PID: (\d+)/m.exec(readFileSync(status, 'utf8'))?.[1])
   // A pid reused by an unrelated program does not hold the directory.
   if (!ownerRuns(pid, { command: 'node' })) return
-  throw new StartupError(`DATA_DIR ${dataDir} is in use by process ${pid} (the embedded ClickHouse belongs to one process): ` +
-    'stop that process, give this instance its own DATA_DIR, or set CLICKHOUSE_URL to use a ClickHouse server.')
+  throw new StartupError(`${what} ${dataDir} is in use by process ${pid} (the embedded ClickHouse belongs to one process): ${remedy}`)
 }
 
 /**

@@ -62,7 +62,7 @@ if (!Number.isInteger(port) || port < 0 || port > 65535 || !pino.levels.values[a
 const log = pino({ level: args['log-level'] }, prettyStream(process.stderr))
 const dataDir = resolve(args['data-dir'])
 try {
-  checkDataDirFree(dataDir)
+  checkDataDirFree(dataDir, 'stop that process (the service, or another clickhouse:serve), or give this one another --data-dir.', '--data-dir')
 } catch (err) {
   // One line naming the process that holds the directory, rather than the engine's lock error.
   console.error(`clickhouse-serve: ${(err as Error).message}`)

@@ -163,7 +163,7 @@ t.test('--help says what the command is for; a bad option exits 2, a directory i
   // Should it start after all (the test failing), it must not outlive the test.
   const serve = [...TS_LOADER_ARGS, 'src/cli/clickhouse-serve.ts', '--port', '0', '--data-dir', endpoint.dataDir, '--exit-with-parent']
   await t.rejects(run(process.execPath, serve, { cwd, timeout: 60_000 }),
-    { code: 1, stderr: /^clickhouse-serve: DATA_DIR .* is in use by process \d+/ }, 'a directory another process serves is refused in one line')
+    { code: 1, stderr: /^clickhouse-serve: --data-dir .* is in use by process \d+ .*another --data-dir/ }, 'a directory another process serves is refused in one line, naming the option')
 })
 
 t.test('the data stays in the data directory across restarts', async (t) => {
