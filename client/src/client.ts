@@ -464,7 +464,9 @@ export class AgentTelemetry {
     this.closed = true
     if (this.intervalTimer !== undefined) clearTimeout(this.intervalTimer)
     this.intervalTimer = undefined
-    // No limit (Infinity, or what a timer cannot hold): wait as flush() does, never a 1 ms timer.
+    // No limit (Infinity, NaN, or what a timer cannot hold): wait as flush() does, never a 1 ms timer.
+    // A negative limit (time already up) is 0: what is left is given up at once.
+    if (typeof timeoutMs === 'number' && timeoutMs < 0) timeoutMs = 0
     if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0) || timeoutMs > MAX_MS) {
       await this.flush()
       return

@@ -8,5 +8,5 @@ export { PRIVACY_LEVELS, SCRUBBERS, applyPrivacy, scrubText, luhn } from './priv
 export type { PrivacyLevel } from './privacy.js'
 export { validateEvent } from './validate.js'
 export type { Problem } from './validate.js'
-export { AgentSpanProcessor, INHERITED_ATTRIBUTES } from './otel.js'
+export { AgentSpanProcessor, INHERITED_ATTRIBUTES, INHERITED_GROUPS } from './otel.js'
 export type { OtelSpan } from './otel.js'

@@ -12,8 +12,15 @@
  * no dependency and works with the SDK's 1.x and 2.x spans alike.
  */
 
-/** What the processor copies from the nearest span above that has it, when a span starts without it. */
-export const INHERITED_ATTRIBUTES: readonly string[] = ['gen_ai.agent.name', 'gen_ai.agent.id', 'gen_ai.conversation.id', 'session.id']
+/**
+ * What the processor copies from the nearest span above, by group: the agent (name or id) and the
+ * conversation (GenAI's or the generic session id). A span with any attribute of a group keeps the
+ * group as it is (a sub-agent named by its id alone is not given its parent's name, which the
+ * service would read first); otherwise it takes the group's attributes of the nearest span above
+ * that has any.
+ */
+export const INHERITED_GROUPS: readonly (readonly string[])[] = [['gen_ai.agent.name', 'gen_ai.agent.id'], ['gen_ai.conversation.id', 'session.id']]
+export const INHERITED_ATTRIBUTES: readonly string[] = INHERITED_GROUPS.flat()
 
 /** The most spans the processor remembers at once: started and not yet ended (a span never ended is forgotten first). */
 const REMEMBERED_MAX = 10_000
@@ -53,10 +60,14 @@ export class AgentSpanProcessor {
       if (this.live.size >= REMEMBERED_MAX) this.live.delete(this.live.keys().next().value!)
       this.live.set(id, span)
       const own = span.attributes ?? {}
-      for (const key of INHERITED_ATTRIBUTES) {
-        if (own[key] !== undefined) continue
-        const value = this.above(span, key)
-        if (value !== undefined) span.setAttribute(key, value)
+      for (const group of INHERITED_GROUPS) {
+        if (group.some((key) => own[key] !== undefined)) continue
+        const above = this.above(span, group)
+        if (above === undefined) continue
+        for (const key of group) {
+          const value = above.attributes?.[key]
+          if (typeof value === 'string' && value !== '') span.setAttribute(key, value)
+        }
       }
     } catch {
       // A processor that throws would break the application's span: nothing is copied instead.
@@ -78,14 +89,13 @@ export class AgentSpanProcessor {
     return Promise.resolve()
   }
 
-  /** The value of `key` on the nearest started, not yet ended, span above `span`. */
-  private above (span: OtelSpan, key: string): string | undefined {
+  /** The nearest started, not yet ended, span above `span` with an attribute of `group`. */
+  private above (span: OtelSpan, group: readonly string[]): OtelSpan | undefined {
     let parentId = parentOf(span)
     for (let depth = 0; parentId !== undefined && depth < DEPTH_MAX; depth++) {
       const parent = this.live.get(parentId)
       if (parent === undefined) return undefined
-      const value = parent.attributes?.[key]
-      if (typeof value === 'string' && value !== '') return value
+      if (group.some((key) => { const v = parent.attributes?.[key]; return typeof v === 'string' && v !== '' })) return parent
       parentId = parentOf(parent)
     }
     return undefined

@@ -15,9 +15,11 @@ export function normaliseErrorMessage (message: string): string {
     .replace(/\b0x[0-9a-f]+\b/g, '<hex>')
     .replace(/\b[0-9a-f]{16,}\b/g, '<hex>')
     .replace(/\b[1-9a-hj-np-z]{32,88}\b/gi, '<b58>')
-    // Other generated ids: 8 or more letters, digits and underscores with 3 digits or more and a
-    // letter (cuids, ULIDs, `evt_01…`, `req_8f3kdq2xlm9p`); not `base64url`, `x86` or a hyphenated model name.
-    .replace(/\b(?=(?:[a-z_]*\d){3})(?=[\d_]*[a-z])[a-z0-9_]{8,}\b/g, '<id>')
+    // Other generated ids (cuids, ULIDs, `evt_01…`, `req_8f3kdq2xlm9p`): 8 or more letters and digits,
+    // after an optional `word_` prefix, where digits stand between letters and letters between
+    // digits. Not a number with its unit (`120000ms`), `base64url`, or words joined by underscores
+    // (`status_code_500`, `claude_3_5_sonnet_20241022`).
+    .replace(/\b(?:[a-z]{1,12}_)?(?=[a-z0-9]*[a-z]\d+[a-z])(?=[a-z0-9]*\d[a-z]+\d)[a-z0-9]{8,}\b/g, '<id>')
     .replace(/\d+(\.\d+)?/g, '<n>')
     .replace(/\s+/g, ' ')
     .trim()

@@ -50,6 +50,11 @@ t.test('shutdown() with no usable limit waits as flush() does instead of droppin
     t.equal(client.stats().dropped.shutdown, 0)
   }
   t.equal(events.length, 80)
+  // A negative limit is time already up: what is left is given up at once, not waited on.
+  const late = new AgentTelemetry({ apiKey: KEY, baseUrl: 'http://127.0.0.1:9', agentId: 'a', onError: () => {} })
+  late.track({ type: 'action' })
+  await late.shutdown(-500)
+  t.equal(late.stats().dropped.shutdown + late.stats().dropped.retries_exhausted, 1, 'given up, not waited on without a limit')
 })
 
 t.test('span methods given null never throw into the agent\'s code', async (t) => {

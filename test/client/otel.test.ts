@@ -98,6 +98,12 @@ t.test('the processor never throws into the application, and forgets ended spans
   processor.onStart(parent)
   processor.onStart({ spanContext: () => ({ spanId: 'c1' }), parentSpanId: 'p', attributes: {}, setAttribute: (k: string, v: string) => { set.push([k, v]) } })
   t.same(set, [['gen_ai.agent.name', 'a']], 'a 1.x span (parentSpanId) takes its parent\'s agent')
+  // A group is kept whole: a span named by its agent id alone is not given the parent's name (which
+  // the service reads first), nor a span with its own session.id the parent's conversation.
+  const grouped: [string, string][] = []
+  processor.onStart({ spanContext: () => ({ spanId: 'p2' }), attributes: { 'gen_ai.agent.name': 'planner', 'gen_ai.conversation.id': 'c1' }, setAttribute: () => {} })
+  processor.onStart({ spanContext: () => ({ spanId: 'c3' }), parentSpanId: 'p2', attributes: { 'gen_ai.agent.id': 'researcher', 'session.id': 's2' }, setAttribute: (k: string, v: string) => { grouped.push([k, v]) } })
+  t.same(grouped, [], 'nothing copied into a group the span has')
   processor.onEnd(parent)
   processor.onStart({ spanContext: () => ({ spanId: 'c2' }), parentSpanId: 'p', attributes: {}, setAttribute: (k: string, v: string) => { set.push([k, v]) } })
   t.equal(set.length, 1, 'an ended parent is forgotten')

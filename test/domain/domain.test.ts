@@ -191,6 +191,9 @@ t.test('fingerprints: generated ids (cuids, ULIDs, prefixed ids) group together;
   t.equal(normaliseErrorMessage('invalid base64url in x86_64 header'), 'invalid base<n>url in x<n>_<n> header', 'few digits: a name, not an id')
   t.equal(normaliseErrorMessage('model claude-3-5-sonnet-20241022 overloaded'), 'model claude-<n>-<n>-sonnet-<n> overloaded')
   t.not(normaliseErrorMessage('quota of project abcdefghij exceeded'), normaliseErrorMessage('quota of project klmnopqrst exceeded'), 'letters alone are words')
+  t.equal(normaliseErrorMessage('timeout after 120000ms'), normaliseErrorMessage('timeout after 30000ms'), 'a number with its unit is a number, whatever its size')
+  t.not(normaliseErrorMessage('model claude_3_5_sonnet_20241022 not found'), normaliseErrorMessage('model gpt_4_0613 not found'), 'words joined by underscores are no id')
+  t.equal(normaliseErrorMessage('status_code_500_error in db01_shard_003'), 'status_code_<n>_error in db<n>_shard_<n>')
 })
 
 t.test('ids: cuids match the spec pattern; event ids sort by time', async (t) => {

@@ -41,6 +41,9 @@ const STATUS = ['all', 'open', 'resolved']
  * back button returns to it. A link to one cluster (`#/errors/<fingerprint>`) looks over all time
  * unless it says otherwise, and scrolls the cluster into view.
  */
+/** How many clusters GET /v1/me/errors lists at most (the latest). */
+const CLUSTERS_LISTED = 500
+
 export function ErrorsPage ({ id, params, names }) {
   const since = SINCE.includes(params?.get('since')) ? params.get('since') : id ? 'all' : '7d'
   const status = STATUS.includes(params?.get('status')) ? params.get('status') : 'all'
@@ -69,7 +72,9 @@ export function ErrorsPage ({ id, params, names }) {
     </form>
     <${ErrorNote} error=${error} />
     ${data && id && !data.clusters.some((c) => c.fingerprint === id)
-      ? html`<p class="note" role="status">No error cluster <code>${id}</code> of yours${since === 'all' ? '' : ' in this window'}: it may be another user's, or mistyped. Your clusters are listed below.</p>`
+      ? data.clusters.length >= CLUSTERS_LISTED
+        ? html`<p class="note" role="status">Error cluster <code>${id}</code> is not among the ${CLUSTERS_LISTED} latest listed below${since === 'all' ? '' : ' for this window'}.</p>`
+        : html`<p class="note" role="status">No error cluster <code>${id}</code> of yours${since === 'all' ? '' : ' in this window'}: it may be another user's, or mistyped. Your clusters are listed below.</p>`
       : null}
     ${!data
 ? html`<${Loading} />`

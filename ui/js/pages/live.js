@@ -103,9 +103,13 @@ export function LivePage ({ names, params, refreshNames }) {
   const [events, setEvents] = useState(null)
   // An event of an agent made since the names were read (its first events): read them again, at most
   // every 10 s, so that the agent's name and the agent filter's choice appear without a reload.
+  // Once per agent: one the names never hold (past the first 1,000 of a user's agents) is not asked again.
   const namesAskedAt = useRef(0)
+  const askedFor = useRef(new Set())
   useEffect(() => {
-    if (!refreshNames || !events?.some((e) => !names.has(e.agentId)) || Date.now() - namesAskedAt.current < 10_000) return
+    const unknown = (events || []).filter((e) => !names.has(e.agentId) && !askedFor.current.has(e.agentId))
+    if (!refreshNames || unknown.length === 0 || Date.now() - namesAskedAt.current < 10_000) return
+    for (const e of unknown) askedFor.current.add(e.agentId)
     namesAskedAt.current = Date.now()
     refreshNames()
   }, [events, names])
