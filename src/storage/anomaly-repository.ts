@@ -107,8 +107,7 @@ export class AnomalyRepository {
     })
     const rows = await rs.json<Record<string, any>>()
     const states = rows.map((r) => ({ fingerprint: r.fp, agentId: r.agent, firstSeenMs: Number(r.first_ms), lastSeenMs: Number(r.last_ms), count: Number(r.n), sample: r.sample as string }))
-    const candidates = new Map(states.filter((s) => s.lastSeenMs > resolved.get(s.fingerprint)!).map((s) => [s.fingerprint, resolved.get(s.fingerprint)!]))
-    const reopened = await reopenedClusters(this.ch, { userId, hidden }, candidates)
+    const reopened = await reopenedClusters(this.ch, { userId, hidden }, states, resolved)
     return states.map((s) => ({ ...s, reopened: reopened.has(s.fingerprint) }))
   }
 }

@@ -68,13 +68,19 @@ export interface ClusterAggregate {
  * sort key) and drops the user's soft-deleted agents.
  */
 /**
- * Of the resolved clusters whose latest event is dated after their resolution (`candidates`:
- * fingerprint → resolvedAt, unix ms), those with such an event also *received* after it: an event
- * dated ahead of the clock (a skewed host), stored before the resolution, does not reopen a cluster
- * (nor keep one from being resolved) until an event arrives after it. Reads the candidates' events
- * dated after the earliest resolution, by the fingerprint's bloom filter; few clusters are candidates.
+ * Of `clusters` (fingerprint and latest event time), the resolved ones (`resolved`: fingerprint →
+ * resolvedAt, unix ms) with an event dated *and received* after their resolution: an event dated
+ * ahead of the clock (a skewed host), stored before the resolution, does not reopen a cluster (nor
+ * keep one from being resolved) until an event arrives after it. Only the clusters whose latest event
+ * is dated after their resolution are candidates (few); their events dated after the earliest
+ * resolution are read by the fingerprint's bloom filter.
  */
-export async function reopenedClusters (ch: ClickHouseClient, reader: Reader, candidates: Map<string, number>): Promise<Set<string>> {
+export async function reopenedClusters (ch: ClickHouseClient, reader: Reader, clusters: { fingerprint: string; lastSeenMs: number }[], resolved: Map<string, number>): Promise<Set<string>> {
+  const candidates = new Map<string, number>()
+  for (const c of clusters) {
+    const at = resolved.get(c.fingerprint)
+    if (at !== undefined && c.lastSeenMs > at) candidates.set(c.fingerprint, at)
+  }
   if (candidates.size === 0) return new Set()
   const fps = [...candidates.keys()]
   const at = fps.map((fp) => candidates.get(fp)!)
@@ -98,12 +104,7 @@ export class DashboardRepository {
 
   /** reopenedClusters of these clusters, given when each was resolved (the unresolved left out). */
   async reopened (r: Reader, clusters: { fingerprint: string; lastSeenMs: number }[], resolved: Map<string, number>): Promise<Set<string>> {
-    const candidates = new Map<string, number>()
-    for (const c of clusters) {
-      const at = resolved.get(c.fingerprint)
-      if (at !== undefined && c.lastSeenMs > at) candidates.set(c.fingerprint, at)
-    }
-    return reopenedClusters(this.ch, r, candidates)
+    return reopenedClusters(this.ch, r, clusters, resolved)
   }
 
   private async rows<T = Record<string, any>>(query: string, params: Record<string, unknown>): Promise<T[]> {
