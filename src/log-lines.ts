@@ -37,3 +37,17 @@ export class LogThrottle {
     return held
   }
 }
+
+/** A LogThrottle per key (a step, a reason): each kind of line goes through at most once every `everyMs`. */
+export class KeyedLogThrottle<K> {
+  private readonly throttles = new Map<K, LogThrottle>()
+
+  constructor (private readonly everyMs: number) {}
+
+  /** LogThrottle.pass of `key`'s lines. */
+  pass (key: K): number | null {
+    let throttle = this.throttles.get(key)
+    if (!throttle) this.throttles.set(key, throttle = new LogThrottle(this.everyMs))
+    return throttle.pass()
+  }
+}

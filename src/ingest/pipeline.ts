@@ -1,6 +1,6 @@
 import type { HttpError } from '../http-error.ts'
 import { StepTimings, type IngestStep } from './steps.ts'
-import { LogThrottle } from '../log-lines.ts'
+import { KeyedLogThrottle } from '../log-lines.ts'
 
 /** How often a stalled step is told at most, per step. */
 const STALL_LOG_EVERY_MS = 10_000
@@ -97,7 +97,7 @@ export class PipelineRunner {
   readonly timings = new StepTimings()
   /** The steps under way that are waiting on a promise: what the stall watch looks at. */
   private readonly waiting = new Set<Running>()
-  private readonly stallLines = new Map<IngestStep, LogThrottle>()
+  private readonly stallLines = new KeyedLogThrottle<IngestStep>(STALL_LOG_EVERY_MS)
   /** Looks at the waiting steps every quarter of stallMs while there are any. */
   private watch: NodeJS.Timeout | null = null
 
@@ -230,9 +230,7 @@ export class PipelineRunner {
 
   /** One line per step every 10 s at most: in an outage every request's step stalls, and one line says so. */
   private stalled (step: IngestStep, events: number, ms: number, running: boolean): void {
-    let lines = this.stallLines.get(step)
-    if (!lines) this.stallLines.set(step, lines = new LogThrottle(STALL_LOG_EVERY_MS))
-    const held = lines.pass()
+    const held = this.stallLines.pass(step)
     if (held !== null) this.logger.warn({ step, ms: Math.round(ms), events, running, alsoStalled: held }, `ingest step ${step} stalled (this line at most every 10 s per step)`)
   }
 }

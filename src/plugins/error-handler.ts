@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { isClickHouseRequestTimeout, NETWORK_ERROR_CODES } from '../domain/network-errors.ts'
 import { HttpError, invalidText, payloadTooLarge } from '../http-error.ts'
-import { LogThrottle } from '../log-lines.ts'
+import { KeyedLogThrottle, LogThrottle } from '../log-lines.ts'
 import { IngestLogRefused } from '../ingest/log/ingest-log.ts'
 import { compileRouteValidator, toDetails } from '../validation.ts'
 
@@ -89,11 +89,9 @@ export default fp(async function errors (app) {
   const outageLines = new LogThrottle(OUTAGE_LOG_EVERY_MS)
   // The same for a refusal of the service's own (the ingest log full or unwritable, reads waiting on
   // ClickHouse): one line per reason every 10 s, saying how many requests it stands for.
-  const refusalLines = new Map<string, LogThrottle>()
+  const refusalLines = new KeyedLogThrottle<string>(OUTAGE_LOG_EVERY_MS)
   const refused = (request: FastifyRequest, reason: string, fields: Record<string, unknown> = {}) => {
-    let lines = refusalLines.get(reason)
-    if (!lines) refusalLines.set(reason, lines = new LogThrottle(OUTAGE_LOG_EVERY_MS))
-    const held = lines.pass()
+    const held = refusalLines.pass(reason)
     if (held !== null) request.log.warn({ reason, alsoRefused: held, ...fields }, 'request refused: %s (this line at most every 10 s per reason)', reason)
   }
   // Which part of a request is checked where is decided in src/validation.ts; failures are answered below.
