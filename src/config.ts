@@ -331,12 +331,12 @@ export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
-/** The settings set in env (an empty value counts as unset), placed as in Config. */
-function readSettings (env: Record<string, string | undefined>): Record<string, unknown> {
+/** The settings set in env (an empty value counts as unset), placed as in Config; those in `refused` are left out. */
+function readSettings (env: Record<string, string | undefined>, refused: ReadonlySet<string> = new Set()): Record<string, unknown> {
   const raw: Record<string, unknown> = {}
   for (const { name, path } of SETTINGS) {
     const value = env[name]
-    if (value === undefined || value === '') continue
+    if (value === undefined || value === '' || refused.has(name)) continue
     let node = raw
     for (const key of path.slice(0, -1)) node = (node[key] ??= {}) as Record<string, unknown>
     node[path.at(-1)!] = value
@@ -400,13 +400,13 @@ function derive (s: Settings) {
 /** Every setting of the service, validated once at start; each is described in settingsSchema. */
 export type Config = ReturnType<typeof derive>
 
+/** A number written as people write one in a setting: digits, an optional sign and decimals. */
+const PLAIN_NUMBER = /^\s*[+-]?\d+(\.\d+)?\s*$/
+
 /**
  * Reads and validates settings from an environment map; throws ConfigError naming every bad setting.
  * Only this module reads process.env.
  */
-/** A number written as people write one in a setting: digits, an optional sign and decimals. */
-const PLAIN_NUMBER = /^\s*[+-]?\d+(\.\d+)?\s*$/
-
 export function loadConfig (env: Record<string, string | undefined> = process.env): Config {
   // Ajv's coercion reads `0x10` as 16, `1e3` as 1000 and ` ` as 0 (a random port): a number setting
   // that reads as a number only so is refused (what reads as none, `abc`, Ajv refuses itself).
@@ -415,12 +415,7 @@ export function loadConfig (env: Record<string, string | undefined> = process.en
     return (s.schema.type === 'integer' || s.schema.type === 'number') && value !== undefined && value !== '' &&
       !PLAIN_NUMBER.test(value) && Number.isFinite(Number(value))
   })
-  const raw = readSettings(env)
-  for (const s of unnumbered) {
-    let node = raw as Record<string, unknown>
-    for (const key of s.path.slice(0, -1)) node = node[key] as Record<string, unknown>
-    delete node[s.path.at(-1)!]
-  }
+  const raw = readSettings(env, new Set(unnumbered.map((s) => s.name)))
   const problems = unnumbered.map((s) => `${s.name} must be a number in decimal digits, not ${JSON.stringify(env[s.name])}`)
   if (!validate(raw)) problems.push(...(validate.errors ?? []).map(problem))
   if (problems.length > 0) throw new ConfigError(`invalid settings: ${[...new Set(problems)].join('; ')}`)
