@@ -2,7 +2,7 @@
 import { render } from 'preact'
 import { useEffect, useState, useRef } from 'preact/hooks'
 import { api, token, tokenProblem, whenUnauthorized, claimsOf } from './api.js'
-import { html, ErrorNote } from './ui.js'
+import { html, ErrorNote, focusHeading } from './ui.js'
 import { Overview } from './pages/overview.js'
 import { AgentsPage, AgentPage } from './pages/agents.js'
 import { LivePage } from './pages/live.js'
@@ -155,7 +155,7 @@ function Shell ({ me, onSignOut }) {
       setRoute(currentRoute())
       setMenuOpen(false)
       // Move focus to the new page's heading, as a page load would.
-      window.requestAnimationFrame(() => document.querySelector('main h1')?.focus())
+      window.requestAnimationFrame(focusHeading)
     }
     window.addEventListener('hashchange', onHash)
     return () => window.removeEventListener('hashchange', onHash)
