@@ -189,8 +189,14 @@ export class ChannelsRepository {
   }
 
   async get (userId: string, id: string): Promise<Channel | null> {
+    const row = await this.storedRow(userId, id)
+    return row ? this.toChannel(row) : null
+  }
+
+  /** The user's channel as stored (its credentials sealed), or undefined. */
+  private async storedRow (userId: string, id: string): Promise<Record<string, any> | undefined> {
     const { rows } = await this.db.query('/* svc:channel_get */ SELECT * FROM notification_channels WHERE id = $1 AND user_id = $2', [id, userId])
-    return rows[0] ? this.toChannel(rows[0]) : null
+    return rows[0]
   }
 
   /** Applies the fields given; enabling a channel clears why it was disabled. Null when it is not the user's. */
@@ -214,13 +220,13 @@ export class ChannelsRepository {
    * the secret `replaced` (a rotation meanwhile wins; null then), so a secret is never lost unseen.
    */
   async rotateSecret (userId: string, id: string, replaced: string, secret: string, previousUntilMs: number): Promise<Channel | null> {
-    const { rows: found } = await this.db.query('/* svc:channel_get */ SELECT * FROM notification_channels WHERE id = $1 AND user_id = $2', [id, userId])
-    if (!found[0] || this.toChannel(found[0]).signingSecret !== replaced) return null
+    const found = await this.storedRow(userId, id)
+    if (!found || this.toChannel(found).signingSecret !== replaced) return null
     const { rows } = await this.db.query(
       `/* svc:channel_rotate_secret */ UPDATE notification_channels SET signing_secret = $4, previous_signing_secret = $5,
          previous_secret_until = to_timestamp($6::float8 / 1000), updated_at = now()
        WHERE id = $1 AND user_id = $2 AND kind = 'webhook' AND signing_secret = $3 RETURNING *`,
-      [id, userId, found[0].signing_secret, this.seal('signing_secret', id, secret), this.seal('previous_signing_secret', id, replaced), previousUntilMs],
+      [id, userId, found.signing_secret, this.seal('signing_secret', id, secret), this.seal('previous_signing_secret', id, replaced), previousUntilMs],
     )
     return rows[0] ? this.toChannel(rows[0]) : null
   }
