@@ -102,4 +102,22 @@ async function run () {
     await page.waitForFunction((n) => [...document.querySelectorAll('select option')].some((o) => o.textContent === n), name)
     t.ok(await select.locator('option', { hasText: name }).count() === 1, 'offered without a reload')
   })
+
+  t.test('an address changed while the dashboard first draws is the page shown', async (t) => {
+    // The moment between the first draw and the router's listener (effects run after the paint): a
+    // fresh tab whose address changes as soon as the dashboard's frame is in the document.
+    const tab = await browser.context.newPage()
+    tab.setDefaultTimeout(30_000)
+    await tab.addInitScript(() => {
+      new MutationObserver((_, observer) => {
+        if (!document.querySelector('main#main')) return
+        observer.disconnect()
+        location.hash = '#/traces/short-trace'
+      }).observe(document, { childList: true, subtree: true })
+    })
+    await tab.goto(`${base}/#token=${user.token}`)
+    await tab.getByRole('heading', { level: 1, name: 'Trace short-trace' }).waitFor()
+    t.equal(await tab.title(), 'Traces: short-trace · Agent telemetry')
+    await tab.close()
+  })
 }

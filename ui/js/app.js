@@ -62,6 +62,11 @@ function currentRoute () {
   return { page: parts[0] || 'overview', id: parts.slice(1).join('/') || null, ...paramsOf(search) }
 }
 
+/** What tells two routes apart: a page is drawn anew when it changes. */
+function routeKey (route) {
+  return `${route.page}/${route.id}?${route.params}`
+}
+
 /**
  * The parameters of the address's query, and the names of those whose `%` escapes are not UTF-8 text
  * (`q=%ED%A0%80`), which are left out and said, as the service refuses such a filter with a 400:
@@ -158,6 +163,10 @@ function Shell ({ me, onSignOut }) {
       window.requestAnimationFrame(focusHeading)
     }
     window.addEventListener('hashchange', onHash)
+    // The address may have changed between the first render and now (effects run after it is
+    // painted), and that hashchange had no listener yet: take the page it names.
+    const now = currentRoute()
+    setRoute((shown) => routeKey(shown) === routeKey(now) && `${shown.unreadable}` === `${now.unreadable}` ? shown : now)
     return () => window.removeEventListener('hashchange', onHash)
   }, [])
   // Each page its own title, so tabs and the history tell pages apart: "Traces", "Traces: 4bf9…".
@@ -192,7 +201,7 @@ function Shell ({ me, onSignOut }) {
       ${route.unreadable.length
         ? html`<${ErrorNote} error=${{ message: `Left out of this search: ${route.unreadable.join(', ')}, whose %-escapes in the address are not UTF-8 text.` }} />`
         : null}
-      <${Page} key=${`${route.page}/${route.id}?${route.params}`} route=${route} names=${names} refreshNames=${refreshNames} />
+      <${Page} key=${routeKey(route)} route=${route} names=${names} refreshNames=${refreshNames} />
     </main>
   </div>`
 }
