@@ -73,11 +73,13 @@ const MINIMAL_RESOURCE_TEXT = new RegExp('^(?:' + [
 
 /**
  * Attributes unique to a span or measuring it: ids (of the response, of the tool call), its
- * conversation (the event's sessionId), token counts and timings. The facets leave them out
+ * conversation (the event's sessionId, by whichever name the instrumentation gives it), token
+ * counts and timings. The facets leave them out
  * (src/storage/search-repository.ts, FACET_HIDDEN_OTEL): an hour's counts would hold a row per span.
  */
 export const PER_SPAN_ATTRIBUTES = [
   'gen_ai.response.id', 'gen_ai.tool.call.id', 'gen_ai.conversation.id', 'gen_ai.usage', 'llm.usage', 'session.id',
+  'langfuse.session.id', 'ai.telemetry.metadata.sessionId', 'traceloop.association.properties.session_id',
   'ai.response.id', 'ai.response.timestamp', 'ai.response.msToFirstChunk', 'ai.response.msToFinish',
   'ai.response.avgCompletionTokensPerSecond', 'ai.response.avgOutputTokensPerSecond', 'ai.toolCall.id', 'ai.usage',
 ]

@@ -96,10 +96,10 @@ t.test('the hourly counts are backfilled once, however often the migration runs'
     format: 'JSONEachRow',
   })).json<{ n: string }>())[0]!.n)
   t.equal(await count(), 60, 'fed by the view')
-  // 021 empties the counts, 022's rows too, 022 brings back the view 023 replaces, and 023 the query 025
-  // replaces: they run again together.
-  await ch.command({ query: 'ALTER TABLE schema_migrations DELETE WHERE version IN (21, 22, 23, 25) SETTINGS mutations_sync = 2' })
-  t.same(await migrateClickHouse(ch), ['021_search_feed_and_facets.sql', '022_search_facets_path_events.sql', '023_search_insert_cost.sql', '025_search_facets_otel.sql'], 'the migrations run again')
+  // 021 empties the counts, 022's rows too, 022 brings back the view 023 replaces, 023 the query 025
+  // replaces, and 025 the one 028 replaces: they run again together.
+  await ch.command({ query: 'ALTER TABLE schema_migrations DELETE WHERE version IN (21, 22, 23, 25, 28) SETTINGS mutations_sync = 2' })
+  t.same(await migrateClickHouse(ch), ['021_search_feed_and_facets.sql', '022_search_facets_path_events.sql', '023_search_insert_cost.sql', '025_search_facets_otel.sql', '028_search_facets_sessions.sql'], 'the migrations run again')
   t.equal(await count(), 60, 'each event counted once after the backfill ran again')
   const f = noFilter()
   t.same(await search.facets({ userId, hidden: [] }, { sinceMs: 0, asOf }, f), await search.facets({ userId, hidden: [] }, { sinceMs: 0, asOf }, { ...f, costStatuses: [...COST_STATUSES] }), 'and the facets agree')
@@ -113,8 +113,8 @@ t.test('the path counts of 022 are backfilled once, however often the migration 
   const branch = async () => (await search.facets({ userId, hidden: [] }, { sinceMs: 0, asOf }, f)).metadata.find((m) => m.key === 'git.branch')
   // i % 3 === 0: 20 events at git.branch, 10 of them (i % 6 === 0) with a second value.
   t.same(await branch(), { key: 'git.branch', count: 20, values: [{ value: 'dev', count: 10 }, { value: 'dotted', count: 10 }, { value: 'main', count: 10 }] }, 'fed by the view: 20 events')
-  await ch.command({ query: 'ALTER TABLE schema_migrations DELETE WHERE version IN (22, 23, 25) SETTINGS mutations_sync = 2' })
-  t.same(await migrateClickHouse(ch), ['022_search_facets_path_events.sql', '023_search_insert_cost.sql', '025_search_facets_otel.sql'], 'the migrations run again')
+  await ch.command({ query: 'ALTER TABLE schema_migrations DELETE WHERE version IN (22, 23, 25, 28) SETTINGS mutations_sync = 2' })
+  t.same(await migrateClickHouse(ch), ['022_search_facets_path_events.sql', '023_search_insert_cost.sql', '025_search_facets_otel.sql', '028_search_facets_sessions.sql'], 'the migrations run again')
   t.equal((await branch())?.count, 20, 'each event counted once after the backfill ran again')
 })
 
@@ -135,6 +135,11 @@ t.test('per-span OTLP paths are neither counted by the view nor read from counts
           'gen_ai.usage.input_tokens': 1000 + i,
           'gen_ai.prompt.0.content': `question ${i}`,
           'gen_ai.promptly': 'shared',
+          // The conversation, as Langfuse, the Vercel AI SDK and OpenLLMetry name it (028).
+          'langfuse.session.id': `conv-${i}`,
+          'ai.telemetry.metadata.sessionId': `conv-${i}`,
+          'traceloop.association.properties.session_id': `conv-${i}`,
+          'traceloop.association.properties.customer': 'acme',
         },
         resource: { 'service.name': 'svc' },
       },
@@ -146,7 +151,7 @@ t.test('per-span OTLP paths are neither counted by the view nor read from counts
     query_params: { u: userId },
     format: 'JSONEachRow',
   })).json<{ key: string }>()).map((r) => r.key)
-  t.same(await keys(), ['otel.attributes.gen_ai.promptly', 'otel.attributes.gen_ai.request.model', 'otel.name', 'otel.resource.service.name'],
+  t.same(await keys(), ['otel.attributes.gen_ai.promptly', 'otel.attributes.gen_ai.request.model', 'otel.attributes.traceloop.association.properties.customer', 'otel.name', 'otel.resource.service.name'],
     'the view counts the shared paths only (a name that only begins like a hidden one is shared)')
   // Rows counted at a hidden path, as the view did before 025.
   await ch.insert({
@@ -157,18 +162,19 @@ t.test('per-span OTLP paths are neither counted by the view nor read from counts
   const w = { sinceMs: 0, asOf }
   const byHour = await search.facets({ userId, hidden: [] }, w, noFilter())
   t.same(byHour, await search.facets({ userId, hidden: [] }, w, { ...noFilter(), costStatuses: [...COST_STATUSES] }), 'the hourly counts give what counting the events gives')
-  t.same(byHour.metadata.map((m) => m.key).sort(), ['otel.attributes.gen_ai.promptly', 'otel.attributes.gen_ai.request.model', 'otel.name', 'otel.resource.service.name'])
+  t.same(byHour.metadata.map((m) => m.key).sort(), ['otel.attributes.gen_ai.promptly', 'otel.attributes.gen_ai.request.model', 'otel.attributes.traceloop.association.properties.customer', 'otel.name', 'otel.resource.service.name'])
   t.equal(byHour.metadata.find((m) => m.key === 'otel.attributes.gen_ai.request.model')?.count, 40)
 })
 
-t.test('the view of 025 and the reads leave out the same paths', async (t) => {
-  const sql = readFileSync(new URL('../../clickhouse/025_search_facets_otel.sql', import.meta.url), 'utf8')
+t.test('the view of 028 and the reads leave out the same paths', async (t) => {
+  const sql = readFileSync(new URL('../../clickhouse/028_search_facets_sessions.sql', import.meta.url), 'utf8')
   t.equal(sql.split(FACET_HIDDEN_OTEL_SQL).length - 1, 2, 'the migration holds FACET_HIDDEN_OTEL as it is now, in the view and in the delete')
   const view = (await (await ch.query({
     query: "SELECT create_table_query AS q FROM system.tables WHERE database = currentDatabase() AND name = 'search_facets_hourly_mv'",
     format: 'JSONEachRow',
   })).json<{ q: string }>())[0]!.q
   t.ok(view.includes('gen_ai\\\\.response\\\\.id'), 'the view in the store has the pattern')
+  t.ok(view.includes('langfuse\\\\.session\\\\.id'), 'as 028 left it')
 })
 
 t.test('the columns say what they hold: the metadup facet, the empty tool name of the error clusters (clickhouse/027)', async (t) => {
