@@ -45,6 +45,19 @@ const tooLarge = new WeakMap<FastifyRequest, Set<number>>()
 const found = new WeakMap<FastifyRequest, Found>()
 
 /**
+ * The charset a Content-Type names when it is not UTF-8 (`application/json; charset=latin1`), else
+ * null. JSON is UTF-8 (RFC 8259), and the body is read as UTF-8 whatever the header says: a body
+ * declared in another encoding would have its accented letters turned into U+FFFD without a word.
+ */
+export function foreignCharset (contentType: string | undefined): string | null {
+  if (contentType === undefined || !contentType.includes('=')) return null
+  const named = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i.exec(contentType)
+  if (named === null) return null
+  const charset = (named[1] ?? named[2] ?? '').toLowerCase()
+  return charset === 'utf-8' || charset === 'utf8' ? null : charset.slice(0, 40)
+}
+
+/**
  * The JSON body parser: Fastify's own (empty body, invalid JSON, __proto__ and constructor poisoning,
  * body limits unchanged; an empty body is accepted as no body on routes without a body schema) followed by the input rules of src/domain/input-rules.ts. An ordinary body
  * costs a few regex tests on its text; only a suspicious one is walked. Problems outside the route's
@@ -74,6 +87,11 @@ export default fp(async function jsonBody (app) {
     const encoding = request.headers['content-encoding']?.trim().toLowerCase()
     if (encoding !== undefined && encoding !== '' && encoding !== 'identity') {
       done(new HttpError(415, 'unsupported_media_type', { message: `send the JSON body without Content-Encoding (${encoding} is not taken here)` }))
+      return
+    }
+    const charset = foreignCharset(request.headers['content-type'])
+    if (charset !== null) {
+      done(new HttpError(415, 'unsupported_media_type', { message: `send the JSON body as UTF-8 (charset=${charset} is not taken here)` }))
       return
     }
     // An empty body on a route that takes none (a bare POST to acknowledge, resolve…) means no body:

@@ -45,3 +45,18 @@ t.test('a body with a Content-Encoding is a 415 saying so, not invalid JSON nor 
   const identity = await app.inject({ method: 'POST', url: '/plain', headers: { 'content-type': 'application/json', 'content-encoding': 'identity' }, payload: json })
   t.equal(identity.statusCode, 200, 'identity is no encoding')
 })
+
+t.test('a JSON body declared in a charset other than UTF-8 is a 415 naming it, not text read wrongly', async (t) => {
+  const app = await appWith()
+  t.teardown(() => app.close())
+  const latin1 = Buffer.from('{"events": ["caf\u00e9"]}', 'latin1')
+  for (const [type, charset] of [['application/json; charset=latin1', 'latin1'], ['application/json;charset="ISO-8859-1"', 'iso-8859-1'], ['application/json; Charset = windows-1252; x=1', 'windows-1252']] as const) {
+    const res = await app.inject({ method: 'POST', url: '/plain', headers: { 'content-type': type }, payload: latin1 })
+    t.equal(res.statusCode, 415, type)
+    t.same(res.json(), { error: 'unsupported_media_type', message: `send the JSON body as UTF-8 (charset=${charset} is not taken here)` })
+  }
+  for (const type of ['application/json; charset=utf-8', 'application/json; charset="UTF-8"', 'application/json;charset=utf8', 'application/json; boundary=x']) {
+    const res = await app.inject({ method: 'POST', url: '/plain', headers: { 'content-type': type }, payload: '{"events": ["caf\u00e9"]}' })
+    t.equal(res.statusCode, 200, type)
+  }
+})

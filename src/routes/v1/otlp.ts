@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { createGunzip } from 'node:zlib'
 import { encodeResponse, encodeStatus, type OtlpEncoding } from '../../domain/otlp-codec.ts'
 import { HttpError } from '../../http-error.ts'
+import { foreignCharset } from '../../plugins/json-body.ts'
 import { callerOfKey } from '../../ingest/ingestion-service.ts'
 import { postTraces } from '../../../schemas/ingest-routes.ts'
 
@@ -25,8 +26,13 @@ const otlp: FastifyPluginAsync = async (app) => {
 
   app.removeContentTypeParser('application/json')
   // application/protobuf is what some clients send for the same encoding.
-  app.addContentTypeParser(['application/x-protobuf', 'application/protobuf', 'application/json'], { parseAs: 'buffer', bodyLimit },
+  app.addContentTypeParser(['application/x-protobuf', 'application/protobuf'], { parseAs: 'buffer', bodyLimit },
     (_request, body, done) => done(null, body))
+  // OTLP's JSON is UTF-8, as all JSON is.
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
+    const charset = foreignCharset(request.headers['content-type'])
+    done(charset === null ? null : new HttpError(415, 'unsupported_media_type', { message: `send the JSON body as UTF-8 (charset=${charset} is not taken here)` }), body)
+  })
 
   // Content-Encoding: gzip is inflated here; bodyLimit then applies to the inflated body, so a small
   // compressed body cannot expand past it.
@@ -53,7 +59,7 @@ const otlp: FastifyPluginAsync = async (app) => {
       error = JSON.parse(payload)
     } catch { /* not ours: answer with the status alone */ }
     // A wrong Content-Encoding says so itself; a wrong Content-Type is told what to send.
-    const message = error.error === 'unsupported_media_type' && !error.message?.startsWith('Content-Encoding')
+    const message = error.error === 'unsupported_media_type' && !error.message?.startsWith('Content-Encoding') && !error.message?.startsWith('send the JSON body as UTF-8')
       ? 'unsupported_media_type: send Content-Type application/x-protobuf or application/json'
       : [error.error ?? 'error', error.reason && `(${error.reason})`, error.message && `: ${error.message}`,
           error.details?.[0] && `: ${error.details[0].path.join('.')} ${error.details[0].message}`].filter(Boolean).join(' ').replace(' :', ':')

@@ -258,6 +258,11 @@ t.test('bad inputs get the right status and a Status body in the request encodin
   t.equal(br.statusCode, 415, 'an encoding other than gzip')
   t.equal(decodeStatus(br.rawPayload).message, 'unsupported_media_type: Content-Encoding must be gzip or identity', 'the encoding is named, not the content type')
 
+  const latin1 = await post({ ...headers, 'content-type': 'application/json; charset=ISO-8859-1' }, Buffer.from('{"resourceSpans":[]}', 'latin1'))
+  t.equal(latin1.statusCode, 415, 'JSON declared in another charset')
+  t.equal(latin1.headers['content-type'], 'application/json')
+  t.equal(latin1.json().message, 'unsupported_media_type: send the JSON body as UTF-8 (charset=iso-8859-1 is not taken here)', 'the charset is named')
+  t.equal((await post({ ...headers, 'content-type': 'application/json; charset=utf-8' }, '{"resourceSpans":[]}')).statusCode, 200, 'JSON as UTF-8')
   t.equal((await post({ ...headers, 'content-type': 'application/protobuf' }, good)).statusCode, 200, 'application/protobuf')
   const gzipped = await post({ ...proto, 'content-encoding': 'gzip' }, gzipSync(good))
   t.equal(gzipped.statusCode, 200, 'gzip protobuf')
