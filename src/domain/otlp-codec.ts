@@ -233,7 +233,9 @@ function attributes (v: unknown, path: () => string): Attributes {
   const out: Attributes = {}
   for (const kv of list(v, path, '.attributes')) {
     if (!isObject(kv) || typeof kv.key !== 'string') throw new OtlpDecodeError(`${path()}.attributes has an entry without a key`)
-    out[kv.key] = anyValue(kv.value, 0)
+    // Set as a property, `__proto__` would replace the map's prototype: its keys would be read as the
+    // span's attributes without being stored with it. It is left out (docs/api.md).
+    if (kv.key !== '__proto__') out[kv.key] = anyValue(kv.value, 0)
   }
   return out
 }
@@ -264,7 +266,7 @@ function anyValue (v: unknown, depth: number): AttrValue {
     case 'kvlistValue': {
       const out: Record<string, AttrValue> = {}
       for (const kv of isObject(x) && Array.isArray(x.values) ? x.values : []) {
-        if (isObject(kv) && typeof kv.key === 'string') out[kv.key] = anyValue(kv.value, depth + 1)
+        if (isObject(kv) && typeof kv.key === 'string' && kv.key !== '__proto__') out[kv.key] = anyValue(kv.value, depth + 1)
       }
       return out
     }

@@ -98,6 +98,20 @@ t.test('OTLP JSON: an attribute nested past 16 levels is cut to null there, neve
   }
 })
 
+t.test('an attribute named __proto__ is left out: its keys never read as the span\'s attributes', async (t) => {
+  const proto = '{"key":"__proto__","value":{"kvlistValue":{"values":[{"key":"gen_ai.agent.name","value":{"stringValue":"someone-else"}}]}}}'
+  const nested = '{"key":"meta","value":{"kvlistValue":{"values":[' + proto + ',{"key":"kept","value":{"stringValue":"yes"}}]}}}'
+  const body = `{"resourceSpans":[{"resource":{"attributes":[${proto},{"key":"service.name","value":{"stringValue":"svc"}}]},"scopeSpans":[{"spans":[{"traceId":"${TRACE}","spanId":"b7ad6b7169203331","name":"a","attributes":[${proto},${nested}]}]}]}]}`
+  const span = decodeTraces(Buffer.from(body), 'json')[0]!
+  t.equal(Object.getPrototypeOf(span.attributes), Object.prototype, 'the attributes\' prototype is untouched')
+  t.equal(Object.getPrototypeOf(span.resource), Object.prototype, 'and the resource\'s')
+  t.equal(Object.getPrototypeOf(span.attributes.meta), Object.prototype, 'and a kvlist\'s')
+  t.same(span.attributes.meta, { kept: 'yes' })
+  const event = spanToEvent(span)
+  t.ok(typeof event !== 'string')
+  t.equal((event as { agentId: string }).agentId, 'svc', 'the agent is the resource\'s, not the one under __proto__')
+})
+
 t.test('span roles: current, deprecated (OpenLLMetry) and Vercel AI SDK names', async (t) => {
   t.equal(spanRole(span({ attributes: { 'gen_ai.operation.name': 'chat' } })), 'model')
   t.equal(spanRole(span({ attributes: { 'gen_ai.operation.name': 'generate_content' } })), 'model')
