@@ -131,16 +131,29 @@ export const PUBLISHABLE_COMMENT_MAX = 1000
 export const PUBLISHABLE_METADATA_MAX_BYTES = 2048
 
 /**
- * The rules a score from a publishable key must also keep (docs/api.md#publishable-keys): it names no
- * agent (it would create agents in the owner's account or pin feedback on any of them; the score is
- * of its target's agent), and its texts are short.
- */
-/**
  * The longest scoreId a publishable key may send: stored as `pk:<key id>:<scoreId>` (a key id is a
  * cuid, 25 characters), it stays within the 200 characters its owner's writes may name.
  */
 export const PUBLISHABLE_SCORE_ID_MAX = 200 - 'pk:'.length - 25 - ':'.length
 
+/**
+ * The longest scoreId a key bound to an agent may send: stored as `ag:<agent id>:<scoreId>` (an
+ * agent's id is a cuid, 25 characters), within the 200 characters its owner's writes may name.
+ */
+export const BOUND_KEY_SCORE_ID_MAX = 200 - 'ag:'.length - 25 - ':'.length
+
+/** The rule a score from a key bound to an agent must also keep: a scoreId that leaves room for its agent's prefix. */
+export function boundKeyScoreProblems (score: IncomingScore): ErrorDetail[] {
+  return score.scoreId !== undefined && score.scoreId.length > BOUND_KEY_SCORE_ID_MAX
+    ? [{ path: ['scoreId'], message: `must have at most ${BOUND_KEY_SCORE_ID_MAX} characters with a key bound to an agent (it is stored as ag:<agent id>:<scoreId>, which the owner's writes take up to 200)` }]
+    : []
+}
+
+/**
+ * The rules a score from a publishable key must also keep (docs/api.md#publishable-keys): it names no
+ * agent (it would create agents in the owner's account or pin feedback on any of them; the score is
+ * of its target's agent), and its texts are short.
+ */
 export function publishableScoreProblems (score: IncomingScore): ErrorDetail[] {
   const problems: ErrorDetail[] = []
   if (score.scoreId !== undefined && score.scoreId.length > PUBLISHABLE_SCORE_ID_MAX) {

@@ -1,5 +1,5 @@
 import { configMismatch, type ScoreConfig } from '../domain/score-config.ts'
-import { buildScoreRow, newScoreRowId, publishableScoreProblems, scoreLine, scoreShapeProblems, type IncomingScore } from '../domain/score-row.ts'
+import { boundKeyScoreProblems, buildScoreRow, newScoreRowId, publishableScoreProblems, scoreLine, scoreShapeProblems, type IncomingScore } from '../domain/score-row.ts'
 import { HttpError, forbidden, invalidText, validationFailed } from '../http-error.ts'
 import { bodyAjv, toDetails, type ErrorDetail } from '../validation.ts'
 import { incomingScore } from '../../schemas/score.ts'
@@ -91,7 +91,7 @@ const noRefusal: RefusalOf = () => null
  * Why a score is refused for what it says, whenever it is sent (the score schema, the rules between
  * fields, a publishable key's limits), or null: the `schema` step's rules after the request's own.
  */
-function scoreContentRefusal (score: unknown, caller: Pick<IngestCaller, 'publishable'>, invalid: (details: ErrorDetail[]) => HttpError): HttpError | null {
+function scoreContentRefusal (score: unknown, caller: Pick<IngestCaller, 'publishable' | 'agentId' | 'source'>, invalid: (details: ErrorDetail[]) => HttpError): HttpError | null {
   if (!validateScore(score)) return invalid(toDetails(validateScore.errors))
   // An agent's name is kept in Postgres, which refuses NUL: refused here, as for events, so that
   // in a batch only this score is (the store's refusal would fail the whole request).
@@ -101,6 +101,9 @@ function scoreContentRefusal (score: unknown, caller: Pick<IngestCaller, 'publis
   if (caller.publishable) {
     if ((score as IncomingScore).source !== 'human') return forbidden('publishable_key_human_scores_only')
     const limits = publishableScoreProblems(score as IncomingScore)
+    if (limits.length > 0) return invalid(limits)
+  } else if (caller.agentId !== null && caller.source.kind === 'api_key') {
+    const limits = boundKeyScoreProblems(score as IncomingScore)
     if (limits.length > 0) return invalid(limits)
   }
   return null
@@ -164,11 +167,14 @@ function configsStep (configs: Pick<ScoreConfigResolver, 'peek' | 'get'>): Score
 
 /**
  * The id a score is stored under: as sent, except from a publishable key, whose ids are its own
- * (`pk:<key id>:<scoreId>`): a page can update the feedback it sent, never another score of the user.
+ * (`pk:<key id>:<scoreId>`: a page can update the feedback it sent, never another score of the user),
+ * and from a key bound to an agent, whose ids are its agent's (`ag:<agent id>:<scoreId>`: it updates
+ * its agent's scores, never another agent's, which it may not write).
  */
 function storedScoreId (caller: IngestCaller, score: IncomingScore): string | undefined {
-  if (!caller.publishable || score.scoreId === undefined || caller.source.kind !== 'api_key') return score.scoreId
-  return `pk:${caller.source.keyId}:${score.scoreId}`
+  if (score.scoreId === undefined || caller.source.kind !== 'api_key') return score.scoreId
+  if (caller.publishable) return `pk:${caller.source.keyId}:${score.scoreId}`
+  return caller.agentId !== null ? `ag:${caller.agentId}:${score.scoreId}` : score.scoreId
 }
 
 /** `row`: each score's row id and its ingest log line (scores are small: always on this thread). */

@@ -327,6 +327,32 @@ t.test('the list pages with the cursor and filters by name, source, agent and ra
   t.equal(bad.statusCode, 400)
 })
 
+t.test('a key bound to an agent updates its agent\'s scores, never another agent\'s: its ids are its agent\'s', async (t) => {
+  const user = await newUser(app)
+  const key = await user.createKey()
+  const traceOf = async (agent: string) => {
+    const traceId = randomId('trace-')
+    t.equal((await sendEvent(app, key.secret, { agentId: agent, metadata: { traceId } })).statusCode, 202)
+    return { traceId, agentId: (await app.inject({ method: 'GET', url: `/v1/me/traces/${traceId}`, headers: user.auth })).json().agents[0].id as string }
+  }
+  const mine = await traceOf('bound-owner')
+  const other = await traceOf('bound-other')
+  const bound = await user.createKey('bound', mine.agentId)
+  // The other agent's score, written by an unbound key under an id of the client's.
+  t.equal((await postScore(app, key.secret, { scoreId: 'quality-1', traceId: other.traceId, agentId: other.agentId, name: 'quality', value: 0.95 })).statusCode, 202)
+  const sent = await postScore(app, bound.secret, { scoreId: 'quality-1', traceId: other.traceId, name: 'quality', value: 0.01 })
+  t.equal(sent.statusCode, 202)
+  t.equal(sent.json().scoreId, `ag:${mine.agentId}:quality-1`, 'the acknowledgement names the id stored')
+  const ofOther = await listScores(app, user, `?agentId=${other.agentId}`)
+  t.same(ofOther.scores.map((s) => [s.scoreId, s.value]), [['quality-1', 0.95]], 'the other agent\'s score is untouched')
+  t.equal((await postScore(app, bound.secret, { scoreId: 'quality-1', traceId: mine.traceId, name: 'quality', value: 0.5 })).statusCode, 202)
+  t.same((await listScores(app, user, `?agentId=${mine.agentId}`)).scores.map((s) => [s.scoreId, s.value]), [[`ag:${mine.agentId}:quality-1`, 0.5]], 'its own score is updated by the same id')
+  const long = await postScore(app, bound.secret, { scoreId: 'x'.repeat(172), traceId: mine.traceId, name: 'quality', value: 1 })
+  t.equal(long.statusCode, 400)
+  t.same(long.json().details.map((d: { path: unknown[] }) => d.path), [['scoreId']], 'an id with no room for the prefix is refused, naming it')
+  t.equal((await postScore(app, bound.secret, { scoreId: 'x'.repeat(171), traceId: mine.traceId, name: 'quality', value: 1 })).statusCode, 202, '171 characters fit')
+})
+
 /** An OTLP JSON export of one span carrying `events`, for `service`. */
 function otlpExport (traceId: string, spanId: string, service: string, events: { name: string; attributes: Record<string, string | number> }[]) {
   const attr = (key: string, v: string | number) => ({ key, value: typeof v === 'number' ? { doubleValue: v } : { stringValue: v } })
