@@ -14,8 +14,8 @@ export const event = {
       description: 'A name-service domain, a cuid, or a free-form label. Required unless the API key is bound to an agent.',
     },
     timestamp: {
-      description: 'an ISO 8601 date-time string (no zone means UTC) or a unix-milliseconds integer, an instant from 1970-01-01T00:00:00Z up to (not including) 2300-01-01T00:00:00Z',
-      oneOf: [{ type: 'string', format: 'iso-date-time' }, { type: 'integer', minimum: 0, exclusiveMaximum: 10413792000000 }],
+      description: 'an ISO 8601 date-time string (no zone means UTC) or a unix-milliseconds integer, an instant from 1970-01-01T00:00:00Z up to (not including) 2106-01-01T00:00:00Z',
+      oneOf: [{ type: 'string', format: 'iso-date-time' }, { type: 'integer', minimum: 0, exclusiveMaximum: 4291747200000 }],
     },
     type: { enum: ['reasoning', 'tool', 'tx', 'decision', 'action', 'error'], default: 'decision' },
     input: { type: 'object', properties: { prompt: { type: 'string' }, context: { type: 'object' } } },

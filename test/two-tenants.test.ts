@@ -43,8 +43,8 @@ const poisons = (agentId: string, i: number): Poison[] => [
   { name: '2^53+1 durationMs', text: `{"agentId":"${agentId}","durationMs":9007199254740993}`, status: 400 },
   { name: '2^53+1 token count', text: `{"agentId":"${agentId}","metadata":{"tokensBreakdown":{"output":9007199254740993}}}`, status: 400 },
   { name: '2^53+1 in free metadata', text: `{"agentId":"${agentId}","metadata":{"n":-9007199254740993}}`, status: 400 },
-  { name: 'year-2300 timestamp', text: `{"agentId":"${agentId}","timestamp":"2300-01-01T00:00:00Z"}`, status: 400 },
-  { name: 'year-2300 unix ms', text: `{"agentId":"${agentId}","timestamp":10413792000000}`, status: 400 },
+  { name: 'year-2106 timestamp', text: `{"agentId":"${agentId}","timestamp":"2106-01-01T00:00:00Z"}`, status: 400 },
+  { name: 'year-2106 unix ms', text: `{"agentId":"${agentId}","timestamp":4291747200000}`, status: 400 },
   { name: '1969 timestamp', text: `{"agentId":"${agentId}","timestamp":"1970-01-01T00:00:00+05:00"}`, status: 400 },
   // NUL is allowed in events: ClickHouse stores it as sent (README, Input rules).
   { name: 'NUL bytes', text: `{"agentId":"${agentId}","reasoning":"a\\u0000b-${i}","metadata":{"k\\u0000":"\\u0000"}}`, status: 202 },

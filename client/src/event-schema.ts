@@ -15,7 +15,7 @@ export const eventSchema = {
       "description": "A name-service domain, a cuid, or a free-form label. Required unless the API key is bound to an agent."
     },
     "timestamp": {
-      "description": "an ISO 8601 date-time string (no zone means UTC) or a unix-milliseconds integer, an instant from 1970-01-01T00:00:00Z up to (not including) 2300-01-01T00:00:00Z",
+      "description": "an ISO 8601 date-time string (no zone means UTC) or a unix-milliseconds integer, an instant from 1970-01-01T00:00:00Z up to (not including) 2106-01-01T00:00:00Z",
       "oneOf": [
         {
           "type": "string",
@@ -24,7 +24,7 @@ export const eventSchema = {
         {
           "type": "integer",
           "minimum": 0,
-          "exclusiveMaximum": 10413792000000
+          "exclusiveMaximum": 4291747200000
         }
       ]
     },

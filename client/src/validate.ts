@@ -175,11 +175,11 @@ export function validateEvent (event: unknown): Problem[] {
 }
 
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?$/
-const END_EVENT_TIME_MS = Date.UTC(2300, 0, 1)
+const END_EVENT_TIME_MS = Date.UTC(2106, 0, 1)
 
 /**
  * The service's reading of an ISO 8601 date-time (src/domain/date-time.ts): unix milliseconds, or NaN
- * for anything that is not a real date in [1970, 2300). A missing zone means UTC.
+ * for anything that is not a real date in [1970, 2106). A missing zone means UTC.
  */
 export function parseIsoDateTime (value: string): number {
   const m = ISO_DATE_TIME.exec(value)

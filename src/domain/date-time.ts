@@ -2,9 +2,13 @@
 
 const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?$/
 
-/** Event instants must lie in [1970-01-01T00:00:00Z, 2300-01-01T00:00:00Z): the range of the store's DateTime64 and of reads. */
+/**
+ * Event instants must lie in [1970-01-01T00:00:00Z, 2106-01-01T00:00:00Z): the hourly and daily
+ * rollups count an event in its hour as ClickHouse's DateTime, which ends on 2106-02-07 (a later hour
+ * would wrap round to the 1970s and 1980s without a word), and reads take the same range.
+ */
 const MIN_EVENT_TIME_MS = 0
-const END_EVENT_TIME_MS = Date.UTC(2300, 0, 1)
+const END_EVENT_TIME_MS = Date.UTC(2106, 0, 1)
 
 /**
  * Parses an ISO 8601 date-time to unix milliseconds. A missing zone means UTC. Returns NaN for
@@ -22,7 +26,7 @@ export function isEventTime (ms: number): boolean {
 }
 
 /** The range of event times in words, for the messages that refuse an instant outside it. */
-export const EVENT_TIME_RANGE = 'from 1970-01-01T00:00:00Z up to (not including) 2300-01-01T00:00:00Z'
+export const EVENT_TIME_RANGE = 'from 1970-01-01T00:00:00Z up to (not including) 2106-01-01T00:00:00Z'
 
 /** True for a real ISO 8601 date-time whose instant lies outside the range: refused for its range, not its form. */
 export function isIsoDateTimeOutOfRange (value: string): boolean {

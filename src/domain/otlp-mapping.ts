@@ -154,7 +154,7 @@ export function spanToEvent (span: OtlpSpan): IncomingEvent | string {
   }
   const meta = event.metadata!
   if (span.parentSpanId) meta.parentSpanId = span.parentSpanId
-  if (span.startMs > 0 && span.startMs < 10_413_792_000_000) event.timestamp = span.startMs
+  if (span.startMs > 0 && span.startMs < 4_291_747_200_000) event.timestamp = span.startMs
   if (span.startMs > 0 && span.endMs >= span.startMs) event.durationMs = span.endMs - span.startMs
   if (span.status.code === 1) event.outcome = 'success'
   if (failed) {

@@ -207,12 +207,12 @@ t.test('ids: cuids match the spec pattern; event ids sort by time', async (t) =>
   t.same([...same].sort(), same, 'monotonic within one millisecond')
 })
 
-t.test('timestamps: ISO 8601 with or without zone, real dates only, years 1970-2299', async (t) => {
+t.test('timestamps: ISO 8601 with or without zone, real dates only, years 1970-2105', async (t) => {
   t.equal(parseIsoDateTime('2026-01-01T00:00:00Z'), Date.UTC(2026, 0, 1))
   t.equal(parseIsoDateTime('2026-01-01T01:00:00+01:00'), Date.UTC(2026, 0, 1))
   t.equal(parseIsoDateTime('2026-01-01T00:00:00'), Date.UTC(2026, 0, 1), 'no zone means UTC')
   t.equal(parseIsoDateTime('2026-01-01T00:00:00.123456Z'), Date.UTC(2026, 0, 1) + 123)
-  for (const bad of ['2026-02-30T00:00:00Z', '2026-13-01T00:00:00Z', '1969-12-31T23:59:59Z', '2300-01-01T00:00:00Z', '2026-01-01', 'soon']) {
+  for (const bad of ['2026-02-30T00:00:00Z', '2026-13-01T00:00:00Z', '1969-12-31T23:59:59Z', '2106-01-01T00:00:00Z', '2026-01-01', 'soon']) {
     t.ok(Number.isNaN(parseIsoDateTime(bad)), bad)
   }
 })

@@ -131,14 +131,14 @@ t.test('a cost bound past the largest one says the limit', async (t) => {
   t.ok(q.ok && q.filters.maxCostUsd === '999999999.999999999', 'the largest is taken, with leading zeros too')
 })
 
-t.test('an instant outside [1970, 2300) says the range, not the format', async (t) => {
-  const RANGE = 'must be an instant from 1970-01-01T00:00:00Z up to (not including) 2300-01-01T00:00:00Z'
-  for (const from of ['1969-12-31T00:00:00Z', '2300-01-01T00:00:00Z', '1970-01-01T00:00:00+05:00', '99999999999999']) {
+t.test('an instant outside [1970, 2106) says the range, not the format', async (t) => {
+  const RANGE = 'must be an instant from 1970-01-01T00:00:00Z up to (not including) 2106-01-01T00:00:00Z'
+  for (const from of ['1969-12-31T00:00:00Z', '2106-01-01T00:00:00Z', '1970-01-01T00:00:00+05:00', '99999999999999']) {
     t.same(parseSearchFilters({ from }), { ok: false, problems: [{ path: ['from'], message: RANGE }] }, from)
   }
   t.match(parseSearchFilters({ to: 'yesterday' }), { ok: false, problems: [{ path: ['to'], message: /ISO 8601/ }] }, 'not an instant: the forms')
   t.match(parseSearchFilters({ from: '2026-02-30T00:00:00Z' }), { ok: false, problems: [{ path: ['from'], message: /ISO 8601/ }] }, 'no such day: the forms')
-  t.ok(parseSearchFilters({ from: '0', to: '2299-12-31T23:59:59Z' }).ok, 'the ends of the range')
+  t.ok(parseSearchFilters({ from: '0', to: '2105-12-31T23:59:59Z' }).ok, 'the ends of the range')
 })
 
 t.test('duration bounds take what ingestion takes: up to 2^53-1', async (t) => {

@@ -91,9 +91,18 @@ t.test('the documented example queries run for an analyst, name agents and users
     .filter((r) => r.owner === handle)
   t.same(clusters.map((r) => [r.tool, r.errors, r.agents, r.latest_message]).sort(), [['shell', '1', ['coder'], 'coder failed']])
 
-  const p95 = (await rows<{ model: string; agent: string; p95_ms: number; events: string }>(example('p95-duration-by-model')))
-    .filter((r) => r.agent === 'coder' || r.agent === 'Trip planner')
-  t.same(p95.map((r) => r.agent), ['coder'])
+  // Another user's agent of the same name and model: names are unique per user only.
+  const other = await newUser(app)
+  const otherHandle = randomId('h')
+  t.equal((await app.inject({ method: 'PATCH', url: '/v1/me', headers: other.auth, payload: { handle: otherHandle } })).statusCode, 200)
+  const otherKey = await other.createKey()
+  t.equal((await sendEvent(app, otherKey.secret, { agentId: 'coder', type: 'tool', model: 'claude-sonnet-4-5', durationMs: 50 })).statusCode, 202)
+  await shipped(app)
+  await app.maintenance.copyNames()
+  const p95 = await rows<{ model: string; agent: string; agent_id: string; p95_ms: number; events: string }>(example('p95-duration-by-model'), { handle })
+  t.same(p95.map((r) => [r.agent, r.agent_id]), [['coder', acks.coder]], 'the user\'s agents alone, by id (the deleted planner left out)')
+  const theirs = await rows<{ agent: string; events: string }>(example('p95-duration-by-model'), { handle: otherHandle })
+  t.same(theirs.map((r) => [r.agent, r.events]), [['coder', '1']], 'the other user\'s coder apart')
   const coder = p95[0]!
   t.equal(coder.model, 'claude-sonnet-4-5')
   t.equal(Number(coder.events), 2)

@@ -116,14 +116,14 @@ t.test('numbers that survive are accepted and read back exactly: 2^53-1 and 1e-3
   t.equal(String(row!.duration_ms), '9007199254740991')
 })
 
-t.test('regression: timestamps outside [1970-01-01Z, 2300-01-01Z) are refused, the edges inside accepted', async (t) => {
+t.test('regression: timestamps outside [1970-01-01Z, 2106-01-01Z) are refused, the edges inside accepted', async (t) => {
   const { user, key, agentId } = await setup()
-  for (const timestamp of ['1970-01-01T00:00:00+05:00', '2300-01-01T00:00:00Z', '2300-06-01T00:00:00Z', 10413792000000, -1]) {
+  for (const timestamp of ['1970-01-01T00:00:00+05:00', '2106-01-01T00:00:00Z', '2106-06-01T00:00:00Z', 4291747200000, -1]) {
     const res = await sendEvent(app, key.secret, { agentId, timestamp })
     t.equal(res.statusCode, 400, String(timestamp))
     t.same(res.json().details.map((d: { path: unknown }) => d.path), [['timestamp']])
   }
-  for (const timestamp of ['2299-12-31T23:59:59Z', '1970-01-01T00:00:00Z', 10413791999999]) {
+  for (const timestamp of ['2105-12-31T23:59:59Z', '1970-01-01T00:00:00Z', 4291747199999]) {
     const res = await sendEvent(app, key.secret, { agentId, timestamp })
     t.equal(res.statusCode, 202, String(timestamp))
     await shipped(app)
