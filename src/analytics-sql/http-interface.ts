@@ -135,17 +135,18 @@ function compressor (accept: string): { stream: Gzip | BrotliCompress | Deflate;
 }
 
 /**
- * The user a request presents when it is not the one allowed in; null when the request may go on.
- * Failed logins are slowed per client address and logged at warn with it (login-throttle.ts).
+ * Why a request is not let in (the user it presents, and whether its password was checked at all);
+ * null when it may go on. Failed logins are slowed per client address and logged at warn with it
+ * (login-throttle.ts).
  */
-async function refusedUser (req: IncomingMessage, url: URL, opts: AnalyticsHttpOptions, throttle: LoginThrottle): Promise<string | null> {
+async function refusedUser (req: IncomingMessage, url: URL, opts: AnalyticsHttpOptions, throttle: LoginThrottle): Promise<{ user: string; unchecked: boolean } | null> {
   if (!opts.credentials) return null
   const remote = req.socket.remoteAddress ?? 'unknown'
   const { user, password } = credentials(req, url)
   const wait = throttle.admit(remote)
   if (wait === null) {
     opts.log.warn({ user, remote }, 'ClickHouse HTTP interface: too many failed logins from this address, refused without checking')
-    return user
+    return { user, unchecked: true }
   }
   if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
   if (user === opts.credentials.user && passwordMatches(opts.credentials.password, password)) {
@@ -154,7 +155,14 @@ async function refusedUser (req: IncomingMessage, url: URL, opts: AnalyticsHttpO
   }
   const failures = throttle.failed(remote)
   opts.log.warn({ user, remote, failures }, 'ClickHouse HTTP interface: authentication failed')
-  return user
+  return { user, unchecked: false }
+}
+
+/** The refusal of a login: a wrong password, or one not checked because the address failed too often. */
+function loginRefusal ({ user, unchecked }: { user: string; unchecked: boolean }): AnalyticsError {
+  return new AnalyticsError(516, 'AUTHENTICATION_FAILED', unchecked
+    ? `${user}: Authentication failed: too many failed logins from this address, so the password was not checked; retry in a minute (each failed login doubles the wait, up to 15 s, and a success clears it)`
+    : `${user}: Authentication failed: password is incorrect, or there is no user with such name`)
 }
 
 /** The engine's query of a request: statement and rows, parameters, settings and output format. */
@@ -230,8 +238,7 @@ export function createAnalyticsHttpServer (opts: AnalyticsHttpOptions): Server {
     const refused = await refusedUser(req, url, opts, throttle)
     if (refused !== null) {
       req.resume()
-      return sendError(res, new AnalyticsError(516, 'AUTHENTICATION_FAILED',
-        `${refused}: Authentication failed: password is incorrect, or there is no user with such name`), queryId)
+      return sendError(res, loginRefusal(refused), queryId)
     }
     const body = req.method === 'POST' ? await readBody(req, maxBodyBytes) : ''
     const query = queryOf(req, url, body)

@@ -576,11 +576,13 @@ t.test('a live burst of wrong passwords from one address is spread out, the tail
   const { request } = await import('node:http')
   const port = (server.address() as AddressInfo).port
   // A fresh address of the loopback, so earlier tests' attempts do not count.
-  const attempt = (i: number) => new Promise<{ status: number; ms: number }>((resolve, reject) => {
+  const attempt = (i: number) => new Promise<{ status: number; ms: number; text: string }>((resolve, reject) => {
     const started = Date.now()
     const req = request({ host: '127.0.0.1', port, localAddress: '127.0.0.7', path: '/?query=SELECT+1', agent: false, headers: { authorization: `Basic ${Buffer.from(`analyst:wrong-${i}`).toString('base64')}` } }, (res) => {
-      res.resume()
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: Date.now() - started }))
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => { text += chunk })
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: Date.now() - started, text }))
     })
     req.on('error', reject)
     req.end()
@@ -596,6 +598,8 @@ t.test('a live burst of wrong passwords from one address is spread out, the tail
   const gaps = times.slice(1).map((ms, i) => ms - times[i]!)
   t.ok(gaps[1]! > gaps[0]! + 200 && gaps[2]! > gaps[1]! + 200, `the spacing grows (${times.join(', ')} ms)`)
   t.ok(times[4]! >= 3200, `the last checked waited about 3.3 s (${times[4]} ms)`)
+  t.equal(burst.filter((r) => /too many failed logins from this address, so the password was not checked/.test(r.text)).length, 5, 'those refused unchecked are told so')
+  t.equal(burst.filter((r) => /password is incorrect/.test(r.text)).length, 5, 'those checked are told the password is wrong')
 })
 
 t.test('the throttle forgets idle addresses and holds at most maxAddresses', async (t) => {
