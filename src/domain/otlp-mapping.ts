@@ -80,6 +80,7 @@ const MINIMAL_RESOURCE_TEXT = new RegExp('^(?:' + [
 export const PER_SPAN_ATTRIBUTES = [
   'gen_ai.response.id', 'gen_ai.tool.call.id', 'gen_ai.conversation.id', 'gen_ai.usage', 'llm.usage', 'session.id',
   'langfuse.session.id', 'ai.telemetry.metadata.sessionId', 'traceloop.association.properties.session_id',
+  'llm.token_count', 'langfuse.observation.usage_details',
   'ai.response.id', 'ai.response.timestamp', 'ai.response.msToFirstChunk', 'ai.response.msToFinish',
   'ai.response.avgCompletionTokensPerSecond', 'ai.response.avgOutputTokensPerSecond', 'ai.toolCall.id', 'ai.usage',
 ]

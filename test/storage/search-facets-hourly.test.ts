@@ -140,6 +140,9 @@ t.test('per-span OTLP paths are neither counted by the view nor read from counts
           'ai.telemetry.metadata.sessionId': `conv-${i}`,
           'traceloop.association.properties.session_id': `conv-${i}`,
           'traceloop.association.properties.customer': 'acme',
+          // Token counts, as OpenInference and Langfuse name them (028).
+          'llm.token_count.prompt': 100 + i,
+          'langfuse.observation.usage_details': `{"input":${100 + i}}`,
         },
         resource: { 'service.name': 'svc' },
       },
