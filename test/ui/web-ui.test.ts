@@ -395,6 +395,28 @@ async function run () {
       const width = await phone.evaluate(() => document.documentElement.scrollWidth)
       t.ok(width <= 390, `${hash}: the page is ${width} px wide`)
     }
+    // A trace's score form, whose select lists the spans by name.
+    await phone.evaluate((h) => { location.hash = h }, `#/traces/${otelTrace}`)
+    await phone.locator('select[name="target"]').waitFor()
+    const traceWidth = await phone.evaluate(() => document.documentElement.scrollWidth)
+    t.ok(traceWidth <= 390, `a trace's page with its score form is ${traceWidth} px wide`)
+    // An event's details, opened from the live table scrolled to its right end, are in view.
+    await phone.evaluate((h) => { location.hash = h }, '#/live')
+    await heading(phone, 'Live events').waitFor()
+    const wrap = phone.locator('.table-wrap', { has: phone.locator('table.events') })
+    await wrap.evaluate((el) => { el.scrollLeft = el.scrollWidth })
+    await phone.locator('table.events tbody tr').first().getByRole('button', { name: /^Details of / }).click()
+    const detail = phone.locator('tr.detail-row .detail')
+    await detail.waitFor()
+    const box = (await detail.boundingBox())!
+    t.ok(box.x >= 0 && box.x + box.width <= 390, `the details lie on the screen (${box.x.toFixed(0)} + ${box.width.toFixed(0)} px)`)
+    // The facets, shown by hand, stay shown when a value is pressed (the page is drawn anew).
+    const toggle = phone.getByRole('button', { name: /^Show facets/ })
+    await toggle.click()
+    await phone.locator('aside.facets .facet-btn').first().click()
+    await phone.getByRole('list', { name: 'Filters' }).waitFor()
+    await phone.locator('aside.facets .facet-btn').first().waitFor()
+    t.equal(await phone.getByRole('button', { name: 'Hide facets' }).count(), 1, 'the facets are still shown')
     await phone.close()
   })
 

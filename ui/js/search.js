@@ -135,6 +135,9 @@ function FacetValue ({ page, params, k, value, label, n }) {
     onClick=${() => go(page, toggled(params, k, value))}><span class="facet-label">${label}</span> <span class="facet-n">${count(n)}</span></button></li>`
 }
 
+/** Whether the facets were last shown or hidden by hand in this tab (null: never). */
+let facetsOpen = null
+
 /**
  * The facets sidebar: how many events match the search, by type, outcome, agent, model, tool,
  * pricing and metadata; a value's button adds its filter (or removes it when on). `since` bounds the
@@ -143,8 +146,10 @@ function FacetValue ({ page, params, k, value, label, n }) {
 export function Facets ({ page, params, names, since, window: windowLabel }) {
   const query = searchQuery(params)
   const { data, error } = useData(() => api('/v1/me/events/facets', { query: { ...query, since } }), [params.toString(), since], 15_000)
-  // On a phone the facets would push the list two screens down: folded there until asked for.
-  const [open, setOpen] = useState(() => !window.matchMedia?.('(max-width: 700px)').matches)
+  // On a phone the facets would push the list two screens down: folded there until asked for. The
+  // choice holds while the tab is open: a press on a value draws the page anew, facets included.
+  const [open, setOpenNow] = useState(() => facetsOpen ?? !window.matchMedia?.('(max-width: 700px)').matches)
+  const setOpen = (value) => { facetsOpen = value; setOpenNow(value) }
   const total = data ? html` <span class="muted">(${plural(data.total, 'event')})</span>` : null
   return html`<aside class="facets card" aria-label="Facets">
     <div class="facets-head"><h2>Matching events</h2>
