@@ -89,7 +89,7 @@ export const scoreBatch = {
 const scoreAckProps = {
   id: { type: 'string', pattern: '^scr_', description: 'the id of this write of the score (`scr_` + ULID)' },
   accepted: { type: 'boolean' },
-  scoreId: { type: 'string', description: 'the score\'s id: the one sent, else the write\'s `id`' },
+  scoreId: { type: 'string', description: 'the score\'s id as stored: the one sent (from a publishable key `pk:<key id>:<scoreId>`, from a key bound to an agent `ag:<agent id>:<scoreId>`), else the write\'s `id`' },
 } as const
 export const scoreAck = { type: 'object', required: ['id', 'accepted', 'scoreId'], additionalProperties: false, properties: scoreAckProps } as const
 

@@ -159,10 +159,15 @@ async function refusedUser (req: IncomingMessage, url: URL, opts: AnalyticsHttpO
 }
 
 /** The refusal of a login: a wrong password, or one not checked because the address failed too often. */
-function loginRefusal ({ user, unchecked }: { user: string; unchecked: boolean }): AnalyticsError {
+function loginRefusal ({ user, unchecked }: { user: string; unchecked: boolean }, limits: LoginThrottleOptions): AnalyticsError {
   return new AnalyticsError(516, 'AUTHENTICATION_FAILED', unchecked
-    ? `${user}: Authentication failed: too many failed logins from this address, so the password was not checked; retry in a minute (each failed login doubles the wait, up to 15 s, and a success clears it)`
+    ? `${user}: Authentication failed: too many failed logins from this address, so the password was not checked; ` +
+      `retry in ${seconds(limits.maxQueueMs)} (each failed login doubles the wait, up to ${seconds(limits.maxMs)}, and a success clears it)`
     : `${user}: Authentication failed: password is incorrect, or there is no user with such name`)
+}
+
+function seconds (ms: number): string {
+  return `${Math.ceil(ms / 1000)} s`
 }
 
 /** The engine's query of a request: statement and rows, parameters, settings and output format. */
@@ -238,7 +243,7 @@ export function createAnalyticsHttpServer (opts: AnalyticsHttpOptions): Server {
     const refused = await refusedUser(req, url, opts, throttle)
     if (refused !== null) {
       req.resume()
-      return sendError(res, loginRefusal(refused), queryId)
+      return sendError(res, loginRefusal(refused, opts.loginThrottle ?? DEFAULT_LOGIN_THROTTLE), queryId)
     }
     const body = req.method === 'POST' ? await readBody(req, maxBodyBytes) : ''
     const query = queryOf(req, url, body)

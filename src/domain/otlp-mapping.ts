@@ -22,7 +22,7 @@ export const CONTENT_PREFIXES = [
   'ai.response.toolCalls', 'ai.response.reasoning', 'ai.toolCall.args', 'ai.toolCall.result',
 ]
 // OpenInference's and Langfuse's content, read into the event's input and output above `minimal` and
-// so not kept twice. Apart from CONTENT_PREFIXES, whose list the facet view of clickhouse/025 holds:
+// so not kept twice. Apart from CONTENT_PREFIXES, whose list the facet view of clickhouse/028 holds:
 // these never reach the facets either (moved out above `minimal`, dropped at it).
 const MOVED_CONTENT_PREFIXES = ['input.value', 'output.value', 'llm.input_messages', 'llm.output_messages', 'tool.parameters',
   'langfuse.observation.input', 'langfuse.observation.output']
@@ -80,7 +80,7 @@ const MINIMAL_RESOURCE_TEXT = new RegExp('^(?:' + [
 export const PER_SPAN_ATTRIBUTES = [
   'gen_ai.response.id', 'gen_ai.tool.call.id', 'gen_ai.conversation.id', 'gen_ai.usage', 'llm.usage', 'session.id',
   'langfuse.session.id', 'ai.telemetry.metadata.sessionId', 'traceloop.association.properties.session_id',
-  'llm.token_count', 'langfuse.observation.usage_details',
+  'llm.token_count', 'langfuse.observation.usage_details', 'langfuse.observation.cost_details', 'langfuse.observation.completion_start_time',
   'ai.response.id', 'ai.response.timestamp', 'ai.response.msToFirstChunk', 'ai.response.msToFinish',
   'ai.response.avgCompletionTokensPerSecond', 'ai.response.avgOutputTokensPerSecond', 'ai.toolCall.id', 'ai.usage',
 ]
@@ -400,7 +400,11 @@ function toolsOffered (a: Attributes): string[] {
 /** An OpenInference message (`message.role`, `message.content` flattened under its index) as `{ role, content }`. */
 function openInferenceMessage (m: Record<string, AttrValue>): Record<string, AttrValue> {
   const out: Record<string, AttrValue> = {}
-  for (const [k, v] of Object.entries(m)) out[k.startsWith('message.') ? k.slice('message.'.length) : k] = v
+  for (const [k, v] of Object.entries(m)) {
+    const name = k.startsWith('message.') ? k.slice('message.'.length) : k
+    // As the codec leaves such attributes out: set, it would replace the message's prototype.
+    if (name !== '__proto__') out[name] = v
+  }
   return out
 }
 
@@ -409,7 +413,7 @@ function indexedMessages (a: Attributes, prefix: string): Record<string, AttrVal
   const byIndex = new Map<number, Record<string, AttrValue>>()
   for (const [key, value] of Object.entries(a)) {
     const m = key.startsWith(`${prefix}.`) ? /^(\d+)\.(.+)$/.exec(key.slice(prefix.length + 1)) : null
-    if (!m) continue
+    if (!m || m[2] === '__proto__') continue
     const i = Number(m[1])
     if (!byIndex.has(i)) byIndex.set(i, {})
     byIndex.get(i)![m[2]!] = value

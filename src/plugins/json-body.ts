@@ -51,11 +51,18 @@ const found = new WeakMap<FastifyRequest, Found>()
  */
 export function foreignCharset (contentType: string | undefined): string | null {
   if (contentType === undefined || !contentType.includes('=')) return null
-  const named = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i.exec(contentType)
-  if (named === null) return null
-  const charset = (named[1] ?? named[2] ?? '').toLowerCase()
-  return charset === 'utf-8' || charset === 'utf8' ? null : charset.slice(0, 40)
+  // Each parameter in turn (a quoted value whole, so that `x="a;charset=b"` names no charset).
+  for (const [, name, quoted, plain] of contentType.matchAll(PARAMETER)) {
+    if (name!.toLowerCase() !== 'charset') continue
+    const charset = (quoted ?? plain ?? '').replace(/^'(.*)'$/, '$1').trim().toLowerCase()
+    return charset === '' || UTF8_CHARSETS.has(charset) ? null : charset.slice(0, 40)
+  }
+  return null
 }
+
+const PARAMETER = /;\s*([^\s;=]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;]*))/g
+// UTF-8 by its names, and ASCII, of which it is a superset.
+const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii', 'ascii'])
 
 /**
  * The JSON body parser: Fastify's own (empty body, invalid JSON, __proto__ and constructor poisoning,
@@ -89,7 +96,7 @@ export default fp(async function jsonBody (app) {
       done(new HttpError(415, 'unsupported_media_type', { message: `send the JSON body without Content-Encoding (${encoding} is not taken here)` }))
       return
     }
-    const charset = foreignCharset(request.headers['content-type'])
+    const charset = text === '' ? null : foreignCharset(request.headers['content-type'])
     if (charset !== null) {
       done(new HttpError(415, 'unsupported_media_type', { message: `send the JSON body as UTF-8 (charset=${charset} is not taken here)` }))
       return

@@ -37,7 +37,7 @@ function sqlPattern (pattern: string): string {
  * leave out, as an RE2 pattern: the attributes unique to a span or measuring it, and the content
  * attributes (prompts, completions, tool arguments and results). Each of these would put a row per
  * span into an hour's counts (`search_facets_hourly`), and no value of one is shared by enough
- * events to be worth a click. The view counting them (clickhouse/025_search_facets_otel.sql) holds
+ * events to be worth a click. The view counting them (clickhouse/028_search_facets_sessions.sql) holds
  * this pattern as a literal: a change here is a new migration there.
  */
 export const FACET_HIDDEN_OTEL = `^otel\\.attributes\\.(${anyOf([...PER_SPAN_ATTRIBUTES, ...CONTENT_PREFIXES])})(\\.|$)`
@@ -523,7 +523,7 @@ export class SearchRepository {
          SELECT facet, key, value, toInt64(sum(events)) AS n FROM search_facets_hourly
          WHERE user_id = {u:String} AND hour >= toDateTime({hFirst:UInt32}, 'UTC') AND hour < toDateTime({hEnd:UInt32}, 'UTC')
            AND toUnixTimestamp(hour) NOT IN {late:Array(UInt32)}
-           AND NOT (facet IN ('meta', 'metadup') AND match(key, ${FACET_HIDDEN_OTEL_SQL})) -- counted before clickhouse/025
+           AND NOT (facet IN ('meta', 'metadup') AND match(key, ${FACET_HIDDEN_OTEL_SQL})) -- counted before clickhouse/025 and 028
          GROUP BY facet, key, value
          UNION ALL
          SELECT f.1 AS facet, f.2 AS key, f.3 AS value, toInt64(count()) AS n
@@ -619,7 +619,7 @@ const SHOWN_PAIRS = `arrayDistinct(arrayFilter(kv -> extract(kv.1, '^[^.]*') NOT
  * occurrence number by arrayEnumerateUniq, linear in the paths; a lambda looking each path up in the
  * whole list was quadratic, and an event with 20,000 paths took gigabytes). The same tuples feed
  * `search_facets_hourly` (its view: clickhouse/021_search_feed_and_facets.sql, 022, 023 and, as it is
- * now, 025_search_facets_otel.sql): a change here is a new migration there.
+ * now, 028_search_facets_sessions.sql): a change here is a new migration there.
  */
 export const FACET_TUPLES = `arrayConcat(
     [('total', '', ''), ('type', '', toString(type)), ('outcome', '', toString(outcome)), ('model', '', toString(model)),

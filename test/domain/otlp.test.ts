@@ -110,6 +110,17 @@ t.test('an attribute named __proto__ is left out: its keys never read as the spa
   const event = spanToEvent(span)
   t.ok(typeof event !== 'string')
   t.equal((event as { agentId: string }).agentId, 'svc', 'the agent is the resource\'s, not the one under __proto__')
+  // Names made from part of an attribute's name: OpenLLMetry's and OpenInference's flattened messages.
+  const flat = `{"resourceSpans":[{"resource":{"attributes":[{"key":"agent_telemetry.privacy_level","value":{"stringValue":"standard"}}]},"scopeSpans":[{"spans":[{"traceId":"${TRACE}","spanId":"b7ad6b7169203332","name":"chat","attributes":[` +
+    '{"key":"gen_ai.operation.name","value":{"stringValue":"chat"}},' +
+    '{"key":"gen_ai.completion.0.__proto__","value":{"kvlistValue":{"values":[{"key":"content","value":{"stringValue":"inherited"}}]}}},' +
+    '{"key":"gen_ai.completion.0.role","value":{"stringValue":"assistant"}},' +
+    '{"key":"llm.input_messages.0.message.__proto__","value":{"kvlistValue":{"values":[{"key":"role","value":{"stringValue":"user"}}]}}},' +
+    '{"key":"llm.input_messages.0.message.content","value":{"stringValue":"hello"}}]}]}]}]}'
+  const mapped = spanToEvent(decodeTraces(Buffer.from(flat), 'json')[0]!) as { input?: { messages?: unknown[] }; reasoning?: unknown }
+  t.same(mapped.input?.messages, [{ content: 'hello' }], 'an OpenInference message keeps its own keys, nothing under __proto__')
+  t.equal(Object.getPrototypeOf(mapped.input!.messages![0]), Object.prototype)
+  t.not(mapped.reasoning, 'inherited', 'no completion read through a prototype')
 })
 
 t.test('span roles: current, deprecated (OpenLLMetry) and Vercel AI SDK names', async (t) => {

@@ -55,8 +55,13 @@ t.test('a JSON body declared in a charset other than UTF-8 is a 415 naming it, n
     t.equal(res.statusCode, 415, type)
     t.same(res.json(), { error: 'unsupported_media_type', message: `send the JSON body as UTF-8 (charset=${charset} is not taken here)` })
   }
-  for (const type of ['application/json; charset=utf-8', 'application/json; charset="UTF-8"', 'application/json;charset=utf8', 'application/json; boundary=x']) {
+  for (const type of ['application/json; charset=utf-8', 'application/json; charset="UTF-8"', 'application/json;charset=utf8', 'application/json; boundary=x',
+    'application/json; charset=', 'application/json; charset=""', 'application/json; charset=US-ASCII', "application/json; charset='utf-8'", 'application/json; x="a;charset=latin1"']) {
     const res = await app.inject({ method: 'POST', url: '/plain', headers: { 'content-type': type }, payload: '{"events": ["caf\u00e9"]}' })
     t.equal(res.statusCode, 200, type)
   }
+  const quotedOther = await app.inject({ method: 'POST', url: '/plain', headers: { 'content-type': 'application/json; x="a;b"; charset="latin1"' }, payload: latin1 })
+  t.same(quotedOther.json().message, 'send the JSON body as UTF-8 (charset=latin1 is not taken here)', 'a charset after a quoted parameter is found, named without its quotes')
+  const empty = await app.inject({ method: 'POST', url: '/plain', headers: { 'content-type': 'application/json; charset=latin1' }, payload: '' })
+  t.equal(empty.statusCode, 200, 'no body: nothing to read in the wrong charset')
 })

@@ -180,9 +180,9 @@ t.test('the view of 028 and the reads leave out the same paths', async (t) => {
   t.ok(view.includes('langfuse\\\\.session\\\\.id'), 'as 028 left it')
 })
 
-t.test('the columns say what they hold: the metadup facet, the empty tool name of the error clusters (clickhouse/027)', async (t) => {
+t.test('the columns say what they hold: the metadup facet, the empty tool name of the error clusters (clickhouse/027), a score\'s stored id (029)', async (t) => {
   const rs = await ch.query({
-    query: "SELECT table, name, comment FROM system.columns WHERE database = currentDatabase() AND ((table = 'search_facets_hourly' AND name IN ('facet', 'key', 'value')) OR (table IN ('error_clusters_hourly', 'error_clusters_daily') AND name = 'tools')) ORDER BY table, name",
+    query: "SELECT table, name, comment FROM system.columns WHERE database = currentDatabase() AND ((table = 'search_facets_hourly' AND name IN ('facet', 'key', 'value')) OR (table IN ('error_clusters_hourly', 'error_clusters_daily') AND name = 'tools') OR (table = 'scores' AND name = 'score_id')) ORDER BY table, name",
     format: 'JSONEachRow',
   })
   const comments = Object.fromEntries((await rs.json<{ table: string; name: string; comment: string }>()).map((c) => [`${c.table}.${c.name}`, c.comment]))
@@ -190,4 +190,5 @@ t.test('the columns say what they hold: the metadup facet, the empty tool name o
   t.match(comments['search_facets_hourly.key'], /meta and metadup/)
   t.match(comments['error_clusters_hourly.tools'], /empty string for an event that named none/)
   t.match(comments['error_clusters_daily.tools'], /empty string for an event that named none/)
+  t.match(comments['scores.score_id'], /pk:<key id>:<scoreId>.*ag:<agent id>:<scoreId>/)
 })

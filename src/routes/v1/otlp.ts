@@ -30,7 +30,7 @@ const otlp: FastifyPluginAsync = async (app) => {
     (_request, body, done) => done(null, body))
   // OTLP's JSON is UTF-8, as all JSON is.
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
-    const charset = foreignCharset(request.headers['content-type'])
+    const charset = (body as Buffer).length === 0 ? null : foreignCharset(request.headers['content-type'])
     done(charset === null ? null : new HttpError(415, 'unsupported_media_type', { message: `send the JSON body as UTF-8 (charset=${charset} is not taken here)` }), body)
   })
 
