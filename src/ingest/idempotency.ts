@@ -164,10 +164,13 @@ function fingerprintOf (request: FastifyRequest): string {
 /**
  * Whose records a key's Idempotency-Keys are among: its user's, except a publishable key's, which
  * has records of its own (`<user>:pk:<key id>`): a page holds its key in the open, so its holder
- * must neither probe nor take the keys of the owner's other requests.
+ * must neither probe nor take the keys of the owner's other requests; and a key bound to an agent,
+ * whose records are its agent's (`<user>:ag:<agent id>`): it may not act for another agent, so it
+ * must not take the keys of another agent's requests either (their retries would get a 422).
  */
 function scopeOf (key: KeyIdentity): string {
-  return key.kind === 'publishable' ? `${key.userId}:pk:${key.keyId}` : key.userId
+  if (key.kind === 'publishable') return `${key.userId}:pk:${key.keyId}`
+  return key.agentId !== null ? `${key.userId}:ag:${key.agentId}` : key.userId
 }
 
 /**

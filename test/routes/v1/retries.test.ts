@@ -188,7 +188,7 @@ t.test('a 207 with refused events is replayed with its Retry-After', async (t) =
   t.equal(retry.body, first.body)
 })
 
-t.test('keys bound to two agents: the same Idempotency-Key and body are two requests, the second refused with 422', async (t) => {
+t.test('keys bound to two agents: the same Idempotency-Key and body are two requests, each the agent\'s own', async (t) => {
   const { user, secret } = await userWithKey()
   const [one, two] = [randomId('bound-one-'), randomId('bound-two-')]
   for (const name of [one, two]) t.equal((await sendKeyed(a, '/v1/events', secret, randomId(), { agentId: name })).statusCode, 202)
@@ -197,12 +197,21 @@ t.test('keys bound to two agents: the same Idempotency-Key and body are two requ
   const keyOne = await user.createKey('one', idOf(one))
   const keyTwo = await user.createKey('two', idOf(two))
   const key = randomId('bound-')
-  t.equal((await sendKeyed(a, '/v1/events', keyOne.secret, key, { type: 'decision' })).statusCode, 202)
+  const first = await sendKeyed(a, '/v1/events', keyOne.secret, key, { type: 'decision' })
+  t.equal(first.statusCode, 202)
+  // The first agent's key took the Idempotency-Key before the second agent's request came: that
+  // request is the second agent's own, stored, neither refused nor answered with the first's event.
   const other = await sendKeyed(b, '/v1/events', keyTwo.secret, key, { type: 'decision' })
-  t.equal(other.statusCode, 422, 'not the first agent\'s answer: its event would not be stored')
-  t.match(other.json(), { error: 'idempotency_key_reused' })
+  t.equal(other.statusCode, 202, 'the second agent\'s request is taken')
+  t.equal(other.headers['idempotent-replayed'], undefined)
+  t.not(other.json().eventId, first.json().eventId)
   const again = await sendKeyed(b, '/v1/events', keyOne.secret, key, { type: 'decision' })
   t.equal(again.headers['idempotent-replayed'], 'true', 'the same key bound to the same agent replays')
+  t.equal(again.json().eventId, first.json().eventId)
+  const otherAgain = await sendKeyed(a, '/v1/events', keyTwo.secret, key, { type: 'decision' })
+  t.equal(otherAgain.json().eventId, other.json().eventId, 'and so does the second agent\'s')
+  const unbound = await sendKeyed(a, '/v1/events', secret, key, { agentId: one, type: 'decision' })
+  t.equal(unbound.statusCode, 202, 'an unbound key\'s records are the user\'s, apart from the bound keys\'')
 })
 
 t.test('a request still under way on one instance: its key answers 409 on another, then the first answer', async (t) => {
