@@ -36,7 +36,7 @@ export class OtlpService {
    */
   async export (caller: IngestCaller, body: Buffer, encoding: OtlpEncoding): Promise<ExportOutcome> {
     const { events, refusals, evaluations } = this.ingestion.pipeline.build('decode', () => decodeSpans(body, encoding, caller.agentId !== null), (r) => r.events.length + r.refusals.length)
-    const claim = await this.spans.claim(caller.userId, events)
+    const claim = await this.spans.claim(caller.agentId !== null && caller.source.kind === 'api_key' ? `${caller.userId}:ag:${caller.agentId}` : caller.userId, events)
     let accepted = 0
     const scoreRefusals: HttpError[] = []
     let scoresSent = 0

@@ -118,9 +118,11 @@ export class SpanMemory {
   }
 
   /**
-   * Claims the spans of `events` for `userId`: those accepted before (or repeated within the
-   * request) are counted in `repeated`, the others are handed back to be stored. Throws a 503 when
-   * another request is storing some of them.
+   * Claims the spans of `events` for `userId` (whose spans they are among: a user's, or, for a key
+   * bound to an agent, `<user>:ag:<agent id>`, so that such a key cannot claim another agent's span
+   * ids first and have that agent's real spans answered as accepted and never stored): those
+   * accepted before (or repeated within the request) are counted in `repeated`, the others are
+   * handed back to be stored. Throws a 503 when another request is storing some of them.
    */
   async claim (userId: string, events: IncomingEvent[]): Promise<SpanClaim> {
     const claim: SpanClaim = { userId, fresh: [], spans: [], repeated: 0, claimedUntil: null }

@@ -374,6 +374,30 @@ t.test('a key bound to an agent sends for it the spans that name no agent; a spa
   t.notOk(agents.includes(service), 'no agent was made of the service')
 })
 
+t.test('a key bound to one agent cannot claim another agent\'s span ids first: that agent\'s real span is stored', async (t) => {
+  const { user, headers } = await userWithKey()
+  const proto = { 'content-type': 'application/x-protobuf' }
+  const agentOf = async (name: string) => {
+    const named = instrumented({ 'service.name': randomId('svc-') })
+    named.span('invoke_agent', { 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': name }).end()
+    t.equal((await post({ ...headers, ...proto }, Buffer.from(ProtobufTraceSerializer.serializeRequest(named.spans())!))).statusCode, 200)
+    return (await get(user, '/v1/me/agents')).json().agents.find((a: { displayName: string }) => a.displayName === name).id as string
+  }
+  const [mine, theirs] = [await agentOf(randomId('mine-')), await agentOf(randomId('theirs-'))]
+  const [keyMine, keyTheirs] = [await user.createKey('mine', mine), await user.createKey('theirs', theirs)]
+  // The other agent's real span, and a copy of its ids sent first by the key bound to the first agent.
+  const real = instrumented({ 'service.name': randomId('svc-') })
+  real.span('chat gpt-4o', { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'gpt-4o' }).end()
+  const body = Buffer.from(ProtobufTraceSerializer.serializeRequest(real.spans())!)
+  const traceId = real.spans()[0]!.spanContext().traceId
+  t.equal((await post({ authorization: `Bearer ${keyMine.secret}`, ...proto }, body)).statusCode, 200)
+  t.equal((await post({ authorization: `Bearer ${keyTheirs.secret}`, ...proto }, body)).statusCode, 200)
+  const spans = (await get(user, `/v1/me/traces/${traceId}`)).json().spans.map((s: { agentId: string }) => s.agentId).sort()
+  t.same(spans, [mine, theirs].sort(), 'each agent\'s span is stored, the real one included')
+  t.equal((await post({ authorization: `Bearer ${keyTheirs.secret}`, ...proto }, body)).statusCode, 200)
+  t.equal((await get(user, `/v1/me/traces/${traceId}`)).json().spans.length, 2, 'a re-send by the same agent\'s key is still recognised')
+})
+
 t.test('a full ingest log answers 503 with Retry-After', async (t) => {
   const small = await buildTestApp(t, { INGEST_LOG_MAX_BYTES: '65536' })
   const user = await newUser(small, { tier: 'enterprise', burst: 1_000_000 })
