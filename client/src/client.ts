@@ -690,11 +690,13 @@ export class AgentTelemetry {
 
 /** The service's own words for a refused item: its message, else its first problem and where. */
 function whyRefused (r: ItemResult): string {
-  if (typeof r.message === 'string' && r.message) return `: ${r.message}`
+  const said = typeof r.message === 'string' && r.message ? `: ${r.message}` : ''
+  // The first detail names the field at fault (`agentId is required when the API key is not bound to
+  // an agent`), which the message (`the body is not valid`) does not.
   const first = Array.isArray(r.details) ? r.details[0] as { path?: unknown; message?: unknown } | undefined : undefined
-  if (typeof first?.message !== 'string') return ''
+  if (typeof first?.message !== 'string') return said
   const path = Array.isArray(first.path) && first.path.length > 0 ? `${first.path.join('.')} ` : ''
-  return `: ${path}${first.message}`
+  return `${said}: ${path}${first.message}`
 }
 
 /** A unit of work in a trace; ends once, tracking one event with its timing and outcome. */

@@ -168,14 +168,15 @@ t.test('a network error says what failed and where; the service\'s reason for re
   const warn = console.warn
   console.warn = (message: string) => { warned.push(message) }
   t.teardown(() => { console.warn = warn })
-  // One event refused with the service's details, then whole batches refused with 404, 404 and 401.
+  // One event refused with the service's message and details, as the service words them, then whole
+  // batches refused with 404, 404 and 401.
   let n = 0
   const { server, url } = await listen((req, res) => {
     req.resume()
     req.on('end', () => {
       n++
       if (n === 1) {
-        res.writeHead(207, { 'content-type': 'application/json' }).end(JSON.stringify({ results: [{ status: 400, error: 'validation_failed', details: [{ path: ['agentId'], message: 'is required when the API key is not bound to an agent' }] }] }))
+        res.writeHead(207, { 'content-type': 'application/json' }).end(JSON.stringify({ results: [{ status: 400, error: 'validation_failed', message: 'the body is not valid', details: [{ path: ['agentId'], message: 'is required when the API key is not bound to an agent' }] }] }))
       } else {
         const status = n === 4 ? 401 : 404
         res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: status === 401 ? 'revoked_key' : 'not_found' }))
@@ -189,7 +190,7 @@ t.test('a network error says what failed and where; the service\'s reason for re
     await client.flush()
   }
   t.equal(warned.length, 3, warned.join('\n'))
-  t.match(warned[0], /rejected: the service refused an event: 400 validation_failed: agentId is required when the API key is not bound to an agent/)
+  t.match(warned[0], /rejected: the service refused an event: 400 validation_failed: the body is not valid: agentId is required when the API key is not bound to an agent/, 'the field at fault is named')
   t.match(warned[1], /refused: the service refused a batch of 1 events sent to http:\/\/127\.0\.0\.1:\d+\/v1\/events\/batch: 404 not_found/)
   t.match(warned[2], /refused: .*401 revoked_key/, 'a later refusal of another status is told too, once')
   await client.shutdown(100)

@@ -101,7 +101,10 @@ OTEL_SERVICE_NAME=my-agent`
         at this service: its spans are sent to <code>${origin}/v1/traces</code>.
         <pre class="snippet" aria-label="OpenTelemetry environment variables">${otel}</pre>
         <span class="muted">HTTP only (protobuf or JSON), not gRPC; the space after <code>Bearer</code> is written <code>%20</code>, as the variable's format asks.
-        The service name becomes the agent's name.</span></li>
+        The service name becomes the agent's name where a span names none (<code>gen_ai.agent.name</code>); the JavaScript SDK 2.x reads
+        <code>OTEL_SERVICE_NAME</code> through its <code>NodeSDK</code> only: a provider built by hand takes it in its resource
+        (<code>resourceFromAttributes({ 'service.name': 'my-agent' })</code>).</span></li>
+      <li>Or, from Node or a browser, use the client library (<code>agent-telemetry-client</code>: batching, retries, privacy levels), as the project's docs/client.md shows.</li>
     </ol>
   </section>`
 }
