@@ -472,6 +472,7 @@ async function run () {
     await send([
       { agentId: planner, type: 'action', metadata: { traceId: bare, sessionId: `s-${bare}` } },
       { agentId: planner, type: 'reasoning', reasoning: thought, metadata: { traceId: bare, sessionId: `s-${bare}` } },
+      { agentId: planner, type: 'error', errorMessage: 'RateLimitError: 429 from the model provider, retry after 20 s', model: 'gpt-4o', metadata: { traceId: bare } },
     ])
     await shipped(app)
     for (const [hash, title] of [[`#/traces/${bare}`, `Trace ${bare}`], [`#/sessions/s-${bare}`, `Session s-${bare}`]] as const) {
@@ -490,6 +491,9 @@ async function run () {
     const row = page.locator('table.events tbody tr', { hasText: 'Compare the two refund' }).first()
     t.match(await row.locator('td.span-cell').innerText(), /^Compare the two refund policies before answering the…$/, 'a reasoning event shows its first words')
     t.equal(await row.locator('td.span-cell .name').getAttribute('title'), thought, 'all of it in the tooltip')
+    const failed = page.locator('table.events tbody tr', { hasText: 'RateLimitError' }).first()
+    t.match(await failed.locator('td.span-cell').innerText(), /gpt-4o · RateLimitError: 429 from the model provider, retry after…/, 'an error shows what went wrong in its row')
+    t.equal(await failed.locator('td.span-cell .bad').count(), 1)
     const texts = await cells.allInnerTexts()
     t.ok(texts.length > 0 && texts.every((x) => x.trim() !== ''), 'no empty span cell')
     t.ok(texts.includes('action'), 'an event with nothing else shows its type')

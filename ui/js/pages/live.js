@@ -44,11 +44,16 @@ export function mergeEvents (shown, fresh, keep = KEEP) {
 function SpanCell ({ e }) {
   const name = spanName(e)
   const facts = spanFacts(e)
+  // What went wrong, in the row: an error is read from the list, not only from its details.
+  const failure = firstWords(e.errorMessage)
   if (name === e.type && !facts.length) {
+    if (failure) return html`<${Name} text=${e.errorMessage}><span class="bad">${failure}</span></${Name}>`
     const said = firstWords(e.reasoning)
     return said ? html`<${Name} text=${e.reasoning}><span class="muted">${said}</span></${Name}>` : html`<span class="muted">${e.type}</span>`
   }
-  return html`<${Name} text=${[name, ...facts].join(' · ')}>${dotted(name === e.type ? null : html`<strong class="span-name">${name}</strong>`, ...facts.map((f) => html`<span class="muted">${f}</span>`))}</${Name}>`
+  return html`<${Name} text=${[name, ...facts, ...(e.errorMessage ? [e.errorMessage] : [])].join(' · ')}>${dotted(
+    name === e.type ? null : html`<strong class="span-name">${name}</strong>`, ...facts.map((f) => html`<span class="muted">${f}</span>`),
+    failure ? html`<span class="bad">${failure}</span>` : null)}</${Name}>`
 }
 
 /** Metadata keys the rows above already show (or the tokens, the chip). */
