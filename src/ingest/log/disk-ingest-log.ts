@@ -50,7 +50,7 @@ const openPaths = new Set<string>()
 function lockDirectory (dir: string): () => void {
   const path = join(dir, 'LOCK')
   return takePidLock(path, (owner) => new Error(owner === null
-    ? `could not lock the ingest log ${dir} (lock file ${path})`
+    ? `could not lock the ingest log ${dir} (lock file ${path}): another process starting on it was taking over its stale lock; start again in a few seconds`
     : `the ingest log ${dir} belongs to running process ${owner} (lock file ${path}); give each instance its own INGEST_LOG_DIR`))
 }
 

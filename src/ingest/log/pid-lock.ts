@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { closeSync, linkSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs'
+import { closeSync, linkSync, mkdirSync, openSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs'
 
 /**
  * Whether a directory's owner, named by a pid, still runs: the one question behind the ingest log's
@@ -53,14 +53,18 @@ export function ownerRuns (pid: number, owner: { started?: string | undefined; c
  *
  * Processes starting together over one stale lock take it once between them: the lock is made whole
  * in a file of this process's own, then linked to its name (which fails when the name exists), so it
- * is never seen empty; a stale lock is first renamed aside (one rename of a file succeeds), and when
- * what was renamed is not the stale lock read before (another process took it over in between), it
- * is put back and this process looks again.
+ * is never seen empty; a stale lock is removed by one process at a time, the one that made the
+ * directory `<path>.takeover` (mkdir succeeds once), which reads the lock again there and removes it
+ * only if it is still the stale one: nothing else changes the name meanwhile (no other process
+ * removes, the stale owner cannot release, and no link succeeds while the name exists). Moving the
+ * lock aside and back, as before, left the name empty for a moment, and a third process linked its
+ * own lock into it while the lock put back was lost: two processes took it.
  */
 export function takePidLock (path: string, refused: (owner: number | null) => Error): () => void {
   const mine = `${process.pid} ${processStart(process.pid) ?? ''}`
   const own = (suffix: string) => `${path}.${suffix}.${process.pid}.${randomBytes(4).toString('hex')}`
-  for (let attempt = 0; attempt < 5; attempt++) {
+  // Enough turns to outwait another process's takeover (a few instructions, 20 ms a turn here).
+  for (let attempt = 0; attempt < 50; attempt++) {
     const made = own('new')
     try {
       // In the try: a write that fails (a full disk) leaves no file of its own behind.
@@ -79,22 +83,49 @@ export function takePidLock (path: string, refused: (owner: number | null) => Er
     const [pidText, started] = held.trim().split(' ')
     const owner = Number(pidText)
     if (ownerRuns(owner, { started })) throw refused(owner)
-    const aside = own('stale')
-    try {
-      renameSync(path, aside)
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue // another process moved it first
-      throw err
-    }
-    if (readOr(aside) !== held) {
-      // A lock another process took between the read and the rename: back where it was.
-      try {
-        linkSync(aside, path)
-      } catch { /* a third one holds the name now: looked at again below */ }
-    }
-    rmSync(aside, { force: true })
+    removeStale(path, held)
   }
   throw refused(null)
+}
+
+/** How long a takeover's directory may stand before it is taken for one whose process died in it. */
+const TAKEOVER_STALE_MS = 5_000
+
+/**
+ * Removes the lock at `path` if it still holds `stale`, as the one process taking it over; when
+ * another process is taking it over, waits a moment instead (the caller then looks again).
+ */
+function removeStale (path: string, stale: string): void {
+  const takeover = `${path}.takeover`
+  try {
+    mkdirSync(takeover)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    // Another process is at it: the lock it leaves is read next time. A takeover directory left by
+    // a process that died in those few instructions is removed once it is old.
+    let age = 0
+    try {
+      age = Date.now() - statSync(takeover).mtimeMs
+    } catch { /* gone meanwhile */ }
+    if (age > TAKEOVER_STALE_MS) {
+      try {
+        rmdirSync(takeover)
+      } catch { /* another process removed it */ }
+    } else {
+      sleep(20)
+    }
+    return
+  }
+  try {
+    if (readOr(path) === stale) rmSync(path, { force: true })
+  } finally {
+    rmdirSync(takeover)
+  }
+}
+
+/** Blocks this thread for `ms` (start-up only: the lock is taken before anything else runs). */
+function sleep (ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
 }
 
 /**

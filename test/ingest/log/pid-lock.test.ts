@@ -1,6 +1,6 @@
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ownerRuns, processStart, takePidLock } from '../../../src/ingest/log/pid-lock.ts'
@@ -40,6 +40,21 @@ t.test('takePidLock: taken once, refused to a live owner, a stale lock taken ove
   writeFileSync(path, '999999999 1')
   takePidLock(path, refused)()
   t.notOk(existsSync(path))
+})
+
+t.test('takePidLock: a stale lock is removed by the one process taking it over, and never while another is at it', async (t) => {
+  const path = join(dir, 'TAKEOVER')
+  writeFileSync(path, '999999999 1') // a stale lock: its owner is gone
+  mkdirSync(`${path}.takeover`) // another process taking it over, just now
+  t.throws(() => takePidLock(path, (owner) => new Error(`held by ${owner}`)), /held by null/, 'not taken while another process takes it over')
+  t.equal(readFileSync(path, 'utf8'), '999999999 1', 'and the lock is left to that process')
+  // A takeover whose process died in it: its directory is old.
+  const old = new Date(Date.now() - 60_000)
+  utimesSync(`${path}.takeover`, old, old)
+  const release = takePidLock(path, (owner) => new Error(`held by ${owner}`))
+  t.equal(readFileSync(path, 'utf8'), `${process.pid} ${processStart(process.pid)}`, 'taken once the takeover is old')
+  t.notOk(existsSync(`${path}.takeover`), 'no takeover directory left')
+  release()
 })
 
 t.test('takePidLock: processes starting together over a stale lock take it once between them', async (t) => {
