@@ -118,6 +118,10 @@ async function run () {
       t.same(counts, [...counts].sort((a, b) => b - a), `${n.name}: agents with the most scores first`)
       for (const [label, c] of Object.entries(n.labels ?? {})) {
         t.equal(await card.locator(`.labels li[data-label="${label}"] .label-count`).innerText(), fig(c), `${n.name}: ${label}`)
+        // Written as the trace and session pages write a boolean score: yes and no, up and down for feedback.
+        const yes = label === 'true'
+        const written = n.dataType !== 'boolean' || !['true', 'false'].includes(label) ? label : n.name === 'user_feedback' ? (yes ? '▲ up' : '▼ down') : (yes ? 'yes' : 'no')
+        t.equal(await card.locator(`.labels li[data-label="${label}"] .label-name`).innerText(), written, `${n.name}: ${label} as ${written}`)
       }
       t.equal(await card.locator('table.by-agent tbody tr').count(), n.byAgent.length, `${n.name}: a row per agent`)
       t.equal(await card.locator('svg.trend').count(), 1, `${n.name}: a trend line`)

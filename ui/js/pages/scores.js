@@ -15,11 +15,18 @@ function daysOf (from, to) {
   return out
 }
 
+/** A label as the trace and session pages write it: a boolean score's `true` and `false` as yes and no (up and down for feedback). */
+function labelText (n, label) {
+  if (n.dataType !== 'boolean' || (label !== 'true' && label !== 'false')) return label
+  const yes = label === 'true'
+  return n.name === FEEDBACK_NAME ? (yes ? '▲ up' : '▼ down') : (yes ? 'yes' : 'no')
+}
+
 /** The labels of a distribution, most frequent first, with their share. */
-function Labels ({ labels, total }) {
+function Labels ({ labels, total, n: named }) {
   const rows = Object.entries(labels || {}).sort((a, b) => b[1] - a[1])
   if (!rows.length) return html`<span class="muted">—</span>`
-  return html`<ul class="plain labels">${rows.map(([l, n]) => html`<li data-label=${l}><span class="label-name">${l}</span> <span class="num label-count">${count(n)}</span> <span class="muted">${percent(total ? n / total : 0)}</span></li>`)}</ul>`
+  return html`<ul class="plain labels">${rows.map(([l, n]) => html`<li data-label=${l}><span class="label-name">${labelText(named, l)}</span> <span class="num label-count">${count(n)}</span> <span class="muted">${percent(total ? n / total : 0)}</span></li>`)}</ul>`
 }
 
 function NameCard ({ n, from, to, names }) {
@@ -44,7 +51,7 @@ function NameCard ({ n, from, to, names }) {
         : null}
       <div class="kpi"><div class="kpi-label">${numeric ? 'Mean per day' : 'Scores per day'}</div><${Trend} points=${points} label=${`${n.name}, ${numeric ? 'mean' : 'scores'} per day`} /></div>
     </div>
-    ${n.labels ? html`<h3>Labels</h3><${Labels} labels=${n.labels} total=${n.count} />` : null}
+    ${n.labels ? html`<h3>Labels</h3><${Labels} labels=${n.labels} total=${n.count} n=${n} />` : null}
     <h3>By agent</h3>
     ${byAgent.length === 0
       ? html`<${Empty}>No scores in this period.</${Empty}>`
@@ -54,7 +61,7 @@ function NameCard ({ n, from, to, names }) {
         <th scope="row">${a.agent ? html`<${AgentLink} agent=${agentRef(a.agent, names)} />` : html`<span class="muted">no agent</span>`}</th>
         <td class="num">${count(a.count)}</td>
         ${numeric ? html`<td class="num">${fig(a.numeric?.mean)}</td>` : null}${percentiles ? html`<td class="num">${fig(a.numeric?.p50)}</td><td class="num">${fig(a.numeric?.p90)}</td>` : null}
-        ${n.labels ? html`<td>${dotted(...Object.entries(a.labels || {}).map(([l, c]) => `${l} ${count(c)}`))}</td>` : null}
+        ${n.labels ? html`<td>${dotted(...Object.entries(a.labels || {}).map(([l, c]) => `${labelText(n, l)} ${count(c)}`))}</td>` : null}
       </tr>`)}</tbody>
     </table></div>`}
   </section>`
