@@ -206,7 +206,10 @@ async function run () {
     t.match(texts[3], /chat claude-sonnet-4-5\b[\s\S]*3\.20 s/)
     t.notMatch(texts[3], /gpt/)
     t.match(texts[4], /chat gpt-4o-mini\b[\s\S]*failed/, 'the failed call says so')
-    t.match(await page.locator('.kpi', { has: page.locator('.kpi-label', { hasText: /^Events$/ }) }).innerText(), /\b1 error$/m, 'one error, in the singular')
+    const events = page.locator('.kpi', { has: page.locator('.kpi-label', { hasText: /^Events$/ }) })
+    t.match(await events.innerText(), /\b1 error$/m, 'one error, in the singular')
+    t.equal(await events.locator('.kpi-hint .bad').innerText(), '1 error', 'the errors in red')
+    t.notMatch(await events.getAttribute('class') ?? '', /\bbad\b/, 'not the count of events, which would read as errors')
     t.match(await page.locator('main').innerText(), /research-assistant · Privacy/, 'a space before the separator')
   })
 

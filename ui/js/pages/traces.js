@@ -226,7 +226,7 @@ function Detail ({ kind, item, names }) {
   return html`
     <div class="kpis">
       <${Kpi} label="Duration" value=${duration(item.durationMs)} hint=${html`<${Time} iso=${item.start} />`} />
-      <${Kpi} label="Events" value=${count(item.eventCount ?? spans.length)} hint=${plural(item.errors, 'error')} tone=${item.errors ? 'bad' : ''} />
+      <${Kpi} label="Events" value=${count(item.eventCount ?? spans.length)} hint=${item.errors ? html`<span class="bad">${plural(item.errors, 'error')}</span>` : plural(0, 'error')} />
       <${Kpi} label="Tokens" value=${count(item.tokens?.total)} hint=${tokenParts(item.tokens)} />
       <${Kpi} label="Cost" value=${money(item.costUsd)} hint=${unpriced ? `${plural(unpriced, 'event')} unpriced` : null} />
     </div>
