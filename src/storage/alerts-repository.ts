@@ -237,7 +237,7 @@ export class AlertsRepository {
     const res = await this.db.query(
       `/* svc:alert_transition */ UPDATE alerts a SET status = $4, updated_at = now(),
          snoozed_until = CASE WHEN $4 = 'snoozed' THEN now() + make_interval(hours => $5::int) END,
-         acknowledged_at = CASE WHEN $4 = 'acknowledged' THEN now() ELSE a.acknowledged_at END
+         acknowledged_at = CASE WHEN $4 = 'acknowledged' THEN now() WHEN $4 = 'active' THEN NULL ELSE a.acknowledged_at END
        WHERE a.id = $1 AND a.user_id = $2 AND ${STATUS} = ANY($3) AND a.cleared_at IS NULL`,
       [id, userId, from, to, snoozeHours ?? 0],
     )

@@ -182,6 +182,7 @@ t.test('lifecycle: acknowledge, unacknowledge, snooze and its end; bad input; is
   const unack = await post(user, `/v1/me/alerts/${id}/unacknowledge`)
   t.equal(unack.statusCode, 200)
   t.equal(unack.json().status, 'active')
+  t.equal(unack.json().acknowledgedAt, null, 'no longer acknowledged, nor said to be')
 
   const before = Date.now()
   const snooze = await post(user, `/v1/me/alerts/${id}/snooze?hours=2`)
@@ -189,7 +190,9 @@ t.test('lifecycle: acknowledge, unacknowledge, snooze and its end; bad input; is
   t.equal(snooze.json().status, 'snoozed')
   const until = Date.parse(snooze.json().snoozedUntil)
   t.ok(until >= before + 2 * 3_600_000 - 5000 && until <= Date.now() + 2 * 3_600_000 + 5000, 'snoozed for two hours')
-  t.equal((await post(user, `/v1/me/alerts/${id}/snooze`)).json().status, 'snoozed', 'snooze defaults to an hour and can be extended')
+  const again = (await post(user, `/v1/me/alerts/${id}/snooze`)).json()
+  t.equal(again.status, 'snoozed', 'snooze defaults to an hour')
+  t.ok(Date.parse(again.snoozedUntil) < until - 3_000_000, 'snoozing a snoozed alert sets its end anew, an hour from now, though it was later')
   const badUnack = await post(user, `/v1/me/alerts/${id}/unacknowledge`)
   t.equal(badUnack.statusCode, 409, 'a snoozed alert is not acknowledged')
   t.equal(badUnack.json().message, `alert ${id} is snoozed; only an acknowledged alert can be unacknowledged`)
