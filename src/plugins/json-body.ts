@@ -64,6 +64,13 @@ const PARAMETER = /;\s*([^\s;=]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;]*))/g
 // UTF-8 by its names, and ASCII, of which it is a superset.
 const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii', 'ascii'])
 
+/** Whether a route's body may be left out: it has no body schema, or one that takes null. */
+function bodyOptional (schema: unknown): boolean {
+  if (schema === undefined) return true
+  const type = (schema as { type?: unknown }).type
+  return type === 'null' || (Array.isArray(type) && type.includes('null'))
+}
+
 /**
  * The JSON body parser: Fastify's own (empty body, invalid JSON, __proto__ and constructor poisoning,
  * body limits unchanged; an empty body is accepted as no body on routes without a body schema) followed by the input rules of src/domain/input-rules.ts. An ordinary body
@@ -101,10 +108,11 @@ export default fp(async function jsonBody (app) {
       done(new HttpError(415, 'unsupported_media_type', { message: `send the JSON body as UTF-8 (charset=${charset} is not taken here)` }))
       return
     }
-    // An empty body on a route that takes none (a bare POST to acknowledge, resolve…) means no body:
-    // clients that send `content-type: application/json` on every request are not refused for it.
-    // A route with a body schema still gets Fastify's 400 for an empty body.
-    if (text === '' && request.routeOptions.schema?.body === undefined) {
+    // An empty body on a route that takes none (a bare POST to acknowledge, resolve…) or whose body
+    // may be left out (its schema takes null: rotate-secret) means no body: clients that send
+    // `content-type: application/json` on every request are not refused for it. A route that needs
+    // a body still gets Fastify's 400 for an empty one.
+    if (text === '' && bodyOptional(request.routeOptions.schema?.body)) {
       done(null, undefined)
       return
     }

@@ -21,6 +21,15 @@ t.test('an empty JSON body on a route without a body schema is no body, not a 40
   }
 })
 
+t.test('an empty JSON body on a route whose body may be left out is no body, not a 400', async (t) => {
+  const user = await newUser(app)
+  const created = await app.inject({ method: 'POST', url: '/v1/me/channels', headers: user.auth, payload: { kind: 'webhook', url: 'https://hooks.example.com/rotate' } })
+  t.equal(created.statusCode, 201, created.body)
+  const res = await app.inject({ method: 'POST', url: `/v1/me/channels/${created.json().id}/rotate-secret`, headers: { ...user.auth, ...json }, payload: '' })
+  t.equal(res.statusCode, 200, res.body)
+  t.match(res.json().secret, /^whsec_/, 'a new secret, the replaced one signing for the default 24 h')
+})
+
 t.test('an empty JSON body is still a 400 on a route that needs a body', async (t) => {
   const user = await newUser(app)
   const res = await app.inject({ method: 'POST', url: '/v1/me/keys', headers: { ...user.auth, ...json }, payload: '' })
