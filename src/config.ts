@@ -235,6 +235,10 @@ const settingsSchema = {
         env: 'NOTIFY_ALLOW_PRIVATE_NETWORKS', enum: ['0', '1'], default: '0',
         description: '`1` lets notification channels reach loopback, private and link-local addresses (local use and tests); `0` refuses them at delivery',
       },
+      concurrency: {
+        env: 'NOTIFY_CONCURRENCY', type: 'integer', minimum: 1, maximum: 1000, default: 50,
+        description: 'notification attempts a worker process makes at once, for every user: each waits up to 5 s on its receiver, so receivers that hang hold this many slots (the rest wait)',
+      },
     }),
     secrets: group({
       key: {

@@ -14,7 +14,10 @@ declare module 'fastify' {
   }
 }
 
-export type NotificationOptions = ChannelsOptions & PublisherOptions & WorkerOptions
+export type NotificationOptions = ChannelsOptions & PublisherOptions & WorkerOptions & {
+  /** Attempts this process makes at once (NOTIFY_CONCURRENCY). */
+  concurrency?: number
+}
 
 /**
  * Notifications as the app reaches them: the channels API (the routes), and by name what the plugin
@@ -45,8 +48,9 @@ export default fp(async function notifications (app, opts: NotificationOptions) 
   await channels.sealStoredSecrets(app.db)
   await app.queues.work(queue, {
     processor: notifyProcessor(worker, publisher),
-    // Attempts wait on receivers (up to 5 s each), not on this process.
-    concurrency: 10,
+    // Attempts wait on receivers (up to 5 s each), not on this process: enough at once that a few
+    // receivers that hang (a slot each for 5 s) do not hold back everyone else's notifications.
+    concurrency: opts.concurrency ?? 50,
     schedules: [{ id: SWEEP_SCHEDULER_ID, everyMs: SWEEP_EVERY_MS, name: 'sweep', data: { kind: 'sweep' } }],
   })
   app.alerts.onStateChange(publisher.onAlertStateChange)

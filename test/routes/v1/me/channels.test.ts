@@ -181,6 +181,27 @@ t.test('Slack and PagerDuty receivers get their own formats; a regression re-ope
   t.same((await deliveries(user, slack.id)).map((d: { event: string }) => d.event).sort(), ['alert.triggered', 'error_cluster.reopened'], 'Slack got only what it subscribed to')
 })
 
+t.test('receivers that hang do not hold back the notifications of the others', async (t) => {
+  const { user, channel } = await fixture()
+  // A receiver that takes requests and never answers: each attempt holds its slot until it times out.
+  const { createServer } = await import('node:http')
+  let hung = 0
+  let givenUp = 0
+  const hanging = createServer((req) => { hung++; req.socket.on('close', () => { givenUp++ }) })
+  await new Promise<void>((resolve) => hanging.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise((resolve) => { hanging.closeAllConnections(); hanging.close(resolve) }))
+  const port = (hanging.address() as { port: number }).port
+  const dead = []
+  for (let i = 0; i < 12; i++) dead.push(await channel({ kind: 'webhook', url: `http://127.0.0.1:${port}/hang/${i}` }))
+  const path = `/alive/${randomId()}`
+  const alive = await channel({ kind: 'webhook', url: receiver.url(path) })
+  await app.notifications.publish(user.id, madeUpEvent())
+  await until(() => receiver.at(path).length === 1, DELIVERY_BOUND_MS, 'the working receiver\'s delivery')
+  t.equal(givenUp, 0, `the working receiver was called while every hanging attempt still waited (${hung} of 12 hanging)`)
+  t.match((await finished(user, alive.id, 1))[0], { status: 'delivered' })
+  for (const d of dead) t.equal((await api(user, 'DELETE', `/v1/me/channels/${d.id}`)).statusCode, 204)
+})
+
 t.test('a failing receiver is retried with the same webhook-id, and the delivery log shows each attempt', async (t) => {
   const { user, channel } = await fixture()
   const path = `/flaky/${randomId()}`
