@@ -66,6 +66,8 @@ export const dashboardLinks = (base: string) => ({
   home: `${base}/`,
   alerts: `${base}/#/alerts`,
   errors: `${base}/#/errors`,
+  /** The errors page opened on one cluster (highlighted, scrolled to). */
+  cluster: (fingerprint: string) => `${base}/#/errors/${encodeURIComponent(fingerprint)}`,
 })
 
 const REGRESSION = 'regression:'
@@ -110,12 +112,12 @@ export function alertEvent (change: 'opened' | 'cleared', alert: AlertFacts, age
     lastSeen: typeof f.lastSeenAt === 'string' ? f.lastSeenAt : alert.lastSeenFiringAt,
     resolvedAt: typeof f.resolvedAt === 'string' ? f.resolvedAt : null,
   }
-  return { type: 'error_cluster.reopened', timestamp, data: { cluster, alert: alertFacts(alert), agent, url: links.errors } }
+  return { type: 'error_cluster.reopened', timestamp, data: { cluster, alert: alertFacts(alert), agent, url: links.cluster(cluster.fingerprint) } }
 }
 
 /** The event of an error cluster seen for the first time. */
 export function clusterCreatedEvent (cluster: ClusterFacts, agent: AgentFacts, base: string, at: Date): NotificationEvent {
-  return { type: 'error_cluster.created', timestamp: at.toISOString(), data: { cluster, agent, url: dashboardLinks(base).errors } }
+  return { type: 'error_cluster.created', timestamp: at.toISOString(), data: { cluster, agent, url: dashboardLinks(base).cluster(cluster.fingerprint) } }
 }
 
 export function testEvent (channel: { id: string; kind: ChannelKind; label: string }, base: string, at: Date): NotificationEvent {

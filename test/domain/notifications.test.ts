@@ -44,7 +44,7 @@ t.test('events carry the alert or cluster, the agent and the dashboard link', as
   const reopened = alertEvent('opened', regression, agent, BASE, AT)
   t.match(reopened, {
     type: 'error_cluster.reopened',
-    data: { cluster: { fingerprint: '0123456789abcdef', status: 'open', count: 3, resolvedAt: '2026-05-01T08:00:00.000Z' }, alert: { id: alert.id }, url: `${BASE}/#/errors` },
+    data: { cluster: { fingerprint: '0123456789abcdef', status: 'open', count: 3, resolvedAt: '2026-05-01T08:00:00.000Z' }, alert: { id: alert.id }, url: `${BASE}/#/errors/0123456789abcdef` },
   }, 'a regression alert opening is the cluster re-opening, announced once')
   t.equal(alertEvent('cleared', regression, agent, BASE, AT).type, 'alert.resolved', 'its clearing resolves the alert')
 

@@ -149,7 +149,7 @@ t.test('new clusters are published as error_cluster.created, for agents their us
     data: {
       cluster: { fingerprint: '0123456789abcdef', status: 'open', sampleMessage: null, count: 12, firstSeen: '2026-03-01T11:00:00.000Z', lastSeen: '2026-03-01T11:01:00.000Z', resolvedAt: null },
       agent: { id: 'agent-1', displayName: 'billing' },
-      url: `${DASHBOARD}/#/errors`,
+      url: `${DASHBOARD}/#/errors/0123456789abcdef`,
     },
   })
 })

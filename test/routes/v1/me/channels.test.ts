@@ -95,9 +95,11 @@ t.test('an error spike reaches a webhook receiver signed and verifiable; each st
       url: `${DASHBOARD}/#/alerts`,
     },
   })
-  t.match(bodies(path).find((b) => b.type === 'error_cluster.created'), {
-    data: { cluster: { fingerprint: /^[0-9a-f]{16}$/, status: 'open', sampleMessage: 'upstream 502', count: 12 }, agent: { id: r!.agentId }, url: `${DASHBOARD}/#/errors` },
+  const clusterEvent = bodies(path).find((b) => b.type === 'error_cluster.created')
+  t.match(clusterEvent, {
+    data: { cluster: { fingerprint: /^[0-9a-f]{16}$/, status: 'open', sampleMessage: 'upstream 502', count: 12 }, agent: { id: r!.agentId } },
   })
+  t.equal(clusterEvent.data.url, `${DASHBOARD}/#/errors/${clusterEvent.data.cluster.fingerprint}`, 'a link to the cluster itself')
 
   await batch(failures(name, 3))
   await evaluate(user)
