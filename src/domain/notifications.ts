@@ -155,7 +155,8 @@ export function summary (event: NotificationEvent): string {
     case 'alert.triggered':
       return `[${event.data.alert.severity}] ${event.data.alert.rule} on ${agentName(event.data.agent)}: ${event.data.alert.message}`
     case 'alert.resolved':
-      return `[resolved] ${event.data.alert.rule} on ${agentName(event.data.agent)}: ${event.data.alert.message}`
+      // The alert's message says what it found when it fired: said as over, not as news.
+      return `[resolved] ${event.data.alert.rule} on ${agentName(event.data.agent)} is over (it was: ${event.data.alert.message})`
     case 'score.dropped':
       return `[${event.data.alert.severity}] Scores dropped on ${agentName(event.data.agent)}: ${event.data.alert.message}`
     case 'error_cluster.created':

@@ -71,6 +71,8 @@ t.test('Slack gets text and blocks, with its control characters escaped', async 
   t.match(JSON.stringify(msg.blocks[1]), /failed 12 · total 14/)
   const long = slackMessage(alertEvent('opened', { ...alert, message: 'x'.repeat(5000) }, agent, BASE, AT))
   t.ok(long.text.length <= 3000, 'within Slack\'s limit')
+  const over = slackMessage(alertEvent('cleared', { ...alert, message: '12 of 14 events failed' }, agent, BASE, AT))
+  t.equal(over.text, '[resolved] error_rate on research-bot is over (it was: 12 of 14 events failed)', 'a resolution reads as the end of the problem, not as it again')
 })
 
 t.test('PagerDuty: trigger with the alert as dedup key, resolve with the same', async (t) => {
