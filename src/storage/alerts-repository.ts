@@ -137,6 +137,20 @@ export class AlertsRepository {
   }
 
   /**
+   * Clears every open alert of one of the user's agents (it is being deleted: its anomalies are over
+   * for good, and the channels are told, so that a PagerDuty incident resolves). Returns how many.
+   */
+  async clearOfAgent (userId: string, agentId: string): Promise<number> {
+    const res = await this.db.query(
+      `/* svc:alert_clear_agent */ UPDATE alerts SET cleared_at = now(), firing = false, updated_at = now()
+       WHERE user_id = $1 AND agent_id = $2 AND cleared_at IS NULL RETURNING id`,
+      [userId, agentId],
+    )
+    await this.changed('cleared', res.rows.map((r) => r.id))
+    return res.rows.length
+  }
+
+  /**
    * Clears the user's acknowledged regression alerts whose cluster is not regressing now (resolved
    * again, or re-opened by hand), so that its next regression opens a new, active alert.
    */

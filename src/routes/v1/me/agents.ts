@@ -14,8 +14,13 @@ const agents: FastifyPluginAsyncJsonSchemaToTs = async (app) => {
   app.patch('/agents/:id', { schema: patchAgent }, async (request) =>
     service.updateAgent(request.user.id, request.params.id, request.body))
 
-  /** Soft delete: from now on ingestion for the agent answers 410 and reads hide it. */
+  /**
+   * Soft delete: from now on ingestion for the agent answers 410 and reads hide it. Its open alerts
+   * are cleared first, while the agent is still there to name in their `alert.resolved`.
+   */
   app.delete('/agents/:id', { schema: deleteAgent }, async (request, reply) => {
+    if (!(await app.agents.getOwned(request.user.id, request.params.id))) throw notFound()
+    await app.alerts.clearOfAgent(request.user.id, request.params.id)
     if (!(await app.agents.softDelete(request.user.id, request.params.id))) throw notFound()
     return reply.code(204).send(null)
   })

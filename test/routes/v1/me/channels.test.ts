@@ -183,6 +183,20 @@ t.test('Slack and PagerDuty receivers get their own formats; a regression re-ope
   t.same((await deliveries(user, slack.id)).map((d: { event: string }) => d.event).sort(), ['alert.triggered', 'error_cluster.reopened'], 'Slack got only what it subscribed to')
 })
 
+t.test('deleting an agent resolves its open alert on the channels (a PagerDuty incident closes)', async (t) => {
+  const { user, batch, channel } = await fixture()
+  const path = `/deleted/${randomId()}`
+  await channel({ kind: 'webhook', url: receiver.url(path), events: ['alert.triggered', 'alert.resolved'] })
+  const name = randomId('doomed-')
+  const [r] = await batch(failures(name, 12))
+  await evaluate(user)
+  await until(() => bodies(path).some((b) => b.type === 'alert.triggered'), DELIVERY_BOUND_MS, 'the alert')
+  const opened = bodies(path).find((b) => b.type === 'alert.triggered')
+  t.equal((await api(user, 'DELETE', `/v1/me/agents/${r!.agentId}`)).statusCode, 204)
+  const resolved = await until(() => bodies(path).find((b) => b.type === 'alert.resolved'), DELIVERY_BOUND_MS, 'its resolution')
+  t.match(resolved.data, { alert: { id: opened.data.alert.id }, agent: { id: r!.agentId, displayName: name } }, 'the same alert, of the agent by its name')
+})
+
 t.test('receivers that hang do not hold back the notifications of the others', async (t) => {
   const { user, channel } = await fixture()
   // A receiver that takes requests and never answers: each attempt holds its slot until it times out.
