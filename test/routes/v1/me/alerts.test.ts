@@ -323,3 +323,23 @@ t.test('with the worker role, events lead to an alert through BullMQ without wai
   const jobs = await worker.anomalyQueue.getJobs(['completed', 'waiting', 'delayed', 'active'])
   t.equal(jobs.filter((j) => j.name === 'agent').length, 1, '12 events made one debounced agent check')
 })
+
+t.test('postgres/015 clears the open alerts of agents deleted before deleting cleared them, and no other', async (t) => {
+  const { readFileSync } = await import('node:fs')
+  const { user, batch } = await fixture()
+  const [gone, kept] = [randomId('gone-'), randomId('kept-')]
+  const [g] = await batch(failures(gone, 12))
+  const [k] = await batch(failures(kept, 12))
+  await evaluate(user)
+  const open = (await list(user)).alerts
+  t.equal(open.length, 2, 'an alert for each agent')
+  t.equal((await post(user, `/v1/me/alerts/${open.find((a: { agentId: string }) => a.agentId === g!.agentId).id}/acknowledge`)).statusCode, 200)
+  // Deleted as before the rule: the agent's row only, its alerts left open.
+  await app.db.query('UPDATE agents SET deleted_at = now() WHERE id = $1', [g!.agentId])
+  const sql = readFileSync(new URL('../../../../postgres/015.do.clear-alerts-of-deleted-agents.sql', import.meta.url), 'utf8')
+  await app.db.query(sql)
+  await app.db.query(sql)
+  const after = (await list(user)).alerts
+  t.match(after.find((a: { agentId: string }) => a.agentId === g!.agentId), { agentDeleted: true, clearedAt: String }, 'the deleted agent\'s acknowledged alert is cleared')
+  t.match(after.find((a: { agentId: string }) => a.agentId === k!.agentId), { status: 'active', clearedAt: null }, 'a live agent\'s alert is left open')
+})
