@@ -53,6 +53,7 @@ const EVERY_SETTING = {
   DASHBOARD_URL: 'https://dash.example/',
   PAGERDUTY_EVENTS_URL: 'https://pd.example/v2/enqueue',
   NOTIFY_ALLOW_PRIVATE_NETWORKS: '1',
+  NOTIFY_CONCURRENCY: '7',
   SECRETS_KEY: 'ZGV2ZWxvcG1lbnQtb25seS1kby1ub3QtdXNlLWtleSE=',
   SECRETS_PREVIOUS_KEYS: ' YWdlbnQtdGVsZW1ldHJ5LXRlc3RzLW9ubHkta2V5ISE= ,ZGV2ZWxvcG1lbnQtb25seS1kby1ub3QtdXNlLWtleSE=',
   METRICS_TOKEN: 'a-metrics-token-of-32-characters',
@@ -121,7 +122,7 @@ t.test('defaults: every setting unset', async (t) => {
     burstLeaseMs: 1000,
     anomalyEveryMs: 60000,
     activityFlushMs: 1000,
-    notify: { dashboardUrl: 'http://127.0.0.1:3000', pagerdutyEventsUrl: 'https://events.pagerduty.com/v2/enqueue', allowPrivateNetworks: false },
+    notify: { dashboardUrl: 'http://127.0.0.1:3000', pagerdutyEventsUrl: 'https://events.pagerduty.com/v2/enqueue', allowPrivateNetworks: false, concurrency: 50 },
     live: { heartbeatMs: 15000, bufferBytes: 262144, maxStreams: 1000, maxStreamsPerUser: 10, replayBatches: 100, publishWindowMs: 5, replaySeconds: 60 },
     secrets: { previousKeys: [] },
     namesSyncEveryMs: 60000,
@@ -177,7 +178,7 @@ t.test('every setting lands in its place', async (t) => {
     burstLeaseMs: 1002,
     anomalyEveryMs: 60001,
     activityFlushMs: 1003,
-    notify: { dashboardUrl: 'https://dash.example', pagerdutyEventsUrl: 'https://pd.example/v2/enqueue', allowPrivateNetworks: true },
+    notify: { dashboardUrl: 'https://dash.example', pagerdutyEventsUrl: 'https://pd.example/v2/enqueue', allowPrivateNetworks: true, concurrency: 7 },
     live: { heartbeatMs: 15001, bufferBytes: 262145, maxStreams: 1001, maxStreamsPerUser: 11, replayBatches: 101, publishWindowMs: 6, replaySeconds: 61 },
     secrets: { key: 'ZGV2ZWxvcG1lbnQtb25seS1kby1ub3QtdXNlLWtleSE=', previousKeys: ['YWdlbnQtdGVsZW1ldHJ5LXRlc3RzLW9ubHkta2V5ISE=', 'ZGV2ZWxvcG1lbnQtb25seS1kby1ub3QtdXNlLWtleSE='] },
     metricsToken: 'a-metrics-token-of-32-characters',
@@ -226,6 +227,7 @@ t.test('a bad value stops start-up with a message naming the setting and the rul
     [{ AUTH_JWKS_URL: 'https://idp.example/jwks' }, 'settings must have properties AUTH_ISSUER, AUTH_AUDIENCE when property AUTH_JWKS_URL is present'],
     [{ AUTH_ISSUER: 'i' }, 'settings must have property AUTH_JWKS_URL when property AUTH_ISSUER is present'],
     [{ NOTIFY_ALLOW_PRIVATE_NETWORKS: 'yes' }, 'NOTIFY_ALLOW_PRIVATE_NETWORKS must be equal to one of the allowed values: 0, 1'],
+    [{ NOTIFY_CONCURRENCY: '0' }, 'NOTIFY_CONCURRENCY must be >= 1'],
   ]
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), new ConfigError(`invalid settings: ${message}`), JSON.stringify(env))
