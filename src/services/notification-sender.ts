@@ -148,7 +148,7 @@ export class NotificationSender {
       })
       const response = await readHead(res.body)
       const ok = res.statusCode >= 200 && res.statusCode < 300
-      return { ok, statusCode: res.statusCode, error: ok ? null : `HTTP ${res.statusCode}`, response, permanent: false }
+      return { ok, statusCode: res.statusCode, error: ok ? null : `HTTP ${res.statusCode}${redirectedTo(res.statusCode, res.headers.location)}`, response, permanent: false }
     } catch (err) {
       return { ok: false, statusCode: null, error: describe(err), response: null, permanent: refusedIn(err) !== undefined }
     }
@@ -192,4 +192,16 @@ function describe (err: unknown): string {
   if (e.code === 'ENOTFOUND') return 'the host name does not resolve'
   if (e.code === 'ECONNREFUSED') return 'connection refused'
   return e.code ? `connection failed (${e.code})` : 'connection failed'
+}
+
+/**
+ * Where a redirect points (` to https://…`, cut to 200 characters), for the delivery's error:
+ * redirects are not followed, and an `http://` destination moved to `https://` is the usual reason.
+ */
+function redirectedTo (status: number, location: string | string[] | undefined): string {
+  const to = Array.isArray(location) ? location[0] : location
+  if (status < 300 || status >= 400 || !to) return ''
+  // eslint-disable-next-line no-control-regex -- a header's control characters are not shown
+  const shown = to.replace(/[\u0000-\u001f\u007f]/g, '')
+  return ` to ${shown.length > 200 ? `${shown.slice(0, 199)}…` : shown} (redirects are not followed: use that address)`
 }
