@@ -27,7 +27,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources'
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer'
 import { loadLocalSigningKey, signLocalToken } from '../src/auth/local-signing-key.ts'
 import { withDefaultUser } from '../src/storage/postgres.ts'
-import { benchArgs, byThread, cpuByThread, freePort, serviceArgs, totalCpu, untilShipped, waitForUp } from './bench-support.ts'
+import { benchArgs, byThread, cpuByThread, deleteRedisKeys, freePort, serviceArgs, totalCpu, untilShipped, waitForUp } from './bench-support.ts'
 
 const { values } = parseArgs({ args: benchArgs(), options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '8' } } })
 const duration = Number(values.duration)
@@ -102,13 +102,15 @@ const event = (i: number) => i % 3 === 1
 
 type Steps = Record<string, { events: number; totalMs: number }>
 
+const redisPrefix = `bench:${randomBytes(4).toString('hex')}:`
+
 try {
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   // BENCH_PROFILE=dir writes a CPU profile of the service (node --cpu-prof) into dir when it exits.
   service = spawn(process.execPath, serviceArgs(process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []), {
     cwd: root,
-    env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: databaseUrl, ROLES: 'api', REDIS_PREFIX: `bench:${randomBytes(4).toString('hex')}:`, LOG_LEVEL: 'warn' },
+    env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: databaseUrl, ROLES: 'api', REDIS_PREFIX: redisPrefix, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   })
   await waitForUp(`${base}/health`)
@@ -189,4 +191,6 @@ try {
     await exit
   }
   rmSync(dataDir, { recursive: true, force: true })
+  // The span memory holds a key per trace, a day each: some 100,000 of them a run.
+  console.error(`cleaned up: ${await deleteRedisKeys(redisPrefix)} Redis keys under ${redisPrefix}, the data directory`)
 }
