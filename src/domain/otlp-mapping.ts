@@ -1,3 +1,4 @@
+import { isEventTime } from './date-time.ts'
 import type { IncomingEvent } from './event-row.ts'
 import { wellFormed, type AttrValue, type Attributes, type OtlpSpan } from './otlp-codec.ts'
 
@@ -155,7 +156,7 @@ export function spanToEvent (span: OtlpSpan): IncomingEvent | string {
   }
   const meta = event.metadata!
   if (span.parentSpanId) meta.parentSpanId = span.parentSpanId
-  if (span.startMs > 0 && span.startMs < 4_291_747_200_000) event.timestamp = span.startMs
+  if (span.startMs > 0 && isEventTime(span.startMs)) event.timestamp = span.startMs
   if (span.startMs > 0 && span.endMs >= span.startMs) event.durationMs = span.endMs - span.startMs
   if (span.status.code === 1) event.outcome = 'success'
   if (failed) {

@@ -7,6 +7,7 @@ import type { IncomingEvent } from '../domain/event-row.ts'
 import { HttpError } from '../http-error.ts'
 import type { IngestCaller, IngestionService } from './ingestion-service.ts'
 import type { SpanMemory } from './span-memory.ts'
+import { boundAgentOf } from './steps/ingest-run.ts'
 
 /** What an export request that was not refused as a whole answers: how many spans were refused, and why. */
 export interface ExportOutcome {
@@ -36,7 +37,8 @@ export class OtlpService {
    */
   async export (caller: IngestCaller, body: Buffer, encoding: OtlpEncoding): Promise<ExportOutcome> {
     const { events, refusals, evaluations } = this.ingestion.pipeline.build('decode', () => decodeSpans(body, encoding, caller.agentId !== null), (r) => r.events.length + r.refusals.length)
-    const claim = await this.spans.claim(caller.agentId !== null && caller.source.kind === 'api_key' ? `${caller.userId}:ag:${caller.agentId}` : caller.userId, events)
+    const bound = boundAgentOf(caller)
+    const claim = await this.spans.claim(bound !== null ? `${caller.userId}:ag:${bound}` : caller.userId, events)
     let accepted = 0
     const scoreRefusals: HttpError[] = []
     let scoresSent = 0

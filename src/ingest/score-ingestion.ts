@@ -12,7 +12,7 @@ import { batchResult, longestRetryAfter, passAll, type BatchResult, type Outcome
 import type { EventShipper } from './shipper.ts'
 import { burstStep, type BurstLimiter } from './steps/burst.ts'
 import { burstLimit } from '../domain/tiers.ts'
-import type { IngestCaller, IngestItem, IngestRun, RefusalOf } from './steps/ingest-run.ts'
+import { boundAgentOf, type IngestCaller, type IngestItem, type IngestRun, type RefusalOf } from './steps/ingest-run.ts'
 import { resolveStep } from './steps/resolve.ts'
 import type { AgentResolver } from '../cache/agent-resolver.ts'
 import type { ReadYourWrites } from './read-your-writes.ts'
@@ -102,7 +102,7 @@ function scoreContentRefusal (score: unknown, caller: Pick<IngestCaller, 'publis
     if ((score as IncomingScore).source !== 'human') return forbidden('publishable_key_human_scores_only')
     const limits = publishableScoreProblems(score as IncomingScore)
     if (limits.length > 0) return invalid(limits)
-  } else if (caller.agentId !== null && caller.source.kind === 'api_key') {
+  } else if (boundAgentOf(caller) !== null) {
     const limits = boundKeyScoreProblems(score as IncomingScore)
     if (limits.length > 0) return invalid(limits)
   }
@@ -174,7 +174,8 @@ function configsStep (configs: Pick<ScoreConfigResolver, 'peek' | 'get'>): Score
 function storedScoreId (caller: IngestCaller, score: IncomingScore): string | undefined {
   if (score.scoreId === undefined || caller.source.kind !== 'api_key') return score.scoreId
   if (caller.publishable) return `pk:${caller.source.keyId}:${score.scoreId}`
-  return caller.agentId !== null ? `ag:${caller.agentId}:${score.scoreId}` : score.scoreId
+  const bound = boundAgentOf(caller)
+  return bound !== null ? `ag:${bound}:${score.scoreId}` : score.scoreId
 }
 
 /** `row`: each score's row id and its ingest log line (scores are small: always on this thread). */

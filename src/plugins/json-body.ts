@@ -49,7 +49,7 @@ const found = new WeakMap<FastifyRequest, Found>()
  * null. JSON is UTF-8 (RFC 8259), and the body is read as UTF-8 whatever the header says: a body
  * declared in another encoding would have its accented letters turned into U+FFFD without a word.
  */
-export function foreignCharset (contentType: string | undefined): string | null {
+function foreignCharset (contentType: string | undefined): string | null {
   if (contentType === undefined || !contentType.includes('=')) return null
   // Each parameter in turn (a quoted value whole, so that `x="a;charset=b"` names no charset).
   for (const [, name, quoted, plain] of contentType.matchAll(PARAMETER)) {
@@ -58,6 +58,15 @@ export function foreignCharset (contentType: string | undefined): string | null 
     return charset === '' || UTF8_CHARSETS.has(charset) ? null : charset.slice(0, 40)
   }
   return null
+}
+
+/** The start of the message of that refusal (an OTLP error body tells it apart from a wrong content type by it). */
+export const CHARSET_REFUSED = 'send the JSON body as UTF-8'
+
+/** The 415 of a JSON body whose Content-Type names a charset other than UTF-8; null for any other (and for no body). */
+export function charsetRefusal (contentType: string | undefined, bodyLength: number): HttpError | null {
+  const charset = bodyLength === 0 ? null : foreignCharset(contentType)
+  return charset === null ? null : new HttpError(415, 'unsupported_media_type', { message: `${CHARSET_REFUSED} (charset=${charset} is not taken here)` })
 }
 
 const PARAMETER = /;\s*([^\s;=]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;]*))/g
@@ -103,9 +112,9 @@ export default fp(async function jsonBody (app) {
       done(new HttpError(415, 'unsupported_media_type', { message: `send the JSON body without Content-Encoding (${encoding} is not taken here)` }))
       return
     }
-    const charset = text === '' ? null : foreignCharset(request.headers['content-type'])
-    if (charset !== null) {
-      done(new HttpError(415, 'unsupported_media_type', { message: `send the JSON body as UTF-8 (charset=${charset} is not taken here)` }))
+    const refusal = charsetRefusal(request.headers['content-type'], text.length)
+    if (refusal !== null) {
+      done(refusal)
       return
     }
     // An empty body on a route that takes none (a bare POST to acknowledge, resolve…) or whose body

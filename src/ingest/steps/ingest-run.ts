@@ -34,6 +34,14 @@ export interface IngestCaller {
   publishable?: boolean
 }
 
+/**
+ * The agent a caller's API key is bound to, or null (an unbound key, a publishable key, the
+ * dashboard): what such a key writes is its agent's (its score ids, its span ids), never another's.
+ */
+export function boundAgentOf (caller: Pick<IngestCaller, 'agentId' | 'source' | 'publishable'>): string | null {
+  return caller.source.kind === 'api_key' && !caller.publishable ? caller.agentId : null
+}
+
 export function callerOfKey (key: KeyIdentity): IngestCaller {
   const caller: IngestCaller = { userId: key.userId, tier: key.tier, burstPerMinute: key.burstPerMinute, agentId: key.agentId, source: { kind: 'api_key', keyId: key.keyId } }
   if (key.kind === 'publishable') caller.publishable = true

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { createGunzip } from 'node:zlib'
 import { encodeResponse, encodeStatus, type OtlpEncoding } from '../../domain/otlp-codec.ts'
 import { HttpError } from '../../http-error.ts'
-import { foreignCharset } from '../../plugins/json-body.ts'
+import { CHARSET_REFUSED, charsetRefusal } from '../../plugins/json-body.ts'
 import { callerOfKey } from '../../ingest/ingestion-service.ts'
 import { postTraces } from '../../../schemas/ingest-routes.ts'
 
@@ -30,8 +30,7 @@ const otlp: FastifyPluginAsync = async (app) => {
     (_request, body, done) => done(null, body))
   // OTLP's JSON is UTF-8, as all JSON is.
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (request, body, done) => {
-    const charset = (body as Buffer).length === 0 ? null : foreignCharset(request.headers['content-type'])
-    done(charset === null ? null : new HttpError(415, 'unsupported_media_type', { message: `send the JSON body as UTF-8 (charset=${charset} is not taken here)` }), body)
+    done(charsetRefusal(request.headers['content-type'], (body as Buffer).length), body)
   })
 
   // Content-Encoding: gzip is inflated here; bodyLimit then applies to the inflated body, so a small
@@ -59,7 +58,7 @@ const otlp: FastifyPluginAsync = async (app) => {
       error = JSON.parse(payload)
     } catch { /* not ours: answer with the status alone */ }
     // A wrong Content-Encoding says so itself; a wrong Content-Type is told what to send.
-    const message = error.error === 'unsupported_media_type' && !error.message?.startsWith('Content-Encoding') && !error.message?.startsWith('send the JSON body as UTF-8')
+    const message = error.error === 'unsupported_media_type' && !error.message?.startsWith('Content-Encoding') && !error.message?.startsWith(CHARSET_REFUSED)
       ? 'unsupported_media_type: send Content-Type application/x-protobuf or application/json'
       : [error.error ?? 'error', error.reason && `(${error.reason})`, error.message && `: ${error.message}`,
           error.details?.[0] && `: ${error.details[0].path.join('.')} ${error.details[0].message}`].filter(Boolean).join(' ').replace(' :', ':')

@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks'
 import { api, agentRef } from '../api.js'
 import { html, useData, useAction, ErrorNote, Loading, Empty, Kpi, AgentLink, ConfirmButton, count, percent, dotted } from '../ui.js'
-import { fig, signed, Trend, FEEDBACK_NAME } from '../scores.js'
+import { fig, signed, Trend, FEEDBACK_NAME, scoreText } from '../scores.js'
 
 const PERIODS = [['1', '24 hours'], ['7', '7 days'], ['30', '30 days'], ['90', '90 days']]
 const DAY_MS = 86_400_000
@@ -15,11 +15,10 @@ function daysOf (from, to) {
   return out
 }
 
-/** A label as the trace and session pages write it: a boolean score's `true` and `false` as yes and no (up and down for feedback). */
+/** A label as the trace and session pages write it (scoreText): a boolean score's `true` and `false` as yes and no (up and down for feedback). */
 function labelText (n, label) {
   if (n.dataType !== 'boolean' || (label !== 'true' && label !== 'false')) return label
-  const yes = label === 'true'
-  return n.name === FEEDBACK_NAME ? (yes ? '▲ up' : '▼ down') : (yes ? 'yes' : 'no')
+  return scoreText({ name: n.name, dataType: 'boolean', boolean: label === 'true' })
 }
 
 /** The labels of a distribution, most frequent first, with their share. */
